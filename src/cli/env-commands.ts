@@ -1,0 +1,85 @@
+import { createInterface } from "node:readline";
+import type { Command } from "commander";
+import { createEnv, listEnvs, listPolicies, type EnvName } from "../envs/index.ts";
+import { FREE_TEXT_SLOT } from "../core/index.ts";
+import { parseIntOption, playEpisodes } from "./episodes.ts";
+
+export function registerEnvCommands(program: Command): void {
+  const env = program.command("env").description("work with the real environments");
+
+  env.command("list").description("list the environments and their scripted policies").action(() => {
+    for (const e of listEnvs()) console.log(`${e.name}\t${e.description}\tpolicies: ${listPolicies(e.name).join(", ")}`);
+  });
+
+  env
+    .command("eval")
+    .description("evaluate a scripted policy on a split: mean score ×100 and success rate")
+    .requiredOption("--env <name>", "environment")
+    .requiredOption("--policy <name>", "scripted policy (oracle | rule | random)")
+    .option("--split <split>", "task split", "test")
+    .option("--episodes <n>", "episodes (default: every task of the split once)", parseIntOption("episodes", 1))
+    .option("--seed <n>", "seed of stochastic policies", parseIntOption("seed"), 0)
+    .option("--max-steps <n>", "steps before truncation", parseIntOption("max-steps", 1))
+    .option("--data <dir>", "data folder")
+    .option("--json", "print the result as JSON")
+    .action(async (o) => {
+      const r = await playEpisodes({ ...o, env: o.env, policy: o.policy }, `eval ${o.policy}`, () => {});
+      const out = { env: o.env, policy: o.policy, split: o.split, episodes: r.episodes, score: 100 * r.score, success_rate: 100 * r.success };
+      if (o.json) console.log(JSON.stringify(out));
+      else console.log(`${o.env} ${o.split} (${r.episodes} episodes), policy ${o.policy}: score ${out.score.toFixed(1)}, success ${out.success_rate.toFixed(1)}%`);
+    });
+
+  env
+    .command("play")
+    .description("play an environment in the terminal")
+    .argument("<env>", "environment")
+    .option("--split <split>", "task split", "test")
+    .option("--task <index>", "index of the task within the split", parseIntOption("task"))
+    .option("--seed <n>", "seed for picking a task", parseIntOption("seed"), 0)
+    .option("--data <dir>", "data folder")
+    .action(async (name: string, o) => {
+      const e = createEnv(name as EnvName, { dataDir: o.data, split: o.split });
+      const tasks = e.tasks();
+      const task = o.task === undefined ? undefined : tasks[o.task];
+      if (o.task !== undefined && !task) throw new Error(`--task ${o.task} is out of range (0..${tasks.length - 1})`);
+      // Read lines through one iterator: with piped input, lines that arrive before a prompt are kept.
+      const rl = createInterface({ input: process.stdin, terminal: false });
+      const lines = rl[Symbol.asyncIterator]();
+      const ask = async (prompt: string): Promise<string | null> => {
+        process.stdout.write(prompt);
+        const next = await lines.next();
+        return next.done ? null : next.value;
+      };
+      let { observation } = await e.reset({ seed: o.seed, task });
+      let total = 0;
+      console.log("Type an action (search[words] or click[label]), its number, or 'quit'.");
+      for (;;) {
+        console.log(`\n${observation.split(" [SEP] ").join("\n  ")}`);
+        const actions = e.availableActions() ?? [];
+        actions.forEach((a, i) => console.log(`  ${i + 1}. ${a}`));
+        const line = await ask("> ");
+        if (line === null || line.trim() === "quit") break;
+        let action = line.trim();
+        const n = Number(action);
+        if (Number.isInteger(n) && n >= 1 && n <= actions.length) {
+          action = actions[n - 1];
+          if (action.includes(FREE_TEXT_SLOT)) {
+            const text = await ask("search for: ");
+            if (text === null) break;
+            action = action.replace(FREE_TEXT_SLOT, text.trim());
+          }
+        }
+        const r = await e.step(action);
+        total += r.reward;
+        observation = r.observation;
+        if (r.info.invalid) console.log(`(invalid action: ${action})`);
+        if (r.terminated || r.truncated) {
+          console.log(`\n${observation.split(" [SEP] ").join("\n  ")}`);
+          console.log(`\nEpisode over (${r.terminated ? "bought" : "step limit"}): reward ${total.toFixed(3)}`);
+          break;
+        }
+      }
+      rl.close();
+      await e.close();
+    });
+}

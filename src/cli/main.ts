@@ -1,0 +1,24 @@
+import { Command, CommanderError } from "commander";
+import { DreamGymError } from "../core/index.ts";
+import { registerCollect } from "./collect.ts";
+import { registerEnvCommands } from "./env-commands.ts";
+
+const program = new Command();
+program
+  .name("dreamgym")
+  .description("Train LLM agents with RL on synthetic experience (DreamGym).")
+  .showHelpAfterError()
+  .exitOverride();
+registerEnvCommands(program);
+registerCollect(program);
+
+try {
+  await program.parseAsync(process.argv);
+} catch (e) {
+  if (e instanceof CommanderError) process.exit(e.exitCode);
+  if (DreamGymError.isInstance(e)) {
+    console.error(`error: ${e.message}`);
+    process.exit(2);
+  }
+  throw e;
+}

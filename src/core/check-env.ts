@@ -1,0 +1,78 @@
+import type { Env, StepResult } from "./env.ts";
+import { ClosedEnvironmentError, DreamGymError } from "./errors.ts";
+import { FREE_TEXT_SLOT } from "./env.ts";
+
+export interface CheckEnvOptions {
+  /** Seed used for the determinism checks. @default 0 */
+  seed?: number;
+  /** Steps to take per determinism check. @default 5 */
+  steps?: number;
+  /** An action the env must treat as invalid. @default "not-an-action[]" */
+  invalidAction?: string;
+  /** Text that fills a free-text slot of a listed action. @default "test" */
+  freeText?: string;
+}
+
+function fail(what: string): never {
+  throw new DreamGymError(`checkEnv: ${what}`, "CHECK_ENV_FAILED");
+}
+
+function checkStep(r: StepResult, where: string): void {
+  if (typeof r.observation !== "string") fail(`${where}: observation is not a string`);
+  if (typeof r.reward !== "number" || !Number.isFinite(r.reward)) fail(`${where}: reward is not a finite number`);
+  if (typeof r.terminated !== "boolean" || typeof r.truncated !== "boolean") fail(`${where}: terminated/truncated are not booleans`);
+  if (typeof r.info !== "object" || r.info === null) fail(`${where}: info is not an object`);
+}
+
+/** Plays a fixed, seeded action sequence: the first listed action each step. */
+async function rollout(env: Env, seed: number, steps: number, freeText: string): Promise<string[]> {
+  const trace: string[] = [];
+  const { observation, info } = await env.reset({ seed });
+  if (typeof observation !== "string") fail("reset: observation is not a string");
+  if (typeof info !== "object" || info === null) fail("reset: info is not an object");
+  trace.push(observation);
+  for (let i = 0; i < steps; i++) {
+    const actions = env.availableActions();
+    if (actions !== undefined && (!Array.isArray(actions) || actions.some((a) => typeof a !== "string"))) {
+      fail("availableActions() must return string[] or undefined");
+    }
+    if (!actions || actions.length === 0) break;
+    const action = actions[i % actions.length].replace(FREE_TEXT_SLOT, freeText);
+    const r = await env.step(action);
+    checkStep(r, `step(${JSON.stringify(action)})`);
+    trace.push(`${action}|${r.reward}|${r.terminated}|${r.truncated}|${r.observation}`);
+    if (r.terminated || r.truncated) break;
+  }
+  return trace;
+}
+
+/**
+ * Gymnasium-style conformance checks that every environment's tests run: types of reset/step
+ * results, determinism under a seed, invalid actions as no-ops, and close semantics.
+ */
+export async function checkEnv(env: Env, opts: CheckEnvOptions = {}): Promise<void> {
+  const seed = opts.seed ?? 0;
+  const steps = opts.steps ?? 5;
+  const freeText = opts.freeText ?? "test";
+
+  const a = await rollout(env, seed, steps, freeText);
+  const b = await rollout(env, seed, steps, freeText);
+  if (JSON.stringify(a) !== JSON.stringify(b)) fail("two rollouts with the same seed and actions differ");
+
+  const { observation } = await env.reset({ seed });
+  const bad = await env.step(opts.invalidAction ?? "not-an-action[]");
+  checkStep(bad, "invalid action");
+  if (bad.info.invalid !== true) fail("an invalid action must set info.invalid = true");
+  if (bad.reward !== 0) fail("an invalid action must give reward 0");
+  if (bad.observation !== observation) fail("an invalid action must not change the observation");
+
+  await env.close();
+  await env.close(); // closing twice is allowed
+  let threw = false;
+  try {
+    await env.reset({ seed });
+  } catch (e) {
+    threw = e instanceof ClosedEnvironmentError;
+  }
+  if (!threw) fail("reset() after close() must throw ClosedEnvironmentError");
+}

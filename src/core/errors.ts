@@ -1,0 +1,51 @@
+const MARKER = Symbol.for("dreamgym.error");
+
+/** The base of every error dreamgym throws on purpose. Messages say what, where, and what to do. */
+export class DreamGymError extends Error {
+  readonly code: string;
+  readonly [MARKER] = true;
+  constructor(message: string, code = "DREAMGYM_ERROR", options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+    this.code = code;
+  }
+  /** Works across duplicated copies of the package, unlike `instanceof`. */
+  static isInstance(e: unknown): e is DreamGymError {
+    return typeof e === "object" && e !== null && (e as Record<symbol, unknown>)[MARKER] === true;
+  }
+}
+
+/** A configuration value or argument is wrong. */
+export class InvalidConfigError extends DreamGymError {
+  constructor(message: string) {
+    super(message, "INVALID_CONFIG");
+  }
+}
+
+/** A data file is missing or malformed. `file` and (when known) `line`/`column` say where. */
+export class DataError extends DreamGymError {
+  readonly file?: string;
+  readonly line?: number;
+  readonly column?: number;
+  constructor(message: string, where: { file?: string; line?: number; column?: number } = {}, cause?: unknown) {
+    const loc = where.file ? `${where.file}${where.line ? `:${where.line}${where.column ? `:${where.column}` : ""}` : ""}: ` : "";
+    super(`${loc}${message}`, "DATA_ERROR", { cause });
+    this.file = where.file;
+    this.line = where.line;
+    this.column = where.column;
+  }
+}
+
+/** `step()` was called before `reset()` or after the episode ended. */
+export class ResetNeededError extends DreamGymError {
+  constructor(message = "call reset() before step(): the episode has not started or has ended") {
+    super(message, "RESET_NEEDED");
+  }
+}
+
+/** The environment was used after `close()`. */
+export class ClosedEnvironmentError extends DreamGymError {
+  constructor(message = "the environment is closed") {
+    super(message, "ENV_CLOSED");
+  }
+}

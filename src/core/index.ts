@@ -1,0 +1,11 @@
+export type { Action, Observation, StepInfo, Task, Transition, Trajectory, ExperienceSource } from "./types.ts";
+export type { Env, ResetOptions, ResetResult, StepResult } from "./env.ts";
+export { FREE_TEXT_SLOT } from "./env.ts";
+export { Rng } from "./rng.ts";
+export { readJsonl, readJsonlAll, writeJsonl, readJsonFile, JsonlWriter } from "./jsonl.ts";
+export type { JsonlLineError, ReadJsonlOptions } from "./jsonl.ts";
+export {
+  DreamGymError, InvalidConfigError, DataError, ResetNeededError, ClosedEnvironmentError,
+} from "./errors.ts";
+export { checkEnv } from "./check-env.ts";
+export type { CheckEnvOptions } from "./check-env.ts";

@@ -1,0 +1,86 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, writeFileSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { readJsonlAll, readJsonFile, writeJsonl, JsonlWriter, jsonErrorPosition, type JsonlLineError } from "./jsonl.ts";
+import { DataError } from "./errors.ts";
+
+const dir = mkdtempSync(join(tmpdir(), "dreamgym-jsonl-"));
+
+test("round trip: what writeJsonl writes, readJsonl reads", async () => {
+  const file = join(dir, "a.jsonl");
+  const records = [{ a: 1 }, { b: "x\ny" }, [1, 2]];
+  await writeJsonl(file, records);
+  assert.deepEqual(await readJsonlAll(file), records);
+});
+
+test("a malformed line throws a DataError naming file and line", async () => {
+  const file = join(dir, "bad.jsonl");
+  writeFileSync(file, '{"ok":1}\n\n{"broken":\n{"ok":2}\n');
+  await assert.rejects(readJsonlAll(file), (e: unknown) => {
+    assert.ok(e instanceof DataError);
+    assert.equal(e.file, file);
+    assert.equal(e.line, 3);
+    assert.match(e.message, /bad\.jsonl:3/);
+    return true;
+  });
+});
+
+test("with onError, malformed lines are reported and the rest is read", async () => {
+  const file = join(dir, "mixed.jsonl");
+  writeFileSync(file, '{"ok":1}\nnot json\n{"ok":2}\n{"ok":');
+  const errors: JsonlLineError[] = [];
+  const values = await readJsonlAll(file, { onError: (e) => errors.push(e) });
+  assert.deepEqual(values, [{ ok: 1 }, { ok: 2 }]);
+  assert.deepEqual(errors.map((e) => e.line), [2, 4]);
+});
+
+test("a parse hook can reject a line, reported with its number", async () => {
+  const file = join(dir, "typed.jsonl");
+  writeFileSync(file, '{"n":1}\n{"n":"two"}\n');
+  const errors: JsonlLineError[] = [];
+  const values = await readJsonlAll(file, {
+    parse: (v) => {
+      const n = (v as { n: unknown }).n;
+      if (typeof n !== "number") throw new Error("n must be a number");
+      return n;
+    },
+    onError: (e) => errors.push(e),
+  });
+  assert.deepEqual(values, [1]);
+  assert.equal(errors[0].line, 2);
+  assert.match(errors[0].message, /n must be a number/);
+});
+
+test("JsonlWriter appends whole lines", () => {
+  const file = join(dir, "append.jsonl");
+  const w = new JsonlWriter(file, { append: false });
+  w.write({ i: 1 }, { i: 2 });
+  w.close();
+  const w2 = new JsonlWriter(file);
+  w2.write({ i: 3 });
+  w2.close();
+  assert.equal(readFileSync(file, "utf8"), '{"i":1}\n{"i":2}\n{"i":3}\n');
+});
+
+test("readJsonFile names the file, line and column of corrupt JSON, and missing files", () => {
+  const file = join(dir, "corrupt.json");
+  writeFileSync(file, '{\n  "a": 1,\n  "b": ]\n}');
+  assert.throws(() => readJsonFile(file), (e: unknown) => {
+    assert.ok(e instanceof DataError);
+    assert.equal(e.file, file);
+    assert.equal(e.line, 3);
+    assert.match(e.message, /corrupt JSON at position \d+/);
+    return true;
+  });
+  assert.throws(() => readJsonFile(join(dir, "missing.json")), /missing\.json: cannot read file: ENOENT/);
+});
+
+test("jsonErrorPosition finds the first syntax error", () => {
+  assert.equal(jsonErrorPosition('{"a": [1, 2, ]}'), 13);
+  assert.equal(jsonErrorPosition('{"a": tru}'), 6);
+  assert.equal(jsonErrorPosition('[1] x'), 4);
+  assert.equal(jsonErrorPosition('{"a": "b\\q"}'), 9);
+  assert.equal(jsonErrorPosition('{"a": [1, {"b": null}], "c": -1.5e3}'), -1);
+});

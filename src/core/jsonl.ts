@@ -1,0 +1,207 @@
+import { createReadStream, promises as fsp, readFileSync, openSync, writeSync, fsyncSync, closeSync } from "node:fs";
+import { createInterface } from "node:readline";
+import { DataError } from "./errors.ts";
+
+/** A line that could not be parsed, reported with its 1-based line number. */
+export interface JsonlLineError {
+  file: string;
+  line: number;
+  message: string;
+}
+
+export interface ReadJsonlOptions<T> {
+  /** Validates/converts a parsed value; throw to reject the line. */
+  parse?: (value: unknown, line: number) => T;
+  /**
+   * Called for a malformed line. Without it, the first malformed line throws a DataError naming
+   * the file and line; with it, the line is reported and reading goes on.
+   */
+  onError?: (error: JsonlLineError) => void;
+}
+
+/** Streams a JSONL file, one parsed value a line, skipping blank lines. */
+export async function* readJsonl<T = unknown>(
+  file: string,
+  opts: ReadJsonlOptions<T> = {},
+): AsyncGenerator<{ value: T; line: number }> {
+  let stream;
+  try {
+    await fsp.access(file);
+    stream = createReadStream(file, { encoding: "utf8" });
+  } catch (e) {
+    throw new DataError(`cannot read JSONL file: ${(e as Error).message}`, { file }, e);
+  }
+  const lines = createInterface({ input: stream, crlfDelay: Infinity });
+  let n = 0;
+  for await (const text of lines) {
+    n++;
+    if (text.trim() === "") continue;
+    let value: T;
+    try {
+      const raw: unknown = JSON.parse(text);
+      value = opts.parse ? opts.parse(raw, n) : (raw as T);
+    } catch (e) {
+      const message = (e as Error).message;
+      if (!opts.onError) throw new DataError(`malformed line: ${message}`, { file, line: n }, e);
+      opts.onError({ file, line: n, message });
+      continue;
+    }
+    yield { value, line: n };
+  }
+}
+
+/** Reads a whole JSONL file into memory (for small files). */
+export async function readJsonlAll<T = unknown>(file: string, opts: ReadJsonlOptions<T> = {}): Promise<T[]> {
+  const out: T[] = [];
+  for await (const { value } of readJsonl(file, opts)) out.push(value);
+  return out;
+}
+
+/**
+ * Appends records to a JSONL file. Each `write` is one `write(2)` of whole lines, so a killed
+ * process leaves at most a torn last line, which `readJsonl` reports and skips.
+ */
+export class JsonlWriter {
+  private fd: number;
+  readonly file: string;
+  constructor(file: string, opts: { append?: boolean } = {}) {
+    this.file = file;
+    this.fd = openSync(file, opts.append === false ? "w" : "a");
+  }
+  write(...records: unknown[]): void {
+    if (records.length === 0) return;
+    writeSync(this.fd, records.map((r) => JSON.stringify(r)).join("\n") + "\n");
+  }
+  /** Flushes to disk (a no-op for files that cannot be synced, like /dev/null or a pipe). */
+  sync(): void {
+    try {
+      fsyncSync(this.fd);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "EINVAL") throw e;
+    }
+  }
+  close(): void {
+    if (this.fd < 0) return;
+    this.sync();
+    closeSync(this.fd);
+    this.fd = -1;
+  }
+}
+
+/** Writes records as a new JSONL file (replacing it). */
+export async function writeJsonl(file: string, records: Iterable<unknown>): Promise<void> {
+  const w = new JsonlWriter(file, { append: false });
+  try {
+    for (const r of records) w.write(r);
+  } finally {
+    w.close();
+  }
+}
+
+/** Reads a JSON file; a syntax error names the file, line and column. */
+export function readJsonFile<T = unknown>(file: string): T {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (e) {
+    throw new DataError(`cannot read file: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, { file }, e);
+  }
+  try {
+    return JSON.parse(text) as T;
+  } catch (e) {
+    const message = (e as Error).message;
+    const m = /position (\d+)/.exec(message);
+    const pos = m ? Number(m[1]) : jsonErrorPosition(text);
+    if (pos >= 0) {
+      const before = text.slice(0, pos);
+      const line = before.split("\n").length;
+      const column = pos - before.lastIndexOf("\n");
+      throw new DataError(`corrupt JSON at position ${pos}: ${message}`, { file, line, column }, e);
+    }
+    throw new DataError(`corrupt JSON: ${message}`, { file }, e);
+  }
+}
+
+/**
+ * The offset of the first syntax error in a JSON text, or -1 if there is none. Node 20's
+ * `JSON.parse` does not always say where it failed, so we scan for it (only on the error path).
+ */
+export function jsonErrorPosition(text: string): number {
+  let i = 0;
+  const ws = () => {
+    while (i < text.length && " \t\n\r".includes(text[i])) i++;
+  };
+  const fail = (): never => {
+    throw i;
+  };
+  const literal = (word: string) => {
+    if (text.startsWith(word, i)) i += word.length;
+    else fail();
+  };
+  const string = () => {
+    i++; // opening quote
+    while (i < text.length && text[i] !== '"') {
+      const ch = text.charCodeAt(i);
+      if (ch < 0x20) fail();
+      if (text[i] === "\\") {
+        i++;
+        if (text[i] === "u") {
+          if (!/^[0-9a-fA-F]{4}$/.test(text.slice(i + 1, i + 5))) fail();
+          i += 4;
+        } else if (!'"\\/bfnrt'.includes(text[i] ?? "")) fail();
+      }
+      i++;
+    }
+    if (i >= text.length) fail();
+    i++;
+  };
+  const number = () => {
+    const m = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?/.exec(text.slice(i, i + 64));
+    if (!m) fail();
+    i += m![0].length;
+  };
+  const value = (): void => {
+    ws();
+    const c = text[i];
+    if (c === "{") {
+      i++;
+      ws();
+      if (text[i] === "}") return void i++;
+      for (;;) {
+        ws();
+        if (text[i] !== '"') fail();
+        string();
+        ws();
+        if (text[i] !== ":") fail();
+        i++;
+        value();
+        ws();
+        if (text[i] === ",") i++;
+        else if (text[i] === "}") return void i++;
+        else fail();
+      }
+    } else if (c === "[") {
+      i++;
+      ws();
+      if (text[i] === "]") return void i++;
+      for (;;) {
+        value();
+        ws();
+        if (text[i] === ",") i++;
+        else if (text[i] === "]") return void i++;
+        else fail();
+      }
+    } else if (c === '"') string();
+    else if (c === "t") literal("true");
+    else if (c === "f") literal("false");
+    else if (c === "n") literal("null");
+    else number();
+  };
+  try {
+    value();
+    ws();
+    return i < text.length ? i : -1;
+  } catch (pos) {
+    return pos as number;
+  }
+}

@@ -1,0 +1,53 @@
+/**
+ * Shared data types. Trajectory records mirror the JSONL wire format of DESIGN.md §2, so their
+ * fields are snake_case; everything else in the library is camelCase.
+ */
+
+/** Text the agent sees. */
+export type Observation = string;
+/** Text the agent sends, e.g. `search[red shoes]` or `click[buy now]`. */
+export type Action = string;
+
+/** A task: what the agent is asked to do. Environments may attach their own fields. */
+export interface Task {
+  /** Stable id, unique within its environment (e.g. `webshop:goal:42`). */
+  id: string;
+  /** The instruction shown to the agent. */
+  instruction: string;
+  [key: string]: unknown;
+}
+
+/** Free-form step information. `invalid` marks an action the env could not carry out. */
+export interface StepInfo {
+  invalid?: boolean;
+  [key: string]: unknown;
+}
+
+/** One recorded step: (s, a, r, s', terminated, truncated). */
+export interface Transition {
+  observation: Observation;
+  action: Action;
+  reward: number;
+  next_observation: Observation;
+  /** The MDP ended (e.g. the agent bought something). */
+  terminated: boolean;
+  /** Stopped from outside (time limit); the state is not terminal. */
+  truncated: boolean;
+  info?: StepInfo;
+  reasoning?: string;
+}
+
+export type ExperienceSource = "real" | "synthetic";
+
+/** One episode, one JSONL line. */
+export interface Trajectory {
+  env: string;
+  task: Task;
+  steps: Transition[];
+  total_reward: number;
+  success: boolean;
+  source: ExperienceSource;
+  policy?: string;
+  /** ISO-8601 time. */
+  created_at: string;
+}

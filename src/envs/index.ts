@@ -1,0 +1,65 @@
+import { InvalidConfigError, type Env } from "../core/index.ts";
+import { OraclePolicy, RulePolicy, WebShopEnv, type WebShopOptions } from "./webshop/index.ts";
+import { RandomPolicy, type ActingPolicy } from "./policies.ts";
+
+/** Options every environment understands; each env adds its own. */
+export interface CommonEnvOptions {
+  /** The data root; else `$DREAMGYM_DATA`, else `../shared/data` when it exists. */
+  dataDir?: string;
+  /** The task split that `reset()` samples from. */
+  split?: string;
+  /** Steps before truncation. */
+  maxSteps?: number;
+}
+
+/** The registry: name → factory and the scripted policies that can play it. */
+const REGISTRY = {
+  webshop: {
+    description: "WebShop (small setting): 1,000 products, 6,910 synthetic goals, text observations",
+    create: (opts: WebShopOptions) => new WebShopEnv(opts),
+    policies: ["oracle", "rule", "random"],
+  },
+} as const;
+
+export type EnvName = keyof typeof REGISTRY;
+export type EnvOptions<N extends EnvName> = Parameters<(typeof REGISTRY)[N]["create"]>[0];
+export type EnvInstance<N extends EnvName> = ReturnType<(typeof REGISTRY)[N]["create"]>;
+
+export function listEnvs(): { name: EnvName; description: string }[] {
+  return (Object.keys(REGISTRY) as EnvName[]).map((name) => ({ name, description: REGISTRY[name].description }));
+}
+
+function entry(name: string) {
+  if (!Object.hasOwn(REGISTRY, name)) {
+    throw new InvalidConfigError(`unknown environment "${name}" (known: ${Object.keys(REGISTRY).join(", ")})`);
+  }
+  return REGISTRY[name as EnvName];
+}
+
+/** Creates an environment by name. Catalogues and indexes are shared between envs of one data folder. */
+export function createEnv<N extends EnvName>(name: N, options?: EnvOptions<N>): EnvInstance<N> {
+  return entry(name).create((options ?? {}) as WebShopOptions) as EnvInstance<N>;
+}
+
+/** The scripted policies an env offers (for `collect` and `env eval`). */
+export function listPolicies(envName: string): readonly string[] {
+  return entry(envName).policies;
+}
+
+/** Builds a scripted policy for an env instance. */
+export function createPolicy(envName: string, policy: string, env: Env, opts: { seed?: number } = {}): ActingPolicy {
+  const known = entry(envName).policies as readonly string[];
+  if (!known.includes(policy)) throw new InvalidConfigError(`unknown policy "${policy}" for ${envName} (known: ${known.join(", ")})`);
+  switch (policy) {
+    case "random": return new RandomPolicy(opts.seed ?? 0);
+    case "rule": return new RulePolicy();
+    case "oracle": return new OraclePolicy(env as WebShopEnv);
+    default: throw new InvalidConfigError(`unknown policy "${policy}"`);
+  }
+}
+
+export { resolveDataDir, PACKAGE_ROOT } from "./data-dir.ts";
+export { RandomPolicy } from "./policies.ts";
+export type { ActingPolicy, ActContext } from "./policies.ts";
+export { runEpisode } from "./rollout.ts";
+export type { EpisodeOptions } from "./rollout.ts";

@@ -1,0 +1,35 @@
+import { FREE_TEXT_SLOT, Rng, type StepInfo, type Task } from "../core/index.ts";
+
+/** What a scripted policy sees before it acts. */
+export interface ActContext {
+  observation: string;
+  /** The env's listed actions, when it lists them. */
+  actions: string[] | undefined;
+  task: Task;
+  /** The info of the last reset/step. */
+  info: StepInfo;
+}
+
+/**
+ * A policy that makes offline data or serves as a baseline: picks the next action. (The trainable
+ * policies, with log-probabilities, build on this in `rl`.)
+ */
+export interface ActingPolicy {
+  readonly name: string;
+  /** Called at the start of every episode. */
+  reset?(task: Task): void;
+  act(ctx: ActContext): string | Promise<string>;
+}
+
+/** Uniform over the listed actions; a free-text slot is filled with the task instruction. */
+export class RandomPolicy implements ActingPolicy {
+  readonly name = "random";
+  private rng: Rng;
+  constructor(seed = 0) {
+    this.rng = new Rng(seed);
+  }
+  act({ actions, task }: ActContext): string {
+    if (!actions || actions.length === 0) throw new Error("random policy needs an env that lists its actions");
+    return this.rng.choice(actions).replace(FREE_TEXT_SLOT, task.instruction);
+  }
+}

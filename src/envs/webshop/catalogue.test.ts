@@ -1,0 +1,80 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { mkdtempSync, writeFileSync, copyFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { Catalogue, indexedText, loadCatalogue, splitRange, PRODUCTS_FILE, ATTRIBUTES_FILE } from "./catalogue.ts";
+import { readJsonFile, DataError } from "../../core/index.ts";
+
+const c = loadCatalogue();
+type Entry = { id: string; contents: string; product: Record<string, unknown> };
+const entries = readJsonFile<Entry[]>(join(c.dir, PRODUCTS_FILE));
+
+test("products are processed from the raw fields exactly as WebShop's loader derived them", () => {
+  assert.equal(c.products.length, 1000);
+  for (const e of entries) {
+    const p = c.byAsin.get(e.id)!;
+    const d = e.product;
+    assert.equal(p.Title, d.Title, e.id);
+    assert.equal(p.Description, d.Description, e.id);
+    assert.deepEqual(p.BulletPoints, d.BulletPoints, e.id);
+    assert.equal(p.Price, d.Price, e.id);
+    assert.deepEqual(p.pricing, d.pricing, e.id);
+    assert.deepEqual(p.options, d.options, e.id);
+    assert.deepEqual(p.Attributes, d.Attributes, e.id);
+    assert.equal(p.query, d.query, e.id);
+  }
+});
+
+test("the indexed text equals the text WebShop's search index holds", () => {
+  for (const e of entries) assert.equal(indexedText(c.byAsin.get(e.id)!), e.contents, e.id);
+});
+
+test("6,910 synthetic goals in the reference's shuffled order, split 500 / 1,000 / 5,410", () => {
+  assert.equal(c.goals.length, 6910);
+  assert.deepEqual(splitRange("test", 6910), [0, 500]);
+  assert.deepEqual(splitRange("dev", 6910), [500, 1500]);
+  assert.deepEqual(splitRange("train", 6910), [1500, 6910]);
+  assert.equal(c.splitIndexes("train").length, 5410);
+  // Goal 0 as the reference WebShop serves it (seen in published runs of the 1,000-product setting).
+  assert.equal(c.goals[0].instruction_text, 'Find me double sided, machine washable decorative pillows with printing technology with size: 28" x 28", and price lower than 30.00 dollars');
+  assert.equal(c.goals[0].asin, "B0743JKHBV");
+});
+
+test("every goal is a purchasable combination of its product's options, under its price bound", () => {
+  for (const g of c.goals) {
+    const p = c.byAsin.get(g.asin)!;
+    assert.ok(p, g.asin);
+    for (const [name, value] of Object.entries(g.goal_options as Record<string, string>)) assert.ok(p.options[name].includes(value));
+    assert.ok(c.prices.get(g.asin)! < g.price_upper);
+    assert.ok(g.weight > 0);
+  }
+  const range = c.products.filter((p) => p.pricing.length === 2);
+  for (const p of range) {
+    const price = c.prices.get(p.asin)!;
+    // Some scraped ranges run high to low ("$379.99 to $219.84"); the draw lies between the two.
+    assert.ok(price >= Math.min(...p.pricing) && price <= Math.max(...p.pricing));
+  }
+});
+
+test("the catalogue seed moves prices and price bounds, not the goal order", () => {
+  const other = loadCatalogue({ seed: 7 });
+  assert.notEqual(other, c);
+  assert.equal(loadCatalogue(), c, "catalogues are shared");
+  assert.deepEqual(other.goals.map((g) => g.asin), c.goals.map((g) => g.asin));
+  assert.ok(other.goals.some((g, i) => g.price_upper !== c.goals[i].price_upper));
+});
+
+test("a corrupt or missing data file names the file and the position", () => {
+  const dir = mkdtempSync(join(tmpdir(), "dreamgym-webshop-"));
+  copyFileSync(join(c.dir, ATTRIBUTES_FILE), join(dir, ATTRIBUTES_FILE));
+  writeFileSync(join(dir, PRODUCTS_FILE), '[{"id": "X", "product": {"asin": "X"}}, {oops}]');
+  assert.throws(() => new Catalogue(dir, 42), (e: unknown) => e instanceof DataError && e.file!.endsWith(PRODUCTS_FILE) && e.line === 1 && /position/.test(e.message));
+  const empty = mkdtempSync(join(tmpdir(), "dreamgym-empty-"));
+  assert.throws(() => loadCatalogue({ dataDir: empty }), (e: unknown) => {
+    assert.ok(e instanceof DataError);
+    assert.match(e.message, /webshop is missing entirely/);
+    assert.match(e.message, /products_1000\.json, items_ins_v2_1000\.json/);
+    return true;
+  });
+});

@@ -1,0 +1,15 @@
+export { WebShopEnv, parseAction, webshopTask } from "./webshop-env.ts";
+export type { WebShopOptions, WebShopTask } from "./webshop-env.ts";
+export {
+  Catalogue, loadCatalogue, splitRange, indexedText, pyFloat, WEBSHOP_SPLITS, DEFAULT_CATALOGUE_SEED, GOAL_SHUFFLE_SEED,
+} from "./catalogue.ts";
+export type { Product, Goal, WebShopSplit, CatalogueOptions } from "./catalogue.ts";
+export { getTypeReward, getAttributeReward, getOptionReward, getReward, tokenSetRatio } from "./reward.ts";
+export type { TypeReward, RewardInfo, RewardGoal, PurchasedProduct, GetRewardOptions } from "./reward.ts";
+export { normalizeColor } from "./normalize.ts";
+export type { OptionPair, OptionValue } from "./normalize.ts";
+export { titleNouns } from "./title-nouns.ts";
+export { TextSearchIndex, analyze } from "./text-search.ts";
+export type { SearchHit } from "./text-search.ts";
+export { OraclePolicy, RulePolicy } from "./policies.ts";
+export type { PageKind } from "./pages.ts";

@@ -1,0 +1,70 @@
+import type { ActContext, ActingPolicy } from "../policies.ts";
+import type { WebShopEnv } from "./webshop-env.ts";
+
+const NAV = new Set(["click[back to search]", "click[next >]", "click[< prev]"]);
+const PRICE_CLAUSE = /, and price lower than [\d.]+ dollars$/;
+
+/** The WebShop paper's rule baseline: search the instruction, click the first result, buy. */
+export class RulePolicy implements ActingPolicy {
+  readonly name = "rule";
+  act({ actions, task, info }: ActContext): string {
+    switch (info.page) {
+      case "search":
+        return `search[${task.instruction}]`;
+      case "results": {
+        const first = (actions ?? []).find((a) => !NAV.has(a));
+        return first ?? "click[back to search]";
+      }
+      default:
+        return "click[buy now]";
+    }
+  }
+}
+
+/**
+ * Knows the goal: searches the instruction (then, if the product is not among the results, its
+ * title), pages through the results to the goal product, picks the goal's options, buys.
+ */
+export class OraclePolicy implements ActingPolicy {
+  readonly name = "oracle";
+  private attempt = 0;
+  private chosen = new Set<string>();
+  constructor(private readonly env: WebShopEnv) {}
+
+  reset(): void {
+    this.attempt = 0;
+    this.chosen.clear();
+  }
+
+  act({ observation, actions, info }: ActContext): string {
+    const goal = this.env.goal;
+    if (!goal) throw new Error("oracle: the env has no running episode");
+    const listed = new Set(actions ?? []);
+    const product = `click[${goal.asin.toLowerCase()}]`;
+    switch (info.page) {
+      case "search": {
+        const query = this.attempt === 0 ? goal.instruction_text.replace(PRICE_CLAUSE, "") : goal.name.toLowerCase();
+        this.attempt++;
+        return `search[${query}]`;
+      }
+      case "results": {
+        if (listed.has(product)) return product;
+        const m = /Page (\d+) \(Total results: (\d+)\)/.exec(observation);
+        if (m && Number(m[1]) * 10 < Number(m[2])) return "click[next >]";
+        return "click[back to search]";
+      }
+      case "item": {
+        // The oracle only ever opens the goal product, so this item page is the goal's.
+        const values = Array.isArray(goal.goal_options) ? goal.goal_options : Object.values(goal.goal_options);
+        for (const v of values) {
+          if (this.chosen.has(v) || !listed.has(`click[${v}]`)) continue;
+          this.chosen.add(v);
+          return `click[${v}]`;
+        }
+        return "click[buy now]";
+      }
+      default:
+        return "click[< prev]";
+    }
+  }
+}

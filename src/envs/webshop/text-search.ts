@@ -1,0 +1,147 @@
+import { stemmer } from "stemmer";
+
+/**
+ * Full-text search that ranks as WebShop's Pyserini/Lucene index does: Lucene's English analysis
+ * (standard tokenizer, possessive removal, lower case, the 33 English stop words, Porter stemming)
+ * and Lucene's BM25 (k1 = 0.9, b = 0.4, document lengths stored lossily in one byte, ties by
+ * document order). We write this small engine ourselves because the npm BM25 libraries neither
+ * expose Lucene's length encoding nor meet the 0.5 ms search budget; see the README.
+ */
+
+/** Lucene's EnglishAnalyzer stop set. */
+const STOP_WORDS = new Set([
+  "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it", "no", "not",
+  "of", "on", "or", "such", "that", "the", "their", "then", "there", "these", "they", "this", "to", "was", "will", "with",
+]);
+
+// Approximates Unicode word segmentation (UAX #29) as Lucene's StandardTokenizer applies it:
+// letters and digits run together; "." and "'" join letters to letters or digits to digits
+// ("d.o.n", "l'eau", "3.5"); "," and ";" join digits ("1,200").
+const WORD = /[\p{L}\p{N}_]+(?:(?:[.'\u2019](?=[\p{L}\p{N}]))[\p{L}\p{N}_]+|(?:(?<=\p{N})[,;](?=\p{N}))[\p{N}_]+)*/gu;
+const POSSESSIVE = /['\u2019\uFF07][sS]$/;
+
+const stemCache = new Map<string, string>();
+function stem(token: string): string {
+  let s = stemCache.get(token);
+  if (s === undefined) {
+    // Porter leaves tokens with digits alone in practice; the library lower-cases, which we already did.
+    s = /^[a-z]+$/.test(token) ? stemmer(token) : token;
+    if (stemCache.size < 200_000) stemCache.set(token, s);
+  }
+  return s;
+}
+
+/** The analyzed terms of a text, in order. */
+export function analyze(text: string): string[] {
+  const out: string[] = [];
+  for (const m of text.matchAll(WORD)) {
+    let t = m[0].replace(POSSESSIVE, "").toLowerCase();
+    if (t === "" || STOP_WORDS.has(t)) continue;
+    t = stem(t);
+    out.push(t);
+  }
+  return out;
+}
+
+// Lucene's SmallFloat.intToByte4 / byte4ToInt: lengths below 24 are exact, larger ones keep 4 bits.
+function longToInt4(i: number): number {
+  const numBits = 32 - Math.clz32(i);
+  if (numBits < 4) return i;
+  const shift = numBits - 4;
+  return ((i >>> shift) & 0x07) | ((shift + 1) << 3);
+}
+function int4ToLong(i: number): number {
+  const bits = i & 0x07;
+  const shift = (i >>> 3) - 1;
+  return shift === -1 ? bits : (bits | 0x08) * 2 ** shift;
+}
+const MAX_INT4 = longToInt4(0x7fffffff);
+const NUM_FREE_VALUES = 255 - MAX_INT4;
+export function encodeLength(i: number): number {
+  return i < NUM_FREE_VALUES ? i : NUM_FREE_VALUES + longToInt4(i - NUM_FREE_VALUES);
+}
+export function decodeLength(b: number): number {
+  return b < NUM_FREE_VALUES ? b : NUM_FREE_VALUES + int4ToLong(b - NUM_FREE_VALUES);
+}
+
+interface Posting {
+  docs: Int32Array;
+  freqs: Float64Array;
+}
+
+export interface SearchHit {
+  doc: number;
+  score: number;
+}
+
+export class TextSearchIndex {
+  readonly size: number;
+  private readonly postings = new Map<string, Posting>();
+  /** 1 / (k1 · (1 − b + b · dl / avgdl)) per document, as Lucene caches it. */
+  private readonly normInverse: Float64Array;
+  private readonly scores: Float64Array;
+  readonly k1: number;
+  readonly b: number;
+
+  constructor(texts: readonly string[], opts: { k1?: number; b?: number } = {}) {
+    this.k1 = opts.k1 ?? 0.9;
+    this.b = opts.b ?? 0.4;
+    this.size = texts.length;
+    const building = new Map<string, { docs: number[]; freqs: number[] }>();
+    const lengths = new Int32Array(texts.length);
+    let total = 0;
+    texts.forEach((text, doc) => {
+      const terms = analyze(text);
+      lengths[doc] = terms.length;
+      total += terms.length;
+      const tf = new Map<string, number>();
+      for (const t of terms) tf.set(t, (tf.get(t) ?? 0) + 1);
+      for (const [t, f] of tf) {
+        let p = building.get(t);
+        if (!p) building.set(t, (p = { docs: [], freqs: [] }));
+        p.docs.push(doc);
+        p.freqs.push(f);
+      }
+    });
+    for (const [t, p] of building) this.postings.set(t, { docs: Int32Array.from(p.docs), freqs: Float64Array.from(p.freqs) });
+    const avgdl = texts.length > 0 ? Math.fround(total / texts.length) : 1;
+    this.normInverse = new Float64Array(texts.length);
+    for (let d = 0; d < texts.length; d++) {
+      const dl = decodeLength(encodeLength(lengths[d]));
+      this.normInverse[d] = Math.fround(1 / (this.k1 * (1 - this.b + (this.b * dl) / avgdl)));
+    }
+    this.scores = new Float64Array(texts.length);
+  }
+
+  /** Inverse document frequency as Lucene's BM25 computes it. */
+  idf(term: string): number {
+    const df = this.postings.get(term)?.docs.length ?? 0;
+    return Math.fround(Math.log(1 + (this.size - df + 0.5) / (df + 0.5)));
+  }
+
+  /**
+   * The top `k` documents for a query, best first. A query term that repeats counts that many
+   * times (Pyserini's bag-of-words query); a query with no terms finds nothing.
+   */
+  search(query: string, k: number): SearchHit[] {
+    const qtf = new Map<string, number>();
+    for (const t of analyze(query)) qtf.set(t, (qtf.get(t) ?? 0) + 1);
+    const scores = this.scores;
+    const touched: number[] = [];
+    for (const [term, boost] of qtf) {
+      const p = this.postings.get(term);
+      if (!p) continue;
+      const weight = boost * this.idf(term);
+      const { docs, freqs } = p;
+      for (let i = 0; i < docs.length; i++) {
+        const d = docs[i];
+        if (scores[d] === 0) touched.push(d);
+        scores[d] += weight - weight / (1 + freqs[i] * this.normInverse[d]);
+      }
+    }
+    const hits: SearchHit[] = touched.map((doc) => ({ doc, score: Math.fround(scores[doc]) }));
+    for (const d of touched) scores[d] = 0;
+    hits.sort((a, b) => b.score - a.score || a.doc - b.doc);
+    return hits.length > k ? hits.slice(0, k) : hits;
+  }
+}

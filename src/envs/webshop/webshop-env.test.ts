@@ -1,0 +1,134 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { checkEnv, ClosedEnvironmentError, InvalidConfigError, ResetNeededError } from "../../core/index.ts";
+import { getReward, WebShopEnv, webshopTask } from "./index.ts";
+
+const env = new WebShopEnv({ split: "test" });
+const c = env.catalogue;
+const SEP = " [SEP] ";
+
+test("checkEnv: WebShop conforms to the Env contract", async () => {
+  await checkEnv(new WebShopEnv({ split: "test" }), { steps: 6 });
+});
+
+test("search page, as the reference's text mode shows it", async () => {
+  const { observation, info } = await env.reset({ task: webshopTask(c, 0) });
+  assert.equal(observation, `WebShop [SEP] Instruction: [SEP] ${c.goals[0].instruction_text} [SEP] Search`);
+  assert.equal(info.page, "search");
+  assert.deepEqual(env.availableActions(), ["search[<query>]"]);
+});
+
+test("results pages: paging buttons, 10 products a page, Next > even on the last page", async () => {
+  await env.reset({ task: webshopTask(c, 0) });
+  const r = await env.step("search[double sided machine washable decorative pillows 28x28 printing technology under 50 dollars]");
+  const parts = r.observation.split(SEP);
+  assert.deepEqual(parts.slice(2, 8), ["Back to Search", "Page 1 (Total results: 50)", "Next >", "B07XTK3P89",
+    c.byAsin.get("B07XTK3P89")!.Title, c.byAsin.get("B07XTK3P89")!.Price]);
+  assert.equal(parts.length, 5 + 3 * 10);
+  const actions = env.availableActions()!;
+  assert.deepEqual(actions.slice(0, 3), ["click[back to search]", "click[next >]", "click[b07xtk3p89]"]);
+  assert.equal(actions.length, 12);
+  let obs = r.observation;
+  for (let page = 2; page <= 6; page++) {
+    obs = (await env.step("click[Next >]")).observation;
+    assert.ok(obs.includes(`Page ${page} (Total results: 50) [SEP] < Prev [SEP] Next >`), obs.slice(0, 300));
+  }
+  assert.ok(obs.endsWith("Page 6 (Total results: 50) [SEP] < Prev [SEP] Next >"), "page 6 is empty");
+  obs = (await env.step("click[< prev]")).observation;
+  assert.ok(obs.includes("Page 5 (Total results: 50)"));
+});
+
+test("item page, sub-pages and navigation read as the reference's", async () => {
+  await env.reset({ task: webshopTask(c, 0) });
+  await env.step("search[double sided machine washable decorative pillows 28x28 printing technology under 50 dollars]");
+  const item = await env.step("click[B08K7LDM7Q]");
+  // The tail of this page as the reference WebShop rendered it for the same product.
+  const p = c.byAsin.get("B08K7LDM7Q")!;
+  assert.equal(item.observation, [`Instruction:`, c.goals[0].instruction_text, "Back to Search", "< Prev", "size", "18 x 18-inch", '20"x20"',
+    "2 Pcs Cowhide Throw Pillow Covers Decorative Pillow Cases Farm Animal Brown Cow Hide Skin Print Pillow Case 18 X 18 Inch Velvet Square Cushion Cover for Sofa Bedroom",
+    "Price: $17.99", "Rating: N.A.", "Description", "Features", "Reviews", "Buy Now"].join(SEP));
+  assert.deepEqual(env.availableActions(), ["click[back to search]", "click[< prev]", "click[description]", "click[features]", "click[reviews]", "click[buy now]", "click[18 x 18-inch]", 'click[20"x20"]']);
+  const features = await env.step("click[Features]");
+  assert.equal(features.observation, ["Instruction:", c.goals[0].instruction_text, "Back to Search", "< Prev", ...p.BulletPoints.map((b) => b.trim()).filter(Boolean)].join(SEP));
+  assert.equal(features.info.page, "item_sub");
+  const back = await env.step("click[< Prev]");
+  assert.equal(back.observation, item.observation);
+  const results = await env.step("click[< prev]");
+  assert.ok(results.observation.includes("Page 1 (Total results: 50)"));
+  const home = await env.step("click[back to search]");
+  assert.ok(home.observation.startsWith("WebShop [SEP] Instruction:"));
+});
+
+test("invalid actions are no-ops with info.invalid; search works from any page, as in the reference", async () => {
+  const { observation } = await env.reset({ task: webshopTask(c, 3) });
+  for (const bad of ["click[next >]", "click[search]", "search[]", "buy", "click[B0NOTHERE]", "jump[x]"]) {
+    const r = await env.step(bad);
+    assert.equal(r.info.invalid, true, bad);
+    assert.equal(r.reward, 0);
+    assert.equal(r.observation, observation);
+  }
+  await env.step("search[pillow]");
+  const first = env.availableActions()!.find((a) => /^click\[b0/.test(a))!;
+  await env.step(first);
+  const again = await env.step("search[shoes]");
+  assert.equal(again.info.invalid, undefined);
+  assert.equal(again.info.page, "results");
+});
+
+test("Buy Now ends the episode with the reference reward of the purchase", async () => {
+  const goal = c.goals[0];
+  await env.reset({ task: webshopTask(c, 0) });
+  await env.step(`search[${goal.name}]`);
+  await env.step(`click[${goal.asin}]`);
+  for (const v of Object.values(goal.goal_options)) await env.step(`click[${v}]`);
+  const r = await env.step("click[Buy Now]");
+  assert.equal(r.terminated, true);
+  assert.equal(r.truncated, false);
+  const product = c.byAsin.get(goal.asin)!;
+  assert.equal(r.reward, getReward(product, goal, c.prices.get(goal.asin)!, goal.goal_options as Record<string, string>));
+  assert.equal(r.reward, 1);
+  assert.ok(r.observation.startsWith("Thank you for shopping with us! [SEP] Your code:"));
+  assert.ok(r.observation.includes("Your score (min 0.0, max 1.0) [SEP] 1.0"));
+  assert.deepEqual(env.availableActions(), []);
+  await assert.rejects(env.step("click[buy now]"), ResetNeededError);
+});
+
+test("episodes are truncated at maxSteps, and truncation is not termination", async () => {
+  const short = new WebShopEnv({ split: "test", maxSteps: 3 });
+  await short.reset({ seed: 1 });
+  const results = [await short.step("search[a]"), await short.step("search[b]"), await short.step("search[c]")];
+  assert.deepEqual(results.map((r) => r.truncated), [false, false, true]);
+  assert.ok(results.every((r) => !r.terminated));
+});
+
+test("seeded resets sample goals from the split; tasks resolve by id or index; bad input is an error", async () => {
+  const a = await env.reset({ seed: 5 });
+  const b = await env.reset({ seed: 5 });
+  assert.equal(a.observation, b.observation);
+  const idx = (a.info.task as { goal_index: number }).goal_index;
+  assert.ok(idx >= 0 && idx < 500);
+  const byId = await env.reset({ task: { id: "webshop:42", instruction: "" } });
+  assert.ok(byId.observation.includes(c.goals[42].instruction_text));
+  await assert.rejects(env.reset({ task: { id: "webshop:7000", instruction: "" } }), InvalidConfigError);
+  await assert.rejects(env.reset({ task: { id: "nope", instruction: "" } }), /ids look like "webshop:<index>"/);
+  assert.throws(() => new WebShopEnv({ split: "validation" as never }), /unknown WebShop split "validation" \(known: test, dev, train, all\)/);
+  assert.throws(() => new WebShopEnv({ maxSteps: 0 }), InvalidConfigError);
+  assert.equal(env.tasks().length, 500);
+});
+
+test("a goal object of one's own can be played (for generated tasks)", async () => {
+  const goal = { ...c.goals[10], instruction_text: "Find me something custom" };
+  const r = await env.reset({ task: { id: "custom-1", instruction: goal.instruction_text, goal } });
+  assert.ok(r.observation.includes("Find me something custom"));
+});
+
+test("64 envs share one catalogue and search index", () => {
+  const envs = Array.from({ length: 64 }, () => new WebShopEnv({ split: "train" }));
+  assert.ok(envs.every((e) => e.catalogue === c && e.catalogue.search === c.search));
+});
+
+test("a closed env refuses to run", async () => {
+  const e = new WebShopEnv();
+  await e.close();
+  await assert.rejects(e.reset(), ClosedEnvironmentError);
+});

@@ -1,0 +1,72 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { readJsonlAll, type Trajectory } from "../src/core/index.ts";
+
+// End-to-end: the real `bin/dreamgym` in a child process, as a user runs it.
+const BIN = join(import.meta.dirname, "..", "bin", "dreamgym");
+const run = (args: string[], input?: string, env: NodeJS.ProcessEnv = process.env) =>
+  spawnSync(process.execPath, [BIN, ...args], { encoding: "utf8", input, env, timeout: 120_000 });
+
+test("collect writes trajectories in the DESIGN.md format", async () => {
+  const out = join(mkdtempSync(join(tmpdir(), "dreamgym-cli-")), "oracle.jsonl");
+  const r = run(["collect", "--env", "webshop", "--policy", "oracle", "--episodes", "12", "--split", "train", "--out", out]);
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /wrote 12 trajectories/);
+  const trajs = await readJsonlAll<Trajectory>(out);
+  assert.equal(trajs.length, 12);
+  for (const t of trajs) {
+    assert.equal(t.env, "webshop");
+    assert.equal(t.source, "real");
+    assert.equal(t.policy, "oracle");
+    assert.match(t.task.id, /^webshop:\d+$/);
+    assert.ok(Number(t.task.id.split(":")[1]) >= 1500, "train goals start at 1500");
+    assert.ok(t.steps.length >= 3);
+    for (const s of t.steps) for (const k of ["observation", "action", "reward", "next_observation", "terminated", "truncated"]) assert.ok(k in s, k);
+    assert.equal(t.success, t.total_reward >= 1);
+    assert.ok(!Number.isNaN(Date.parse(t.created_at)));
+  }
+  // --append adds to the file.
+  const again = run(["collect", "--env", "webshop", "--policy", "random", "--episodes", "3", "--split", "dev", "--out", out, "--append"]);
+  assert.equal(again.status, 0, again.stderr);
+  assert.equal(readFileSync(out, "utf8").trim().split("\n").length, 15);
+});
+
+test("env eval prints score ×100 and success rate", () => {
+  const r = run(["env", "eval", "--env", "webshop", "--policy", "oracle", "--split", "test", "--episodes", "20", "--json"]);
+  assert.equal(r.status, 0, r.stderr);
+  const out = JSON.parse(r.stdout);
+  assert.equal(out.episodes, 20);
+  assert.ok(out.score > 90 && out.score <= 100);
+  assert.ok(out.success_rate >= 0 && out.success_rate <= 100);
+});
+
+test("env play: a person can play in the terminal", () => {
+  const input = ["search[pillow]", "3", "8", "quit"].join("\n") + "\n";
+  const r = run(["env", "play", "webshop", "--task", "0"], input);
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /Instruction:/);
+  assert.match(r.stdout, /Page 1 \(Total results: \d+\)/);
+  assert.match(r.stdout, /1\. click\[back to search\]/);
+});
+
+test("bad input: unknown env, bad split, missing data are clear errors", () => {
+  const env = run(["env", "eval", "--env", "alfworldx", "--policy", "rule"]);
+  assert.equal(env.status, 2);
+  assert.match(env.stderr, /unknown environment "alfworldx" \(known: webshop\)/);
+  const split = run(["env", "eval", "--env", "webshop", "--policy", "rule", "--split", "valid"]);
+  assert.equal(split.status, 2);
+  assert.match(split.stderr, /unknown WebShop split "valid"/);
+  const policy = run(["collect", "--env", "webshop", "--policy", "expert", "--out", "/dev/null"]);
+  assert.equal(policy.status, 2);
+  assert.match(policy.stderr, /unknown policy "expert" for webshop \(known: oracle, rule, random\)/);
+  const data = run(["env", "eval", "--env", "webshop", "--policy", "rule"], undefined, { ...process.env, DREAMGYM_DATA: "/nonexistent/data" });
+  assert.equal(data.status, 2);
+  assert.match(data.stderr, /data folder not found \(looked in \/nonexistent\/data; from DREAMGYM_DATA\)/);
+  const episodes = run(["collect", "--env", "webshop", "--policy", "rule", "--out", "/dev/null", "--episodes", "-3"]);
+  assert.notEqual(episodes.status, 0);
+  assert.match(episodes.stderr, /--episodes must be an integer/);
+});
