@@ -1,5 +1,6 @@
 import { Command, CommanderError } from "commander";
 import { DreamGymError } from "../core/index.ts";
+import { registerBufferCommands } from "./buffer-commands.ts";
 import { registerCollect } from "./collect.ts";
 import { registerEnvCommands } from "./env-commands.ts";
 
@@ -11,6 +12,7 @@ program
   .exitOverride();
 registerEnvCommands(program);
 registerCollect(program);
+registerBufferCommands(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -49,3 +49,16 @@ export class ClosedEnvironmentError extends DreamGymError {
     super(message, "ENV_CLOSED");
   }
 }
+
+/** A call to a remote API failed. `isRetryable` is true for timeouts, connection errors, 408/409/429/5xx. */
+export class ApiCallError extends DreamGymError {
+  readonly url: string;
+  readonly status?: number;
+  readonly isRetryable: boolean;
+  constructor(message: string, details: { url: string; status?: number; isRetryable?: boolean; cause?: unknown }) {
+    super(`${message} (${details.url}${details.status ? `, HTTP ${details.status}` : ""})`, "API_CALL_ERROR", { cause: details.cause });
+    this.url = details.url;
+    this.status = details.status;
+    this.isRetryable = details.isRetryable ?? (details.status === undefined || [408, 409, 429].includes(details.status) || details.status >= 500);
+  }
+}

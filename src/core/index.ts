@@ -5,7 +5,7 @@ export { Rng } from "./rng.ts";
 export { readJsonl, readJsonlAll, writeJsonl, readJsonFile, JsonlWriter } from "./jsonl.ts";
 export type { JsonlLineError, ReadJsonlOptions } from "./jsonl.ts";
 export {
-  DreamGymError, InvalidConfigError, DataError, ResetNeededError, ClosedEnvironmentError,
+  DreamGymError, InvalidConfigError, DataError, ResetNeededError, ClosedEnvironmentError, ApiCallError,
 } from "./errors.ts";
 export { checkEnv } from "./check-env.ts";
 export type { CheckEnvOptions } from "./check-env.ts";

@@ -1,5 +1,4 @@
 import { createReadStream, promises as fsp, readFileSync, openSync, writeSync, fsyncSync, closeSync } from "node:fs";
-import { createInterface } from "node:readline";
 import { DataError } from "./errors.ts";
 
 /** A line that could not be parsed, reported with its 1-based line number. */
@@ -24,16 +23,13 @@ export async function* readJsonl<T = unknown>(
   file: string,
   opts: ReadJsonlOptions<T> = {},
 ): AsyncGenerator<{ value: T; line: number }> {
-  let stream;
   try {
     await fsp.access(file);
-    stream = createReadStream(file, { encoding: "utf8" });
   } catch (e) {
     throw new DataError(`cannot read JSONL file: ${(e as Error).message}`, { file }, e);
   }
-  const lines = createInterface({ input: stream, crlfDelay: Infinity });
   let n = 0;
-  for await (const text of lines) {
+  for await (const text of lines(file)) {
     n++;
     if (text.trim() === "") continue;
     let value: T;
@@ -48,6 +44,18 @@ export async function* readJsonl<T = unknown>(
     }
     yield { value, line: n };
   }
+}
+
+/** The lines of a UTF-8 file, read in large chunks (faster than readline for big files). */
+async function* lines(file: string): AsyncGenerator<string> {
+  const stream = createReadStream(file, { encoding: "utf8", highWaterMark: 1 << 20 });
+  let rest = "";
+  for await (const chunk of stream as AsyncIterable<string>) {
+    const parts = (rest + chunk).split("\n");
+    rest = parts.pop()!;
+    for (const p of parts) yield p.endsWith("\r") ? p.slice(0, -1) : p;
+  }
+  if (rest !== "") yield rest.endsWith("\r") ? rest.slice(0, -1) : rest;
 }
 
 /** Reads a whole JSONL file into memory (for small files). */

@@ -1,0 +1,119 @@
+import { existsSync, readdirSync, statSync } from "node:fs";
+import { basename, join } from "node:path";
+import { DataError, readJsonFile, readJsonl, JsonlWriter, type JsonlLineError, type Trajectory, type Transition } from "../core/index.ts";
+import type { ReplayBuffer, SearchFilter } from "./replay-buffer.ts";
+import { parseTrajectory } from "./trajectory-schema.ts";
+
+export interface ImportReport {
+  file: string;
+  added: number;
+  duplicates: number;
+  transitions: number;
+  evicted: number;
+  /** Lines that were not imported, with their numbers and what was wrong. */
+  malformed: JsonlLineError[];
+}
+
+export interface ImportOptions {
+  /** Mark the imported trajectories as the offline seed (never evicted). @default true */
+  seed?: boolean;
+  /** Trajectories per transaction. @default 500 */
+  batch?: number;
+  /** Called after each committed batch with the lines read so far. */
+  onProgress?: (linesRead: number) => void;
+}
+
+/** Imports a trajectory JSONL file; malformed lines are reported with their numbers and skipped. */
+export async function importJsonl(buffer: ReplayBuffer, file: string, opts: ImportOptions = {}): Promise<ImportReport> {
+  const report: ImportReport = { file, added: 0, duplicates: 0, transitions: 0, evicted: 0, malformed: [] };
+  const size = opts.batch ?? 500;
+  let batch: Trajectory[] = [];
+  let line = 0;
+  const flush = async () => {
+    if (batch.length === 0) return;
+    const r = await buffer.appendTrajectories(batch, { seed: opts.seed ?? true });
+    report.added += r.added;
+    report.duplicates += r.duplicates;
+    report.transitions += r.transitions;
+    report.evicted += r.evicted;
+    batch = [];
+    opts.onProgress?.(line);
+  };
+  for await (const { value, line: n } of readJsonl(file, { parse: (v) => parseTrajectory(v), onError: (e) => report.malformed.push(e) })) {
+    line = n;
+    batch.push(value);
+    if (batch.length >= size) await flush();
+  }
+  await flush();
+  return report;
+}
+
+/** Writes the buffer's trajectories (optionally filtered) as trajectory JSONL; returns how many. */
+export function exportJsonl(buffer: ReplayBuffer, file: string, filter: Pick<SearchFilter, "env" | "source"> = {}): number {
+  const out = new JsonlWriter(file, { append: false });
+  let n = 0;
+  try {
+    for (const t of buffer.trajectories(filter)) {
+      out.write(t);
+      n++;
+    }
+  } finally {
+    out.close();
+  }
+  return n;
+}
+
+/**
+ * Parses a few-shot transcript (an observation, then `> action` lines each followed by its
+ * feedback) into a trajectory. `think: …` actions are kept as steps answered "OK." with
+ * `info.think`. The transcripts are solved demonstrations: the last step is terminal with reward 1.
+ */
+export function parseTranscript(text: string, meta: { env: string; id: string; policy: string }): Trajectory {
+  const lines = text.replace(/\r\n/g, "\n").split("\n");
+  const blocks: { action: string | null; feedback: string[] }[] = [{ action: null, feedback: [] }];
+  for (const l of lines) {
+    if (l.startsWith("> ")) blocks.push({ action: l.slice(2).trim(), feedback: [] });
+    else blocks[blocks.length - 1].feedback.push(l);
+  }
+  const text0 = blocks[0].feedback.join("\n").trim();
+  const task = /Your task is to: (.*)/.exec(text0)?.[1]?.trim() ?? "";
+  if (blocks.length < 2) throw new Error(`transcript ${meta.id} has no "> action" lines`);
+  const steps: Transition[] = [];
+  let obs = text0;
+  for (let i = 1; i < blocks.length; i++) {
+    const b = blocks[i];
+    const next = b.feedback.join("\n").trim();
+    const last = i === blocks.length - 1;
+    const think = b.action!.startsWith("think:");
+    steps.push({ observation: obs, action: b.action!, reward: last ? 1 : 0, next_observation: next, terminated: last, truncated: false, ...(think ? { info: { think: true } } : {}) });
+    obs = next;
+  }
+  return { env: meta.env, task: { id: meta.id, instruction: task }, steps, total_reward: 1, success: true, source: "real", policy: meta.policy, created_at: new Date(0).toISOString() };
+}
+
+/** Few-shot transcript files in a data folder, parsed: ALFWorld's ReAct prompts (`alfworld/few_shot/*.json`). */
+export function fewShotTrajectories(dataDir: string): { file: string; trajectories: Trajectory[] }[] {
+  const out: { file: string; trajectories: Trajectory[] }[] = [];
+  const dir = join(dataDir, "alfworld", "few_shot");
+  if (existsSync(dir)) {
+    for (const f of readdirSync(dir).filter((x) => x.endsWith(".json")).sort()) {
+      const file = join(dir, f);
+      const dict = readJsonFile<Record<string, unknown>>(file);
+      if (typeof dict !== "object" || dict === null || Array.isArray(dict)) throw new DataError("expected an object of transcripts", { file });
+      const trajectories: Trajectory[] = [];
+      for (const [key, value] of Object.entries(dict)) {
+        if (typeof value !== "string") throw new DataError(`transcript "${key}" is not a string`, { file });
+        const policy = key.startsWith("react_") ? "react-fewshot" : key.startsWith("act_") ? "act-fewshot" : "fewshot";
+        trajectories.push(parseTranscript(value, { env: "alfworld", id: `alfworld-fewshot:${basename(f, ".json")}:${key}`, policy }));
+      }
+      out.push({ file, trajectories });
+    }
+  }
+  return out;
+}
+
+/** Trajectory JSONL files that ship in a data folder (WebShop's ReAct episodes). */
+export function offlineJsonlFiles(dataDir: string): string[] {
+  const files = [join(dataDir, "webshop", "react_trajectories.jsonl")];
+  return files.filter((f) => existsSync(f) && statSync(f).size > 0);
+}

@@ -1,0 +1,55 @@
+import { createHash } from "node:crypto";
+import type { Trajectory, Transition } from "../core/index.ts";
+
+/** Checks a parsed JSONL value against the DESIGN.md trajectory format; throws saying which field is wrong. */
+export function parseTrajectory(value: unknown): Trajectory {
+  const fail = (what: string): never => {
+    throw new Error(`not a trajectory: ${what}`);
+  };
+  if (typeof value !== "object" || value === null || Array.isArray(value)) fail("expected a JSON object");
+  const v = value as Record<string, unknown>;
+  if (typeof v.env !== "string" || v.env === "") fail('"env" must be a non-empty string');
+  const task = v.task as Record<string, unknown> | undefined;
+  if (typeof task !== "object" || task === null) fail('"task" must be an object');
+  if (typeof task!.id !== "string") fail('"task.id" must be a string');
+  if (typeof task!.instruction !== "string") fail('"task.instruction" must be a string');
+  if (!Array.isArray(v.steps)) fail('"steps" must be an array');
+  const steps = v.steps as unknown[];
+  steps.forEach((s, i) => {
+    const st = s as Record<string, unknown>;
+    if (typeof st !== "object" || st === null) fail(`steps[${i}] must be an object`);
+    for (const k of ["observation", "action", "next_observation"]) if (typeof st[k] !== "string") fail(`steps[${i}].${k} must be a string`);
+    if (typeof st.reward !== "number" || !Number.isFinite(st.reward)) fail(`steps[${i}].reward must be a finite number`);
+    for (const k of ["terminated", "truncated"]) if (typeof st[k] !== "boolean") fail(`steps[${i}].${k} must be a boolean`);
+    if (st.reasoning !== undefined && typeof st.reasoning !== "string") fail(`steps[${i}].reasoning must be a string`);
+    if (st.info !== undefined && (typeof st.info !== "object" || st.info === null)) fail(`steps[${i}].info must be an object`);
+  });
+  const total = v.total_reward ?? steps.reduce((a: number, s) => a + ((s as Transition).reward ?? 0), 0);
+  if (typeof total !== "number" || !Number.isFinite(total)) fail('"total_reward" must be a finite number');
+  if (v.success !== undefined && typeof v.success !== "boolean") fail('"success" must be a boolean');
+  const source = v.source ?? "real";
+  if (source !== "real" && source !== "synthetic") fail('"source" must be "real" or "synthetic"');
+  if (v.policy !== undefined && v.policy !== null && typeof v.policy !== "string") fail('"policy" must be a string');
+  const created = v.created_at ?? new Date(0).toISOString();
+  if (typeof created !== "string") fail('"created_at" must be a string');
+  return {
+    env: v.env as string,
+    task: task as Trajectory["task"],
+    steps: steps as Transition[],
+    total_reward: total as number,
+    success: (v.success as boolean | undefined) ?? (total as number) >= 1,
+    source: source as Trajectory["source"],
+    ...(typeof v.policy === "string" ? { policy: v.policy } : {}),
+    created_at: created as string,
+  };
+}
+
+/**
+ * A trajectory's content id: SHA-256 of its content without `created_at`, so re-importing a file,
+ * or the same episode recorded twice, does not duplicate experience.
+ */
+export function trajectoryContentId(t: Trajectory): string {
+  const content = [t.env, t.task, t.source, t.policy ?? null, t.total_reward, t.success,
+    t.steps.map((s) => [s.observation, s.action, s.reward, s.next_observation, s.terminated, s.truncated, s.reasoning ?? null, s.info ?? null])];
+  return createHash("sha256").update(JSON.stringify(content)).digest("hex");
+}

@@ -1,0 +1,138 @@
+import type { Command } from "commander";
+import { readFileSync } from "node:fs";
+import {
+  createEmbedder, exportJsonl, fewShotTrajectories, importJsonl, offlineJsonlFiles, ReplayBuffer, type SearchFilter,
+} from "../buffer/index.ts";
+import { InvalidConfigError, type ExperienceSource } from "../core/index.ts";
+import { resolveDataDir } from "../envs/index.ts";
+import { parseIntOption } from "./episodes.ts";
+import { progressBar } from "./progress.ts";
+
+function openBuffer(o: { buffer: string; embedder?: string; capacity?: number }, readonly = false): ReplayBuffer {
+  return ReplayBuffer.open(o.buffer, { embedder: o.embedder ? createEmbedder(o.embedder) : undefined, capacity: o.capacity, readonly });
+}
+
+function filterOf(o: { env?: string; source?: string; task?: string }): SearchFilter {
+  if (o.source !== undefined && o.source !== "real" && o.source !== "synthetic") throw new InvalidConfigError(`--source must be real or synthetic, got "${o.source}"`);
+  return { env: o.env, source: o.source as ExperienceSource | undefined, task: o.task };
+}
+
+const countLines = (file: string) => {
+  let n = 0;
+  const b = readFileSync(file);
+  for (let i = 0; i < b.length; i++) if (b[i] === 10) n++;
+  return n + (b.length > 0 && b[b.length - 1] !== 10 ? 1 : 0);
+};
+
+export function registerBufferCommands(program: Command): void {
+  const buffer = program.command("buffer").description("the experience replay buffer (SQLite)");
+
+  buffer
+    .command("import")
+    .description("import trajectory JSONL files (malformed lines are reported and skipped; re-imports do not duplicate)")
+    .argument("[files...]", "trajectory JSONL files")
+    .requiredOption("--buffer <file>", "buffer file (created if missing)")
+    .option("--few-shot", "also import the data folder's offline transcripts (ALFWorld few-shot, WebShop ReAct episodes)")
+    .option("--data <dir>", "data folder (for --few-shot)")
+    .option("--online", "mark as online experience, which capacity may evict (default: offline seed, never evicted)")
+    .option("--embedder <spec>", "hashing[:dims] | http://host/v1#model | openai:model (default: the buffer's, else hashing)")
+    .option("--capacity <n>", "most transitions to keep", parseIntOption("capacity", 1))
+    .action(async (files: string[], o) => {
+      if (files.length === 0 && !o.fewShot) throw new InvalidConfigError("give trajectory JSONL files to import, or --few-shot");
+      const b = openBuffer(o);
+      const seed = !o.online;
+      try {
+        const started = performance.now();
+        let transitions = 0;
+        const jsonl = [...files, ...(o.fewShot ? offlineJsonlFiles(resolveDataDir({ dataDir: o.data })) : [])];
+        for (const file of jsonl) {
+          const bar = progressBar(`import ${file}`, countLines(file));
+          const r = await importJsonl(b, file, { seed, onProgress: (line) => bar.update(line) }).finally(() => bar.stop());
+          transitions += r.transitions;
+          console.log(`${file}: ${r.added} trajectories added (${r.transitions} transitions), ${r.duplicates} already present, ${r.malformed.length} malformed lines${r.evicted ? `, ${r.evicted} transitions evicted` : ""}`);
+          for (const m of r.malformed.slice(0, 20)) console.log(`  line ${m.line}: ${m.message}`);
+          if (r.malformed.length > 20) console.log(`  … and ${r.malformed.length - 20} more`);
+        }
+        if (o.fewShot) {
+          for (const { file, trajectories } of fewShotTrajectories(resolveDataDir({ dataDir: o.data }))) {
+            const r = await b.appendTrajectories(trajectories, { seed });
+            transitions += r.transitions;
+            console.log(`${file}: ${r.added} transcripts added (${r.transitions} transitions), ${r.duplicates} already present`);
+          }
+        }
+        const secs = (performance.now() - started) / 1000;
+        console.log(`${transitions} transitions in ${secs.toFixed(1)} s (${Math.round(transitions / Math.max(secs, 1e-9))}/s); buffer holds ${b.count()} transitions`);
+      } finally {
+        b.close();
+      }
+    });
+
+  buffer
+    .command("export")
+    .description("export trajectories as JSONL")
+    .requiredOption("--buffer <file>", "buffer file")
+    .requiredOption("--out <file>", "output JSONL file")
+    .option("--env <name>", "only this env")
+    .option("--source <source>", "real | synthetic")
+    .action((o) => {
+      const b = openBuffer(o, true);
+      try {
+        const f = filterOf(o);
+        const n = exportJsonl(b, o.out, { env: f.env, source: f.source });
+        console.log(`wrote ${n} trajectories to ${o.out}`);
+      } finally {
+        b.close();
+      }
+    });
+
+  buffer
+    .command("stats")
+    .description("counts by env, source, reward and success")
+    .requiredOption("--buffer <file>", "buffer file")
+    .option("--json", "print as JSON")
+    .action((o) => {
+      const b = openBuffer(o, true);
+      try {
+        const s = b.stats();
+        if (o.json) return console.log(JSON.stringify(s, null, 2));
+        console.log(`${s.path}: ${s.trajectories} trajectories, ${s.transitions} transitions (${s.seedTrajectories} seed trajectories), ${(s.fileBytes / 2 ** 20).toFixed(1)} MB`);
+        console.log(`embedder: ${s.embedder ?? "(none yet)"}${s.dims ? `, ${s.dims} dims` : ""}; search: ${s.index}`);
+        console.log("env\tsource\ttrajectories\ttransitions\tsuccess\tmean reward\treward=0\t0<reward<1\treward≥1");
+        for (const g of s.groups) {
+          console.log(`${g.env}\t${g.source}\t${g.trajectories}\t${g.transitions}\t${((100 * g.successes) / g.trajectories).toFixed(1)}%\t${g.meanReward.toFixed(3)}\t${g.rewardZero}\t${g.rewardPartial}\t${g.rewardFull}`);
+        }
+      } finally {
+        b.close();
+      }
+    });
+
+  buffer
+    .command("search")
+    .description("the k transitions most similar to a state or action text")
+    .argument("<text>", "state or action text")
+    .requiredOption("--buffer <file>", "buffer file")
+    .option("-k <n>", "how many", parseIntOption("k", 1), 5)
+    .option("--env <name>", "only this env")
+    .option("--source <source>", "real | synthetic")
+    .option("--task <id>", "only this task id")
+    .option("--exact", "exact search even for large buffers")
+    .option("--embedder <spec>", "the buffer's embedder, when it is not the default")
+    .option("--json", "print as JSON")
+    .action(async (text: string, o) => {
+      const b = openBuffer(o, true);
+      try {
+        const results = await b.search(text, { k: o.k, filter: filterOf(o), exact: Boolean(o.exact) });
+        if (o.json) return console.log(JSON.stringify(results, null, 2));
+        if (results.length === 0) console.log("no transitions match");
+        for (const [i, r] of results.entries()) {
+          const t = r.transition;
+          console.log(`${i + 1}. score ${r.score.toFixed(3)}  #${t.id} ${t.env} ${t.source} task ${t.task.id} step ${t.step}  reward ${t.reward}${t.terminated ? " (terminated)" : ""}`);
+          console.log(`   state:  ${t.state.slice(0, 160).replace(/\s+/g, " ")}${t.state.length > 160 ? "…" : ""}`);
+          console.log(`   action: ${t.action}`);
+          console.log(`   next:   ${t.nextState.slice(0, 160).replace(/\s+/g, " ")}${t.nextState.length > 160 ? "…" : ""}`);
+        }
+      } finally {
+        b.close();
+      }
+    });
+}
