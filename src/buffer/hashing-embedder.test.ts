@@ -1,0 +1,49 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { HashingEmbedder } from "./hashing-embedder.ts";
+import { dot } from "./embedder.ts";
+import { transitionText } from "./transition-text.ts";
+import { InvalidConfigError } from "../core/index.ts";
+
+const norm = (v: Float32Array) => Math.sqrt(dot(v, v));
+
+test("vectors are unit length, deterministic, of the configured size", async () => {
+  const e = new HashingEmbedder({ dims: 64 });
+  const [a, b] = await e.embed(["red running shoes", "red running shoes"]);
+  assert.equal(a.length, 64);
+  assert.ok(Math.abs(norm(a) - 1) < 1e-6);
+  assert.deepEqual(a, b);
+  const [empty] = await e.embed([""]);
+  assert.equal(norm(empty), 0);
+  assert.throws(() => new HashingEmbedder({ dims: 4 }), InvalidConfigError);
+});
+
+test("similar texts are closer than unrelated ones (words, bigrams, sub-words)", () => {
+  const e = new HashingEmbedder();
+  const q = e.embedOne("men's running shoes size 10 black");
+  const near = e.embedOne("black running shoe for men, size 10");
+  const far = e.embedOne("stainless steel kitchen cabinet knob");
+  assert.ok(dot(q, near) > dot(q, far) + 0.2, `${dot(q, near)} vs ${dot(q, far)}`);
+});
+
+test("the action is hashed apart from the state", () => {
+  const e = new HashingEmbedder();
+  const a = e.embedOne(transitionText("a page that says buy now", "click[back]"));
+  const b = e.embedOne(transitionText("a page that says back", "click[buy now]"));
+  const c = e.embedOne(transitionText("a page that says back", "click[buy now]"));
+  assert.deepEqual(b, c);
+  assert.ok(dot(a, b) < 0.9);
+});
+
+test("IDF fitted on a corpus down-weights common features and names the embedder", () => {
+  const corpus = Array.from({ length: 200 }, (_, i) => `Instruction [SEP] common header [SEP] product ${i} ${i % 3 === 0 ? "walnut table" : "cotton shirt"}`);
+  const plain = new HashingEmbedder();
+  const fitted = plain.fit(corpus);
+  assert.notEqual(fitted.id, plain.id);
+  assert.match(fitted.id, /^hashing-v2:dims=256:idf=[0-9a-f]{12}$/);
+  assert.equal(fitted.fit(corpus).id, fitted.id, "fitting is deterministic");
+  // With IDF the shared header matters less, so two different products are further apart.
+  const x = "Instruction [SEP] common header [SEP] walnut table";
+  const y = "Instruction [SEP] common header [SEP] cotton shirt";
+  assert.ok(dot(fitted.embedOne(x), fitted.embedOne(y)) < dot(plain.embedOne(x), plain.embedOne(y)));
+});

@@ -1,0 +1,81 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { writeFileSync } from "node:fs";
+import { ReplayBuffer } from "./replay-buffer.ts";
+import { exportJsonl, fewShotTrajectories, importJsonl, parseTranscript } from "./importers.ts";
+import { parseTrajectory } from "./trajectory-schema.ts";
+import { makeTrajectory, tempFile } from "./test-helpers.ts";
+import { readJsonlAll, type Trajectory } from "../core/index.ts";
+import { resolveDataDir } from "../envs/index.ts";
+
+test("import: malformed lines are reported with their numbers, the rest is imported; re-import adds nothing", async () => {
+  const file = tempFile("in.jsonl");
+  const good = [makeTrajectory(1), makeTrajectory(2), makeTrajectory(3)];
+  const lines = [
+    JSON.stringify(good[0]),
+    "{not json",
+    JSON.stringify({ ...good[1], steps: [{ ...good[1].steps[0], reward: "high" }] }),
+    "",
+    JSON.stringify(good[1]),
+    JSON.stringify({ env: "toy", task: { id: "t" }, steps: [] }),
+    JSON.stringify(good[2]),
+  ];
+  writeFileSync(file, lines.join("\n") + "\n");
+  const b = ReplayBuffer.open(tempFile("imp.db"));
+  const r = await importJsonl(b, file);
+  assert.equal(r.added, 3);
+  assert.equal(r.transitions, 9);
+  assert.deepEqual(r.malformed.map((m) => m.line), [2, 3, 6]);
+  assert.match(r.malformed[1].message, /steps\[0\]\.reward must be a finite number/);
+  assert.match(r.malformed[2].message, /task\.instruction/);
+  const again = await importJsonl(b, file);
+  assert.deepEqual([again.added, again.duplicates], [0, 3]);
+  assert.equal(b.stats().seedTrajectories, 3, "imports are the offline seed by default");
+  b.close();
+});
+
+test("export writes the trajectory format; exporting and importing round-trips", async () => {
+  const b = ReplayBuffer.open(tempFile("exp.db"));
+  const trajs = [makeTrajectory(1, { env: "a" }), makeTrajectory(2, { env: "b", source: "synthetic" }), makeTrajectory(3, { env: "a" })];
+  trajs[0].steps[1].reasoning = "the item matches";
+  trajs[0].steps[1].info = { page: "item" };
+  await b.appendTrajectories(trajs);
+  const out = tempFile("out.jsonl");
+  assert.equal(exportJsonl(b, out), 3);
+  assert.deepEqual(await readJsonlAll(out), trajs);
+  assert.equal(exportJsonl(b, out, { env: "a" }), 2);
+  assert.equal(exportJsonl(b, out, { source: "synthetic" }), 1);
+  const c = ReplayBuffer.open(tempFile("round.db"));
+  exportJsonl(b, out);
+  const r = await importJsonl(c, out);
+  assert.equal(r.added, 3);
+  assert.deepEqual([...c.trajectories()], trajs);
+  b.close();
+  c.close();
+});
+
+test("few-shot transcripts parse into trajectories", () => {
+  const t = parseTranscript("You are in a room.\nYour task is to: put a mug on a desk.\n> go to desk 1\nOn the desk 1, you see a mug 1.\n> think: the mug is here\nOK.\n> take mug 1 from desk 1\nYou pick up the mug 1 from the desk 1.\n", { env: "alfworld", id: "x", policy: "react-fewshot" });
+  assert.equal(t.task.instruction, "put a mug on a desk.");
+  assert.deepEqual(t.steps.map((s) => s.action), ["go to desk 1", "think: the mug is here", "take mug 1 from desk 1"]);
+  assert.equal(t.steps[0].observation, "You are in a room.\nYour task is to: put a mug on a desk.");
+  assert.equal(t.steps[1].next_observation, "OK.");
+  assert.deepEqual(t.steps[1].info, { think: true });
+  assert.equal(t.steps[2].observation, "OK.");
+  assert.deepEqual([t.steps[2].terminated, t.steps[2].reward, t.total_reward, t.success], [true, 1, 1, true]);
+  assert.doesNotThrow(() => parseTrajectory(JSON.parse(JSON.stringify(t))));
+  assert.throws(() => parseTranscript("just text", { env: "e", id: "y", policy: "p" }), /no "> action" lines/);
+});
+
+test("the data folder's ALFWorld ReAct transcripts: 24 + 36 solved demonstrations", () => {
+  const files = fewShotTrajectories(resolveDataDir());
+  assert.deepEqual(files.map((f) => f.trajectories.length), [24, 36]);
+  const all: Trajectory[] = files.flatMap((f) => f.trajectories);
+  const put = all.find((t) => t.task.id === "alfworld-fewshot:alfworld:react_put_0")!;
+  assert.equal(put.task.instruction, "put some spraybottle on toilet.");
+  assert.equal(put.steps[0].action.startsWith("think:"), true);
+  assert.equal(put.steps.at(-1)!.action, "put spraybottle 2 in/on toilet 1");
+  assert.equal(put.steps.at(-1)!.next_observation, "You put the spraybottle 2 in/on the toilet 1.");
+  assert.ok(all.every((t) => t.steps.length > 3 && t.steps.at(-1)!.terminated && t.task.instruction.length > 0));
+  assert.equal(all.filter((t) => t.policy === "act-fewshot").length, 30);
+});

@@ -1,0 +1,226 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { ReplayBuffer } from "./replay-buffer.ts";
+import { HashingEmbedder } from "./hashing-embedder.ts";
+import { trajectoryContentId } from "./trajectory-schema.ts";
+import { makeTrajectory, tempFile } from "./test-helpers.ts";
+import { DataError, InvalidConfigError } from "../core/index.ts";
+
+test("append, get, count, stats; trajectories come back as they went in", async () => {
+  const b = ReplayBuffer.open(tempFile("a.db"));
+  const trajs = Array.from({ length: 10 }, (_, i) => makeTrajectory(i, { env: i < 6 ? "toy" : "other", source: i % 3 === 0 ? "synthetic" : "real" }));
+  const r = await b.appendTrajectories(trajs, { seed: true });
+  assert.deepEqual(r, { added: 10, duplicates: 0, transitions: 30, evicted: 0 });
+  assert.equal(b.count(), 30);
+  assert.equal(b.count({ env: "other" }), 12);
+  assert.equal(b.count({ source: "synthetic" }), 12);
+  assert.deepEqual([...b.trajectories()], trajs);
+  const t = b.get(1)!;
+  assert.equal(t.state, trajs[0].steps[0].observation);
+  assert.equal(t.nextState, trajs[0].steps[0].next_observation);
+  assert.equal(t.task.instruction, trajs[0].task.instruction);
+  assert.equal(t.trajectory, trajectoryContentId(trajs[0]));
+  const s = b.stats();
+  assert.equal(s.trajectories, 10);
+  assert.equal(s.seedTrajectories, 10);
+  const toyReal = s.groups.find((g) => g.env === "toy" && g.source === "real")!;
+  assert.equal(toyReal.trajectories, 4);
+  assert.equal(toyReal.successes + toyReal.rewardZero, 4);
+  b.close();
+});
+
+test("re-appending the same content does not duplicate; created_at does not count", async () => {
+  const b = ReplayBuffer.open(tempFile("dup.db"));
+  const t = makeTrajectory(1);
+  await b.appendTrajectory(t);
+  const again = await b.appendTrajectories([t, { ...t, created_at: "2030-01-01T00:00:00.000Z" }, makeTrajectory(2)]);
+  assert.deepEqual([again.added, again.duplicates], [1, 2]);
+  assert.equal(b.countTrajectories(), 2);
+  b.close();
+});
+
+test("search: the identical (state, action) first; filters; distinct results; bad k", async () => {
+  const b = ReplayBuffer.open(tempFile("s.db"));
+  await b.appendTrajectories(Array.from({ length: 40 }, (_, i) => makeTrajectory(i, { env: i % 2 ? "odd" : "even", source: i % 4 === 0 ? "synthetic" : "real" })));
+  const target = makeTrajectory(17).steps[1];
+  const [top] = await b.search({ state: target.observation, action: target.action }, { k: 1 });
+  assert.equal(top.transition.state, target.observation);
+  assert.equal(top.transition.action, target.action);
+  assert.ok(top.score > 0.999);
+  const odd = await b.search({ state: target.observation, action: target.action }, { k: 5, filter: { env: "even" } });
+  assert.equal(odd.length, 5);
+  assert.ok(odd.every((r) => r.transition.env === "even"));
+  const synth = await b.search("click[buy now]", { k: 50, filter: { source: "synthetic", task: "task-1" } });
+  assert.ok(synth.length > 0 && synth.every((r) => r.transition.source === "synthetic" && r.transition.task.id === "task-1"));
+  assert.deepEqual(await b.search("x", { filter: { env: "no-such-env" } }), []);
+  // Distinct: one result per (state, action) — append a copy of a trajectory under another task.
+  await b.appendTrajectory({ ...makeTrajectory(17), task: { id: "copy", instruction: "buy item 2" } });
+  const both = await b.search({ state: target.observation, action: target.action }, { k: 2, distinct: false });
+  assert.equal(both[0].transition.state, both[1].transition.state);
+  const distinct = await b.search({ state: target.observation, action: target.action }, { k: 2 });
+  assert.notEqual(distinct[0].transition.state + distinct[0].transition.action, distinct[1].transition.state + distinct[1].transition.action);
+  await assert.rejects(b.search("x", { k: 0 }), InvalidConfigError);
+  b.close();
+});
+
+test("capacity evicts the oldest online trajectories and never the seed", async () => {
+  const b = ReplayBuffer.open(tempFile("cap.db"), { capacity: 20 });
+  await b.appendTrajectories([makeTrajectory(0), makeTrajectory(1)], { seed: true }); // 6 seed transitions
+  await b.search("warm up the exact index", { k: 1 });
+  for (let i = 2; i < 12; i++) await b.appendTrajectory(makeTrajectory(i)); // 30 online transitions
+  assert.ok(b.count() <= 20);
+  const kept = [...b.trajectories()].map((t) => t.created_at);
+  const seedKept = [makeTrajectory(0), makeTrajectory(1)].every((t) => kept.includes(t.created_at));
+  assert.ok(seedKept, "the seed is never evicted");
+  assert.ok(!kept.includes(makeTrajectory(2).created_at), "the oldest online trajectory went first");
+  assert.ok(kept.includes(makeTrajectory(11).created_at));
+  // The search index is in step: nothing evicted comes back.
+  const gone = makeTrajectory(2).steps[0];
+  const [r] = await b.search({ state: gone.observation, action: gone.action }, { k: 1 });
+  assert.notEqual(r.transition.state, gone.observation);
+  // Only seed left above capacity: it stays.
+  const small = ReplayBuffer.open(tempFile("cap2.db"), { capacity: 2 });
+  await small.appendTrajectory(makeTrajectory(0), { seed: true });
+  assert.equal(small.count(), 3);
+  small.close();
+  b.close();
+});
+
+test("online steps: appendTransitions groups them into trajectories", async () => {
+  const b = ReplayBuffer.open(tempFile("online.db"));
+  const task = { id: "t1", instruction: "do it" };
+  const common = { env: "toy", task, source: "synthetic" as const, policy: "p", terminated: false, truncated: false };
+  const ids = await b.appendTransitions([
+    { ...common, trajectoryId: "run-1/ep-1", step: 0, state: "s0", action: "a0", reward: 0, nextState: "s1" },
+    { ...common, trajectoryId: "run-1/ep-1", step: 1, state: "s1", action: "a1", reward: 1, nextState: "s2", terminated: true, reasoning: "because" },
+  ]);
+  assert.equal(ids.length, 2);
+  await b.appendTransitions([{ ...common, trajectoryId: "run-1/ep-2", step: 0, state: "s0", action: "a9", reward: 0, nextState: "s9" }]);
+  const trajs = [...b.trajectories()];
+  assert.equal(trajs.length, 2);
+  assert.equal(trajs[0].steps.length, 2);
+  assert.equal(trajs[0].total_reward, 1);
+  assert.equal(trajs[0].success, true);
+  assert.equal(trajs[0].steps[1].reasoning, "because");
+  assert.equal(b.get(ids[1])!.reasoning, "because");
+  await assert.rejects(b.appendTransitions([{ ...common, trajectoryId: "run-1/ep-1", step: 0, state: "x", action: "y", reward: 0, nextState: "z" }]), /UNIQUE/);
+  assert.equal(b.count(), 3, "a failed append changes nothing");
+  b.close();
+});
+
+test("the embedder is recorded: reopening embeds the same way, and a different one is refused", async () => {
+  const file = tempFile("emb.db");
+  const b = ReplayBuffer.open(file);
+  await b.appendTrajectories(Array.from({ length: 40 }, (_, i) => makeTrajectory(i))); // 120 ≥ 100: the IDF is fitted
+  const id = b.embedder.id;
+  assert.match(id, /idf=[0-9a-f]{12}/);
+  const before = await b.search("click[item 3]", { k: 3 });
+  b.close();
+  const again = ReplayBuffer.open(file);
+  assert.equal(again.embedder.id, id);
+  assert.deepEqual(await again.search("click[item 3]", { k: 3 }), before);
+  again.close();
+  assert.throws(() => ReplayBuffer.open(file, { embedder: new HashingEmbedder({ dims: 128 }) }), (e: unknown) => {
+    assert.ok(e instanceof InvalidConfigError);
+    assert.match(e.message, new RegExp(`holds vectors from embedder "${id.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}" \\(256 dims\\); the given embedder is "hashing-v2:dims=128:idf=none" \\(128 dims\\)`));
+    return true;
+  });
+});
+
+test("above the ANN threshold, search uses HNSW, agrees with exact search, and the index persists", async () => {
+  const file = tempFile("ann.db");
+  const b = ReplayBuffer.open(file, { annThreshold: 300 });
+  await b.appendTrajectories(Array.from({ length: 200 }, (_, i) => makeTrajectory(i, { steps: 3 })));
+  assert.equal(b.stats().index, "ann");
+  let agree = 0;
+  for (let i = 0; i < 20; i++) {
+    const s = makeTrajectory(i * 7).steps[1];
+    const q = { state: s.observation, action: s.action };
+    const ann = (await b.search(q, { k: 5 })).map((r) => r.transition.id);
+    const exact = new Set((await b.search(q, { k: 5, exact: true })).map((r) => r.transition.id));
+    agree += ann.filter((id) => exact.has(id)).length;
+  }
+  assert.ok(agree / 100 >= 0.9, `ANN/exact agreement ${agree}/100`);
+  await b.appendTrajectory(makeTrajectory(5000)); // kept in step with appends
+  const fresh = makeTrajectory(5000).steps[2];
+  assert.equal((await b.search({ state: fresh.observation, action: fresh.action }, { k: 1 }))[0].transition.state, fresh.observation);
+  b.close();
+  assert.ok(existsSync(`${file}.ann`));
+  const again = ReplayBuffer.open(file, { annThreshold: 300 });
+  assert.equal((await again.search({ state: fresh.observation, action: fresh.action }, { k: 1 }))[0].transition.state, fresh.observation);
+  again.close();
+  // A torn index file is rebuilt from the database, not trusted.
+  writeFileSync(`${file}.ann`, "garbage");
+  const rebuilt = ReplayBuffer.open(file, { annThreshold: 300 });
+  assert.equal((await rebuilt.search({ state: fresh.observation, action: fresh.action }, { k: 1 }))[0].transition.state, fresh.observation);
+  rebuilt.close();
+});
+
+test("a corrupt file is an error and is not modified; a missing read-only file is an error", () => {
+  const file = tempFile("corrupt.db");
+  const junk = Buffer.from("this is not a sqlite database, just some bytes ".repeat(200));
+  writeFileSync(file, junk);
+  assert.throws(() => ReplayBuffer.open(file), (e: unknown) => e instanceof DataError && e.file === file && /not a dreamgym buffer or is corrupt/.test(e.message));
+  assert.deepEqual(readFileSync(file), junk);
+  assert.throws(() => ReplayBuffer.open(tempFile("none.db"), { readonly: true }), /buffer file does not exist/);
+});
+
+test("a file locked by another writer: a clear error after the busy timeout, nothing lost", async () => {
+  const file = tempFile("locked.db");
+  const b = ReplayBuffer.open(file, { busyTimeoutMs: 100 });
+  await b.appendTrajectory(makeTrajectory(1));
+  const other = new Database(file);
+  other.exec("BEGIN EXCLUSIVE");
+  await assert.rejects(b.appendTrajectory(makeTrajectory(2)), /locked|busy/i);
+  other.exec("ROLLBACK");
+  other.close();
+  await b.appendTrajectory(makeTrajectory(2));
+  assert.equal(b.countTrajectories(), 2);
+  b.close();
+});
+
+test("SIGKILL in the middle of writes: the buffer opens, is consistent, and holds every acknowledged trajectory", async () => {
+  const file = tempFile("kill.db");
+  const acked = new Map<string, number>();
+  // Three rounds on the same file: kill a writer, check, start the next writer on what it left.
+  for (let round = 0; round < 3; round++) {
+    const child = spawn(process.execPath, ["--import", "tsx", join(import.meta.dirname, "kill-writer.ts"), file], { stdio: ["ignore", "pipe", "inherit"] });
+    let pending = "";
+    let seen = 0;
+    await new Promise<void>((resolve) => {
+      child.stdout.on("data", (chunk: Buffer) => {
+        pending += chunk.toString();
+        const lines = pending.split("\n");
+        pending = lines.pop()!;
+        for (const l of lines) {
+          const [uid, n] = l.split(" ");
+          acked.set(uid, Number(n));
+          seen++;
+        }
+        // Kill while it is writing: after enough commits, at a moment set by the data flow, not a timer.
+        if (seen >= 40 && !child.killed) {
+          child.kill("SIGKILL");
+          resolve();
+        }
+      });
+    });
+    await new Promise((r) => child.once("exit", r));
+    const db = new Database(file, { readonly: true });
+    assert.equal((db.prepare("PRAGMA integrity_check").get() as { integrity_check: string }).integrity_check, "ok");
+    const orphans = db.prepare("SELECT count(*) AS n FROM transitions WHERE trajectory_id NOT IN (SELECT id FROM trajectories)").get() as { n: number };
+    assert.equal(orphans.n, 0);
+    const partial = db.prepare("SELECT count(*) AS n FROM trajectories j WHERE n_steps != (SELECT count(*) FROM transitions x WHERE x.trajectory_id = j.id)").get() as { n: number };
+    assert.equal(partial.n, 0, "no trajectory is half written");
+    db.close();
+    const b = ReplayBuffer.open(file);
+    const stored = new Map([...b.trajectories()].map((t) => [trajectoryContentId(t), t.steps.length]));
+    for (const [uid, n] of acked) assert.equal(stored.get(uid), n, `acknowledged trajectory ${uid.slice(0, 8)} is whole`);
+    assert.ok(stored.size >= acked.size);
+    assert.ok((await b.search("click[buy now]", { k: 3 })).length === 3);
+    b.close();
+  }
+});

@@ -1,0 +1,63 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { AnnIndex, ExactIndex, TopK } from "./vector-index.ts";
+import { l2Normalize } from "./embedder.ts";
+import { Rng } from "../core/index.ts";
+
+function randomVectors(n: number, dims: number, seed: number): Float32Array[] {
+  const rng = new Rng(seed);
+  return Array.from({ length: n }, () => l2Normalize(Float32Array.from({ length: dims }, () => rng.random() - 0.5)));
+}
+const naive = (vs: Float32Array[], ids: number[], q: Float32Array, k: number, keep: (i: number) => boolean = () => true) =>
+  vs.map((v, i) => ({ id: ids[i], score: v.reduce((s, x, j) => s + x * q[j], 0), i })).filter((x) => keep(x.i)).sort((a, b) => b.score - a.score || a.id - b.id).slice(0, k).map((x) => x.id);
+
+test("exact search equals brute force, with and without filters, small and large", () => {
+  for (const n of [100, 3000]) {
+    const dims = 32;
+    const vs = randomVectors(n, dims, n);
+    const idx = new ExactIndex(dims, 16);
+    const ids = vs.map((_, i) => 1000 + i);
+    vs.forEach((v, i) => idx.add(ids[i], v, { env: (i % 3) + 1, source: (i % 2) + 1, task: (i % 5) + 1 }));
+    for (const q of randomVectors(5, dims, 99)) {
+      assert.deepEqual(idx.search(q, 5).map((c) => c.id), naive(vs, ids, q, 5));
+      assert.deepEqual(idx.search(q, 4, { env: 2, task: 3 }).map((c) => c.id), naive(vs, ids, q, 4, (i) => (i % 3) + 1 === 2 && (i % 5) + 1 === 3));
+    }
+  }
+});
+
+test("removal keeps the index consistent", () => {
+  const vs = randomVectors(50, 16, 1);
+  const idx = new ExactIndex(16, 4);
+  vs.forEach((v, i) => idx.add(i, v, { env: 1, source: 1, task: 1 }));
+  idx.remove([0, 10, 49, 12345]);
+  assert.equal(idx.size, 47);
+  const q = vs[10];
+  const ids = vs.map((_, i) => i);
+  assert.deepEqual(idx.search(q, 5).map((c) => c.id), naive(vs, ids, q, 5, (i) => ![0, 10, 49].includes(i)));
+});
+
+test("TopK keeps the best k, ties by lower id", () => {
+  const t = new TopK(3);
+  for (const [id, s] of [[5, 0.1], [4, 0.9], [3, 0.5], [2, 0.9], [1, 0.2]] as const) t.push(id, s);
+  assert.deepEqual(t.sorted().map((c) => c.id), [2, 4, 3]);
+});
+
+test("HNSW search finds the exact neighbours on clustered data", () => {
+  const dims = 32;
+  const vs = randomVectors(2000, dims, 7);
+  const ann = new AnnIndex(dims);
+  const m = new Float32Array(vs.length * dims);
+  vs.forEach((v, i) => m.set(v, i * dims));
+  ann.add(vs.map((_, i) => i), m);
+  assert.equal(ann.size, 2000);
+  let hits = 0;
+  const ids = vs.map((_, i) => i);
+  const queries = randomVectors(20, dims, 8);
+  for (const q of queries) {
+    const truth = new Set(naive(vs, ids, q, 5));
+    hits += ann.search(q, 5).filter((c) => truth.has(c.id)).length;
+  }
+  assert.ok(hits / (queries.length * 5) >= 0.9, `recall ${hits / 100}`);
+  ann.remove([0]);
+  assert.equal(ann.size, 1999);
+});

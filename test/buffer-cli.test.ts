@@ -1,0 +1,58 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+const BIN = join(import.meta.dirname, "..", "bin", "dreamgym");
+const run = (args: string[]) => spawnSync(process.execPath, [BIN, ...args], { encoding: "utf8", timeout: 120_000 });
+
+test("buffer import / stats / search / export from the command line", () => {
+  const dir = mkdtempSync(join(tmpdir(), "dreamgym-buffer-cli-"));
+  const data = join(dir, "oracle.jsonl");
+  const db = join(dir, "b.db");
+  assert.equal(run(["collect", "--env", "webshop", "--policy", "oracle", "--episodes", "30", "--out", data]).status, 0);
+  writeFileSync(data, readFileSync(data, "utf8") + "{broken line\n");
+  const imp = run(["buffer", "import", data, "--buffer", db, "--few-shot"]);
+  assert.equal(imp.status, 0, imp.stderr);
+  assert.match(imp.stdout, /30 trajectories added \(\d+ transitions\), 0 already present, 1 malformed lines/);
+  assert.match(imp.stdout, /line 31: malformed line|line 31: /);
+  assert.match(imp.stdout, /alfworld\.json: 24 transcripts added/);
+  assert.match(imp.stdout, /react_trajectories\.jsonl: 500 trajectories added/);
+  const again = run(["buffer", "import", data, "--buffer", db]);
+  assert.match(again.stdout, /0 trajectories added \(0 transitions\), 30 already present/);
+
+  const stats = run(["buffer", "stats", "--buffer", db, "--json"]);
+  assert.equal(stats.status, 0, stats.stderr);
+  const s = JSON.parse(stats.stdout);
+  assert.equal(s.trajectories, 30 + 60 + 500);
+  assert.deepEqual(s.groups.map((g: { env: string }) => g.env), ["alfworld", "webshop"]);
+
+  const search = run(["buffer", "search", "click[buy now]", "--buffer", db, "-k", "3", "--env", "webshop", "--json"]);
+  assert.equal(search.status, 0, search.stderr);
+  const hits = JSON.parse(search.stdout);
+  assert.equal(hits.length, 3);
+  assert.ok(hits.every((h: { transition: { env: string } }) => h.transition.env === "webshop"));
+  assert.equal(hits[0].transition.action.toLowerCase(), "click[buy now]");
+
+  const out = join(dir, "out.jsonl");
+  const exp = run(["buffer", "export", "--buffer", db, "--out", out, "--env", "alfworld"]);
+  assert.match(exp.stdout, /wrote 60 trajectories/);
+  assert.equal(readFileSync(out, "utf8").trim().split("\n").length, 60);
+});
+
+test("buffer errors: corrupt file, bad source, nothing to import", () => {
+  const dir = mkdtempSync(join(tmpdir(), "dreamgym-buffer-cli-"));
+  const bad = join(dir, "bad.db");
+  writeFileSync(bad, "not a database ".repeat(100));
+  const r = run(["buffer", "stats", "--buffer", bad]);
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, /bad\.db: cannot open buffer: .*not a dreamgym buffer or is corrupt/);
+  assert.equal(readFileSync(bad, "utf8"), "not a database ".repeat(100));
+  const src = run(["buffer", "search", "x", "--buffer", bad, "--source", "fake"]);
+  assert.equal(src.status, 2);
+  const none = run(["buffer", "import", "--buffer", join(dir, "new.db")]);
+  assert.equal(none.status, 2);
+  assert.match(none.stderr, /give trajectory JSONL files to import, or --few-shot/);
+});
