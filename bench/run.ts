@@ -1,8 +1,10 @@
 // `npm run bench`: prints the figures the README quotes. Timings, never assertions.
+// `npm run bench -- --large` adds the 1M-transition buffer (a few minutes, ~1.5 GB of disk).
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
 import { OraclePolicy, WebShopEnv, loadCatalogue, getReward } from "../src/envs/webshop/index.ts";
 import { runEpisode } from "../src/envs/index.ts";
+import { benchBuffer } from "./buffer.ts";
 
 const quantile = (xs: number[], q: number) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -96,3 +98,6 @@ const many = memory(64);
 report("webshop: memory, 1 env (RSS / heap, delta)", `${fmt(one.rssDeltaMB, 1)} MB / ${fmt(one.heapDeltaMB, 1)} MB`);
 report("webshop: memory, 64 envs (RSS / heap, delta)", `${fmt(many.rssDeltaMB, 1)} MB / ${fmt(many.heapDeltaMB, 1)} MB`);
 report("webshop: memory per extra env (heap)", `${fmt(((many.heapDeltaMB - one.heapDeltaMB) / 63) * 1024, 1)} KB`);
+
+// The replay buffer.
+await benchBuffer(report, process.argv.includes("--large"));

@@ -1,6 +1,10 @@
-/** dreamgym's library API. Subpaths (`dreamgym/core`, `dreamgym/envs`, `dreamgym/envs/webshop`) give the rest. */
+/** dreamgym's library API. Subpaths (`dreamgym/core`, `dreamgym/envs`, `dreamgym/envs/webshop`, `dreamgym/buffer`) give the rest. */
 export * from "./core/index.ts";
 export { createEnv, listEnvs, listPolicies, createPolicy, runEpisode, RandomPolicy, resolveDataDir } from "./envs/index.ts";
 export type { EnvName, ActingPolicy, ActContext, EpisodeOptions } from "./envs/index.ts";
 export { WebShopEnv } from "./envs/webshop/index.ts";
 export type { WebShopOptions, WebShopTask } from "./envs/webshop/index.ts";
+export {
+  ReplayBuffer, HashingEmbedder, OpenAIEmbedder, createEmbedder, transitionText, importJsonl, exportJsonl, fewShotTrajectories,
+} from "./buffer/index.ts";
+export type { Embedder, SearchOptions, SearchResult, SearchFilter, StoredTransition, TransitionRecord, BufferStats } from "./buffer/index.ts";

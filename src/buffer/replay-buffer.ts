@@ -1,11 +1,12 @@
 import Database from "better-sqlite3";
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 import { existsSync, renameSync, rmSync, statSync } from "node:fs";
 import { DataError, InvalidConfigError, type ExperienceSource, type StepInfo, type Task, type Trajectory } from "../core/index.ts";
 import type { Embedder } from "./embedder.ts";
 import { HashingEmbedder } from "./hashing-embedder.ts";
 import { transitionText } from "./transition-text.ts";
 import { trajectoryContentId } from "./trajectory-schema.ts";
+import { decodeHalf, encodeHalf } from "./float16.ts";
 import { AnnIndex, ExactIndex, type Candidate, type RowTags } from "./vector-index.ts";
 
 /** A stored transition, as `get` and `search` return it. */
@@ -130,7 +131,7 @@ const IDF_FIT_MIN_TRANSITIONS = 100;
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value BLOB);
-CREATE TABLE IF NOT EXISTS texts (id INTEGER PRIMARY KEY, hash BLOB NOT NULL UNIQUE, text TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS texts (id INTEGER PRIMARY KEY, hash INTEGER NOT NULL UNIQUE, text TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS trajectories (
   id INTEGER PRIMARY KEY,
   uid TEXT NOT NULL UNIQUE,
@@ -153,7 +154,7 @@ CREATE TABLE IF NOT EXISTS transitions (
   task_id TEXT NOT NULL,
   instruction_id INTEGER NOT NULL REFERENCES texts(id),
   state_id INTEGER NOT NULL REFERENCES texts(id),
-  action_id INTEGER NOT NULL REFERENCES texts(id),
+  action TEXT NOT NULL,
   reward REAL NOT NULL,
   next_state_id INTEGER NOT NULL REFERENCES texts(id),
   terminated INTEGER NOT NULL,
@@ -194,7 +195,8 @@ interface PendingStep {
 
 type Row = Record<string, unknown>;
 
-const hashText = (text: string) => createHash("sha1").update(text).digest();
+/** A 63-bit key from SHA-1 (collisions are detected and probed past, see `textId`). */
+const hashText = (text: string): bigint => hash("sha1", text, "buffer").readBigInt64LE(0) & 0x7fffffffffffffffn;
 
 /**
  * The replay buffer: trajectories and their transitions in one SQLite file (WAL), with the
@@ -254,6 +256,8 @@ export class ReplayBuffer {
       // A quick read proves the file is a database before anything is written to it.
       db.prepare("SELECT count(*) FROM sqlite_master").get();
       if (!opts.readonly) {
+        db.pragma("page_size = 8192");
+        db.pragma("cache_size = -32768");
         db.pragma("journal_mode = WAL");
         db.pragma(`synchronous = ${opts.durable ? "FULL" : "NORMAL"}`);
         db.pragma("foreign_keys = ON");
@@ -347,9 +351,21 @@ export class ReplayBuffer {
   private textId(text: string): number {
     const cached = this.textCache.get(text);
     if (cached !== undefined) return cached;
-    const hash = hashText(text);
-    const row = (this.stmts.insertText.get(hash, text) as Row | undefined) ?? (this.stmts.selectText.get(hash) as Row);
-    const id = Number(row.id);
+    let key = hashText(text);
+    let id: number;
+    for (;;) {
+      const inserted = this.stmts.insertText.get(key, text) as Row | undefined;
+      if (inserted) {
+        id = Number(inserted.id);
+        break;
+      }
+      const found = this.stmts.selectText.get(key) as Row;
+      if (found.text === text) {
+        id = Number(found.id);
+        break;
+      }
+      key = (key + 1n) & 0x7fffffffffffffffn; // a different text under this key: probe the next one
+    }
     if (this.textCache.size >= 20_000) this.textCache = new Map();
     this.textCache.set(text, id);
     return id;
@@ -363,14 +379,14 @@ export class ReplayBuffer {
     const db = this.db;
     return {
       insertText: db.prepare("INSERT INTO texts(hash, text) VALUES (?, ?) ON CONFLICT(hash) DO NOTHING RETURNING id"),
-      selectText: db.prepare("SELECT id FROM texts WHERE hash = ?"),
+      selectText: db.prepare("SELECT id, text FROM texts WHERE hash = ?"),
       findTrajectory: db.prepare("SELECT id FROM trajectories WHERE uid = ?"),
       insertTrajectory: db.prepare(
         "INSERT INTO trajectories(uid, env, task_id, task_json, source, policy, total_reward, success, n_steps, seed, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
       ),
       bumpTrajectory: db.prepare("UPDATE trajectories SET n_steps = n_steps + 1, total_reward = total_reward + ?, success = CASE WHEN total_reward + ? >= 1 THEN 1 ELSE 0 END WHERE id = ?"),
       insertTransition: db.prepare(
-        `INSERT INTO transitions(trajectory_id, step, env, task_id, instruction_id, state_id, action_id, reward, next_state_id, terminated, truncated, reasoning, info_json, source, policy, created_at, embedding)
+        `INSERT INTO transitions(trajectory_id, step, env, task_id, instruction_id, state_id, action, reward, next_state_id, terminated, truncated, reasoning, info_json, source, policy, created_at, embedding)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
       countTransitions: db.prepare("SELECT count(*) AS n FROM transitions"),
@@ -424,9 +440,9 @@ export class ReplayBuffer {
         prevNextId = nextId;
         prevInstructionId = instructionId;
         const info = s.insertTransition.run(
-          traj, p.step, p.env, p.taskId, instructionId, stateId, this.textId(p.action), p.reward, nextId,
+          traj, p.step, p.env, p.taskId, instructionId, stateId, p.action, p.reward, nextId,
           p.terminated ? 1 : 0, p.truncated ? 1 : 0, p.reasoning ?? null, p.info && Object.keys(p.info).length > 0 ? JSON.stringify(p.info) : null,
-          p.source, p.policy ?? null, p.createdAt, Buffer.from(v.buffer, v.byteOffset, v.byteLength),
+          p.source, p.policy ?? null, p.createdAt, encodeHalf(v),
         );
         if (online) s.bumpTrajectory.run(p.reward, p.reward, traj);
         ids.push(Number(info.lastInsertRowid));
@@ -556,10 +572,10 @@ export class ReplayBuffer {
     return t;
   }
 
-  private static readonly SELECT = `SELECT x.id, x.step, x.env, x.task_id, ti.text AS instruction, ts.text AS state, ta.text AS action, x.reward,
-    tn.text AS next_state, x.terminated, x.truncated, x.reasoning, x.info_json, x.source, x.policy, x.created_at, x.state_id, x.action_id, j.uid
+  private static readonly SELECT = `SELECT x.id, x.step, x.env, x.task_id, ti.text AS instruction, ts.text AS state, x.action, x.reward,
+    tn.text AS next_state, x.terminated, x.truncated, x.reasoning, x.info_json, x.source, x.policy, x.created_at, x.state_id, j.uid
     FROM transitions x JOIN trajectories j ON j.id = x.trajectory_id JOIN texts ti ON ti.id = x.instruction_id JOIN texts ts ON ts.id = x.state_id
-    JOIN texts ta ON ta.id = x.action_id JOIN texts tn ON tn.id = x.next_state_id`;
+    JOIN texts tn ON tn.id = x.next_state_id`;
 
   get(id: number): StoredTransition | undefined {
     const r = this.db.prepare(`${ReplayBuffer.SELECT} WHERE x.id = ?`).get(id) as Row | undefined;
@@ -631,10 +647,8 @@ export class ReplayBuffer {
 
   private loadVectors(visit: (id: number, v: Float32Array, r: Row) => void): void {
     const stmt = this.db.prepare("SELECT id, env, source, task_id, embedding FROM transitions ORDER BY id");
-    for (const r of stmt.iterate() as IterableIterator<Row>) {
-      const b = r.embedding as Buffer;
-      visit(Number(r.id), new Float32Array(b.buffer, b.byteOffset, b.byteLength / 4), r);
-    }
+    const v = new Float32Array(this.embedder.dims);
+    for (const r of stmt.iterate() as IterableIterator<Row>) visit(Number(r.id), decodeHalf(r.embedding as Buffer, v), r);
   }
 
   private exactIndex(): ExactIndex {
@@ -672,8 +686,7 @@ export class ReplayBuffer {
     let ids: number[] = [];
     let m = new Float32Array(4096 * dims);
     for (const r of stmt.iterate(from) as IterableIterator<Row>) {
-      const b = r.embedding as Buffer;
-      m.set(new Float32Array(b.buffer, b.byteOffset, b.byteLength / 4), ids.length * dims);
+      decodeHalf(r.embedding as Buffer, m.subarray(ids.length * dims, (ids.length + 1) * dims));
       ids.push(Number(r.id));
       if (ids.length === 4096) {
         ann.add(ids, m);
@@ -747,7 +760,7 @@ export class ReplayBuffer {
         if (!r) continue; // evicted meanwhile
         if (useAnn && filtered && !matches(r, filter)) continue;
         if (distinct) {
-          const key = `${String(r.state_id)}:${String(r.action_id)}`;
+          const key = `${String(r.state_id)}\u0000${String(r.action)}`;
           if (seen.has(key)) continue;
           seen.add(key);
         }
