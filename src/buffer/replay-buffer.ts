@@ -454,7 +454,9 @@ export class ReplayBuffer {
       return run.immediate();
     } catch (e) {
       this.textCache = new Map(); // ids of texts inserted by the rolled-back transaction are void
-      throw e;
+      const msg = (e as Error).message;
+      const hint = /locked|busy/i.test(msg) ? " (another process holds the file)" : "";
+      throw new DataError(`append failed, nothing was written: ${msg}${hint}`, { file: this.path }, e);
     }
   }
 
@@ -698,6 +700,17 @@ export class ReplayBuffer {
     this.ann = ann;
     this.annDirty = from !== Number(this.meta("ann_max_id") ?? -1) || ids.length > 0;
     return ann;
+  }
+
+  /**
+   * Builds the search index now instead of at the first search (for buffers above the ANN
+   * threshold: the HNSW index, saved beside the database).
+   */
+  buildIndex(): void {
+    if (this.size >= this.annThreshold) {
+      this.annIndex();
+      this.saveIndex();
+    }
   }
 
   /** Writes the ANN index beside the database (atomically), so the next open need not rebuild it. */

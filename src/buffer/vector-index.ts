@@ -181,7 +181,7 @@ export class AnnIndex {
     this.index = AnnIndex.make(dims);
   }
   private static make(dims: number): UsearchIndex {
-    return new usearch.Index({ dimensions: dims, metric: "cos", quantization: "f16", connectivity: 16, expansion_add: 128, expansion_search: 96 });
+    return new usearch.Index({ dimensions: dims, metric: "cos", quantization: "f16", connectivity: 16, expansion_add: 128, expansion_search: 256 });
   }
   get size(): number {
     return this.index.size();

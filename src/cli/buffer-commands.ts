@@ -60,6 +60,7 @@ export function registerBufferCommands(program: Command): void {
             console.log(`${file}: ${r.added} transcripts added (${r.transitions} transitions), ${r.duplicates} already present`);
           }
         }
+        b.buildIndex(); // large buffers: build and save the HNSW index now, not at the first search
         const secs = (performance.now() - started) / 1000;
         console.log(`${transitions} transitions in ${secs.toFixed(1)} s (${Math.round(transitions / Math.max(secs, 1e-9))}/s); buffer holds ${b.count()} transitions`);
       } finally {

@@ -1,7 +1,7 @@
 import { createInterface } from "node:readline";
 import type { Command } from "commander";
 import { createEnv, listEnvs, listPolicies, type EnvName } from "../envs/index.ts";
-import { FREE_TEXT_SLOT } from "../core/index.ts";
+import { FREE_TEXT_SLOT, InvalidConfigError } from "../core/index.ts";
 import { parseIntOption, playEpisodes } from "./episodes.ts";
 
 export function registerEnvCommands(program: Command): void {
@@ -41,7 +41,7 @@ export function registerEnvCommands(program: Command): void {
       const e = createEnv(name as EnvName, { dataDir: o.data, split: o.split });
       const tasks = e.tasks();
       const task = o.task === undefined ? undefined : tasks[o.task];
-      if (o.task !== undefined && !task) throw new Error(`--task ${o.task} is out of range (0..${tasks.length - 1})`);
+      if (o.task !== undefined && !task) throw new InvalidConfigError(`--task ${o.task} is out of range for split ${o.split} (0..${tasks.length - 1})`);
       // Read lines through one iterator: with piped input, lines that arrive before a prompt are kept.
       const rl = createInterface({ input: process.stdin, terminal: false });
       const lines = rl[Symbol.asyncIterator]();
