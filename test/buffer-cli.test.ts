@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -52,6 +52,10 @@ test("buffer errors: corrupt file, bad source, nothing to import", () => {
   assert.equal(readFileSync(bad, "utf8"), "not a database ".repeat(100));
   const src = run(["buffer", "search", "x", "--buffer", bad, "--source", "fake"]);
   assert.equal(src.status, 2);
+  const missing = run(["buffer", "import", join(dir, "nope.jsonl"), "--buffer", join(dir, "never.db")]);
+  assert.equal(missing.status, 2);
+  assert.match(missing.stderr, /nope\.jsonl: no such file to import/);
+  assert.equal(existsSync(join(dir, "never.db")), false, "no buffer file is created for a failed import");
   const none = run(["buffer", "import", "--buffer", join(dir, "new.db")]);
   assert.equal(none.status, 2);
   assert.match(none.stderr, /give trajectory JSONL files to import, or --few-shot/);

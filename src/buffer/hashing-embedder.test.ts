@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { HashingEmbedder } from "./hashing-embedder.ts";
 import { dot } from "./embedder.ts";
 import { transitionText } from "./transition-text.ts";
-import { InvalidConfigError } from "../core/index.ts";
+import { InvalidConfigError, Rng } from "../core/index.ts";
 
 const norm = (v: Float32Array) => Math.sqrt(dot(v, v));
 
@@ -40,10 +40,22 @@ test("IDF fitted on a corpus down-weights common features and names the embedder
   const plain = new HashingEmbedder();
   const fitted = plain.fit(corpus);
   assert.notEqual(fitted.id, plain.id);
-  assert.match(fitted.id, /^hashing-v2:dims=256:idf=[0-9a-f]{12}$/);
+  assert.match(fitted.id, /^hashing-v3:dims=256:idf=[0-9a-f]{12}$/);
   assert.equal(fitted.fit(corpus).id, fitted.id, "fitting is deterministic");
   // With IDF the shared header matters less, so two different products are further apart.
   const x = "Instruction [SEP] common header [SEP] walnut table";
   const y = "Instruction [SEP] common header [SEP] cotton shirt";
   assert.ok(dot(fitted.embedOne(x), fitted.embedOne(y)) < dot(plain.embedOne(x), plain.embedOne(y)));
+});
+
+test("signs are independent of buckets: unrelated texts are near orthogonal", () => {
+  const e = new HashingEmbedder();
+  const rng = new Rng(11);
+  const word = () => Array.from({ length: 6 }, () => String.fromCharCode(97 + rng.randbelow(26))).join("");
+  const texts = Array.from({ length: 60 }, () => Array.from({ length: 30 }, word).join(" "));
+  const vs = texts.map((t) => e.embedOne(t));
+  let sum = 0;
+  let n = 0;
+  for (let i = 0; i < vs.length; i++) for (let j = i + 1; j < vs.length; j++) (sum += dot(vs[i], vs[j])), n++;
+  assert.ok(Math.abs(sum / n) < 0.05, `mean cosine of unrelated texts ${sum / n}`);
 });

@@ -97,12 +97,12 @@ export class HashingEmbedder implements Embedder {
 
   constructor(opts: HashingEmbedderOptions = {}) {
     const dims = opts.dims ?? 256;
-    if (!Number.isInteger(dims) || dims < 8 || dims > 8192) throw new InvalidConfigError(`hashing embedder dims must be an integer in 8..8192, got ${dims}`);
+    if (!Number.isInteger(dims) || dims < 8 || dims > 4096) throw new InvalidConfigError(`hashing embedder dims must be an integer in 8..4096, got ${dims}`);
     if (opts.idf && opts.idf.length !== IDF_SIZE) throw new InvalidConfigError(`hashing embedder IDF table must have ${IDF_SIZE} entries, got ${opts.idf.length}`);
     this.dims = dims;
     this.idf = opts.idf ?? null;
     const fingerprint = this.idf ? createHash("sha256").update(new Uint8Array(this.idf.buffer, this.idf.byteOffset, this.idf.byteLength)).digest("hex").slice(0, 12) : "none";
-    this.id = `hashing-v2:dims=${dims}:idf=${fingerprint}`;
+    this.id = `hashing-v3:dims=${dims}:idf=${fingerprint}`;
   }
 
   /** A copy of this embedder with IDF weights fitted on `texts` (smoothed: ln((1 + N) / (1 + df)) + 1). */
@@ -142,8 +142,8 @@ export class HashingEmbedder implements Embedder {
       text,
       (f, kind) => {
         const w = KIND_WEIGHT[kind] * (idf ? idf[f & (IDF_SIZE - 1)] : 1);
-        const b = f >>> IDF_BITS; // bucket and sign from the bits the IDF index does not use
-        v[b % dims] += b & 1 ? -w : w;
+        const b = f >>> IDF_BITS; // sign and bucket from the bits the IDF index does not use
+        v[(b >>> 1) % dims] += b & 1 ? -w : w;
       },
       salt,
     );

@@ -79,3 +79,11 @@ test("the data folder's ALFWorld ReAct transcripts: 24 + 36 solved demonstration
   assert.ok(all.every((t) => t.steps.length > 3 && t.steps.at(-1)!.terminated && t.task.instruction.length > 0));
   assert.equal(all.filter((t) => t.policy === "act-fewshot").length, 30);
 });
+
+test("export refuses to overwrite the buffer file", async () => {
+  const file = tempFile("self.db");
+  const b = ReplayBuffer.open(file);
+  await b.appendTrajectory(makeTrajectory(1));
+  assert.throws(() => exportJsonl(b, file), /cannot export over the buffer file itself/);
+  b.close();
+});

@@ -1,7 +1,8 @@
-import { existsSync, readdirSync, statSync } from "node:fs";
-import { basename, join } from "node:path";
-import { DataError, readJsonFile, readJsonl, JsonlWriter, type JsonlLineError, type Trajectory, type Transition } from "../core/index.ts";
-import type { ReplayBuffer, SearchFilter } from "./replay-buffer.ts";
+import { existsSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
+import { basename, join, resolve } from "node:path";
+import { DataError, InvalidConfigError, readJsonFile, readJsonl, JsonlWriter, type JsonlLineError, type Trajectory, type Transition } from "../core/index.ts";
+import type { SearchFilter } from "./buffer-types.ts";
+import type { ReplayBuffer } from "./replay-buffer.ts";
 import { parseTrajectory } from "./trajectory-schema.ts";
 
 export interface ImportReport {
@@ -48,17 +49,26 @@ export async function importJsonl(buffer: ReplayBuffer, file: string, opts: Impo
   return report;
 }
 
-/** Writes the buffer's trajectories (optionally filtered) as trajectory JSONL; returns how many. */
+/**
+ * Writes the buffer's trajectories (optionally filtered) as trajectory JSONL; returns how many. The
+ * file appears whole or not at all (written beside it, then renamed).
+ */
 export function exportJsonl(buffer: ReplayBuffer, file: string, filter: Pick<SearchFilter, "env" | "source"> = {}): number {
-  const out = new JsonlWriter(file, { append: false });
+  if (resolve(file) === resolve(buffer.path)) throw new InvalidConfigError(`cannot export over the buffer file itself (${file})`);
+  const tmp = `${file}.${process.pid}.tmp`;
+  const out = new JsonlWriter(tmp, { append: false });
   let n = 0;
   try {
     for (const t of buffer.trajectories(filter)) {
       out.write(t);
       n++;
     }
-  } finally {
     out.close();
+    renameSync(tmp, file);
+  } catch (e) {
+    out.close();
+    rmSync(tmp, { force: true });
+    throw e;
   }
   return n;
 }

@@ -2,7 +2,7 @@ export { ReplayBuffer } from "./replay-buffer.ts";
 export type {
   StoredTransition, TransitionRecord, SearchFilter, SearchOptions, SearchResult, BufferStats, BufferGroupStats,
   ReplayBufferOptions, AppendOptions, AppendResult,
-} from "./replay-buffer.ts";
+} from "./buffer-types.ts";
 export type { Embedder } from "./embedder.ts";
 export { l2Normalize, dot } from "./embedder.ts";
 export { HashingEmbedder } from "./hashing-embedder.ts";

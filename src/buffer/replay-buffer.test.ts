@@ -126,7 +126,7 @@ test("the embedder is recorded: reopening embeds the same way, and a different o
   again.close();
   assert.throws(() => ReplayBuffer.open(file, { embedder: new HashingEmbedder({ dims: 128 }) }), (e: unknown) => {
     assert.ok(e instanceof InvalidConfigError);
-    assert.match(e.message, new RegExp(`holds vectors from embedder "${id.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}" \\(256 dims\\); the given embedder is "hashing-v2:dims=128:idf=none" \\(128 dims\\)`));
+    assert.match(e.message, new RegExp(`holds vectors from embedder "${id.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}" \\(256 dims\\); the given embedder is "hashing-v3:dims=128:idf=none" \\(128 dims\\)`));
     return true;
   });
 });
@@ -223,4 +223,95 @@ test("SIGKILL in the middle of writes: the buffer opens, is consistent, and hold
     assert.ok((await b.search("click[buy now]", { k: 3 })).length === 3);
     b.close();
   }
+});
+
+test("a batch larger than capacity: rows evicted in the same transaction are not indexed (exact and HNSW)", async () => {
+  for (const annThreshold of [1_000_000, 1]) {
+    const b = ReplayBuffer.open(tempFile("evict-batch.db"), { capacity: 6, annThreshold });
+    await b.appendTrajectories([makeTrajectory(0), makeTrajectory(1)], { seed: true }); // the seed fills capacity
+    await b.search("warm up", { k: 1 });
+    for (let i = 2; i < 6; i++) await b.appendTrajectory(makeTrajectory(i));
+    await b.appendTrajectories([makeTrajectory(10), makeTrajectory(11), makeTrajectory(12)]);
+    assert.equal(b.count(), 6);
+    const hits = await b.search("click[buy now]", { k: 10, distinct: false });
+    const ids = hits.map((h) => h.transition.id);
+    assert.equal(new Set(ids).size, ids.length, "no transition twice");
+    assert.equal(hits.length, 6, "every stored transition, and only those");
+    b.close();
+  }
+});
+
+test("ids are never reused after eviction", async () => {
+  const b = ReplayBuffer.open(tempFile("ids.db"), { capacity: 3 });
+  await b.appendTrajectory(makeTrajectory(1));
+  const first = (await b.search("x", { k: 3, distinct: false })).map((h) => h.transition.id);
+  await b.appendTrajectory(makeTrajectory(2)); // evicts trajectory 1
+  const second = (await b.search("x", { k: 3, distinct: false })).map((h) => h.transition.id);
+  assert.ok(Math.min(...second) > Math.max(...first));
+  b.close();
+});
+
+test("a caller's embedder is used as given (not fitted), so reopening with it works", async () => {
+  const file = tempFile("given.db");
+  const b = ReplayBuffer.open(file, { embedder: new HashingEmbedder({ dims: 128 }) });
+  await b.appendTrajectories(Array.from({ length: 50 }, (_, i) => makeTrajectory(i)));
+  assert.equal(b.embedder.id, "hashing-v3:dims=128:idf=none");
+  b.close();
+  const again = ReplayBuffer.open(file, { embedder: new HashingEmbedder({ dims: 128 }) });
+  assert.equal((await again.search("click[buy now]", { k: 2 })).length, 2);
+  again.close();
+});
+
+test("appends from one process run one at a time: concurrent duplicates and shared online trajectories", async () => {
+  const b = ReplayBuffer.open(tempFile("concurrent.db"));
+  const t = makeTrajectory(7);
+  const [x, y] = await Promise.all([b.appendTrajectory(t), b.appendTrajectory(t)]);
+  assert.deepEqual([x.added + y.added, x.duplicates + y.duplicates], [1, 1]);
+  const common = { env: "toy", task: { id: "t", instruction: "i" }, source: "synthetic" as const, reward: 0, terminated: false, truncated: false };
+  await Promise.all([
+    b.appendTransitions([{ ...common, trajectoryId: "ep", step: 0, state: "a", action: "b", nextState: "c" }]),
+    b.appendTransitions([{ ...common, trajectoryId: "ep", step: 1, state: "c", action: "d", nextState: "e" }]),
+  ]);
+  const ep = [...b.trajectories()].find((tr) => tr.steps.length === 2 && tr.steps[0].action === "b");
+  assert.ok(ep, "both steps joined one trajectory");
+  b.close();
+});
+
+test("another connection's writes are seen by searches", async () => {
+  const file = tempFile("two.db");
+  const reader = ReplayBuffer.open(file);
+  await reader.appendTrajectory(makeTrajectory(1));
+  await reader.search("warm up", { k: 1 });
+  const writer = ReplayBuffer.open(file);
+  await writer.appendTrajectory(makeTrajectory(2));
+  writer.close();
+  const s = makeTrajectory(2).steps[1];
+  const [top] = await reader.search({ state: s.observation, action: s.action }, { k: 1 });
+  assert.equal(top.transition.state, s.observation);
+  reader.close();
+});
+
+test("HNSW-served buffers: filters on unknown values return nothing; selective filters are exact", async () => {
+  const b = ReplayBuffer.open(tempFile("annfilter.db"), { annThreshold: 10 });
+  await b.appendTrajectories(Array.from({ length: 60 }, (_, i) => makeTrajectory(i, { env: i === 5 ? "rare" : "common" })));
+  assert.deepEqual(await b.search("click[buy now]", { filter: { env: "missing" } }), []);
+  const q = makeTrajectory(5).steps[0];
+  const rare = await b.search({ state: q.observation, action: q.action }, { k: 5, filter: { env: "rare" } });
+  const exact = await b.search({ state: q.observation, action: q.action }, { k: 5, filter: { env: "rare" }, exact: true });
+  assert.equal(rare.length, 3);
+  assert.deepEqual(rare.map((r) => r.transition.id), exact.map((r) => r.transition.id));
+  b.close();
+});
+
+test("capacity bounds the file: texts only evicted transitions used are deleted", async () => {
+  const file = tempFile("texts.db");
+  const b = ReplayBuffer.open(file, { capacity: 30 });
+  for (let i = 0; i < 400; i++) await b.appendTrajectory(makeTrajectory(i));
+  b.close();
+  const db = new Database(file, { readonly: true });
+  const texts = (db.prepare("SELECT count(*) AS n FROM texts").get() as { n: number }).n;
+  const used = (db.prepare("SELECT count(*) AS n FROM (SELECT state_id FROM transitions UNION SELECT next_state_id FROM transitions UNION SELECT instruction_id FROM transitions)").get() as { n: number }).n;
+  db.close();
+  assert.ok(texts <= used + 1000 * 3, `texts ${texts}, used ${used}`);
+  assert.ok(texts < 400 * 4, `texts ${texts} were cleaned up`);
 });

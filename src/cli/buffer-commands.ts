@@ -1,9 +1,10 @@
 import type { Command } from "commander";
-import { readFileSync } from "node:fs";
+import { createReadStream, existsSync } from "node:fs";
+import { resolve } from "node:path";
 import {
   createEmbedder, exportJsonl, fewShotTrajectories, importJsonl, offlineJsonlFiles, ReplayBuffer, type SearchFilter,
 } from "../buffer/index.ts";
-import { InvalidConfigError, type ExperienceSource } from "../core/index.ts";
+import { DataError, InvalidConfigError, type ExperienceSource } from "../core/index.ts";
 import { resolveDataDir } from "../envs/index.ts";
 import { parseIntOption } from "./episodes.ts";
 import { progressBar } from "./progress.ts";
@@ -17,12 +18,16 @@ function filterOf(o: { env?: string; source?: string; task?: string }): SearchFi
   return { env: o.env, source: o.source as ExperienceSource | undefined, task: o.task };
 }
 
-const countLines = (file: string) => {
+/** Lines of a file, counted in chunks (for the progress bar). */
+async function countLines(file: string): Promise<number> {
   let n = 0;
-  const b = readFileSync(file);
-  for (let i = 0; i < b.length; i++) if (b[i] === 10) n++;
-  return n + (b.length > 0 && b[b.length - 1] !== 10 ? 1 : 0);
-};
+  let last = 10;
+  for await (const chunk of createReadStream(file) as AsyncIterable<Buffer>) {
+    for (let i = 0; i < chunk.length; i++) if (chunk[i] === 10) n++;
+    if (chunk.length > 0) last = chunk[chunk.length - 1];
+  }
+  return n + (last !== 10 ? 1 : 0);
+}
 
 export function registerBufferCommands(program: Command): void {
   const buffer = program.command("buffer").description("the experience replay buffer (SQLite)");
@@ -39,6 +44,7 @@ export function registerBufferCommands(program: Command): void {
     .option("--capacity <n>", "most transitions to keep", parseIntOption("capacity", 1))
     .action(async (files: string[], o) => {
       if (files.length === 0 && !o.fewShot) throw new InvalidConfigError("give trajectory JSONL files to import, or --few-shot");
+      for (const f of files) if (!existsSync(f)) throw new DataError("no such file to import", { file: f }); // before the buffer is created
       const b = openBuffer(o);
       const seed = !o.online;
       try {
@@ -46,7 +52,7 @@ export function registerBufferCommands(program: Command): void {
         let transitions = 0;
         const jsonl = [...files, ...(o.fewShot ? offlineJsonlFiles(resolveDataDir({ dataDir: o.data })) : [])];
         for (const file of jsonl) {
-          const bar = progressBar(`import ${file}`, countLines(file));
+          const bar = progressBar(`import ${file}`, await countLines(file));
           const r = await importJsonl(b, file, { seed, onProgress: (line) => bar.update(line) }).finally(() => bar.stop());
           transitions += r.transitions;
           console.log(`${file}: ${r.added} trajectories added (${r.transitions} transitions), ${r.duplicates} already present, ${r.malformed.length} malformed lines${r.evicted ? `, ${r.evicted} transitions evicted` : ""}`);
@@ -76,6 +82,7 @@ export function registerBufferCommands(program: Command): void {
     .option("--env <name>", "only this env")
     .option("--source <source>", "real | synthetic")
     .action((o) => {
+      if (resolve(o.out) === resolve(o.buffer)) throw new InvalidConfigError("--out is the buffer file itself; choose another file");
       const b = openBuffer(o, true);
       try {
         const f = filterOf(o);

@@ -1,0 +1,118 @@
+import type { ExperienceSource, StepInfo, Task } from "../core/index.ts";
+import type { Embedder } from "./embedder.ts";
+
+/** A stored transition, as `get` and `search` return it. */
+export interface StoredTransition {
+  id: number;
+  /** The trajectory's uid (its content id, or the id given by `appendTransitions`). */
+  trajectory: string;
+  step: number;
+  env: string;
+  task: { id: string; instruction: string };
+  state: string;
+  action: string;
+  reward: number;
+  nextState: string;
+  terminated: boolean;
+  truncated: boolean;
+  reasoning?: string;
+  info?: StepInfo;
+  source: ExperienceSource;
+  policy?: string;
+  createdAt: string;
+}
+
+/** One step appended online (e.g. a synthetic step as it happens). */
+export interface TransitionRecord {
+  /** Groups steps into a trajectory; steps of one id must have distinct `step` numbers. */
+  trajectoryId: string;
+  step: number;
+  env: string;
+  task: Task;
+  state: string;
+  action: string;
+  reward: number;
+  nextState: string;
+  terminated: boolean;
+  truncated: boolean;
+  reasoning?: string;
+  info?: StepInfo;
+  source: ExperienceSource;
+  policy?: string;
+  createdAt?: string;
+}
+
+export interface SearchFilter {
+  env?: string;
+  source?: ExperienceSource;
+  /** Task id. */
+  task?: string;
+}
+
+export interface SearchOptions {
+  /** How many results. @default 5 */
+  k?: number;
+  filter?: SearchFilter;
+  /** Use exact search even when the ANN index is active. @default false */
+  exact?: boolean;
+  /** Collapse results with the same (state, action) to the best one. @default true */
+  distinct?: boolean;
+}
+
+export interface SearchResult {
+  score: number;
+  transition: StoredTransition;
+}
+
+export interface BufferGroupStats {
+  env: string;
+  source: ExperienceSource;
+  trajectories: number;
+  transitions: number;
+  successes: number;
+  meanReward: number;
+  /** Trajectories by total reward: 0, between 0 and 1, 1 or more. */
+  rewardZero: number;
+  rewardPartial: number;
+  rewardFull: number;
+}
+
+export interface BufferStats {
+  path: string;
+  trajectories: number;
+  transitions: number;
+  seedTrajectories: number;
+  embedder: string | null;
+  dims: number | null;
+  capacity: number | null;
+  index: "exact" | "ann";
+  fileBytes: number;
+  groups: BufferGroupStats[];
+}
+
+export interface ReplayBufferOptions {
+  /** The embedder for new vectors and queries. Default: the stored one, else a new HashingEmbedder. */
+  embedder?: Embedder;
+  /** Most transitions to keep; older non-seed trajectories are evicted first. @default unlimited */
+  capacity?: number;
+  /** Above this many transitions, searches use an HNSW index. @default 250000 */
+  annThreshold?: number;
+  /** Open read-only (stats, export, search; no appends). @default false */
+  readonly?: boolean;
+  /** fsync every commit (survives power loss, not only process death). @default false */
+  durable?: boolean;
+  /** Wait this long for a lock held by another process. @default 5000 */
+  busyTimeoutMs?: number;
+}
+
+export interface AppendOptions {
+  /** Marks the trajectories as the offline seed, which eviction never removes. @default false */
+  seed?: boolean;
+}
+
+export interface AppendResult {
+  added: number;
+  duplicates: number;
+  transitions: number;
+  evicted: number;
+}

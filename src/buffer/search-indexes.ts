@@ -1,0 +1,188 @@
+import type Database from "better-sqlite3";
+import { existsSync, renameSync } from "node:fs";
+import type { ExperienceSource } from "../core/index.ts";
+import type { SearchFilter } from "./buffer-types.ts";
+import type { Row } from "./buffer-db.ts";
+import { decodeHalf } from "./float16.ts";
+import { AnnIndex, ExactIndex, TopK, type Candidate, type RowTags } from "./vector-index.ts";
+
+/** A row just written, as the indexes need it. */
+export interface IndexedRow {
+  id: number;
+  vector: Float32Array;
+  env: string;
+  source: ExperienceSource;
+  task: string;
+}
+
+const metaNumber = (db: Database.Database, key: string, fallback: number) => {
+  const r = db.prepare("SELECT value FROM meta WHERE key = ?").get(key) as Row | undefined;
+  return r ? Number(r.value) : fallback;
+};
+
+/**
+ * The buffer's vector indexes, built from the database on first use and kept in step with its
+ * writes: an exact in-memory index, and above a size threshold an HNSW index saved beside the
+ * database. A saved HNSW index is trusted only if nothing was evicted since it was saved; rows
+ * appended since are added on load (ids only grow). Any doubt means a rebuild from the database.
+ */
+export class SearchIndexes {
+  private exact: ExactIndex | null = null;
+  private ann: AnnIndex | null = null;
+  private annDirty = false;
+  private readonly codes = { env: new Map<string, number>(), task: new Map<string, number>() };
+
+  constructor(
+    private readonly db: Database.Database,
+    private readonly file: string,
+    private readonly dims: () => number,
+    private readonly readonly: boolean,
+  ) {}
+
+  private code(m: Map<string, number>, key: string): number {
+    let c = m.get(key);
+    if (c === undefined) m.set(key, (c = m.size + 1));
+    return c;
+  }
+
+  private tags(env: string, source: ExperienceSource, task: string): RowTags {
+    return { env: this.code(this.codes.env, env), source: source === "real" ? 1 : 2, task: this.code(this.codes.task, task) };
+  }
+
+  /** Filter codes for the exact index; null when the filter names an env or task with no rows. */
+  private filterTags(filter: SearchFilter): Partial<RowTags> | null {
+    const env = filter.env === undefined ? undefined : this.codes.env.get(filter.env);
+    const task = filter.task === undefined ? undefined : this.codes.task.get(filter.task);
+    if ((filter.env !== undefined && env === undefined) || (filter.task !== undefined && task === undefined)) return null;
+    return { env, task, source: filter.source === undefined ? undefined : filter.source === "real" ? 1 : 2 };
+  }
+
+  /** Drops the in-memory indexes (they are rebuilt from the database when next needed). */
+  invalidate(): void {
+    this.exact = null;
+    this.ann = null;
+    this.annDirty = false;
+  }
+
+  /** Applies a committed write. A failure here never undoes the write: the indexes are dropped instead. */
+  afterWrite(added: IndexedRow[], evicted: number[]): void {
+    try {
+      if (this.exact) {
+        this.exact.remove(evicted);
+        for (const r of added) this.exact.add(r.id, r.vector, this.tags(r.env, r.source, r.task));
+      }
+      if (this.ann) {
+        this.ann.remove(evicted);
+        const dims = this.dims();
+        const m = new Float32Array(added.length * dims);
+        added.forEach((r, i) => m.set(r.vector, i * dims));
+        this.ann.add(added.map((r) => r.id), m);
+        this.annDirty = true;
+      }
+    } catch {
+      this.invalidate();
+    }
+  }
+
+  private exactIndex(): ExactIndex {
+    if (!this.exact) {
+      const n = Number((this.db.prepare("SELECT count(*) AS n FROM transitions").get() as Row).n);
+      const idx = new ExactIndex(this.dims(), Math.max(1024, n));
+      const v = new Float32Array(this.dims());
+      for (const r of this.db.prepare("SELECT id, env, source, task_id, embedding FROM transitions ORDER BY id").iterate() as IterableIterator<Row>) {
+        idx.add(Number(r.id), decodeHalf(r.embedding as Buffer, v), this.tags(String(r.env), r.source as ExperienceSource, String(r.task_id)));
+      }
+      this.exact = idx;
+    }
+    return this.exact;
+  }
+
+  private annFile(): string {
+    return `${this.file}.ann`;
+  }
+
+  private annIndex(): AnnIndex {
+    if (this.ann) return this.ann;
+    const dims = this.dims();
+    let ann: AnnIndex | null = null;
+    let from = -1;
+    const savedAt = metaNumber(this.db, "ann_generation", -1);
+    const evictedAt = metaNumber(this.db, "evict_generation", -1);
+    if (existsSync(this.annFile()) && savedAt >= 0 && evictedAt <= savedAt) {
+      try {
+        ann = AnnIndex.load(this.annFile(), dims);
+        if (ann.size !== metaNumber(this.db, "ann_rows", -1)) ann = null;
+        else from = metaNumber(this.db, "ann_max_id", -1);
+      } catch {
+        ann = null; // a torn or foreign file: rebuild
+      }
+    }
+    ann ??= new AnnIndex(dims);
+    const batch = 4096;
+    let ids: number[] = [];
+    let m = new Float32Array(batch * dims);
+    let added = 0;
+    for (const r of this.db.prepare("SELECT id, embedding FROM transitions WHERE id > ? ORDER BY id").iterate(from) as IterableIterator<Row>) {
+      decodeHalf(r.embedding as Buffer, m.subarray(ids.length * dims, (ids.length + 1) * dims));
+      ids.push(Number(r.id));
+      if (ids.length === batch) {
+        ann.add(ids, m);
+        added += ids.length;
+        ids = [];
+        m = new Float32Array(batch * dims);
+      }
+    }
+    ann.add(ids, m.subarray(0, ids.length * dims));
+    added += ids.length;
+    this.ann = ann;
+    this.annDirty = added > 0 || from < 0;
+    return ann;
+  }
+
+  /** Builds the HNSW index now and saves it. */
+  buildAnn(generation: number): void {
+    this.annIndex();
+    this.save(generation);
+  }
+
+  /** Saves a changed HNSW index beside the database (atomically, then its metadata). */
+  save(generation: number): void {
+    if (!this.ann || !this.annDirty || this.readonly) return;
+    const tmp = `${this.annFile()}.tmp`;
+    this.ann.save(tmp);
+    renameSync(tmp, this.annFile());
+    const max = Number((this.db.prepare("SELECT coalesce(max(id), -1) AS m FROM transitions").get() as Row).m);
+    const put = this.db.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)");
+    this.db.transaction(() => {
+      put.run("ann_rows", this.ann!.size);
+      put.run("ann_max_id", max);
+      put.run("ann_generation", generation);
+    })();
+    this.annDirty = false;
+  }
+
+  /** Exact candidates from the in-memory index (filtered there); [] when the filter matches nothing known. */
+  exactCandidates(vector: Float32Array, want: number, filter: SearchFilter): Candidate[] {
+    const idx = this.exactIndex();
+    const tags = this.filterTags(filter);
+    return tags === null ? [] : idx.search(vector, want, tags);
+  }
+
+  /** HNSW candidates (unfiltered; the caller filters). */
+  annCandidates(vector: Float32Array, want: number): Candidate[] {
+    return this.annIndex().search(vector, want);
+  }
+
+  /** Exact candidates among the rows a filter selects, read from the database (for selective filters on large buffers). */
+  scanCandidates(vector: Float32Array, want: number, where: string, args: string[]): Candidate[] {
+    const top = new TopK(want);
+    const v = new Float32Array(this.dims());
+    for (const r of this.db.prepare(`SELECT id, embedding FROM transitions ${where}`).iterate(...args) as IterableIterator<Row>) {
+      decodeHalf(r.embedding as Buffer, v);
+      let s = 0;
+      for (let j = 0; j < v.length; j++) s += v[j] * vector[j];
+      top.push(Number(r.id), s);
+    }
+    return top.sorted();
+  }
+}
