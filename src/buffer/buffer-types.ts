@@ -1,14 +1,10 @@
 import type { ExperienceSource, StepInfo, Task } from "../core/index.ts";
 import type { Embedder } from "./embedder.ts";
 
-/** A stored transition, as `get` and `search` return it. */
-export interface StoredTransition {
-  id: number;
-  /** The trajectory's uid (its content id, or the id given by `appendTransitions`). */
-  trajectory: string;
+/** The fields every stored step has. */
+export interface StepFields {
   step: number;
   env: string;
-  task: { id: string; instruction: string };
   state: string;
   action: string;
   reward: number;
@@ -19,26 +15,22 @@ export interface StoredTransition {
   info?: StepInfo;
   source: ExperienceSource;
   policy?: string;
+}
+
+/** A stored transition, as `get` and `search` return it. */
+export interface StoredTransition extends StepFields {
+  id: number;
+  /** The trajectory's uid (its content id, or the id given by `appendTransitions`). */
+  trajectory: string;
+  task: { id: string; instruction: string };
   createdAt: string;
 }
 
 /** One step appended online (e.g. a synthetic step as it happens). */
-export interface TransitionRecord {
+export interface TransitionRecord extends StepFields {
   /** Groups steps into a trajectory; steps of one id must have distinct `step` numbers. */
   trajectoryId: string;
-  step: number;
-  env: string;
   task: Task;
-  state: string;
-  action: string;
-  reward: number;
-  nextState: string;
-  terminated: boolean;
-  truncated: boolean;
-  reasoning?: string;
-  info?: StepInfo;
-  source: ExperienceSource;
-  policy?: string;
   createdAt?: string;
 }
 

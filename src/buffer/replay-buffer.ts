@@ -1,8 +1,9 @@
 import type Database from "better-sqlite3";
 import { existsSync, rmSync, statSync } from "node:fs";
-import { DataError, InvalidConfigError, type ExperienceSource, type StepInfo, type Task, type Trajectory } from "../core/index.ts";
+import { DataError, InvalidConfigError, type ExperienceSource, type Task, type Trajectory } from "../core/index.ts";
 import type {
-  AppendOptions, AppendResult, BufferStats, ReplayBufferOptions, SearchFilter, SearchOptions, SearchResult, StoredTransition, TransitionRecord,
+  AppendOptions, AppendResult, BufferStats, ReplayBufferOptions, SearchFilter, SearchOptions, SearchResult, StepFields, StoredTransition,
+  TransitionRecord,
 } from "./buffer-types.ts";
 import {
   deleteUnreferencedTexts, openDatabase, prepareStatements, SELECT_TRANSITIONS, textKey, toTransition, whereOf, type Row, type Statements,
@@ -22,22 +23,11 @@ const SCAN_FILTER_MAX = 20_000;
 /** HNSW candidates fetched at most before a filtered search falls back to an exact scan. */
 const ANN_WIDEN_MAX = 8192;
 
-interface PendingStep {
+/** A step on its way into the database. */
+interface PendingStep extends StepFields {
   trajectoryUid: string;
-  step: number;
-  env: string;
   taskId: string;
   instruction: string;
-  state: string;
-  action: string;
-  reward: number;
-  nextState: string;
-  terminated: boolean;
-  truncated: boolean;
-  reasoning?: string;
-  info?: StepInfo;
-  source: ExperienceSource;
-  policy?: string;
   createdAt: string;
   vector?: Float32Array;
 }
