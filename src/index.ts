@@ -1,4 +1,4 @@
-/** dreamgym's library API. Subpaths (`dreamgym/core`, `dreamgym/envs`, `dreamgym/envs/webshop`, `dreamgym/buffer`) give the rest. */
+/** dreamgym's library API. Subpaths (`dreamgym/core`, `dreamgym/envs`, `dreamgym/envs/webshop`, `dreamgym/buffer`, `dreamgym/llm`) give the rest. */
 export * from "./core/index.ts";
 export { createEnv, listEnvs, listPolicies, createPolicy, runEpisode, RandomPolicy, resolveDataDir } from "./envs/index.ts";
 export type { EnvName, ActingPolicy, ActContext, EpisodeOptions } from "./envs/index.ts";
@@ -8,3 +8,5 @@ export {
   ReplayBuffer, HashingEmbedder, OpenAIEmbedder, createEmbedder, transitionText, importJsonl, exportJsonl, fewShotTrajectories,
 } from "./buffer/index.ts";
 export type { Embedder, SearchOptions, SearchResult, SearchFilter, StoredTransition, TransitionRecord, BufferStats } from "./buffer/index.ts";
+export { OpenAIChatModel, createChatModel, ResponseCache } from "./llm/index.ts";
+export type { ChatModel, ChatMessage, ChatRequest, ChatResponse, ModelStats } from "./llm/index.ts";

@@ -1,0 +1,145 @@
+import OpenAI from "openai";
+import { ApiCallError, InvalidConfigError } from "../core/index.ts";
+import { extractJson, type ChatChoice, type ChatModel, type ChatRequest, type ChatResponse, type ModelStats } from "./chat-model.ts";
+import { ResponseCache } from "./response-cache.ts";
+import { Semaphore } from "./semaphore.ts";
+
+export interface OpenAIChatModelOptions {
+  /** The server's base URL, e.g. `http://127.0.0.1:8000/v1` (vLLM, SGLang, Ollama, llama.cpp server) or OpenAI's. */
+  baseURL: string;
+  model: string;
+  /** Default: `$OPENAI_API_KEY`, else a placeholder (local servers ignore it). */
+  apiKey?: string;
+  /** Calls in flight at once. @default 16 */
+  concurrency?: number;
+  /** Per-attempt timeout. @default 60000 */
+  timeoutMs?: number;
+  /** Retries on 408/409/429/5xx, timeouts, cut connections and unreadable responses. @default 4 */
+  maxRetries?: number;
+  /** First backoff; doubles each retry, with jitter, capped at `maxBackoffMs`. @default 500 */
+  backoffMs?: number;
+  /** @default 8000 */
+  maxBackoffMs?: number;
+  /** A response cache (or its file path): identical requests are answered from it. */
+  cache?: ResponseCache | string;
+}
+
+const RETRYABLE_STATUS = (s: number) => s === 408 || s === 409 || s === 429 || s >= 500;
+
+/** Any OpenAI-compatible chat server, through the official `openai` client. */
+export class OpenAIChatModel implements ChatModel {
+  readonly id: string;
+  readonly stats: ModelStats = { requests: 0, cacheHits: 0, retries: 0, failures: 0, promptTokens: 0, completionTokens: 0, latencyMs: 0 };
+  private readonly client: OpenAI;
+  private readonly model: string;
+  private readonly url: string;
+  private readonly semaphore: Semaphore;
+  private readonly timeoutMs: number;
+  private readonly maxRetries: number;
+  private readonly backoffMs: number;
+  private readonly maxBackoffMs: number;
+  private readonly cache: ResponseCache | null;
+
+  constructor(opts: OpenAIChatModelOptions) {
+    if (!opts.baseURL || !opts.model) throw new InvalidConfigError("an OpenAI-compatible chat model needs a baseURL and a model");
+    const baseURL = opts.baseURL.replace(/\/+$/, "");
+    this.model = opts.model;
+    this.url = `${baseURL}/chat/completions`;
+    this.id = `${baseURL}#${opts.model}`;
+    this.semaphore = new Semaphore(opts.concurrency ?? 16);
+    this.timeoutMs = opts.timeoutMs ?? 60_000;
+    this.maxRetries = opts.maxRetries ?? 4;
+    this.backoffMs = opts.backoffMs ?? 500;
+    this.maxBackoffMs = opts.maxBackoffMs ?? 8000;
+    this.cache = typeof opts.cache === "string" ? new ResponseCache(opts.cache) : (opts.cache ?? null);
+    // Retries are ours (classification, jitter, counters), so the client makes one attempt.
+    this.client = new OpenAI({ baseURL, apiKey: opts.apiKey ?? process.env.OPENAI_API_KEY ?? "not-needed", maxRetries: 0, timeout: this.timeoutMs });
+  }
+
+  /** Calls in flight and calls waiting for a slot. */
+  get load(): { inFlight: number; waiting: number } {
+    return { inFlight: this.semaphore.inFlight, waiting: this.semaphore.waiting };
+  }
+
+  async generate(request: ChatRequest): Promise<ChatResponse> {
+    const key = this.cache ? ResponseCache.key(this.id, request) : null;
+    if (key) {
+      const hit = this.cache!.get(key);
+      if (hit) {
+        this.stats.cacheHits++;
+        return { ...hit, cached: true, latencyMs: 0 };
+      }
+    }
+    const started = performance.now();
+    const response = await this.semaphore.run(() => this.withRetries(request));
+    response.latencyMs = performance.now() - started;
+    this.stats.latencyMs += response.latencyMs;
+    this.stats.promptTokens += response.usage.promptTokens;
+    this.stats.completionTokens += response.usage.completionTokens;
+    if (key) this.cache!.put(key, response);
+    return response;
+  }
+
+  private async withRetries(request: ChatRequest): Promise<ChatResponse> {
+    for (let attempt = 0; ; attempt++) {
+      this.stats.requests++;
+      try {
+        return await this.once(request);
+      } catch (e) {
+        const status = (e as { status?: number }).status;
+        const retryable = status === undefined ? true : RETRYABLE_STATUS(status); // no status: timeout, cut connection, unreadable body
+        if (!retryable || attempt >= this.maxRetries) {
+          this.stats.failures++;
+          throw new ApiCallError(`chat completion failed${attempt > 0 ? ` after ${attempt + 1} attempts` : ""}: ${(e as Error).message}`, {
+            url: this.url, status, isRetryable: retryable, cause: e,
+          });
+        }
+        this.stats.retries++;
+        await new Promise((r) => setTimeout(r, this.backoff(attempt, e)));
+      }
+    }
+  }
+
+  /** Exponential backoff with full jitter; a server's Retry-After (seconds) is honoured up to the cap. */
+  private backoff(attempt: number, e: unknown): number {
+    const retryAfter = Number((e as { headers?: Headers }).headers?.get?.("retry-after"));
+    const base = Math.min(this.maxBackoffMs, this.backoffMs * 2 ** attempt);
+    const jittered = base / 2 + Math.random() * (base / 2);
+    return Number.isFinite(retryAfter) && retryAfter > 0 ? Math.min(this.maxBackoffMs, retryAfter * 1000) : jittered;
+  }
+
+  private async once(request: ChatRequest): Promise<ChatResponse> {
+    const res = await this.client.chat.completions.create({
+      model: this.model,
+      messages: request.messages,
+      ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
+      ...(request.maxTokens !== undefined ? { max_tokens: request.maxTokens } : {}),
+      ...(request.seed !== undefined ? { seed: request.seed } : {}),
+      ...(request.n !== undefined ? { n: request.n } : {}),
+      ...(request.stop ? { stop: request.stop } : {}),
+      ...(request.schema ? { response_format: { type: "json_schema" as const, json_schema: { name: request.schema.name, schema: request.schema.schema, strict: true } } } : {}),
+    });
+    if (!res || !Array.isArray(res.choices)) throw new Error("the response has no choices");
+    const choices: ChatChoice[] = res.choices.map((c) => {
+      const text = c.message?.content ?? "";
+      const choice: ChatChoice = { text, finishReason: c.finish_reason ?? undefined };
+      if (request.schema) {
+        const { value, error } = extractJson(text);
+        if (error) choice.parseError = error;
+        else choice.parsed = value;
+      }
+      return choice;
+    });
+    return {
+      model: res.model ?? this.model,
+      choices,
+      usage: { promptTokens: res.usage?.prompt_tokens ?? 0, completionTokens: res.usage?.completion_tokens ?? 0 },
+      latencyMs: 0,
+      cached: false,
+    };
+  }
+
+  close(): void {
+    this.cache?.close();
+  }
+}
