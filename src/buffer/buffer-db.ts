@@ -51,6 +51,7 @@ CREATE TABLE IF NOT EXISTS transitions (
 );
 CREATE INDEX IF NOT EXISTS transitions_env ON transitions(env);
 CREATE INDEX IF NOT EXISTS transitions_task ON transitions(task_id);
+CREATE INDEX IF NOT EXISTS transitions_action ON transitions(action);
 CREATE INDEX IF NOT EXISTS trajectories_seed ON trajectories(seed, id);
 INSERT OR IGNORE INTO meta(key, value) VALUES ('generation', 0);
 `;
@@ -156,6 +157,7 @@ export function whereOf(filter: SearchFilter): { where: string; args: string[] }
   if (filter.env !== undefined) conds.push("env = ?"), args.push(filter.env);
   if (filter.source !== undefined) conds.push("source = ?"), args.push(filter.source);
   if (filter.task !== undefined) conds.push("task_id = ?"), args.push(filter.task);
+  if (filter.action !== undefined) conds.push("action = ?"), args.push(filter.action);
   return { where: conds.length ? `WHERE ${conds.join(" AND ")}` : "", args };
 }
 

@@ -39,6 +39,8 @@ export interface SearchFilter {
   source?: ExperienceSource;
   /** Task id. */
   task?: string;
+  /** Exactly this action (e.g. transitions that clicked the same thing, from any state). */
+  action?: string;
 }
 
 export interface SearchOptions {

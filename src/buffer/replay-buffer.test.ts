@@ -57,6 +57,8 @@ test("search: the identical (state, action) first; filters; distinct results; ba
   const synth = await b.search("click[buy now]", { k: 50, filter: { source: "synthetic", task: "task-1" } });
   assert.ok(synth.length > 0 && synth.every((r) => r.transition.source === "synthetic" && r.transition.task.id === "task-1"));
   assert.deepEqual(await b.search("x", { filter: { env: "no-such-env" } }), []);
+  const sameAction = await b.search({ state: target.observation, action: "click[item 3]" }, { k: 4, filter: { action: "click[item 3]" } });
+  assert.ok(sameAction.length > 0 && sameAction.every((r) => r.transition.action === "click[item 3]"));
   // Distinct: one result per (state, action) — append a copy of a trajectory under another task.
   await b.appendTrajectory({ ...makeTrajectory(17), task: { id: "copy", instruction: "buy item 2" } });
   const both = await b.search({ state: target.observation, action: target.action }, { k: 2, distinct: false });

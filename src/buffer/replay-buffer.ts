@@ -248,7 +248,7 @@ export class ReplayBuffer {
           encodeHalf(p.vector!),
         );
         if (online) s.bumpTrajectory.run(p.reward, p.reward, traj);
-        added.push({ id: Number(info.lastInsertRowid), vector: p.vector!, env: p.env, source: p.source, task: p.taskId });
+        added.push({ id: Number(info.lastInsertRowid), vector: p.vector!, env: p.env, source: p.source, task: p.taskId, action: p.action });
       }
       s.bumpGeneration.run();
       const evicted = this.evict();
@@ -481,7 +481,7 @@ export class ReplayBuffer {
   }
 
   private filterCount(filter: SearchFilter): number {
-    const key = JSON.stringify([filter.env, filter.source, filter.task]);
+    const key = JSON.stringify([filter.env, filter.source, filter.task, filter.action]);
     let n = this.filterCounts.get(key);
     if (n === undefined) this.filterCounts.set(key, (n = this.count(filter)));
     return n;
@@ -496,7 +496,7 @@ export class ReplayBuffer {
     if (this.size === 0) return [];
     const filter = opts.filter ?? {};
     const distinct = opts.distinct ?? true;
-    const filtered = filter.env !== undefined || filter.source !== undefined || filter.task !== undefined;
+    const filtered = filter.env !== undefined || filter.source !== undefined || filter.task !== undefined || filter.action !== undefined;
     let mode: "exact" | "ann" | "scan" = !opts.exact && this.size >= this.annThreshold ? "ann" : "exact";
     if (mode === "ann" && filtered) {
       const n = this.filterCount(filter);
@@ -515,7 +515,7 @@ export class ReplayBuffer {
       for (const c of candidates) {
         const r = rows.get(c.id);
         if (!r) continue; // evicted by another writer meanwhile
-        if (mode === "ann" && filtered && !((filter.env === undefined || r.env === filter.env) && (filter.source === undefined || r.source === filter.source) && (filter.task === undefined || r.task_id === filter.task))) continue;
+        if (mode === "ann" && filtered && !matchesFilter(r, filter)) continue;
         if (distinct) {
           const key = `${String(r.state_id)}\u0000${String(r.action)}`;
           if (seen.has(key)) continue;
@@ -543,4 +543,9 @@ export class ReplayBuffer {
   static remove(path: string): void {
     for (const p of [path, `${path}-wal`, `${path}-shm`, `${path}.ann`, `${path}.ann.tmp`]) rmSync(p, { force: true });
   }
+}
+
+function matchesFilter(r: Row, f: SearchFilter): boolean {
+  return (f.env === undefined || r.env === f.env) && (f.source === undefined || r.source === f.source) &&
+    (f.task === undefined || r.task_id === f.task) && (f.action === undefined || r.action === f.action);
 }

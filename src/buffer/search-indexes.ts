@@ -13,6 +13,7 @@ export interface IndexedRow {
   env: string;
   source: ExperienceSource;
   task: string;
+  action: string;
 }
 
 const metaNumber = (db: Database.Database, key: string, fallback: number) => {
@@ -30,7 +31,7 @@ export class SearchIndexes {
   private exact: ExactIndex | null = null;
   private ann: AnnIndex | null = null;
   private annDirty = false;
-  private readonly codes = { env: new Map<string, number>(), task: new Map<string, number>() };
+  private readonly codes = { env: new Map<string, number>(), task: new Map<string, number>(), action: new Map<string, number>() };
 
   constructor(
     private readonly db: Database.Database,
@@ -45,16 +46,17 @@ export class SearchIndexes {
     return c;
   }
 
-  private tags(env: string, source: ExperienceSource, task: string): RowTags {
-    return { env: this.code(this.codes.env, env), source: source === "real" ? 1 : 2, task: this.code(this.codes.task, task) };
+  private tags(env: string, source: ExperienceSource, task: string, action: string): RowTags {
+    return { env: this.code(this.codes.env, env), source: source === "real" ? 1 : 2, task: this.code(this.codes.task, task), action: this.code(this.codes.action, action) };
   }
 
-  /** Filter codes for the exact index; null when the filter names an env or task with no rows. */
+  /** Filter codes for the exact index; null when the filter names an env, task or action with no rows. */
   private filterTags(filter: SearchFilter): Partial<RowTags> | null {
     const env = filter.env === undefined ? undefined : this.codes.env.get(filter.env);
     const task = filter.task === undefined ? undefined : this.codes.task.get(filter.task);
-    if ((filter.env !== undefined && env === undefined) || (filter.task !== undefined && task === undefined)) return null;
-    return { env, task, source: filter.source === undefined ? undefined : filter.source === "real" ? 1 : 2 };
+    const action = filter.action === undefined ? undefined : this.codes.action.get(filter.action);
+    if ((filter.env !== undefined && env === undefined) || (filter.task !== undefined && task === undefined) || (filter.action !== undefined && action === undefined)) return null;
+    return { env, task, action, source: filter.source === undefined ? undefined : filter.source === "real" ? 1 : 2 };
   }
 
   /** Drops the in-memory indexes (they are rebuilt from the database when next needed). */
@@ -69,7 +71,7 @@ export class SearchIndexes {
     try {
       if (this.exact) {
         this.exact.remove(evicted);
-        for (const r of added) this.exact.add(r.id, r.vector, this.tags(r.env, r.source, r.task));
+        for (const r of added) this.exact.add(r.id, r.vector, this.tags(r.env, r.source, r.task, r.action));
       }
       if (this.ann) {
         this.ann.remove(evicted);
@@ -89,8 +91,8 @@ export class SearchIndexes {
       const n = Number((this.db.prepare("SELECT count(*) AS n FROM transitions").get() as Row).n);
       const idx = new ExactIndex(this.dims(), Math.max(1024, n));
       const v = new Float32Array(this.dims());
-      for (const r of this.db.prepare("SELECT id, env, source, task_id, embedding FROM transitions ORDER BY id").iterate() as IterableIterator<Row>) {
-        idx.add(Number(r.id), decodeHalf(r.embedding as Buffer, v), this.tags(String(r.env), r.source as ExperienceSource, String(r.task_id)));
+      for (const r of this.db.prepare("SELECT id, env, source, task_id, action, embedding FROM transitions ORDER BY id").iterate() as IterableIterator<Row>) {
+        idx.add(Number(r.id), decodeHalf(r.embedding as Buffer, v), this.tags(String(r.env), r.source as ExperienceSource, String(r.task_id), String(r.action)));
       }
       this.exact = idx;
     }

@@ -17,10 +17,11 @@ test("exact search equals brute force, with and without filters, small and large
     const vs = randomVectors(n, dims, n);
     const idx = new ExactIndex(dims, 16);
     const ids = vs.map((_, i) => 1000 + i);
-    vs.forEach((v, i) => idx.add(ids[i], v, { env: (i % 3) + 1, source: (i % 2) + 1, task: (i % 5) + 1 }));
+    vs.forEach((v, i) => idx.add(ids[i], v, { env: (i % 3) + 1, source: (i % 2) + 1, task: (i % 5) + 1, action: (i % 4) + 1 }));
     for (const q of randomVectors(5, dims, 99)) {
       assert.deepEqual(idx.search(q, 5).map((c) => c.id), naive(vs, ids, q, 5));
       assert.deepEqual(idx.search(q, 4, { env: 2, task: 3 }).map((c) => c.id), naive(vs, ids, q, 4, (i) => (i % 3) + 1 === 2 && (i % 5) + 1 === 3));
+      assert.deepEqual(idx.search(q, 3, { action: 2 }).map((c) => c.id), naive(vs, ids, q, 3, (i) => (i % 4) + 1 === 2));
     }
   }
 });
@@ -28,7 +29,7 @@ test("exact search equals brute force, with and without filters, small and large
 test("removal keeps the index consistent", () => {
   const vs = randomVectors(50, 16, 1);
   const idx = new ExactIndex(16, 4);
-  vs.forEach((v, i) => idx.add(i, v, { env: 1, source: 1, task: 1 }));
+  vs.forEach((v, i) => idx.add(i, v, { env: 1, source: 1, task: 1, action: 1 }));
   idx.remove([0, 10, 49, 12345]);
   assert.equal(idx.size, 47);
   const q = vs[10];

@@ -22,6 +22,7 @@ export interface RowTags {
   env: number;
   source: number;
   task: number;
+  action: number;
 }
 
 export interface Candidate {
@@ -41,6 +42,7 @@ export class ExactIndex {
   private env: Uint16Array;
   private source: Uint8Array;
   private task: Int32Array;
+  private action: Int32Array;
   private n = 0;
   private readonly rowOf = new Map<number, number>();
 
@@ -51,6 +53,7 @@ export class ExactIndex {
     this.env = new Uint16Array(capacity);
     this.source = new Uint8Array(capacity);
     this.task = new Int32Array(capacity);
+    this.action = new Int32Array(capacity);
   }
 
   get size(): number {
@@ -71,6 +74,7 @@ export class ExactIndex {
     this.env = grow(this.env, (n) => new Uint16Array(n));
     this.source = grow(this.source, (n) => new Uint8Array(n));
     this.task = grow(this.task, (n) => new Int32Array(n));
+    this.action = grow(this.action, (n) => new Int32Array(n));
   }
 
   add(id: number, vector: Float32Array, tags: RowTags): void {
@@ -81,6 +85,7 @@ export class ExactIndex {
     this.env[r] = tags.env;
     this.source[r] = tags.source;
     this.task[r] = tags.task;
+    this.action[r] = tags.action;
     this.rowOf.set(id, r);
   }
 
@@ -97,20 +102,24 @@ export class ExactIndex {
         this.env[r] = this.env[last];
         this.source[r] = this.source[last];
         this.task[r] = this.task[last];
+        this.action[r] = this.action[last];
         this.rowOf.set(this.ids[r], r);
       }
     }
   }
 
   private rowMatches(r: number, f: Partial<RowTags>): boolean {
-    return (f.env === undefined || this.env[r] === f.env) && (f.source === undefined || this.source[r] === f.source) && (f.task === undefined || this.task[r] === f.task);
+    return (
+      (f.env === undefined || this.env[r] === f.env) && (f.source === undefined || this.source[r] === f.source) &&
+      (f.task === undefined || this.task[r] === f.task) && (f.action === undefined || this.action[r] === f.action)
+    );
   }
 
   /** The best `k` rows by cosine similarity (ties: lower id first), optionally filtered. */
   search(query: Float32Array, k: number, filter: Partial<RowTags> = {}): Candidate[] {
     const n = this.n;
     if (n === 0 || k <= 0) return [];
-    const filtered = filter.env !== undefined || filter.source !== undefined || filter.task !== undefined;
+    const filtered = filter.env !== undefined || filter.source !== undefined || filter.task !== undefined || filter.action !== undefined;
     if (!filtered && n >= 2048) {
       const m = usearch.exactSearch(this.matrix.subarray(0, n * this.dims), query, this.dims, Math.min(k, n), "ip", 1);
       const out: Candidate[] = [];

@@ -9,3 +9,5 @@ export {
 } from "./errors.ts";
 export { checkEnv } from "./check-env.ts";
 export type { CheckEnvOptions } from "./check-env.ts";
+export { abstractEnv } from "./state-abstraction.ts";
+export type { StateAbstraction } from "./state-abstraction.ts";

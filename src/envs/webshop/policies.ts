@@ -2,13 +2,25 @@ import type { ActContext, ActingPolicy } from "../policies.ts";
 import type { WebShopEnv } from "./webshop-env.ts";
 
 const NAV = new Set(["click[back to search]", "click[next >]", "click[< prev]"]);
+
+/** The page kind of an observation: from the real env's info, an abstract state's first line, or the text. */
+export function webshopPageKind(observation: string, info: Record<string, unknown> = {}): string {
+  if (typeof info.page === "string") return info.page;
+  const abstract = /^page: (\S+)/.exec(observation);
+  if (abstract) return abstract[1];
+  if (observation.startsWith("WebShop [SEP] Instruction:")) return "search";
+  if (observation.startsWith("Thank you for shopping")) return "done";
+  if (/ \[SEP\] Page \d+ \(Total results: \d+\)/.test(observation)) return "results";
+  if (observation.includes(" [SEP] Buy Now")) return "item";
+  return "item_sub";
+}
 const PRICE_CLAUSE = /, and price lower than [\d.]+ dollars$/;
 
 /** The WebShop paper's rule baseline: search the instruction, click the first result, buy. */
 export class RulePolicy implements ActingPolicy {
   readonly name = "rule";
-  act({ actions, task, info }: ActContext): string {
-    switch (info.page) {
+  act({ observation, actions, task, info }: ActContext): string {
+    switch (webshopPageKind(observation, info)) {
       case "search":
         return `search[${task.instruction}]`;
       case "results": {
@@ -41,7 +53,7 @@ export class OraclePolicy implements ActingPolicy {
     if (!goal) throw new Error("oracle: the env has no running episode");
     const listed = new Set(actions ?? []);
     const product = `click[${goal.asin.toLowerCase()}]`;
-    switch (info.page) {
+    switch (webshopPageKind(observation, info)) {
       case "search": {
         const query = this.attempt === 0 ? goal.instruction_text.replace(PRICE_CLAUSE, "") : goal.name.toLowerCase();
         this.attempt++;

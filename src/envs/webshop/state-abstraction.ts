@@ -1,0 +1,112 @@
+import { FREE_TEXT_SLOT, type StateAbstraction } from "../../core/index.ts";
+import type { Catalogue, Product } from "./catalogue.ts";
+
+/**
+ * WebShop's abstract state: the page kind, the instruction, and the page's elements one per line,
+ * clickables in brackets exactly as `click[...]` takes them. Derived from the text observation (the
+ * catalogue tells option values from option names on item pages).
+ *
+ *   page: results
+ *   instruction: Find me …
+ *   [back to search] [next >]
+ *   Page 1 (Total results: 50)
+ *   [b07xtk3p89] Lunarable Oriental Storage Toy Bag … | $39.99
+ */
+const SEP = " [SEP] ";
+const BUTTONS = new Set(["back to search", "< prev", "next >", "description", "features", "reviews", "attributes", "buy now"]);
+const ASIN = /^[A-Z0-9]{10}$/;
+
+const PROFILE = `WebShop, an online shop. A state is "page: <kind>" (search, results, item, item_sub, done), "instruction: <the task>", then the page's elements, one per line; clickables are in brackets.
+Pages: search (a search box) → results (10 products a page: [asin] title | price; [next >], [< prev], [back to search]) → item (option groups "name: [value] [value]", title, price, rating, [description] [features] [reviews], [buy now]) → item_sub (one section's text, [< prev]) → done (after [buy now]: "score: <reward>").
+Actions: search[<query>] on the search page; click[<label>] for a bracketed label on the page (e.g. click[b07xtk3p89], click[next >], click[black], click[buy now]). Anything else is invalid and changes nothing. Buying ends the episode; the reward (0..1) says how well the product and options match the instruction.`;
+
+function lines(kind: string, instruction: string, body: string[]): string {
+  return [`page: ${kind}`, `instruction: ${instruction}`, ...body].join("\n");
+}
+
+export function webshopAbstraction(catalogue: Catalogue): StateAbstraction {
+  const byTitle = new Map<string, Product>();
+  for (const p of catalogue.products) if (!byTitle.has(p.Title.trim())) byTitle.set(p.Title.trim(), p);
+
+  const abstract = (observation: string): string => {
+    if (observation.startsWith("page: ")) return observation; // already abstract
+    const parts = observation.split(SEP).map((p) => p.trim());
+    if (parts[0] === "Thank you for shopping with us!") {
+      const i = parts.indexOf("Your score (min 0.0, max 1.0)");
+      const asin = parts[parts.indexOf("asin") + 1] ?? "";
+      return lines("done", "", [`bought ${asin}`, `score: ${i >= 0 ? parts[i + 1] : "?"}`]);
+    }
+    if (parts[0] === "WebShop" && parts[1] === "Instruction:") return lines("search", parts[2] ?? "", ["[search box]"]);
+    if (parts[0] !== "Instruction:") return lines("unknown", "", [observation]);
+    const instruction = parts[1] ?? "";
+    const rest = parts.slice(2);
+    const pageLine = rest.findIndex((p) => /^Page \d+ \(Total results: \d+\)$/.test(p));
+    if (pageLine >= 0) {
+      const nav = rest.slice(0, pageLine).concat(rest.slice(pageLine + 1)).filter((p) => BUTTONS.has(p.toLowerCase()));
+      const body = [nav.map((b) => `[${b.toLowerCase()}]`).join(" "), rest[pageLine]];
+      const items = rest.slice(pageLine + 1).filter((p) => !BUTTONS.has(p.toLowerCase()));
+      for (let i = 0; i + 2 < items.length + 1; i += 3) {
+        if (!ASIN.test(items[i] ?? "")) break;
+        body.push(`[${items[i].toLowerCase()}] ${items[i + 1] ?? ""} | ${items[i + 2] ?? ""}`);
+      }
+      return lines("results", instruction, body);
+    }
+    const price = rest.findIndex((p) => p.startsWith("Price: "));
+    if (price >= 1 && rest.includes("Buy Now")) {
+      const title = rest[price - 1];
+      const product = byTitle.get(title);
+      const middle = rest.slice(2, price - 1); // between "< Prev" and the title
+      const body = ["[back to search] [< prev]"];
+      if (product) {
+        for (const [name, values] of Object.entries(product.options)) body.push(`${name}: ${values.map((v) => `[${v}]`).join(" ")}`);
+      } else if (middle.length > 0) {
+        body.push(`options: ${middle.map((v) => `[${v.toLowerCase()}]`).join(" ")}`);
+      }
+      const after = rest.slice(price + 2).filter((p) => BUTTONS.has(p.toLowerCase()));
+      body.push(title, rest[price], rest[price + 1] ?? "", after.map((b) => `[${b.toLowerCase()}]`).join(" "));
+      return lines("item", instruction, body);
+    }
+    return lines("item_sub", instruction, ["[back to search] [< prev]", ...rest.slice(2)]);
+  };
+
+  const bracketed = (line: string) => [...line.matchAll(/\[([^\]]+)\]/g)].map((m) => `click[${m[1]}]`);
+  const buttonLine = (line: string) => /^\[[^\]]+\](?: \[[^\]]+\])*$/.test(line.trim());
+
+  const actions = (state: string): string[] | undefined => {
+    const [head, , ...body] = state.split("\n");
+    const kind = head?.slice("page: ".length);
+    switch (kind) {
+      case "search":
+        return [`search[${FREE_TEXT_SLOT}]`];
+      case "done":
+        return [];
+      case "results": {
+        const out = bracketed(body[0] ?? "");
+        for (const line of body.slice(2)) {
+          const asin = /^\[([a-z0-9]{10})\] /.exec(line);
+          if (asin) out.push(`click[${asin[1]}]`);
+        }
+        return out;
+      }
+      case "item": {
+        const out = bracketed(body[0] ?? "");
+        for (const line of body.slice(1)) if (/^[^[\n]+: \[/.test(line)) out.push(...bracketed(line.slice(line.indexOf(": [") + 2)));
+        const last = body.at(-1) ?? "";
+        if (buttonLine(last)) out.push(...bracketed(last));
+        return [...new Set(out)];
+      }
+      case "item_sub":
+        return bracketed(body[0] ?? "");
+      default:
+        return undefined;
+    }
+  };
+
+  return {
+    env: "webshop",
+    abstract,
+    actions,
+    isTerminal: (state) => state.startsWith("page: done"),
+    profile: PROFILE,
+  };
+}

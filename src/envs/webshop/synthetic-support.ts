@@ -1,0 +1,48 @@
+import type { Task } from "../../core/index.ts";
+import type { Catalogue, Goal } from "./catalogue.ts";
+import { getReward } from "./reward.ts";
+import type { WebShopTask } from "./webshop-env.ts";
+
+/** What a synthetic WebShop episode needs from the real one: its start state and its purchase verifier. */
+
+/** The search page a task starts on, as the real env shows it. */
+export function webshopStartPage(task: Task): string {
+  return `WebShop [SEP] Instruction: [SEP] ${task.instruction} [SEP] Search`;
+}
+
+function goalOf(catalogue: Catalogue, task: Task): Goal | null {
+  const t = task as WebShopTask;
+  if (t.goal) return t.goal;
+  if (typeof t.goal_index === "number") return catalogue.goal(t.goal_index);
+  const m = /^webshop:(\d+)$/.exec(task.id);
+  return m ? catalogue.goal(Number(m[1])) : null;
+}
+
+/**
+ * Hybrid mode for WebShop: when a synthetic episode clicks "buy now" on an item page of a catalogue
+ * product, its reward is WebShop's own reward of that product with the options clicked on that page
+ * (abstract states; see `webshopAbstraction`). Other steps, and products the catalogue does not
+ * know, are left to the experience model (null).
+ */
+export function webshopVerifier(catalogue: Catalogue) {
+  const byTitle = new Map(catalogue.products.map((p) => [p.Title.trim(), p] as const));
+  return (task: Task, history: { state: string; action: string }[], state: string, action: string): { reward: number; terminated: boolean } | null => {
+    if (action.trim().toLowerCase() !== "click[buy now]" || !state.startsWith("page: item\n")) return null;
+    const goal = goalOf(catalogue, task);
+    const title = state.split("\n").find((l) => byTitle.has(l.trim()));
+    const product = title ? byTitle.get(title.trim()) : undefined;
+    if (!goal || !product) return null;
+    // Options clicked while on this product's page (the latest click per option name wins).
+    const options: Record<string, string> = {};
+    for (const h of history) {
+      if (h.state.split("\n").find((l) => byTitle.has(l.trim()))?.trim() !== product.Title.trim()) continue;
+      const value = /^click\[(.*)\]$/i.exec(h.action.trim())?.[1]?.toLowerCase();
+      if (!value) continue;
+      let group: string | undefined;
+      for (const [name, values] of Object.entries(product.options)) if (values.includes(value)) group = name; // the last group holding the value, as the reference's clickables map
+      if (group) options[group] = value;
+    }
+    const reward = getReward(product, goal, catalogue.prices.get(product.asin) ?? 100, options);
+    return { reward, terminated: true };
+  };
+}

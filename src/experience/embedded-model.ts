@@ -1,0 +1,55 @@
+import type { StateAbstraction } from "../core/index.ts";
+import type { Demo, ExperienceModel, PredictInput, Prediction } from "./experience-model.ts";
+
+export interface EmbeddedModelOptions {
+  abstraction: StateAbstraction;
+  /** Below this similarity no demo is trusted and the step fails. @default 0.2 */
+  minScore?: number;
+}
+
+/**
+ * The embedded default (the paper's "without reasoning" level): no LLM, no network. The next state
+ * is the recorded next state of a demo with the same action (the one from the most similar state),
+ * else of the most similar demo with the same kind of action (e.g. another `search[...]`), rewritten
+ * to the current task's instruction; with neither, the step fails (a no-op). Whether the step ends
+ * the episode follows that demo; the reward of an ending step is a nearest-neighbour reward model:
+ * the similarity-weighted mean reward of the ending demos taken with the same action.
+ *
+ * It can replay what the buffer has seen and transfer it across states (clicking a product leads to
+ * that product's page from any results page); it cannot invent pages it has never seen (a new search
+ * gets the results of the most similar recorded search), and with an empty buffer it cannot step.
+ */
+export class EmbeddedExperienceModel implements ExperienceModel {
+  readonly id = "embedded-knn-v1";
+  private readonly abstraction: StateAbstraction;
+  private readonly minScore: number;
+
+  constructor(opts: EmbeddedModelOptions) {
+    this.abstraction = opts.abstraction;
+    this.minScore = opts.minScore ?? 0.2;
+  }
+
+  async predict({ task, state, action, demos }: PredictInput): Promise<Prediction> {
+    const usable = demos.filter((d) => d.score >= this.minScore);
+    if (usable.length === 0) return { nextState: state, reward: 0, terminated: false, info: { failed: "no similar transition in the buffer" } };
+    const norm = (a: string) => a.trim().toLowerCase();
+    const verb = (a: string) => norm(a).split("[")[0];
+    const sameAction = usable.filter((d) => norm(d.action) === norm(action));
+    const sameVerb = usable.filter((d) => verb(d.action) === verb(action) && verb(action) !== norm(action));
+    const pool = sameAction.length > 0 ? sameAction : sameVerb;
+    if (pool.length === 0) return { nextState: state, reward: 0, terminated: false, info: { failed: `no recorded transition with the action ${action}` } };
+    const rank = (d: Demo) => d.score + (d.task.id === task.id ? 0.05 : 0);
+    const best = pool.reduce((a, b) => (rank(b) > rank(a) ? b : a));
+    let nextState = this.abstraction.abstract(best.nextState);
+    if (best.task.instruction && best.task.instruction !== task.instruction) nextState = nextState.split(best.task.instruction).join(task.instruction);
+    const terminated = best.terminated || this.abstraction.isTerminal(nextState);
+    let reward = 0;
+    if (terminated) {
+      const ending = pool.filter((d) => d.terminated);
+      const weight = (d: Demo) => Math.max(d.score, 0) ** 2;
+      const total = ending.reduce((s, d) => s + weight(d), 0);
+      reward = total > 0 ? ending.reduce((s, d) => s + weight(d) * d.reward, 0) / total : best.reward;
+    }
+    return { nextState, reward, terminated, info: { grounding: best.score, demo_task: best.task.id } };
+  }
+}

@@ -1,0 +1,45 @@
+import type { ExperienceSource, StepInfo, Task } from "../core/index.ts";
+
+/** A step of the episode so far, in abstract states. */
+export interface HistoryStep {
+  state: string;
+  action: string;
+  nextState: string;
+  reward: number;
+}
+
+/** A similar recorded transition that grounds a prediction (abstract states). */
+export interface Demo {
+  state: string;
+  action: string;
+  nextState: string;
+  reward: number;
+  terminated: boolean;
+  task: { id: string; instruction: string };
+  source: ExperienceSource;
+  /** Cosine similarity of its (state, action) to the query's. */
+  score: number;
+}
+
+export interface PredictInput {
+  task: Task;
+  history: HistoryStep[];
+  state: string;
+  action: string;
+  demos: Demo[];
+}
+
+export interface Prediction {
+  reasoning?: string;
+  nextState: string;
+  reward: number;
+  terminated: boolean;
+  /** `info.failed` says why the model could not give a valid step (the step is then a no-op, never stored). */
+  info: StepInfo & { failed?: string };
+}
+
+/** DreamGym's experience model M_exp: plays the environment in abstract states. */
+export interface ExperienceModel {
+  readonly id: string;
+  predict(input: PredictInput): Promise<Prediction>;
+}

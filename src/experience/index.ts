@@ -1,0 +1,6 @@
+export type { ExperienceModel, PredictInput, Prediction, Demo, HistoryStep } from "./experience-model.ts";
+export { EmbeddedExperienceModel } from "./embedded-model.ts";
+export type { EmbeddedModelOptions } from "./embedded-model.ts";
+export { SyntheticEnv } from "./synthetic-env.ts";
+export type { SyntheticEnvOptions, Verifier } from "./synthetic-env.ts";
+export { abstractTrajectory } from "./abstract-trajectory.ts";

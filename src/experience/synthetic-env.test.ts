@@ -1,0 +1,104 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { abstractEnv, checkEnv, type Task } from "../core/index.ts";
+import { ReplayBuffer } from "../buffer/index.ts";
+import { RandomPolicy, runEpisode } from "../envs/index.ts";
+import { OraclePolicy, RulePolicy, WebShopEnv, webshopAbstraction, webshopPageKind, webshopStartPage, webshopVerifier } from "../envs/webshop/index.ts";
+import { abstractTrajectory, EmbeddedExperienceModel, SyntheticEnv } from "./index.ts";
+
+const real = new WebShopEnv({ split: "train" });
+const abs = webshopAbstraction(real.catalogue);
+const model = new EmbeddedExperienceModel({ abstraction: abs });
+const temp = (name: string) => join(mkdtempSync(join(tmpdir(), "dreamgym-syn-")), name);
+
+/** A buffer seeded with real oracle + random episodes on train goals, in abstract states. */
+async function seededBuffer(episodes: number): Promise<ReplayBuffer> {
+  const b = ReplayBuffer.open(temp("seed.db"));
+  const oracle = new OraclePolicy(real);
+  const random = new RandomPolicy(1);
+  const tasks = real.tasks();
+  const trajs = [];
+  for (let i = 0; i < episodes; i++) trajs.push(abstractTrajectory(await runEpisode(real, i % 3 ? oracle : random, { envName: "webshop", task: tasks[i], seed: i }), abs));
+  await b.appendTrajectories(trajs, { seed: true });
+  return b;
+}
+
+const buffer = await seededBuffer(600);
+const testEnv = new WebShopEnv({ split: "test" });
+const testTasks: Task[] = testEnv.tasks().slice(0, 60);
+
+test("SyntheticEnv conforms to the Env contract", async () => {
+  await checkEnv(new SyntheticEnv({ model, abstraction: abs, tasks: testTasks, initialState: webshopStartPage, buffer, record: false }), { steps: 6, freeText: "pillow" });
+});
+
+test("synthetic transitions are recorded in the buffer as synthetic, one trajectory per episode", async () => {
+  const b = await seededBuffer(60);
+  const before = b.count({ source: "synthetic" });
+  const env = new SyntheticEnv({ model, abstraction: abs, tasks: testTasks, initialState: webshopStartPage, buffer: b, policy: "rule" });
+  const t = await runEpisode(env, new RulePolicy(), { envName: "webshop", task: testTasks[0] });
+  const stored = b.count({ source: "synthetic" }) - before;
+  const valid = t.steps.filter((s) => !s.info?.invalid && !s.info?.model_failed).length;
+  assert.equal(stored, valid);
+  const recorded = [...b.trajectories({ source: "synthetic" })];
+  assert.equal(recorded.length, 1);
+  assert.equal(recorded[0].policy, "rule");
+  assert.equal(recorded[0].task.id, testTasks[0].id);
+  b.close();
+});
+
+test("with an empty buffer the embedded model fails every step: no-ops, nothing recorded, no crash", async () => {
+  const empty = ReplayBuffer.open(temp("empty.db"));
+  const env = new SyntheticEnv({ model, abstraction: abs, tasks: testTasks, initialState: webshopStartPage, buffer: empty, maxSteps: 4 });
+  const t = await runEpisode(env, new RulePolicy(), { envName: "webshop", task: testTasks[1] });
+  assert.equal(t.steps.length, 4);
+  assert.ok(t.steps.every((s) => typeof s.info?.model_failed === "string" && s.reward === 0 && s.next_observation === s.observation));
+  assert.equal(t.steps.at(-1)!.truncated, true);
+  assert.equal(empty.count(), 0);
+  empty.close();
+});
+
+test("fidelity of the embedded model: held-out oracle episodes replayed step by step", async (t) => {
+  // Each real step of an unseen test task is predicted from the real abstract state and action.
+  let steps = 0;
+  let kindAgree = 0;
+  let exact = 0;
+  let endAgree = 0;
+  const oracle = new OraclePolicy(testEnv);
+  for (const task of testTasks) {
+    const episode = abstractTrajectory(await runEpisode(testEnv, oracle, { envName: "webshop", task }), abs);
+    const history = [];
+    for (const s of episode.steps) {
+      const demos = await buffer.search({ state: s.observation, action: s.action }, { k: 5, filter: { action: s.action } });
+      const similar = await buffer.search({ state: s.observation, action: s.action }, { k: 5 });
+      const p = await model.predict({
+        task, history, state: s.observation, action: s.action,
+        demos: [...demos, ...similar].map((h) => ({ ...h.transition, nextState: h.transition.nextState, score: h.score })),
+      });
+      steps++;
+      if (!p.info.failed && webshopPageKind(p.nextState) === webshopPageKind(s.next_observation)) kindAgree++;
+      if (p.nextState === s.next_observation) exact++;
+      if (p.terminated === s.terminated) endAgree++;
+      history.push({ state: s.observation, action: s.action, nextState: s.next_observation, reward: s.reward });
+    }
+  }
+  t.diagnostic(`steps ${steps}: page kind ${kindAgree}, identical next state ${exact}, termination ${endAgree}`);
+  assert.ok(kindAgree / steps >= 0.9, `page kind agreement ${kindAgree}/${steps}`);
+  assert.ok(endAgree / steps >= 0.95, `termination agreement ${endAgree}/${steps}`);
+  assert.ok(exact / steps >= 0.3, `identical next states ${exact}/${steps}`);
+});
+
+test("hybrid mode: terminal rewards come from WebShop's verifier, close to the real env's scores", async (t) => {
+  const score = async (env: SyntheticEnv | ReturnType<typeof abstractEnv>) => {
+    let total = 0;
+    for (const task of testTasks) total += (await runEpisode(env, new RulePolicy(), { envName: "webshop", task })).total_reward;
+    return total / testTasks.length;
+  };
+  const hybrid = new SyntheticEnv({ model, abstraction: abs, tasks: testTasks, initialState: webshopStartPage, buffer, record: false, verifier: webshopVerifier(real.catalogue) });
+  const realScore = await score(abstractEnv(testEnv, abs));
+  const hybridScore = await score(hybrid);
+  t.diagnostic(`rule policy score: real ${realScore.toFixed(3)}, hybrid synthetic ${hybridScore.toFixed(3)}`);
+  assert.ok(Math.abs(hybridScore - realScore) < 0.15, `rule policy: hybrid ${hybridScore.toFixed(3)} vs real ${realScore.toFixed(3)}`);
+});

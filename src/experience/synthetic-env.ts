@@ -1,0 +1,144 @@
+import {
+  ClosedEnvironmentError, FREE_TEXT_SLOT, InvalidConfigError, ResetNeededError, Rng,
+  type Env, type ResetOptions, type ResetResult, type StateAbstraction, type StepResult, type Task,
+} from "../core/index.ts";
+import type { ReplayBuffer } from "../buffer/index.ts";
+import type { Demo, ExperienceModel, HistoryStep } from "./experience-model.ts";
+
+/** Where the real env can verify a step (e.g. WebShop's reward of a purchase): its reward and end. */
+export type Verifier = (task: Task, history: HistoryStep[], state: string, action: string) => { reward: number; terminated: boolean } | null;
+
+export interface SyntheticEnvOptions {
+  model: ExperienceModel;
+  abstraction: StateAbstraction;
+  /** Tasks that `reset()` samples from. */
+  tasks: Task[];
+  /** The abstract start state of a task (e.g. the real env's first page, abstracted). */
+  initialState: (task: Task) => string;
+  /** Grounds predictions (top-k similar transitions) and records synthetic transitions. */
+  buffer?: ReplayBuffer;
+  /** Demos per step. @default 5 */
+  k?: number;
+  /** Steps before truncation. @default 15 */
+  maxSteps?: number;
+  /** Record each synthetic transition in the buffer (source "synthetic"). @default true when a buffer is given */
+  record?: boolean;
+  /** Written as the transitions' policy. */
+  policy?: string;
+  /** Hybrid mode: terminal rewards from the real env's verifier instead of the model. */
+  verifier?: Verifier;
+  /** Seed of task sampling. @default 0 */
+  seed?: number;
+}
+
+let episodeCounter = 0;
+
+/**
+ * An `Env` played by an experience model: `reset` starts a task in its abstract start state; `step`
+ * retrieves similar transitions, asks the model for the next state, reward and end, records the
+ * transition, and truncates at the step cap. Interchangeable with a real env wrapped in
+ * `abstractEnv`. A model failure is a no-op step with `info.model_failed`, never recorded.
+ */
+export class SyntheticEnv implements Env {
+  private readonly o: SyntheticEnvOptions & { k: number; maxSteps: number };
+  private rng: Rng;
+  private task: Task | null = null;
+  private state = "";
+  private history: HistoryStep[] = [];
+  private steps = 0;
+  private done = true;
+  private closed = false;
+  private episodeId = "";
+
+  constructor(opts: SyntheticEnvOptions) {
+    if (opts.tasks.length === 0) throw new InvalidConfigError("a synthetic env needs at least one task");
+    this.o = { ...opts, k: opts.k ?? 5, maxSteps: opts.maxSteps ?? 15 };
+    this.rng = new Rng(opts.seed ?? 0);
+  }
+
+  async reset(opts: ResetOptions = {}): Promise<ResetResult> {
+    if (this.closed) throw new ClosedEnvironmentError();
+    if (opts.seed !== undefined) this.rng = new Rng(opts.seed);
+    const task = opts.task ?? this.o.tasks[this.rng.randbelow(this.o.tasks.length)];
+    this.task = task;
+    this.state = this.o.abstraction.abstract(this.o.initialState(task));
+    this.history = [];
+    this.steps = 0;
+    this.done = false;
+    this.episodeId = `synthetic:${process.pid}:${Date.now().toString(36)}:${++episodeCounter}`;
+    return { observation: this.state, info: { task, episode: this.episodeId } };
+  }
+
+  availableActions(): string[] | undefined {
+    if (this.done) return [];
+    return this.o.abstraction.actions(this.state);
+  }
+
+  private isListed(action: string): boolean {
+    const listed = this.availableActions();
+    if (!listed) return true; // the format does not list actions: the model judges
+    const a = action.trim().toLowerCase();
+    return listed.some((l) => {
+      const slot = l.indexOf(FREE_TEXT_SLOT);
+      if (slot < 0) return l.toLowerCase() === a;
+      const head = l.slice(0, slot).toLowerCase();
+      const tail = l.slice(slot + FREE_TEXT_SLOT.length).toLowerCase();
+      return a.startsWith(head) && a.endsWith(tail) && a.length > head.length + tail.length;
+    });
+  }
+
+  /** The k most similar recorded (state, action) pairs, and the k most similar states where the same action was taken. */
+  private async demos(action: string): Promise<Demo[]> {
+    const buffer = this.o.buffer;
+    if (!buffer || buffer.count() === 0) return [];
+    const query = { state: this.state, action };
+    const env = this.o.abstraction.env;
+    const [similar, sameAction] = await Promise.all([
+      buffer.search(query, { k: this.o.k, filter: { env } }),
+      buffer.search(query, { k: this.o.k, filter: { env, action } }),
+    ]);
+    const seen = new Set<number>();
+    const hits = [...sameAction, ...similar].filter((h) => !seen.has(h.transition.id) && seen.add(h.transition.id));
+    return hits.map((h) => ({
+      state: this.o.abstraction.abstract(h.transition.state), action: h.transition.action, nextState: h.transition.nextState,
+      reward: h.transition.reward, terminated: h.transition.terminated, task: h.transition.task, source: h.transition.source, score: h.score,
+    }));
+  }
+
+  async step(action: string): Promise<StepResult> {
+    if (this.closed) throw new ClosedEnvironmentError();
+    if (this.done || !this.task) throw new ResetNeededError();
+    this.steps++;
+    const truncatedNow = () => this.steps >= this.o.maxSteps;
+    if (!this.isListed(action)) {
+      this.done = truncatedNow();
+      return { observation: this.state, reward: 0, terminated: false, truncated: this.done, info: { invalid: true } };
+    }
+    const task = this.task;
+    const prediction = await this.o.model.predict({ task, history: this.history, state: this.state, action, demos: await this.demos(action) });
+    if (prediction.info.failed) {
+      this.done = truncatedNow();
+      return { observation: this.state, reward: 0, terminated: false, truncated: this.done, info: { model_failed: prediction.info.failed } };
+    }
+    let { reward, terminated } = prediction;
+    const verified = this.o.verifier?.(task, this.history, this.state, action) ?? null;
+    if (verified) ({ reward, terminated } = verified);
+    const truncated = !terminated && truncatedNow();
+    const step: HistoryStep = { state: this.state, action, nextState: prediction.nextState, reward };
+    if (this.o.buffer && (this.o.record ?? true)) {
+      await this.o.buffer.appendTransitions([{
+        trajectoryId: this.episodeId, step: this.steps - 1, env: this.o.abstraction.env, task, state: this.state, action, reward,
+        nextState: prediction.nextState, terminated, truncated, reasoning: prediction.reasoning, source: "synthetic", policy: this.o.policy,
+        info: { model: this.o.model.id, ...(verified ? { verified: true } : {}) },
+      }]);
+    }
+    this.history.push(step);
+    this.state = prediction.nextState;
+    this.done = terminated || truncated;
+    return { observation: this.state, reward, terminated, truncated, info: { ...prediction.info, ...(verified ? { verified: true } : {}), ...(prediction.reasoning ? { reasoning: prediction.reasoning } : {}) } };
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+  }
+}
