@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { OraclePolicy, WebShopEnv, loadCatalogue, getReward } from "../src/envs/webshop/index.ts";
 import { runEpisode } from "../src/envs/index.ts";
 import { benchBuffer } from "./buffer.ts";
+import { benchSynthetic } from "./synthetic.ts";
 
 const quantile = (xs: number[], q: number) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -101,3 +102,6 @@ report("webshop: memory per extra env (heap)", `${fmt(((many.heapDeltaMB - one.h
 
 // The replay buffer.
 await benchBuffer(report, process.argv.includes("--large"));
+
+// Synthetic environments.
+await benchSynthetic(report);

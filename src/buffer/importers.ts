@@ -22,6 +22,8 @@ export interface ImportOptions {
   batch?: number;
   /** Called after each committed batch with the lines read so far. */
   onProgress?: (linesRead: number) => void;
+  /** Applied to each trajectory before it is stored (e.g. turning observations into abstract states). */
+  transform?: (t: Trajectory) => Trajectory;
 }
 
 /** Imports a trajectory JSONL file; malformed lines are reported with their numbers and skipped. */
@@ -42,7 +44,7 @@ export async function importJsonl(buffer: ReplayBuffer, file: string, opts: Impo
   };
   for await (const { value, line: n } of readJsonl(file, { parse: (v) => parseTrajectory(v), onError: (e) => report.malformed.push(e) })) {
     line = n;
-    batch.push(value);
+    batch.push(opts.transform ? opts.transform(value) : value);
     if (batch.length >= size) await flush();
   }
   await flush();

@@ -22,6 +22,8 @@ const IDF_FIT_MIN_TRANSITIONS = 100;
 const SCAN_FILTER_MAX = 20_000;
 /** HNSW candidates fetched at most before a filtered search falls back to an exact scan. */
 const ANN_WIDEN_MAX = 8192;
+/** Candidates looked at most when collapsing duplicates (the result may then have fewer than k). */
+const MAX_CANDIDATES = 4096;
 
 /** A step on its way into the database. */
 interface PendingStep extends StepFields {
@@ -67,6 +69,14 @@ export class ReplayBuffer {
   private queue: Promise<unknown> = Promise.resolve();
   private evictedSinceCleanup = 0;
   private closed = false;
+  private readonly statements = new Map<string, Database.Statement>();
+
+  /** A prepared statement, prepared once (searches run several queries per call). */
+  private sql(text: string): Database.Statement {
+    let st = this.statements.get(text);
+    if (!st) this.statements.set(text, (st = this.db.prepare(text)));
+    return st;
+  }
 
   private constructor(path: string, db: Database.Database, opts: ReplayBufferOptions) {
     this.path = path;
@@ -347,52 +357,94 @@ export class ReplayBuffer {
     return this.appendTrajectories([t], opts);
   }
 
-  /** Appends single steps as they happen (online growth); their trajectory rows are made as needed. Returns the new ids. */
+  /**
+   * Appends single steps as they happen (online growth); their trajectory rows are made as needed.
+   * Calls made in the same tick (e.g. by concurrent synthetic episodes) are committed together in
+   * one transaction; if that fails, each call is retried alone so one bad call fails only itself.
+   * Returns the new ids.
+   */
   appendTransitions(records: TransitionRecord[]): Promise<number[]> {
     this.checkWritable();
-    return this.exclusive(async () => {
-      const now = new Date().toISOString();
-      const steps: PendingStep[] = records.map((r) => ({
-        trajectoryUid: r.trajectoryId, step: r.step, env: r.env, taskId: r.task.id, instruction: r.task.instruction, state: r.state, action: r.action,
-        reward: r.reward, nextState: r.nextState, terminated: r.terminated, truncated: r.truncated, reasoning: r.reasoning, info: r.info,
-        source: r.source, policy: r.policy, createdAt: r.createdAt ?? now,
-      }));
-      const trajectories: NewTrajectory[] = [];
-      const seen = new Set<string>();
-      for (const r of records) {
-        if (seen.has(r.trajectoryId)) continue;
-        seen.add(r.trajectoryId);
-        trajectories.push({ uid: r.trajectoryId, t: { env: r.env, task: r.task, total_reward: 0, success: false, source: r.source, policy: r.policy, created_at: r.createdAt ?? now }, nSteps: 0, seed: false });
-      }
-      await this.embedSteps(steps);
-      const r = this.insert(steps, trajectories, true);
-      this.afterCommit(r.added, r.evicted);
-      const gone = new Set(r.evicted);
-      return r.added.map((a) => a.id).filter((id) => !gone.has(id));
+    return new Promise<number[]>((resolve, reject) => {
+      this.pendingOnline.push({ records, resolve, reject });
+      if (this.pendingOnline.length === 1) setImmediate(() => void this.flushOnline());
     });
   }
 
+  private pendingOnline: { records: TransitionRecord[]; resolve: (ids: number[]) => void; reject: (e: unknown) => void }[] = [];
+
+  private async flushOnline(): Promise<void> {
+    const calls = this.pendingOnline;
+    this.pendingOnline = [];
+    try {
+      const ids = await this.exclusive(() => this.writeOnline(calls.flatMap((c) => c.records)));
+      let i = 0;
+      for (const c of calls) {
+        c.resolve(ids.slice(i, i + c.records.length).filter((id) => id >= 0));
+        i += c.records.length;
+      }
+    } catch (e) {
+      if (calls.length === 1) return calls[0].reject(e);
+      for (const c of calls) {
+        try {
+          c.resolve((await this.exclusive(() => this.writeOnline(c.records))).filter((id) => id >= 0));
+        } catch (err) {
+          c.reject(err);
+        }
+      }
+    }
+  }
+
+  /** Writes online steps in one transaction; returns an id per record (-1 where it was evicted at once). */
+  private async writeOnline(records: TransitionRecord[]): Promise<number[]> {
+    const now = new Date().toISOString();
+    const steps: PendingStep[] = records.map((r) => ({
+      trajectoryUid: r.trajectoryId, step: r.step, env: r.env, taskId: r.task.id, instruction: r.task.instruction, state: r.state, action: r.action,
+      reward: r.reward, nextState: r.nextState, terminated: r.terminated, truncated: r.truncated, reasoning: r.reasoning, info: r.info,
+      source: r.source, policy: r.policy, createdAt: r.createdAt ?? now,
+    }));
+    const trajectories: NewTrajectory[] = [];
+    const seen = new Set<string>();
+    for (const r of records) {
+      if (seen.has(r.trajectoryId)) continue;
+      seen.add(r.trajectoryId);
+      trajectories.push({ uid: r.trajectoryId, t: { env: r.env, task: r.task, total_reward: 0, success: false, source: r.source, policy: r.policy, created_at: r.createdAt ?? now }, nSteps: 0, seed: false });
+    }
+    await this.embedSteps(steps);
+    const r = this.insert(steps, trajectories, true);
+    this.afterCommit(r.added, r.evicted);
+    const gone = new Set(r.evicted);
+    return r.added.map((a) => (gone.has(a.id) ? -1 : a.id));
+  }
+
   get(id: number): StoredTransition | undefined {
-    const r = this.db.prepare(`${SELECT_TRANSITIONS} WHERE x.id = ?`).get(id) as Row | undefined;
+    const r = this.sql(`${SELECT_TRANSITIONS} WHERE x.id = ?`).get(id) as Row | undefined;
     return r ? toTransition(r) : undefined;
   }
 
   private rowsByIds(ids: number[]): Map<number, Row> {
     const out = new Map<number, Row>();
     if (ids.length === 0) return out;
-    const rows = this.db.prepare(`${SELECT_TRANSITIONS} WHERE x.id IN (SELECT value FROM json_each(?))`).all(JSON.stringify(ids)) as Row[];
+    const rows = this.sql(`${SELECT_TRANSITIONS} WHERE x.id IN (SELECT value FROM json_each(?))`).all(JSON.stringify(ids)) as Row[];
     for (const r of rows) out.set(Number(r.id), r);
     return out;
+  }
+
+  /** Number of transitions, without a query (kept in step with writes, including other connections'). */
+  get transitions(): number {
+    this.checkOpen();
+    this.followOtherWriters();
+    return this.size;
   }
 
   /** Number of transitions (optionally filtered). */
   count(filter: SearchFilter = {}): number {
     const { where, args } = whereOf(filter);
-    return Number((this.db.prepare(`SELECT count(*) AS n FROM transitions ${where}`).get(...args) as Row).n);
+    return Number((this.sql(`SELECT count(*) AS n FROM transitions ${where}`).get(...args) as Row).n);
   }
 
   countTrajectories(): number {
-    return Number((this.db.prepare("SELECT count(*) AS n FROM trajectories").get() as Row).n);
+    return Number((this.sql("SELECT count(*) AS n FROM trajectories").get() as Row).n);
   }
 
   stats(): BufferStats {
@@ -471,7 +523,7 @@ export class ReplayBuffer {
 
   /** Another connection committed: our counts and indexes are stale. */
   private followOtherWriters(): void {
-    const v = Number(this.db.pragma("data_version", { simple: true }));
+    const v = Number(this.sql("PRAGMA data_version").pluck().get());
     if (v === this.dataVersion) return;
     this.dataVersion = v;
     this.size = this.count();
@@ -501,19 +553,21 @@ export class ReplayBuffer {
     if (mode === "ann" && filtered) {
       const n = this.filterCount(filter);
       if (n === 0) return [];
-      if (n <= SCAN_FILTER_MAX) mode = "scan";
+      if (n <= SCAN_FILTER_MAX && n * 2 < this.size) mode = "scan"; // a filter keeping most rows is cheaper to apply after HNSW
     }
     const { where, args } = whereOf(filter);
-    // Widen the candidate list until k distinct (and, for HNSW, filter-passing) results are found.
+    // Widen the candidate list until k distinct (and, for HNSW, filter-passing) results are found,
+    // looking only at small keys; full rows are read for the k chosen. Many copies of one (state,
+    // action) — common in synthetic experience — stop the widening at MAX_CANDIDATES.
     for (let want = k * (distinct || mode === "ann" ? 4 : 1); ; want *= 4) {
       const limit = Math.min(want, this.size);
       const candidates: Candidate[] =
         mode === "ann" ? this.indexes.annCandidates(vector, limit) : mode === "scan" ? this.indexes.scanCandidates(vector, limit, where, args) : this.indexes.exactCandidates(vector, limit, filter);
-      const rows = this.rowsByIds(candidates.map((c) => c.id));
-      const out: SearchResult[] = [];
+      const keys = this.keysByIds(candidates.map((c) => c.id));
+      const chosen: Candidate[] = [];
       const seen = new Set<string>();
       for (const c of candidates) {
-        const r = rows.get(c.id);
+        const r = keys.get(c.id);
         if (!r) continue; // evicted by another writer meanwhile
         if (mode === "ann" && filtered && !matchesFilter(r, filter)) continue;
         if (distinct) {
@@ -521,16 +575,30 @@ export class ReplayBuffer {
           if (seen.has(key)) continue;
           seen.add(key);
         }
-        out.push({ score: c.score, transition: toTransition(r) });
-        if (out.length === k) return out;
+        chosen.push(c);
+        if (chosen.length === k) break;
       }
-      if (candidates.length < limit || limit >= this.size) return out;
+      const exhausted = candidates.length < limit || limit >= this.size || want >= MAX_CANDIDATES;
+      if (chosen.length === k || (exhausted && !(mode === "ann" && filtered && want >= ANN_WIDEN_MAX))) {
+        const rows = this.rowsByIds(chosen.map((c) => c.id));
+        return chosen.filter((c) => rows.has(c.id)).map((c) => ({ score: c.score, transition: toTransition(rows.get(c.id)!) }));
+      }
       if (mode === "ann" && filtered && want >= ANN_WIDEN_MAX) mode = "scan"; // a selective filter: scan its rows exactly
     }
   }
 
+  /** The small facts search needs to filter and collapse candidates. */
+  private keysByIds(ids: number[]): Map<number, Row> {
+    const out = new Map<number, Row>();
+    if (ids.length === 0) return out;
+    const rows = this.sql("SELECT id, state_id, action, env, source, task_id FROM transitions WHERE id IN (SELECT value FROM json_each(?))").all(JSON.stringify(ids)) as Row[];
+    for (const r of rows) out.set(Number(r.id), r);
+    return out;
+  }
+
   close(): void {
     if (this.closed) return;
+    for (const c of this.pendingOnline.splice(0)) c.reject(new InvalidConfigError(`buffer ${this.path} was closed before these steps were written`));
     try {
       this.saveIndex();
     } finally {

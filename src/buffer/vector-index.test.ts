@@ -22,6 +22,9 @@ test("exact search equals brute force, with and without filters, small and large
       assert.deepEqual(idx.search(q, 5).map((c) => c.id), naive(vs, ids, q, 5));
       assert.deepEqual(idx.search(q, 4, { env: 2, task: 3 }).map((c) => c.id), naive(vs, ids, q, 4, (i) => (i % 3) + 1 === 2 && (i % 5) + 1 === 3));
       assert.deepEqual(idx.search(q, 3, { action: 2 }).map((c) => c.id), naive(vs, ids, q, 3, (i) => (i % 4) + 1 === 2));
+      // A filter keeping half the rows or more takes the SIMD path and filters afterwards.
+      assert.deepEqual(idx.search(q, 6, { source: 1 }).map((c) => c.id), naive(vs, ids, q, 6, (i) => (i % 2) + 1 === 1));
+      assert.deepEqual(idx.search(q, 5, { env: 1, source: 2 }).map((c) => c.id), naive(vs, ids, q, 5, (i) => (i % 3) + 1 === 1 && (i % 2) + 1 === 2));
     }
   }
 });

@@ -120,11 +120,24 @@ export class ExactIndex {
     const n = this.n;
     if (n === 0 || k <= 0) return [];
     const filtered = filter.env !== undefined || filter.source !== undefined || filter.task !== undefined || filter.action !== undefined;
-    if (!filtered && n >= 2048) {
-      const m = usearch.exactSearch(this.matrix.subarray(0, n * this.dims), query, this.dims, Math.min(k, n), "ip", 1);
-      const out: Candidate[] = [];
-      for (let i = 0; i < m.keys.length; i++) out.push({ id: this.ids[Number(m.keys[i])], score: 1 - m.distances[i] });
-      return out;
+    if (n >= 2048) {
+      // SIMD brute force over everything; a filter that keeps most rows is applied afterwards, with room to spare.
+      let matching = n;
+      if (filtered) {
+        matching = 0;
+        for (let r = 0; r < n; r++) if (this.rowMatches(r, filter)) matching++;
+      }
+      if (matching === 0) return [];
+      if (matching * 2 >= n) {
+        const want = Math.min(n, filtered ? Math.ceil((k * n) / matching) * 2 + 16 : k);
+        const m = usearch.exactSearch(this.matrix.subarray(0, n * this.dims), query, this.dims, want, "ip", 1);
+        const out: Candidate[] = [];
+        for (let i = 0; i < m.keys.length && out.length < k; i++) {
+          const r = Number(m.keys[i]);
+          if (!filtered || this.rowMatches(r, filter)) out.push({ id: this.ids[r], score: 1 - m.distances[i] });
+        }
+        if (out.length === Math.min(k, matching)) return out;
+      }
     }
     // Score in JS: small buffers, or a filter (only matching rows are scored).
     const heap = new TopK(k);

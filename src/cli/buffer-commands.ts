@@ -4,10 +4,27 @@ import { resolve } from "node:path";
 import {
   createEmbedder, exportJsonl, fewShotTrajectories, importJsonl, offlineJsonlFiles, ReplayBuffer, type SearchFilter,
 } from "../buffer/index.ts";
-import { DataError, InvalidConfigError, type ExperienceSource } from "../core/index.ts";
-import { resolveDataDir } from "../envs/index.ts";
+import { DataError, InvalidConfigError, type ExperienceSource, type StateAbstraction, type Trajectory } from "../core/index.ts";
+import { createEnv, resolveDataDir, syntheticSupport, type EnvName } from "../envs/index.ts";
+import { abstractTrajectory } from "../experience/index.ts";
 import { parseIntOption } from "./episodes.ts";
 import { progressBar } from "./progress.ts";
+
+/** Abstracts each trajectory with its env's state abstraction (envs without one are stored as they are). */
+function abstractionTransform(data?: string): (t: Trajectory) => Trajectory {
+  const cache = new Map<string, StateAbstraction | null>();
+  return (t) => {
+    if (!cache.has(t.env)) {
+      try {
+        cache.set(t.env, syntheticSupport(t.env, createEnv(t.env as EnvName, { dataDir: data })).abstraction);
+      } catch {
+        cache.set(t.env, null);
+      }
+    }
+    const a = cache.get(t.env);
+    return a ? abstractTrajectory(t, a) : t;
+  };
+}
 
 function openBuffer(o: { buffer: string; embedder?: string; capacity?: number }, readonly = false): ReplayBuffer {
   return ReplayBuffer.open(o.buffer, { embedder: o.embedder ? createEmbedder(o.embedder) : undefined, capacity: o.capacity, readonly });
@@ -40,6 +57,7 @@ export function registerBufferCommands(program: Command): void {
     .option("--few-shot", "also import the data folder's offline transcripts (ALFWorld few-shot, WebShop ReAct episodes)")
     .option("--data <dir>", "data folder (for --few-shot)")
     .option("--online", "mark as online experience, which capacity may evict (default: offline seed, never evicted)")
+    .option("--abstract", "store observations as the env's abstract states (what synthetic envs read and write)")
     .option("--embedder <spec>", "hashing[:dims] | http://host/v1#model | openai:model (default: the buffer's, else hashing)")
     .option("--capacity <n>", "most transitions to keep", parseIntOption("capacity", 1))
     .action(async (files: string[], o) => {
@@ -47,13 +65,14 @@ export function registerBufferCommands(program: Command): void {
       for (const f of files) if (!existsSync(f)) throw new DataError("no such file to import", { file: f }); // before the buffer is created
       const b = openBuffer(o);
       const seed = !o.online;
+      const transform = o.abstract ? abstractionTransform(o.data) : undefined;
       try {
         const started = performance.now();
         let transitions = 0;
         const jsonl = [...files, ...(o.fewShot ? offlineJsonlFiles(resolveDataDir({ dataDir: o.data })) : [])];
         for (const file of jsonl) {
           const bar = progressBar(`import ${file}`, await countLines(file));
-          const r = await importJsonl(b, file, { seed, onProgress: (line) => bar.update(line) }).finally(() => bar.stop());
+          const r = await importJsonl(b, file, { seed, transform, onProgress: (line) => bar.update(line) }).finally(() => bar.stop());
           transitions += r.transitions;
           console.log(`${file}: ${r.added} trajectories added (${r.transitions} transitions), ${r.duplicates} already present, ${r.malformed.length} malformed lines${r.evicted ? `, ${r.evicted} transitions evicted` : ""}`);
           for (const m of r.malformed.slice(0, 20)) console.log(`  line ${m.line}: ${m.message}`);
@@ -61,7 +80,7 @@ export function registerBufferCommands(program: Command): void {
         }
         if (o.fewShot) {
           for (const { file, trajectories } of fewShotTrajectories(resolveDataDir({ dataDir: o.data }))) {
-            const r = await b.appendTrajectories(trajectories, { seed });
+            const r = await b.appendTrajectories(transform ? trajectories.map(transform) : trajectories, { seed });
             transitions += r.transitions;
             console.log(`${file}: ${r.added} transcripts added (${r.transitions} transitions), ${r.duplicates} already present`);
           }

@@ -1,6 +1,22 @@
 import type { Command } from "commander";
 import { JsonlWriter } from "../core/index.ts";
+import { InvalidConfigError } from "../core/index.ts";
 import { parseIntOption, playEpisodes } from "./episodes.ts";
+import { playSyntheticEpisodes, type SyntheticEpisodesOptions } from "./synthetic-episodes.ts";
+
+async function collectSynthetic(o: SyntheticEpisodesOptions & { out: string; append?: boolean }): Promise<void> {
+  if (!o.buffer) throw new InvalidConfigError("--experience needs --buffer <file> (the model is grounded in it, and the synthetic transitions go there)");
+  let out: JsonlWriter | null = null;
+  try {
+    const r = await playSyntheticEpisodes(o, (t) => out!.write(t), () => (out = new JsonlWriter(o.out, { append: Boolean(o.append) })));
+    console.log(
+      `wrote ${r.episodes} synthetic trajectories (${r.steps} steps, ${r.failedSteps} failed model steps) to ${o.out}: ` +
+        `score ${(100 * r.score).toFixed(1)}, success ${(100 * r.success).toFixed(1)}% (${o.hybrid ? "hybrid: verified terminal rewards" : "model rewards"})`,
+    );
+  } finally {
+    (out as JsonlWriter | null)?.close();
+  }
+}
 
 export function registerCollect(program: Command): void {
   program
@@ -16,7 +32,13 @@ export function registerCollect(program: Command): void {
     .option("--max-steps <n>", "steps before truncation", parseIntOption("max-steps", 1))
     .option("--append", "append to --out instead of replacing it")
     .option("--data <dir>", "data folder")
+    .option("--experience <model>", "play in the synthetic env: default (embedded model) or a chat model (http://host/v1#model, openai:model)")
+    .option("--buffer <file>", "with --experience: the replay buffer that grounds the model and receives the synthetic transitions")
+    .option("--concurrency <n>", "with --experience: episodes at once", parseIntOption("concurrency", 1), 8)
+    .option("--hybrid", "with --experience: terminal rewards from the real env's verifier")
+    .option("--cache <file>", "with a chat model: its response cache (SQLite)")
     .action(async (o) => {
+      if (o.experience) return collectSynthetic(o);
       let out: JsonlWriter | null = null;
       let steps = 0;
       try {

@@ -1,5 +1,5 @@
-import { InvalidConfigError, type Env } from "../core/index.ts";
-import { OraclePolicy, RulePolicy, WebShopEnv, type WebShopOptions } from "./webshop/index.ts";
+import { InvalidConfigError, type Env, type StateAbstraction, type Task } from "../core/index.ts";
+import { OraclePolicy, RulePolicy, WebShopEnv, webshopAbstraction, webshopStartPage, webshopVerifier, type WebShopOptions } from "./webshop/index.ts";
 import { RandomPolicy, type ActingPolicy } from "./policies.ts";
 
 /** Options every environment understands; each env adds its own. */
@@ -12,12 +12,29 @@ export interface CommonEnvOptions {
   maxSteps?: number;
 }
 
+/** What a synthetic version of an env needs from the real one. */
+export interface SyntheticSupport {
+  abstraction: StateAbstraction;
+  /** The abstract start state of a task. */
+  initialState: (task: Task) => string;
+  /** Hybrid mode: the real env's verdict on a step, where it has one. */
+  verifier?: (task: Task, history: { state: string; action: string }[], state: string, action: string) => { reward: number; terminated: boolean } | null;
+  /** Scripted policies that can play the synthetic env (those that need the real env's state cannot). */
+  policies: readonly string[];
+}
+
 /** The registry: name → factory and the scripted policies that can play it. */
 const REGISTRY = {
   webshop: {
     description: "WebShop (small setting): 1,000 products, 6,910 synthetic goals, text observations",
     create: (opts: WebShopOptions) => new WebShopEnv(opts),
     policies: ["oracle", "rule", "random"],
+    synthetic: (env: WebShopEnv): SyntheticSupport => ({
+      abstraction: webshopAbstraction(env.catalogue),
+      initialState: webshopStartPage,
+      verifier: webshopVerifier(env.catalogue),
+      policies: ["rule", "random"],
+    }),
   },
 } as const;
 
@@ -39,6 +56,11 @@ function entry(name: string) {
 /** Creates an environment by name. Catalogues and indexes are shared between envs of one data folder. */
 export function createEnv<N extends EnvName>(name: N, options?: EnvOptions<N>): EnvInstance<N> {
   return entry(name).create((options ?? {}) as WebShopOptions) as EnvInstance<N>;
+}
+
+/** The state abstraction, start states and verifier that a synthetic version of an env instance uses. */
+export function syntheticSupport(envName: string, env: Env): SyntheticSupport {
+  return entry(envName).synthetic(env as WebShopEnv);
 }
 
 /** The scripted policies an env offers (for `collect` and `env eval`). */

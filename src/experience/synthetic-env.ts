@@ -19,6 +19,8 @@ export interface SyntheticEnvOptions {
   buffer?: ReplayBuffer;
   /** Demos per step. @default 5 */
   k?: number;
+  /** Also retrieve the k most similar states where the same action was taken (the embedded model needs them). @default true */
+  sameActionDemos?: boolean;
   /** Steps before truncation. @default 15 */
   maxSteps?: number;
   /** Record each synthetic transition in the buffer (source "synthetic"). @default true when a buffer is given */
@@ -87,16 +89,14 @@ export class SyntheticEnv implements Env {
     });
   }
 
-  /** The k most similar recorded (state, action) pairs, and the k most similar states where the same action was taken. */
+  /** The k most similar recorded (state, action) pairs, and (unless turned off) the k most similar states where the same action was taken. */
   private async demos(action: string): Promise<Demo[]> {
     const buffer = this.o.buffer;
-    if (!buffer || buffer.count() === 0) return [];
-    const query = { state: this.state, action };
+    if (!buffer || buffer.transitions === 0) return [];
+    const vector = await buffer.embedQuery({ state: this.state, action });
     const env = this.o.abstraction.env;
-    const [similar, sameAction] = await Promise.all([
-      buffer.search(query, { k: this.o.k, filter: { env } }),
-      buffer.search(query, { k: this.o.k, filter: { env, action } }),
-    ]);
+    const similar = buffer.searchVector(vector, { k: this.o.k, filter: { env } });
+    const sameAction = this.o.sameActionDemos === false ? [] : buffer.searchVector(vector, { k: this.o.k, filter: { env, action } });
     const seen = new Set<number>();
     const hits = [...sameAction, ...similar].filter((h) => !seen.has(h.transition.id) && seen.add(h.transition.id));
     return hits.map((h) => ({

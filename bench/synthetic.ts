@@ -1,0 +1,82 @@
+// Synthetic-env benchmarks: steps/s of the embedded default, and of the reasoning model against a
+// local OpenAI-compatible server with a set latency and concurrency cap (as a share of its capacity),
+// with the framework's CPU per step (the server runs in another process, so the model is excluded).
+import { spawn } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ReplayBuffer } from "../src/buffer/index.ts";
+import { RandomPolicy, runEpisode } from "../src/envs/index.ts";
+import { OraclePolicy, RulePolicy, WebShopEnv, webshopAbstraction, webshopStartPage } from "../src/envs/webshop/index.ts";
+import { abstractTrajectory, EmbeddedExperienceModel, ReasoningExperienceModel, SyntheticEnv, type ExperienceModel } from "../src/experience/index.ts";
+import { OpenAIChatModel } from "../src/llm/index.ts";
+import type { Report } from "./buffer.ts";
+
+async function seeded(): Promise<{ buffer: ReplayBuffer; real: WebShopEnv }> {
+  const real = new WebShopEnv({ split: "train" });
+  const abs = webshopAbstraction(real.catalogue);
+  const buffer = ReplayBuffer.open(join(mkdtempSync(join(tmpdir(), "dreamgym-bench-syn-")), "b.db"));
+  const oracle = new OraclePolicy(real);
+  const random = new RandomPolicy(1);
+  const trajs = [];
+  const tasks = real.tasks();
+  for (let i = 0; i < 1500; i++) trajs.push(abstractTrajectory(await runEpisode(real, i % 3 === 2 ? random : oracle, { envName: "webshop", task: tasks[i], seed: i }), abs));
+  await buffer.appendTrajectories(trajs, { seed: true });
+  return { buffer, real };
+}
+
+/** Runs `workers` concurrent episode loops until `steps` steps are done; returns steps/s and CPU ms per step. */
+async function drive(model: ExperienceModel, buffer: ReplayBuffer, real: WebShopEnv, workers: number, steps: number, record: boolean, sameActionDemos = true) {
+  const abs = webshopAbstraction(real.catalogue);
+  const tasks = new WebShopEnv({ split: "test" }).tasks();
+  let done = 0;
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  await Promise.all(Array.from({ length: workers }, async (_, w) => {
+    const env = new SyntheticEnv({ model, abstraction: abs, tasks, initialState: webshopStartPage, buffer, record, seed: w, sameActionDemos });
+    const policy = w % 2 ? new RulePolicy() : new RandomPolicy(w);
+    for (let i = w; done < steps; i += workers) {
+      const t = await runEpisode(env, policy, { envName: "webshop", task: tasks[i % tasks.length] });
+      done += t.steps.length; // after the await: `done += await …` would read `done` before it and lose updates
+    }
+  }));
+  const secs = (performance.now() - t0) / 1000;
+  const cpu = process.cpuUsage(cpu0);
+  return { stepsPerSec: done / secs, cpuMsPerStep: (cpu.user + cpu.system) / 1000 / done, steps: done };
+}
+
+export async function benchSynthetic(report: Report): Promise<void> {
+  const { buffer, real } = await seeded();
+  const abs = webshopAbstraction(real.catalogue);
+  if (!process.env.SYN_SKIP_EMBEDDED) {
+    const embedded = await drive(new EmbeddedExperienceModel({ abstraction: abs }), buffer, real, 1, 3000, true);
+    report("synthetic: embedded default, steps/s (recording)", `${embedded.stepsPerSec.toFixed(0)} (CPU ${embedded.cpuMsPerStep.toFixed(2)} ms/step, buffer ${buffer.count()} transitions)`);
+  }
+  const latency = 200;
+  const cap = 64;
+  const server = spawn(process.execPath, [join(import.meta.dirname, "llm-server.mjs"), String(latency), String(cap)], { stdio: ["ignore", "pipe", "inherit"] });
+  const port = await new Promise<number>((resolve) => server.stdout.once("data", (d: Buffer) => resolve(JSON.parse(d.toString()).port)));
+  try {
+    const chat = new OpenAIChatModel({ baseURL: `http://127.0.0.1:${port}/v1`, model: "bench", concurrency: cap });
+    const model = new ReasoningExperienceModel({ chat, abstraction: abs });
+    const capacity = cap / (latency / 1000);
+    const steps = Number(process.env.SYN_STEPS ?? 3000);
+    // More episodes than server slots, so the server's queue stays full while episodes do their own work.
+    const workers = Math.ceil(cap * 1.25);
+    const r = await drive(model, buffer, real, workers, steps, true, false);
+    report(`synthetic: reasoning model vs server (${latency} ms, cap ${cap}), ${workers} episodes`, `${r.stepsPerSec.toFixed(0)} steps/s = ${((100 * r.stepsPerSec) / capacity).toFixed(1)}% of its ${capacity} req/s; CPU ${r.cpuMsPerStep.toFixed(2)} ms/step (exact retrieval over ${buffer.count()} transitions)`);
+    // The same with the buffer's HNSW index serving retrieval.
+    const annBuffer = ReplayBuffer.open(buffer.path, { annThreshold: 1 });
+    annBuffer.buildIndex();
+    const a = await drive(model, annBuffer, real, workers, steps, true, false);
+    report(`synthetic: reasoning model, HNSW retrieval`, `${a.stepsPerSec.toFixed(0)} steps/s = ${((100 * a.stepsPerSec) / capacity).toFixed(1)}%; framework CPU ${a.cpuMsPerStep.toFixed(2)} ms/step (retrieval, prompt, HTTP client, recording)`);
+    annBuffer.close();
+  } finally {
+    server.kill("SIGTERM");
+    buffer.close();
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  await benchSynthetic((n, v) => console.log(`${n.padEnd(44)} ${v}`));
+}

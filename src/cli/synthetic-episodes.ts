@@ -1,0 +1,89 @@
+import { existsSync } from "node:fs";
+import type { Trajectory } from "../core/index.ts";
+import { InvalidConfigError } from "../core/index.ts";
+import { ReplayBuffer } from "../buffer/index.ts";
+import { createEnv, createPolicy, runEpisode, syntheticSupport, type EnvName } from "../envs/index.ts";
+import { EmbeddedExperienceModel, ReasoningExperienceModel, SyntheticEnv, type ExperienceModel } from "../experience/index.ts";
+import { createChatModel } from "../llm/index.ts";
+import { progressBar } from "./progress.ts";
+
+export interface SyntheticEpisodesOptions {
+  env: string;
+  policy: string;
+  split: string;
+  experience: string;
+  buffer: string;
+  episodes: number;
+  concurrency: number;
+  start?: number;
+  seed?: number;
+  data?: string;
+  maxSteps?: number;
+  hybrid?: boolean;
+  /** With a chat model: its response cache file. */
+  cache?: string;
+}
+
+/**
+ * Plays episodes of a scripted policy in the synthetic version of an env: `experience` is
+ * `default` (the embedded model) or a chat model spec (the reasoning model). The buffer grounds the
+ * model and receives the synthetic transitions. `concurrency` episodes run at once against one model.
+ */
+export async function playSyntheticEpisodes(
+  o: SyntheticEpisodesOptions,
+  onEpisode: (t: Trajectory) => void,
+  onReady: () => void = () => {},
+): Promise<{ score: number; success: number; episodes: number; failedSteps: number; steps: number }> {
+  const real = createEnv(o.env as EnvName, { dataDir: o.data, split: o.split as never });
+  const support = syntheticSupport(o.env, real);
+  if (!support.policies.includes(o.policy)) {
+    throw new InvalidConfigError(`policy "${o.policy}" cannot play the synthetic ${o.env} env (it can: ${support.policies.join(", ")})`);
+  }
+  if (o.experience === "default" && !existsSync(o.buffer)) {
+    throw new InvalidConfigError(`buffer ${o.buffer} does not exist; the embedded model needs offline ${o.env} trajectories in it (dreamgym buffer import F.jsonl --buffer ${o.buffer} --abstract)`);
+  }
+  const buffer = ReplayBuffer.open(o.buffer);
+  const model: ExperienceModel =
+    o.experience === "default"
+      ? new EmbeddedExperienceModel({ abstraction: support.abstraction })
+      : new ReasoningExperienceModel({ chat: createChatModel(o.experience, { concurrency: o.concurrency, cache: o.cache }), abstraction: support.abstraction });
+  if (o.experience === "default" && buffer.count({ env: o.env }) === 0) {
+    buffer.close();
+    throw new InvalidConfigError(`buffer ${o.buffer} has no ${o.env} transitions to ground the embedded model: import offline trajectories first (dreamgym buffer import F.jsonl --buffer ${o.buffer} --abstract)`);
+  }
+  onReady();
+  const tasks = real.tasks();
+  const start = o.start ?? 0;
+  const seed = o.seed ?? 0;
+  let next = 0;
+  let score = 0;
+  let success = 0;
+  let done = 0;
+  let failedSteps = 0;
+  let steps = 0;
+  const bar = progressBar(`synthetic ${o.policy}`, o.episodes, { score: "0.0", success: "0.0%" });
+  const worker = async (w: number) => {
+    const env = new SyntheticEnv({
+      model, abstraction: support.abstraction, tasks, initialState: support.initialState, buffer, maxSteps: o.maxSteps,
+      policy: o.policy, verifier: o.hybrid ? support.verifier : undefined, seed: seed + w,
+    });
+    const policy = createPolicy(o.env, o.policy, env, { seed: seed + 7919 * (w + 1) });
+    for (let i = next++; i < o.episodes; i = next++) {
+      const t = await runEpisode(env, policy, { envName: o.env, task: tasks[(start + i) % tasks.length], seed: seed + i });
+      t.source = "synthetic";
+      score += t.total_reward;
+      success += t.success ? 1 : 0;
+      failedSteps += t.steps.filter((s) => s.info?.model_failed).length;
+      steps += t.steps.length;
+      onEpisode(t);
+      bar.update(++done, { score: ((100 * score) / done).toFixed(1), success: `${((100 * success) / done).toFixed(1)}%` });
+    }
+  };
+  try {
+    await Promise.all(Array.from({ length: Math.max(1, o.concurrency) }, (_, w) => worker(w)));
+  } finally {
+    bar.stop();
+    buffer.close();
+  }
+  return { score: done ? score / done : 0, success: done ? success / done : 0, episodes: done, failedSteps, steps };
+}
