@@ -16,13 +16,14 @@ import { transitionText } from "./transition-text.ts";
 import { trajectoryContentId } from "./trajectory-schema.ts";
 import type { Candidate } from "./vector-index.ts";
 
-/** A first append of at least this many transitions to an empty buffer fits the default embedder's IDF. */
+/** A first `appendTrajectories` of at least this many transitions to an empty buffer fits the default embedder's IDF. */
 const IDF_FIT_MIN_TRANSITIONS = 100;
 /** On buffers served by HNSW, a filter keeping at most this many rows is answered by an exact scan. */
 const SCAN_FILTER_MAX = 20_000;
-/** HNSW candidates fetched at most before a filtered search falls back to an exact scan. */
-const ANN_WIDEN_MAX = 8192;
-/** Candidates looked at most when collapsing duplicates (the result may then have fewer than k). */
+/**
+ * Candidates looked at most when collapsing duplicates (the result may then have fewer than k); a
+ * filtered HNSW search that has not found k by then scans the filter's rows exactly instead.
+ */
 const MAX_CANDIDATES = 4096;
 
 /** A step on its way into the database. */
@@ -162,10 +163,10 @@ export class ReplayBuffer {
   }
 
   /** Embeds the steps' (state, action) texts; identical pairs are embedded once. */
-  private async embedSteps(steps: PendingStep[]): Promise<void> {
+  private async embedSteps(steps: PendingStep[], mayFit: boolean): Promise<void> {
     const texts = steps.map((s) => transitionText(s.state, s.action));
     const e = this.embedder;
-    if (this.fitDefaultEmbedder && !this.embedderFrozen && e instanceof HashingEmbedder && e.idf === null && texts.length >= IDF_FIT_MIN_TRANSITIONS) {
+    if (mayFit && this.fitDefaultEmbedder && !this.embedderFrozen && e instanceof HashingEmbedder && e.idf === null && texts.length >= IDF_FIT_MIN_TRANSITIONS) {
       this.embedderValue = e.fit(texts);
     }
     const unique = new Map<string, number>();
@@ -346,7 +347,7 @@ export class ReplayBuffer {
           }),
         );
       }
-      await this.embedSteps(steps);
+      await this.embedSteps(steps, true);
       const r = this.insert(steps, fresh.map(({ uid, t }) => ({ uid, t, nSteps: t.steps.length, seed: opts.seed ?? false })), false);
       this.afterCommit(r.added, r.evicted);
       return { added: fresh.length - r.duplicates, duplicates: duplicates + r.duplicates, transitions: r.added.length, evicted: r.evicted.length };
@@ -410,7 +411,7 @@ export class ReplayBuffer {
       seen.add(r.trajectoryId);
       trajectories.push({ uid: r.trajectoryId, t: { env: r.env, task: r.task, total_reward: 0, success: false, source: r.source, policy: r.policy, created_at: r.createdAt ?? now }, nSteps: 0, seed: false });
     }
-    await this.embedSteps(steps);
+    await this.embedSteps(steps, false); // online batches depend on timing: they never fit the IDF
     const r = this.insert(steps, trajectories, true);
     this.afterCommit(r.added, r.evicted);
     const gone = new Set(r.evicted);
@@ -578,12 +579,13 @@ export class ReplayBuffer {
         chosen.push(c);
         if (chosen.length === k) break;
       }
-      const exhausted = candidates.length < limit || limit >= this.size || want >= MAX_CANDIDATES;
-      if (chosen.length === k || (exhausted && !(mode === "ann" && filtered && want >= ANN_WIDEN_MAX))) {
+      const filteredAnn = mode === "ann" && filtered;
+      const exhausted = candidates.length < limit || limit >= this.size || (!filteredAnn && want >= MAX_CANDIDATES);
+      if (chosen.length === k || exhausted) {
         const rows = this.rowsByIds(chosen.map((c) => c.id));
         return chosen.filter((c) => rows.has(c.id)).map((c) => ({ score: c.score, transition: toTransition(rows.get(c.id)!) }));
       }
-      if (mode === "ann" && filtered && want >= ANN_WIDEN_MAX) mode = "scan"; // a selective filter: scan its rows exactly
+      if (filteredAnn && want >= MAX_CANDIDATES) mode = "scan"; // a selective filter: scan its rows exactly
     }
   }
 

@@ -65,3 +65,13 @@ test("HNSW search finds the exact neighbours on clustered data", () => {
   ann.remove([0]);
   assert.equal(ann.size, 1999);
 });
+
+test("ties go to the lower id on the SIMD path too, whatever the storage order", () => {
+  const dims = 16;
+  const [a, b] = randomVectors(2, dims, 4);
+  const idx = new ExactIndex(dims, 8);
+  for (let i = 0; i < 3000; i++) idx.add(i, i % 3 === 0 ? a : b, { env: 1, source: 1, task: 1, action: 1 });
+  idx.remove([0, 3, 6]); // moves the last rows into their places
+  assert.deepEqual(idx.search(a, 5).map((c) => c.id), [9, 12, 15, 18, 21]);
+  assert.deepEqual(idx.search(a, 3, { source: 1 }).map((c) => c.id), [9, 12, 15]);
+});

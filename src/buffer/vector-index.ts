@@ -129,14 +129,18 @@ export class ExactIndex {
       }
       if (matching === 0) return [];
       if (matching * 2 >= n) {
-        const want = Math.min(n, filtered ? Math.ceil((k * n) / matching) * 2 + 16 : k);
+        // Fetch a margin, then order by (score, lower id) so ties at the cut do not depend on storage order.
+        const want = Math.min(n, (filtered ? Math.ceil((k * n) / matching) * 2 : k) + 16);
         const m = usearch.exactSearch(this.matrix.subarray(0, n * this.dims), query, this.dims, want, "ip", 1);
-        const out: Candidate[] = [];
-        for (let i = 0; i < m.keys.length && out.length < k; i++) {
+        const all: Candidate[] = [];
+        for (let i = 0; i < m.keys.length; i++) {
           const r = Number(m.keys[i]);
-          if (!filtered || this.rowMatches(r, filter)) out.push({ id: this.ids[r], score: 1 - m.distances[i] });
+          if (!filtered || this.rowMatches(r, filter)) all.push({ id: this.ids[r], score: 1 - m.distances[i] });
         }
-        if (out.length === Math.min(k, matching)) return out;
+        all.sort((a, b) => b.score - a.score || a.id - b.id);
+        const last = all[Math.min(k, all.length) - 1];
+        const tieBeyond = last !== undefined && m.keys.length < n && 1 - m.distances[m.keys.length - 1] >= last.score;
+        if (all.length >= Math.min(k, matching) && !tieBeyond) return all.slice(0, k);
       }
     }
     // Score in JS: small buffers, or a filter (only matching rows are scored).

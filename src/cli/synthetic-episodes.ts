@@ -42,11 +42,17 @@ export async function playSyntheticEpisodes(
   if (o.experience === "default" && !existsSync(o.buffer)) {
     throw new InvalidConfigError(`buffer ${o.buffer} does not exist; the embedded model needs offline ${o.env} trajectories in it (dreamgym buffer import F.jsonl --buffer ${o.buffer} --abstract)`);
   }
-  const buffer = ReplayBuffer.open(o.buffer);
-  const model: ExperienceModel =
-    o.experience === "default"
-      ? new EmbeddedExperienceModel({ abstraction: support.abstraction })
-      : new ReasoningExperienceModel({ chat: createChatModel(o.experience, { concurrency: o.concurrency, cache: o.cache }), abstraction: support.abstraction });
+  // The model first (a bad spec fails before anything is opened), then the buffer.
+  const chat = o.experience === "default" ? null : createChatModel(o.experience, { concurrency: o.concurrency, cache: o.cache });
+  const model: ExperienceModel = chat ? new ReasoningExperienceModel({ chat, abstraction: support.abstraction }) : new EmbeddedExperienceModel({ abstraction: support.abstraction });
+  const closeChat = () => (chat as { close?: () => void } | null)?.close?.();
+  let buffer: ReplayBuffer;
+  try {
+    buffer = ReplayBuffer.open(o.buffer);
+  } catch (e) {
+    closeChat();
+    throw e;
+  }
   if (o.experience === "default" && buffer.count({ env: o.env }) === 0) {
     buffer.close();
     throw new InvalidConfigError(`buffer ${o.buffer} has no ${o.env} transitions to ground the embedded model: import offline trajectories first (dreamgym buffer import F.jsonl --buffer ${o.buffer} --abstract)`);
@@ -62,13 +68,15 @@ export async function playSyntheticEpisodes(
   let failedSteps = 0;
   let steps = 0;
   const bar = progressBar(`synthetic ${o.policy}`, o.episodes, { score: "0.0", success: "0.0%" });
+  // One failing episode stops the others before the shared buffer and output are closed.
+  let failure: unknown = null;
   const worker = async (w: number) => {
     const env = new SyntheticEnv({
       model, abstraction: support.abstraction, tasks, initialState: support.initialState, buffer, maxSteps: o.maxSteps,
       policy: o.policy, verifier: o.hybrid ? support.verifier : undefined, seed: seed + w,
     });
     const policy = createPolicy(o.env, o.policy, env, { seed: seed + 7919 * (w + 1) });
-    for (let i = next++; i < o.episodes; i = next++) {
+    for (let i = next++; i < o.episodes && failure === null; i = next++) {
       const t = await runEpisode(env, policy, { envName: o.env, task: tasks[(start + i) % tasks.length], seed: seed + i });
       t.source = "synthetic";
       score += t.total_reward;
@@ -80,10 +88,19 @@ export async function playSyntheticEpisodes(
     }
   };
   try {
-    await Promise.all(Array.from({ length: Math.max(1, o.concurrency) }, (_, w) => worker(w)));
+    const results = await Promise.allSettled(
+      Array.from({ length: Math.max(1, o.concurrency) }, (_, w) =>
+        worker(w).catch((e) => {
+          failure ??= e;
+          throw e;
+        }),
+      ),
+    );
+    if (failure !== null || results.some((r) => r.status === "rejected")) throw failure;
   } finally {
     bar.stop();
     buffer.close();
+    closeChat();
   }
   return { score: done ? score / done : 0, success: done ? success / done : 0, episodes: done, failedSteps, steps };
 }

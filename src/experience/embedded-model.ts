@@ -9,7 +9,8 @@ export interface EmbeddedModelOptions {
 
 /**
  * The embedded default (the paper's "without reasoning" level): no LLM, no network. The next state
- * is the recorded next state of a demo with the same action (the one from the most similar state),
+ * is the recorded next state of a demo with the same action (the one from the most similar state,
+ * with a small preference for the same task),
  * else of the most similar demo with the same kind of action (e.g. another `search[...]`), rewritten
  * to the current task's instruction; with neither, the step fails (a no-op). Whether the step ends
  * the episode follows that demo; the reward of an ending step is a nearest-neighbour reward model:

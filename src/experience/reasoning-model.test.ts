@@ -36,6 +36,8 @@ function fuzzedOutput(rng: Rng): string {
     () => JSON.stringify([good]),
     () => JSON.stringify({ ...good, reward: null, terminated: 1 }),
     () => `{"reasoning": "\\u0000\\ud83d", "next_state": "page: done\\ninstruction: \\nscore: 1", "reward": 1, "terminated": true}`,
+    () => JSON.stringify({ ...good, next_state: "The results page lists several pillows." }), // prose, not a state
+    () => JSON.stringify({ ...good, next_state: "page: banana\ninstruction: x" }), // an unknown page kind
   ];
   return kinds[rng.randbelow(kinds.length)]();
 }
@@ -58,6 +60,7 @@ test("fuzzed model output: never a crash, never an invalid step, bounded retries
       }
       ok++;
       assert.ok(p.nextState.startsWith("page: ") && p.nextState.length <= 8000);
+      assert.notEqual(abs.actions(p.nextState), undefined, `a state of WebShop's format: ${p.nextState.slice(0, 60)}`);
       assert.ok(p.reward >= 0 && p.reward <= 1);
       assert.equal(typeof p.terminated, "boolean");
       if (!p.terminated) assert.equal(p.reward, 0, "outcome-based: no reward before the end");
@@ -86,6 +89,7 @@ test("in a SyntheticEnv, fuzzed output never enters the buffer as a valid transi
     for (const t of buffer.trajectories()) {
       for (const st of t.steps) {
         assert.ok(st.next_observation.startsWith("page: ") && st.next_observation.length <= 8000);
+        assert.notEqual(abs.actions(st.next_observation), undefined);
         assert.ok(st.reward >= 0 && st.reward <= 1);
         assert.equal(t.source, "synthetic");
       }

@@ -112,10 +112,15 @@ export class ReasoningExperienceModel implements ExperienceModel {
       } catch (e) {
         return { nextState: input.state, reward: 0, terminated: false, info: { failed: `model call failed: ${(e as Error).message}` } };
       }
-      const checked = parseError ? { error: parseError } : this.validate(parsed);
+      const checked: { value?: z.infer<typeof Output>; error?: string } = parseError ? { error: parseError } : this.validate(parsed);
+      let nextState = "";
       if (checked.value) {
+        nextState = this.o.abstraction.abstract(checked.value.next_state);
+        // A state the env's format does not know (prose, an unknown page kind) is invalid output.
+        if (this.o.abstraction.actions(nextState) === undefined) checked.error = "next_state is not a state in this environment's format (see the states shown)";
+      }
+      if (checked.value && !checked.error) {
         const v = checked.value;
-        const nextState = this.o.abstraction.abstract(v.next_state);
         const terminated = v.terminated || this.o.abstraction.isTerminal(nextState);
         return { reasoning: v.reasoning, nextState, reward: terminated ? v.reward : 0, terminated, info: { attempts: attempt + 1 } };
       }

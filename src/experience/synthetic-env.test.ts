@@ -100,5 +100,16 @@ test("hybrid mode: terminal rewards come from WebShop's verifier, close to the r
   const realScore = await score(abstractEnv(testEnv, abs));
   const hybridScore = await score(hybrid);
   t.diagnostic(`rule policy score: real ${realScore.toFixed(3)}, hybrid synthetic ${hybridScore.toFixed(3)}`);
+  // A verified purchase is stored ending on a done page that shows the verified score.
+  const b = await seededBuffer(60);
+  const rec = new SyntheticEnv({ model, abstraction: abs, tasks: testTasks, initialState: webshopStartPage, buffer: b, verifier: webshopVerifier(real.catalogue) });
+  const ep = await runEpisode(rec, new RulePolicy(), { envName: "webshop", task: testTasks[2] });
+  const last = ep.steps.at(-1)!;
+  if (last.terminated && last.info?.verified) {
+    const stored = [...b.trajectories({ source: "synthetic" })][0].steps.at(-1)!;
+    assert.ok(stored.next_observation.startsWith("page: done"));
+    assert.ok(stored.next_observation.endsWith(`score: ${String(last.reward).includes(".") ? String(last.reward) : `${last.reward}.0`}`));
+  }
+  b.close();
   assert.ok(Math.abs(hybridScore - realScore) < 0.15, `rule policy: hybrid ${hybridScore.toFixed(3)} vs real ${realScore.toFixed(3)}`);
 });

@@ -6,7 +6,7 @@ import type { ReplayBuffer } from "../buffer/index.ts";
 import type { Demo, ExperienceModel, HistoryStep } from "./experience-model.ts";
 
 /** Where the real env can verify a step (e.g. WebShop's reward of a purchase): its reward and end. */
-export type Verifier = (task: Task, history: HistoryStep[], state: string, action: string) => { reward: number; terminated: boolean } | null;
+export type Verifier = (task: Task, history: HistoryStep[], state: string, action: string) => { reward: number; terminated: boolean; nextState?: string } | null;
 
 export interface SyntheticEnvOptions {
   model: ExperienceModel;
@@ -98,7 +98,7 @@ export class SyntheticEnv implements Env {
     const similar = buffer.searchVector(vector, { k: this.o.k, filter: { env } });
     const sameAction = this.o.sameActionDemos === false ? [] : buffer.searchVector(vector, { k: this.o.k, filter: { env, action } });
     const seen = new Set<number>();
-    const hits = [...sameAction, ...similar].filter((h) => !seen.has(h.transition.id) && seen.add(h.transition.id));
+    const hits = [...sameAction, ...similar].filter((h) => !seen.has(h.transition.id) && seen.add(h.transition.id)).sort((a, b) => b.score - a.score);
     return hits.map((h) => ({
       state: this.o.abstraction.abstract(h.transition.state), action: h.transition.action, nextState: h.transition.nextState,
       reward: h.transition.reward, terminated: h.transition.terminated, task: h.transition.task, source: h.transition.source, score: h.score,
@@ -120,20 +120,20 @@ export class SyntheticEnv implements Env {
       this.done = truncatedNow();
       return { observation: this.state, reward: 0, terminated: false, truncated: this.done, info: { model_failed: prediction.info.failed } };
     }
-    let { reward, terminated } = prediction;
+    let { reward, terminated, nextState } = prediction;
     const verified = this.o.verifier?.(task, this.history, this.state, action) ?? null;
-    if (verified) ({ reward, terminated } = verified);
+    if (verified) ({ reward, terminated, nextState = nextState } = verified);
     const truncated = !terminated && truncatedNow();
-    const step: HistoryStep = { state: this.state, action, nextState: prediction.nextState, reward };
+    const step: HistoryStep = { state: this.state, action, nextState, reward };
     if (this.o.buffer && (this.o.record ?? true)) {
       await this.o.buffer.appendTransitions([{
         trajectoryId: this.episodeId, step: this.steps - 1, env: this.o.abstraction.env, task, state: this.state, action, reward,
-        nextState: prediction.nextState, terminated, truncated, reasoning: prediction.reasoning, source: "synthetic", policy: this.o.policy,
+        nextState, terminated, truncated, reasoning: prediction.reasoning, source: "synthetic", policy: this.o.policy,
         info: { model: this.o.model.id, ...(verified ? { verified: true } : {}) },
       }]);
     }
     this.history.push(step);
-    this.state = prediction.nextState;
+    this.state = nextState;
     this.done = terminated || truncated;
     return { observation: this.state, reward, terminated, truncated, info: { ...prediction.info, ...(verified ? { verified: true } : {}), ...(prediction.reasoning ? { reasoning: prediction.reasoning } : {}) } };
   }

@@ -34,3 +34,17 @@ test("Semaphore: a failing task frees its slot", async () => {
   }), /boom/);
   assert.equal(await s.run(async () => 7), 7);
 });
+
+test("Semaphore: a finishing call hands its slot to the first waiter; a newcomer cannot slip in", async () => {
+  const s = new Semaphore(1);
+  const order: string[] = [];
+  let releaseA!: () => void;
+  const a = s.run(() => new Promise<void>((r) => ((releaseA = r), order.push("A"))));
+  const b = s.run(async () => void order.push("B"));
+  await Promise.resolve();
+  releaseA();
+  const c = s.run(async () => void order.push("C")); // arrives while B is being woken
+  await Promise.all([a, b, c]);
+  assert.deepEqual(order, ["A", "B", "C"]);
+  assert.deepEqual([s.inFlight, s.waiting], [0, 0]);
+});

@@ -13,13 +13,15 @@ export class Semaphore {
     return this.queue.length;
   }
   async run<T>(fn: () => Promise<T>): Promise<T> {
+    // A finishing call hands its slot straight to the first waiter, so no newcomer can slip in.
     if (this.active >= this.limit) await new Promise<void>((resolve) => this.queue.push(resolve));
-    this.active++;
+    else this.active++;
     try {
       return await fn();
     } finally {
-      this.active--;
-      this.queue.shift()?.();
+      const next = this.queue.shift();
+      if (next) next();
+      else this.active--;
     }
   }
 }

@@ -1,5 +1,5 @@
 import type { Task } from "../../core/index.ts";
-import type { Catalogue, Goal } from "./catalogue.ts";
+import { pyFloat, type Catalogue, type Goal } from "./catalogue.ts";
 import { getReward } from "./reward.ts";
 import type { WebShopTask } from "./webshop-env.ts";
 
@@ -26,16 +26,23 @@ function goalOf(catalogue: Catalogue, task: Task): Goal | null {
  */
 export function webshopVerifier(catalogue: Catalogue) {
   const byTitle = new Map(catalogue.products.map((p) => [p.Title.trim(), p] as const));
-  return (task: Task, history: { state: string; action: string }[], state: string, action: string): { reward: number; terminated: boolean } | null => {
+  return (task: Task, history: { state: string; action: string }[], state: string, action: string): { reward: number; terminated: boolean; nextState: string } | null => {
     if (action.trim().toLowerCase() !== "click[buy now]" || !state.startsWith("page: item\n")) return null;
     const goal = goalOf(catalogue, task);
     const title = state.split("\n").find((l) => byTitle.has(l.trim()));
     const product = title ? byTitle.get(title.trim()) : undefined;
     if (!goal || !product) return null;
-    // Options clicked while on this product's page (the latest click per option name wins).
-    const options: Record<string, string> = {};
+    // Replay the history as the real env keeps options: clicks on this product's page (and its
+    // sub-pages) set them; a results or search page, or another product, clears them.
+    const titleOf = (st: string) => st.split("\n").find((l) => byTitle.has(l.trim()))?.trim();
+    let options: Record<string, string> = {};
     for (const h of history) {
-      if (h.state.split("\n").find((l) => byTitle.has(l.trim()))?.trim() !== product.Title.trim()) continue;
+      const kind = /^page: (\S+)/.exec(h.state)?.[1];
+      if (kind === "results" || kind === "search" || (kind === "item" && titleOf(h.state) !== product.Title.trim())) {
+        options = {};
+        continue;
+      }
+      if (kind !== "item") continue;
       const value = /^click\[(.*)\]$/i.exec(h.action.trim())?.[1]?.toLowerCase();
       if (!value) continue;
       let group: string | undefined;
@@ -43,6 +50,7 @@ export function webshopVerifier(catalogue: Catalogue) {
       if (group) options[group] = value;
     }
     const reward = getReward(product, goal, catalogue.prices.get(product.asin) ?? 100, options);
-    return { reward, terminated: true };
+    // The done page as the abstraction renders the real one, so stored transitions agree with the reward.
+    return { reward, terminated: true, nextState: `page: done\ninstruction: \nbought ${product.asin}\nscore: ${pyFloat(reward)}` };
   };
 }
