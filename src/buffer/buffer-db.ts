@@ -1,8 +1,8 @@
 import Database from "better-sqlite3";
 import { hash } from "node:crypto";
 import { existsSync } from "node:fs";
-import { DataError, InvalidConfigError, type ExperienceSource, type StepInfo } from "../core/index.ts";
-import type { SearchFilter, StoredTransition } from "./buffer-types.ts";
+import { DataError, InvalidConfigError, type ExperienceSource, type StepInfo, type Task, type Trajectory } from "../core/index.ts";
+import type { BufferGroupStats, SearchFilter, StoredTransition } from "./buffer-types.ts";
 
 /** The buffer's SQLite layer: schema, opening, statements, and row ↔ record conversion. */
 
@@ -169,4 +169,58 @@ export function deleteUnreferencedTexts(db: Database.Database): number {
        UNION SELECT instruction_id FROM transitions)`,
     )
     .run().changes;
+}
+
+/** Streams trajectories (with all their steps) in insertion order. */
+export function* readTrajectories(db: Database.Database, filter: { env?: string; source?: ExperienceSource }): Generator<Trajectory> {
+  const { where, args } = whereOf(filter);
+  const trajs = db.prepare(`SELECT id, env, task_json, source, policy, total_reward, success, created_at FROM trajectories ${where} ORDER BY id`);
+  const steps = db.prepare(`${SELECT_TRANSITIONS} WHERE x.trajectory_id = ? ORDER BY x.step`);
+  for (const t of trajs.iterate(...args) as IterableIterator<Row>) {
+    const rows = (steps.all(t.id) as Row[]).map(toTransition);
+    yield {
+      env: String(t.env), task: JSON.parse(String(t.task_json)) as Task,
+      steps: rows.map((s) => ({
+        observation: s.state, action: s.action, reward: s.reward, next_observation: s.nextState, terminated: s.terminated, truncated: s.truncated,
+        ...(s.info ? { info: s.info } : {}), ...(s.reasoning !== undefined ? { reasoning: s.reasoning } : {}),
+      })),
+      total_reward: Number(t.total_reward), success: t.success === 1, source: t.source as ExperienceSource,
+      ...(t.policy != null ? { policy: String(t.policy) } : {}), created_at: String(t.created_at),
+    };
+  }
+}
+
+/** Deletes the oldest non-seed trajectories (whole) while more than `capacity` transitions remain; returns the deleted transition ids. */
+export function evictOldest(db: Database.Database, capacity: number): number[] {
+  let count = Number((db.prepare("SELECT count(*) AS n FROM transitions").get() as Row).n);
+  const evicted: number[] = [];
+  if (count <= capacity) return evicted;
+  const oldest = db.prepare("SELECT id FROM trajectories WHERE seed = 0 ORDER BY id LIMIT 256");
+  const ofTrajectory = db.prepare("SELECT id FROM transitions WHERE trajectory_id = ?");
+  const del = db.prepare("DELETE FROM trajectories WHERE id = ?");
+  while (count > capacity) {
+    const rows = oldest.all() as Row[];
+    if (rows.length === 0) break; // only the seed is left: it stays, even above capacity
+    for (const r of rows) {
+      if (count <= capacity) break;
+      const ids = (ofTrajectory.all(r.id) as Row[]).map((x) => Number(x.id));
+      del.run(r.id);
+      evicted.push(...ids);
+      count -= ids.length;
+    }
+  }
+  return evicted;
+}
+
+/** Trajectory counts by env and source: successes, mean reward, and reward 0 / partial / full. */
+export function groupStats(db: Database.Database): BufferGroupStats[] {
+  const rows = db.prepare(
+    `SELECT env, source, count(*) AS trajectories, sum(n_steps) AS transitions, sum(success) AS successes, avg(total_reward) AS mean_reward,
+      sum(total_reward <= 0) AS r0, sum(total_reward > 0 AND total_reward < 1) AS rp, sum(total_reward >= 1) AS r1
+     FROM trajectories GROUP BY env, source ORDER BY env, source`,
+  ).all() as Row[];
+  return rows.map((r) => ({
+    env: String(r.env), source: r.source as ExperienceSource, trajectories: Number(r.trajectories), transitions: Number(r.transitions),
+    successes: Number(r.successes), meanReward: Number(r.mean_reward), rewardZero: Number(r.r0), rewardPartial: Number(r.rp), rewardFull: Number(r.r1),
+  }));
 }

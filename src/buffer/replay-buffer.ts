@@ -1,12 +1,13 @@
 import type Database from "better-sqlite3";
 import { existsSync, rmSync, statSync } from "node:fs";
-import { DataError, InvalidConfigError, type ExperienceSource, type Task, type Trajectory } from "../core/index.ts";
+import { DataError, InvalidConfigError, type ExperienceSource, type Trajectory } from "../core/index.ts";
 import type {
   AppendOptions, AppendResult, BufferStats, ReplayBufferOptions, SearchFilter, SearchOptions, SearchResult, StepFields, StoredTransition,
   TransitionRecord,
 } from "./buffer-types.ts";
 import {
-  deleteUnreferencedTexts, openDatabase, prepareStatements, SELECT_TRANSITIONS, textKey, toTransition, whereOf, type Row, type Statements,
+  deleteUnreferencedTexts, evictOldest, groupStats, openDatabase, prepareStatements, readTrajectories, SELECT_TRANSITIONS, textKey, toTransition, whereOf,
+  type Row, type Statements,
 } from "./buffer-db.ts";
 import type { Embedder } from "./embedder.ts";
 import { encodeHalf } from "./float16.ts";
@@ -281,23 +282,7 @@ export class ReplayBuffer {
   /** Evicts the oldest non-seed trajectories while the buffer holds more than `capacity` transitions. */
   private evict(): number[] {
     if (this.capacity === null) return [];
-    let count = Number((this.stmts.countTransitions.get() as Row).n);
-    const evicted: number[] = [];
-    if (count <= this.capacity) return evicted;
-    const oldest = this.db.prepare("SELECT id FROM trajectories WHERE seed = 0 ORDER BY id LIMIT 256");
-    const ofTrajectory = this.db.prepare("SELECT id FROM transitions WHERE trajectory_id = ?");
-    const del = this.db.prepare("DELETE FROM trajectories WHERE id = ?");
-    while (count > this.capacity) {
-      const rows = oldest.all() as Row[];
-      if (rows.length === 0) break; // only the seed is left: it stays, even above capacity
-      for (const r of rows) {
-        if (count <= this.capacity) break;
-        const ids = (ofTrajectory.all(r.id) as Row[]).map((x) => Number(x.id));
-        del.run(r.id);
-        evicted.push(...ids);
-        count -= ids.length;
-      }
-    }
+    const evicted = evictOldest(this.db, this.capacity);
     // Texts only evicted rows used are deleted now and then, so capacity also bounds the file.
     this.evictedSinceCleanup += evicted.length;
     if (this.evictedSinceCleanup >= Math.max(1000, this.capacity / 10)) {
@@ -449,14 +434,7 @@ export class ReplayBuffer {
   }
 
   stats(): BufferStats {
-    const groups = (this.db.prepare(
-      `SELECT env, source, count(*) AS trajectories, sum(n_steps) AS transitions, sum(success) AS successes, avg(total_reward) AS mean_reward,
-        sum(total_reward <= 0) AS r0, sum(total_reward > 0 AND total_reward < 1) AS rp, sum(total_reward >= 1) AS r1
-       FROM trajectories GROUP BY env, source ORDER BY env, source`,
-    ).all() as Row[]).map((r) => ({
-      env: String(r.env), source: r.source as ExperienceSource, trajectories: Number(r.trajectories), transitions: Number(r.transitions),
-      successes: Number(r.successes), meanReward: Number(r.mean_reward), rewardZero: Number(r.r0), rewardPartial: Number(r.rp), rewardFull: Number(r.r1),
-    }));
+    const groups = groupStats(this.db);
     const stored = this.meta("embedder_id");
     const size = (p: string) => (existsSync(p) ? statSync(p).size : 0);
     const transitions = this.count();
@@ -475,22 +453,9 @@ export class ReplayBuffer {
   }
 
   /** Streams trajectories (with all their steps) in insertion order. */
-  *trajectories(filter: { env?: string; source?: ExperienceSource } = {}): Generator<Trajectory> {
-    const { where, args } = whereOf(filter);
-    const trajs = this.db.prepare(`SELECT id, env, task_json, source, policy, total_reward, success, created_at FROM trajectories ${where} ORDER BY id`);
-    const steps = this.db.prepare(`${SELECT_TRANSITIONS} WHERE x.trajectory_id = ? ORDER BY x.step`);
-    for (const t of trajs.iterate(...args) as IterableIterator<Row>) {
-      const rows = (steps.all(t.id) as Row[]).map(toTransition);
-      yield {
-        env: String(t.env), task: JSON.parse(String(t.task_json)) as Task,
-        steps: rows.map((s) => ({
-          observation: s.state, action: s.action, reward: s.reward, next_observation: s.nextState, terminated: s.terminated, truncated: s.truncated,
-          ...(s.info ? { info: s.info } : {}), ...(s.reasoning !== undefined ? { reasoning: s.reasoning } : {}),
-        })),
-        total_reward: Number(t.total_reward), success: t.success === 1, source: t.source as ExperienceSource,
-        ...(t.policy != null ? { policy: String(t.policy) } : {}), created_at: String(t.created_at),
-      };
-    }
+  trajectories(filter: { env?: string; source?: ExperienceSource } = {}): Generator<Trajectory> {
+    this.checkOpen();
+    return readTrajectories(this.db, filter);
   }
 
   /** Builds the search index now instead of at the first search (HNSW for buffers above the threshold, then saved). */
