@@ -1,5 +1,6 @@
 import { Command, CommanderError } from "commander";
 import { DreamGymError } from "../core/index.ts";
+import { registerAudit } from "./audit-command.ts";
 import { registerBufferCommands } from "./buffer-commands.ts";
 import { registerCollect } from "./collect.ts";
 import { registerEnvCommands } from "./env-commands.ts";
@@ -13,6 +14,7 @@ program
 registerEnvCommands(program);
 registerCollect(program);
 registerBufferCommands(program);
+registerAudit(program);
 
 try {
   await program.parseAsync(process.argv);

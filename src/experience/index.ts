@@ -6,3 +6,5 @@ export type { SyntheticEnvOptions, Verifier } from "./synthetic-env.ts";
 export { abstractTrajectory } from "./abstract-trajectory.ts";
 export { ReasoningExperienceModel } from "./reasoning-model.ts";
 export type { ReasoningModelOptions } from "./reasoning-model.ts";
+export { auditModel, elementF1, stateKind } from "./audit.ts";
+export type { AuditReport, AuditOptions } from "./audit.ts";

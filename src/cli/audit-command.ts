@@ -1,0 +1,55 @@
+import type { Command } from "commander";
+import { existsSync } from "node:fs";
+import { DataError, InvalidConfigError, readJsonlAll, type Trajectory } from "../core/index.ts";
+import { parseTrajectory, ReplayBuffer } from "../buffer/index.ts";
+import { createEnv, syntheticSupport, type EnvName } from "../envs/index.ts";
+import { auditModel, EmbeddedExperienceModel, ReasoningExperienceModel } from "../experience/index.ts";
+import { createChatModel } from "../llm/index.ts";
+import { parseIntOption } from "./episodes.ts";
+
+export function registerAudit(program: Command): void {
+  program
+    .command("audit")
+    .description("how faithful is an experience model: replay held-out real trajectories and compare rewards and next states")
+    .requiredOption("--env <name>", "environment")
+    .requiredOption("--trajectories <file>", "held-out real trajectories (JSONL), of tasks the buffer has not seen")
+    .option("--experience <model>", "default (embedded model) or a chat model (http://host/v1#model, openai:model)", "default")
+    .option("--buffer <file>", "the buffer that grounds the model (demos of the audited task are left out)")
+    .option("--limit <n>", "audit at most this many trajectories", parseIntOption("limit", 1))
+    .option("--cache <file>", "with a chat model: its response cache")
+    .option("--data <dir>", "data folder")
+    .option("--json", "print the report as JSON")
+    .action(async (o) => {
+      if (!existsSync(o.trajectories)) throw new DataError("no such trajectory file", { file: o.trajectories });
+      if (o.buffer && !existsSync(o.buffer)) throw new DataError("no such buffer file", { file: o.buffer });
+      if (o.experience === "default" && !o.buffer) throw new InvalidConfigError("the embedded model needs --buffer <file> to ground it");
+      const support = syntheticSupport(o.env, createEnv(o.env as EnvName, { dataDir: o.data }));
+      const all = await readJsonlAll<Trajectory>(o.trajectories, { parse: (v) => parseTrajectory(v) });
+      const trajectories = all.filter((t) => t.env === o.env && t.source === "real").slice(0, o.limit ?? Infinity);
+      if (trajectories.length === 0) throw new InvalidConfigError(`${o.trajectories} has no real ${o.env} trajectories`);
+      const chat = o.experience === "default" ? null : createChatModel(o.experience, { cache: o.cache });
+      const model = chat ? new ReasoningExperienceModel({ chat, abstraction: support.abstraction }) : new EmbeddedExperienceModel({ abstraction: support.abstraction });
+      const buffer = o.buffer ? ReplayBuffer.open(o.buffer, { readonly: true }) : undefined;
+      try {
+        const r = await auditModel(trajectories, { model, abstraction: support.abstraction, buffer });
+        if (o.json) return console.log(JSON.stringify(r, null, 2));
+        const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
+        const rows: [string, string][] = [
+          ["model", r.model],
+          ["trajectories / steps", `${r.trajectories} / ${r.steps}`],
+          ["invalid outputs", pct(r.invalidRate)],
+          ["ε_R: reward error rate (|Δr| > 0.01)", pct(r.rewardErrorRate)],
+          ["reward MAE, all steps / ending steps", `${r.rewardMAE.toFixed(3)} / ${r.terminalRewardMAE.toFixed(3)}`],
+          ["success TP / FP / FN / TN", `${r.success.truePositive} / ${r.success.falsePositive} / ${r.success.falseNegative} / ${r.success.trueNegative}`],
+          ["termination accuracy", pct(r.terminationAccuracy)],
+          ["ε_P proxies: state kind accuracy", pct(r.stateKindAccuracy)],
+          ["element F1 / identical next states", `${r.elementF1.toFixed(3)} / ${pct(r.identicalStates)}`],
+          ["latency per step", `${r.meanLatencyMs.toFixed(2)} ms`],
+        ];
+        for (const [k, v] of rows) console.log(`${k.padEnd(40)} ${v}`);
+      } finally {
+        buffer?.close();
+        (chat as { close?: () => void } | null)?.close?.();
+      }
+    });
+}

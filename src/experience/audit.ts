@@ -1,0 +1,134 @@
+import type { StateAbstraction, Trajectory } from "../core/index.ts";
+import type { ReplayBuffer } from "../buffer/index.ts";
+import type { Demo, ExperienceModel, HistoryStep } from "./experience-model.ts";
+
+/** How faithful an experience model is, on real trajectories it replays step by step. */
+export interface AuditReport {
+  model: string;
+  trajectories: number;
+  steps: number;
+  /** Steps where the model gave no valid output. */
+  invalidRate: number;
+  /** ε_R: share of steps whose predicted reward differs from the real one by more than 0.01. */
+  rewardErrorRate: number;
+  rewardMAE: number;
+  /** Mean absolute reward error on the real episode-ending steps only. */
+  terminalRewardMAE: number;
+  /** Success (reward ≥ 1 at the end) predicted vs real, over the real ending steps. */
+  success: { truePositive: number; falsePositive: number; falseNegative: number; trueNegative: number };
+  /** Termination predicted as the real env did. */
+  terminationAccuracy: number;
+  /** ε_P proxies: the next state's kind (its first line), the F1 of its element lines, and exact equality. */
+  stateKindAccuracy: number;
+  elementF1: number;
+  identicalStates: number;
+  /** Per step, when the model reports them. */
+  meanLatencyMs: number;
+}
+
+/** The kind of an abstract state: its first line (e.g. "page: results"). */
+export function stateKind(state: string): string {
+  return state.split("\n", 1)[0].trim();
+}
+
+/** F1 of two states' element lines (everything after the kind line), as sets. */
+export function elementF1(predicted: string, real: string): number {
+  const lines = (s: string) => new Set(s.split("\n").slice(1).map((l) => l.trim()).filter(Boolean));
+  const p = lines(predicted);
+  const r = lines(real);
+  if (p.size === 0 && r.size === 0) return 1;
+  let common = 0;
+  for (const l of p) if (r.has(l)) common++;
+  if (common === 0) return 0;
+  const precision = common / p.size;
+  const recall = common / r.size;
+  return (2 * precision * recall) / (precision + recall);
+}
+
+export interface AuditOptions {
+  model: ExperienceModel;
+  abstraction: StateAbstraction;
+  /** Grounds the model; demos from the audited trajectory's own task are left out (held out by task). */
+  buffer?: ReplayBuffer;
+  /** Demos per step. @default 5 */
+  k?: number;
+}
+
+/**
+ * Replays real trajectories through the model, step by step with the real history, and compares
+ * each prediction with what the real env did. Use trajectories of tasks the buffer has not seen.
+ */
+export async function auditModel(trajectories: Trajectory[], opts: AuditOptions): Promise<AuditReport> {
+  const k = opts.k ?? 5;
+  const a = opts.abstraction;
+  let steps = 0;
+  let invalid = 0;
+  let rewardErrors = 0;
+  let rewardAbs = 0;
+  let terminalAbs = 0;
+  let terminals = 0;
+  let terminationOk = 0;
+  let kindOk = 0;
+  let f1 = 0;
+  let identical = 0;
+  let latency = 0;
+  const success = { truePositive: 0, falsePositive: 0, falseNegative: 0, trueNegative: 0 };
+  for (const t of trajectories) {
+    const history: HistoryStep[] = [];
+    for (const s of t.steps) {
+      const state = a.abstract(s.observation);
+      const real = a.abstract(s.next_observation, s.info);
+      let demos: Demo[] = [];
+      if (opts.buffer && opts.buffer.transitions > 0) {
+        const vector = await opts.buffer.embedQuery({ state, action: s.action });
+        const hits = [
+          ...opts.buffer.searchVector(vector, { k: k * 3, filter: { env: t.env, action: s.action } }),
+          ...opts.buffer.searchVector(vector, { k: k * 3, filter: { env: t.env } }),
+        ].filter((h) => h.transition.task.id !== t.task.id);
+        const seen = new Set<number>();
+        demos = hits
+          .filter((h) => !seen.has(h.transition.id) && seen.add(h.transition.id))
+          .sort((x, y) => y.score - x.score)
+          .slice(0, 2 * k)
+          .map((h) => ({
+            state: a.abstract(h.transition.state), action: h.transition.action, nextState: h.transition.nextState, reward: h.transition.reward,
+            terminated: h.transition.terminated, task: h.transition.task, source: h.transition.source, score: h.score,
+          }));
+      }
+      const started = performance.now();
+      const p = await opts.model.predict({ task: t.task, history, state, action: s.action, demos });
+      latency += performance.now() - started;
+      steps++;
+      const failed = Boolean(p.info.failed);
+      if (failed) invalid++;
+      const reward = failed ? 0 : p.reward;
+      const terminated = failed ? false : p.terminated;
+      const err = Math.abs(reward - s.reward);
+      rewardAbs += err;
+      if (err > 0.01) rewardErrors++;
+      if (terminated === s.terminated) terminationOk++;
+      if (s.terminated) {
+        terminals++;
+        terminalAbs += err;
+        const realSuccess = s.reward >= 1;
+        const predictedSuccess = terminated && reward >= 1;
+        if (realSuccess && predictedSuccess) success.truePositive++;
+        else if (!realSuccess && predictedSuccess) success.falsePositive++;
+        else if (realSuccess) success.falseNegative++;
+        else success.trueNegative++;
+      }
+      if (!failed) {
+        if (stateKind(p.nextState) === stateKind(real)) kindOk++;
+        f1 += elementF1(p.nextState, real);
+        if (p.nextState === real) identical++;
+      }
+      history.push({ state, action: s.action, nextState: real, reward: s.reward });
+    }
+  }
+  const per = (x: number) => (steps > 0 ? x / steps : 0);
+  return {
+    model: opts.model.id, trajectories: trajectories.length, steps,
+    invalidRate: per(invalid), rewardErrorRate: per(rewardErrors), rewardMAE: per(rewardAbs), terminalRewardMAE: terminals > 0 ? terminalAbs / terminals : 0,
+    success, terminationAccuracy: per(terminationOk), stateKindAccuracy: per(kindOk), elementF1: per(f1), identicalStates: per(identical), meanLatencyMs: per(latency),
+  };
+}

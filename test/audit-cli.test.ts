@@ -1,0 +1,32 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+const BIN = join(import.meta.dirname, "..", "bin", "dreamgym");
+const run = (args: string[]) => spawnSync(process.execPath, [BIN, ...args], { encoding: "utf8", timeout: 120_000 });
+
+test("audit: the embedded model on held-out real trajectories (train-seeded buffer, test-split episodes)", () => {
+  const dir = mkdtempSync(join(tmpdir(), "dreamgym-audit-"));
+  const db = join(dir, "b.db");
+  assert.equal(run(["collect", "--env", "webshop", "--policy", "oracle", "--episodes", "300", "--split", "train", "--out", join(dir, "seed.jsonl")]).status, 0);
+  assert.equal(run(["buffer", "import", join(dir, "seed.jsonl"), "--buffer", db, "--abstract"]).status, 0);
+  assert.equal(run(["collect", "--env", "webshop", "--policy", "oracle", "--episodes", "30", "--split", "test", "--out", join(dir, "held.jsonl")]).status, 0);
+  const r = run(["audit", "--env", "webshop", "--buffer", db, "--trajectories", join(dir, "held.jsonl"), "--json"]);
+  assert.equal(r.status, 0, r.stderr);
+  const report = JSON.parse(r.stdout);
+  assert.equal(report.trajectories, 30);
+  assert.ok(report.steps >= 90);
+  assert.equal(report.invalidRate, 0);
+  assert.ok(report.stateKindAccuracy > 0.8, `state kind accuracy ${report.stateKindAccuracy}`);
+  assert.ok(report.elementF1 > 0.6);
+  const s = report.success;
+  assert.equal(s.truePositive + s.falsePositive + s.falseNegative + s.trueNegative, 30, "one ending step per episode");
+  const table = run(["audit", "--env", "webshop", "--buffer", db, "--trajectories", join(dir, "held.jsonl"), "--limit", "3"]);
+  assert.match(table.stdout, /ε_R: reward error rate/);
+  const missing = run(["audit", "--env", "webshop", "--trajectories", join(dir, "held.jsonl")]);
+  assert.equal(missing.status, 2);
+  assert.match(missing.stderr, /needs --buffer/);
+});
