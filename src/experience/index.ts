@@ -8,3 +8,5 @@ export { ReasoningExperienceModel } from "./reasoning-model.ts";
 export type { ReasoningModelOptions } from "./reasoning-model.ts";
 export { auditModel, elementF1, stateKind } from "./audit.ts";
 export type { AuditReport, AuditOptions } from "./audit.ts";
+export { retrieveDemos } from "./demos.ts";
+export type { DemoOptions } from "./demos.ts";

@@ -3,7 +3,8 @@ import {
   type Env, type ResetOptions, type ResetResult, type StateAbstraction, type StepResult, type Task,
 } from "../core/index.ts";
 import type { ReplayBuffer } from "../buffer/index.ts";
-import type { Demo, ExperienceModel, HistoryStep } from "./experience-model.ts";
+import { retrieveDemos } from "./demos.ts";
+import type { ExperienceModel, HistoryStep } from "./experience-model.ts";
 
 /** Where the real env can verify a step (e.g. WebShop's reward of a purchase): its reward and end. */
 export type Verifier = (task: Task, history: HistoryStep[], state: string, action: string) => { reward: number; terminated: boolean; nextState?: string } | null;
@@ -89,22 +90,6 @@ export class SyntheticEnv implements Env {
     });
   }
 
-  /** The k most similar recorded (state, action) pairs, and (unless turned off) the k most similar states where the same action was taken. */
-  private async demos(action: string): Promise<Demo[]> {
-    const buffer = this.o.buffer;
-    if (!buffer || buffer.transitions === 0) return [];
-    const vector = await buffer.embedQuery({ state: this.state, action });
-    const env = this.o.abstraction.env;
-    const similar = buffer.searchVector(vector, { k: this.o.k, filter: { env } });
-    const sameAction = this.o.sameActionDemos === false ? [] : buffer.searchVector(vector, { k: this.o.k, filter: { env, action } });
-    const seen = new Set<number>();
-    const hits = [...sameAction, ...similar].filter((h) => !seen.has(h.transition.id) && seen.add(h.transition.id)).sort((a, b) => b.score - a.score);
-    return hits.map((h) => ({
-      state: this.o.abstraction.abstract(h.transition.state), action: h.transition.action, nextState: h.transition.nextState,
-      reward: h.transition.reward, terminated: h.transition.terminated, task: h.transition.task, source: h.transition.source, score: h.score,
-    }));
-  }
-
   async step(action: string): Promise<StepResult> {
     if (this.closed) throw new ClosedEnvironmentError();
     if (this.done || !this.task) throw new ResetNeededError();
@@ -115,7 +100,8 @@ export class SyntheticEnv implements Env {
       return { observation: this.state, reward: 0, terminated: false, truncated: this.done, info: { invalid: true } };
     }
     const task = this.task;
-    const prediction = await this.o.model.predict({ task, history: this.history, state: this.state, action, demos: await this.demos(action) });
+    const demos = this.o.buffer ? await retrieveDemos(this.o.buffer, this.o.abstraction, { state: this.state, action }, { k: this.o.k, sameAction: this.o.sameActionDemos }) : [];
+    const prediction = await this.o.model.predict({ task, history: this.history, state: this.state, action, demos });
     if (prediction.info.failed) {
       this.done = truncatedNow();
       return { observation: this.state, reward: 0, terminated: false, truncated: this.done, info: { model_failed: prediction.info.failed } };

@@ -1,0 +1,35 @@
+import type { StateAbstraction } from "../core/index.ts";
+import type { ReplayBuffer, SearchResult } from "../buffer/index.ts";
+import type { Demo } from "./experience-model.ts";
+
+export interface DemoOptions {
+  /** Demos per query. */
+  k: number;
+  /** Also the k most similar states where the same action was taken. @default true */
+  sameAction?: boolean;
+  /** Leave out demos of this task (held-out evaluation). */
+  excludeTask?: string;
+}
+
+/**
+ * The transitions that ground one prediction: the k most similar recorded (state, action) pairs of
+ * the env and (unless turned off) the k most similar states where the same action was taken, merged
+ * best first, as abstract states.
+ */
+export async function retrieveDemos(buffer: ReplayBuffer, abstraction: StateAbstraction, query: { state: string; action: string }, opts: DemoOptions): Promise<Demo[]> {
+  if (buffer.transitions === 0) return [];
+  const vector = await buffer.embedQuery(query);
+  const env = abstraction.env;
+  const fetch = opts.excludeTask === undefined ? opts.k : opts.k * 3; // room for the excluded task's own transitions
+  const pick = (hits: SearchResult[]) => hits.filter((h) => h.transition.task.id !== opts.excludeTask).slice(0, opts.k);
+  const similar = pick(buffer.searchVector(vector, { k: fetch, filter: { env } }));
+  const sameAction = opts.sameAction === false ? [] : pick(buffer.searchVector(vector, { k: fetch, filter: { env, action: query.action } }));
+  const seen = new Set<number>();
+  return [...sameAction, ...similar]
+    .filter((h) => !seen.has(h.transition.id) && seen.add(h.transition.id))
+    .sort((a, b) => b.score - a.score)
+    .map((h) => ({
+      state: abstraction.abstract(h.transition.state), action: h.transition.action, nextState: h.transition.nextState,
+      reward: h.transition.reward, terminated: h.transition.terminated, task: h.transition.task, source: h.transition.source, score: h.score,
+    }));
+}
