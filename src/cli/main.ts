@@ -3,6 +3,7 @@ import { DreamGymError } from "../core/index.ts";
 import { registerAudit } from "./audit-command.ts";
 import { registerBufferCommands } from "./buffer-commands.ts";
 import { registerCollect } from "./collect.ts";
+import { registerSft } from "./sft-command.ts";
 import { registerEnvCommands } from "./env-commands.ts";
 
 const program = new Command();
@@ -15,6 +16,7 @@ registerEnvCommands(program);
 registerCollect(program);
 registerBufferCommands(program);
 registerAudit(program);
+registerSft(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, writeFileSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { readJsonlAll, readJsonFile, writeJsonl, JsonlWriter, jsonErrorPosition, type JsonlLineError } from "./jsonl.ts";
+import { readJsonlAll, readJsonFile, writeJsonl, JsonlWriter, jsonErrorPosition, repairJsonlTail, type JsonlLineError } from "./jsonl.ts";
 import { DataError } from "./errors.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "dreamgym-jsonl-"));
@@ -83,4 +83,19 @@ test("jsonErrorPosition finds the first syntax error", () => {
   assert.equal(jsonErrorPosition('[1] x'), 4);
   assert.equal(jsonErrorPosition('{"a": "b\\q"}'), 9);
   assert.equal(jsonErrorPosition('{"a": [1, {"b": null}], "c": -1.5e3}'), -1);
+});
+
+test("repairJsonlTail cuts a torn last line and leaves clean files alone", () => {
+  const file = join(dir, "torn.jsonl");
+  writeFileSync(file, '{"a":1}\n{"b":2}\n{"c":');
+  assert.equal(repairJsonlTail(file), true);
+  assert.equal(readFileSync(file, "utf8"), '{"a":1}\n{"b":2}\n');
+  assert.equal(repairJsonlTail(file), false);
+  writeFileSync(file, '{"only": "torn"');
+  assert.equal(repairJsonlTail(file), true);
+  assert.equal(readFileSync(file, "utf8"), "");
+  const long = join(dir, "long.jsonl");
+  writeFileSync(long, `${JSON.stringify({ x: "y".repeat(200_000) })}\n${"z".repeat(100_000)}`);
+  repairJsonlTail(long);
+  assert.equal(readFileSync(long, "utf8").split("\n").length, 2);
 });

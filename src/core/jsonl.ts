@@ -1,4 +1,4 @@
-import { createReadStream, promises as fsp, readFileSync, openSync, writeSync, fsyncSync, closeSync } from "node:fs";
+import { createReadStream, promises as fsp, readFileSync, openSync, writeSync, fsyncSync, closeSync, existsSync, statSync, readSync, ftruncateSync } from "node:fs";
 import { DataError } from "./errors.ts";
 
 /** A line that could not be parsed, reported with its 1-based line number. */
@@ -93,6 +93,37 @@ export class JsonlWriter {
     this.sync();
     closeSync(this.fd);
     this.fd = -1;
+  }
+}
+
+/**
+ * Drops a torn last line (what a killed writer may leave), so appending continues on a clean line.
+ * Returns whether anything was cut.
+ */
+export function repairJsonlTail(file: string): boolean {
+  if (!existsSync(file)) return false;
+  const size = statSync(file).size;
+  if (size === 0) return false;
+  const fd = openSync(file, "r+");
+  try {
+    const chunk = Buffer.alloc(Math.min(size, 1 << 16));
+    let end = size;
+    // Scan back for the last newline (lines can be long: read in chunks).
+    while (end > 0) {
+      const start = Math.max(0, end - chunk.length);
+      const n = readSync(fd, chunk, 0, end - start, start);
+      if (end === size && chunk[n - 1] === 10) return false; // ends cleanly
+      const i = chunk.subarray(0, n).lastIndexOf(10);
+      if (i >= 0) {
+        ftruncateSync(fd, start + i + 1);
+        return true;
+      }
+      end = start;
+    }
+    ftruncateSync(fd, 0);
+    return true;
+  } finally {
+    closeSync(fd);
   }
 }
 

@@ -10,3 +10,5 @@ export { auditModel, elementF1, stateKind } from "./audit.ts";
 export type { AuditReport, AuditOptions } from "./audit.ts";
 export { retrieveDemos } from "./demos.ts";
 export type { DemoOptions } from "./demos.ts";
+export { buildSftData, isValTask } from "./sft-data.ts";
+export type { SftBuildOptions, SftBuildReport } from "./sft-data.ts";

@@ -1,0 +1,46 @@
+import type { Command } from "commander";
+import { existsSync } from "node:fs";
+import { DataError, readJsonlAll, type Trajectory } from "../core/index.ts";
+import { parseTrajectory, ReplayBuffer } from "../buffer/index.ts";
+import { createEnv, syntheticSupport, type EnvName } from "../envs/index.ts";
+import { buildSftData } from "../experience/index.ts";
+import { createChatModel } from "../llm/index.ts";
+import { parseIntOption } from "./episodes.ts";
+import { progressBar } from "./progress.ts";
+
+export function registerSft(program: Command): void {
+  const sft = program.command("sft").description("training data for the reasoning experience model");
+  sft
+    .command("build")
+    .description("a teacher model explains each real transition; writes chat JSONL (train/val split by task); resumable")
+    .requiredOption("--env <name>", "environment")
+    .requiredOption("--teacher <model>", "the teacher chat model (http://host/v1#model, openai:model)")
+    .requiredOption("--trajectories <file>", "real trajectories (JSONL) to annotate")
+    .requiredOption("--out <dir>", "output folder (train.jsonl, val.jsonl)")
+    .option("--buffer <file>", "ground the prompts with demos, as at inference")
+    .option("--cache <file>", "the teacher's response cache (a resumed build pays nothing for finished calls)")
+    .option("--concurrency <n>", "teacher calls at once", parseIntOption("concurrency", 1), 8)
+    .option("--limit <n>", "annotate at most this many trajectories", parseIntOption("limit", 1))
+    .option("--val <fraction>", "share of tasks held out for validation", (v: string) => Number(v), 0.1)
+    .option("--data <dir>", "data folder")
+    .action(async (o) => {
+      if (!existsSync(o.trajectories)) throw new DataError("no such trajectory file", { file: o.trajectories });
+      const support = syntheticSupport(o.env, createEnv(o.env as EnvName, { dataDir: o.data }));
+      const trajectories = (await readJsonlAll<Trajectory>(o.trajectories, { parse: (v) => parseTrajectory(v) }))
+        .filter((t) => t.env === o.env && t.source === "real")
+        .slice(0, o.limit ?? Infinity);
+      const teacher = createChatModel(o.teacher, { concurrency: o.concurrency, cache: o.cache });
+      const buffer = o.buffer ? ReplayBuffer.open(o.buffer, { readonly: true }) : undefined;
+      const steps = trajectories.reduce((n, t) => n + t.steps.length, 0);
+      const bar = progressBar("sft build", steps);
+      try {
+        const r = await buildSftData({ teacher, abstraction: support.abstraction, trajectories, outDir: o.out, buffer, valFraction: o.val, concurrency: o.concurrency, onProgress: (d) => bar.update(d) });
+        bar.stop();
+        console.log(`${r.examples} new examples (${r.train} train, ${r.val} val), ${r.skipped} already built, ${r.failed} failed teacher calls; in ${o.out}`);
+      } finally {
+        bar.stop();
+        buffer?.close();
+        (teacher as { close?: () => void }).close?.();
+      }
+    });
+}

@@ -1,0 +1,119 @@
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { JsonlWriter, readJsonl, repairJsonlTail, type StateAbstraction, type Trajectory } from "../core/index.ts";
+import type { ReplayBuffer } from "../buffer/index.ts";
+import type { ChatMessage, ChatModel } from "../llm/index.ts";
+import { retrieveDemos } from "./demos.ts";
+import type { HistoryStep } from "./experience-model.ts";
+import { ReasoningExperienceModel } from "./reasoning-model.ts";
+
+export interface SftBuildOptions {
+  /** The teacher that explains each transition. */
+  teacher: ChatModel;
+  abstraction: StateAbstraction;
+  /** Real trajectories to annotate. */
+  trajectories: Trajectory[];
+  /** Output folder: train.jsonl and val.jsonl. */
+  outDir: string;
+  /** Grounds the prompts with demos, as at inference (the transition's own task left out). */
+  buffer?: ReplayBuffer;
+  /** Share of tasks held out for validation (split by task, never by transition). @default 0.1 */
+  valFraction?: number;
+  /** Teacher calls at once. @default 8 */
+  concurrency?: number;
+  onProgress?: (done: number, total: number) => void;
+}
+
+export interface SftBuildReport {
+  examples: number;
+  train: number;
+  val: number;
+  /** Already in the output from an earlier (interrupted) build: not paid for again. */
+  skipped: number;
+  failed: number;
+}
+
+/** Deterministic split by task id. */
+export function isValTask(taskId: string, valFraction: number): boolean {
+  return createHash("sha256").update(taskId).digest().readUInt32LE(0) / 0x100000000 < valFraction;
+}
+
+const TEACHER_SYSTEM =
+  "You explain environment dynamics. Given a state, an action and the state that really followed, explain briefly (2-4 sentences) why the action led to that next state and that reward. Do not restate the next state; explain the mechanism.";
+
+/**
+ * Training data for the reasoning experience model (DESIGN.md §1's joint objective): for each real
+ * transition, a teacher explains why the action led to the next state; each example is the same
+ * prompt the model gets at inference, answered with `{reasoning, next_state, reward, terminated}` —
+ * reasoning first. Chat-format JSONL (`{"messages": [...]}`), split by task into train/val, ready
+ * for TRL, LLaMA-Factory or OpenAI-style fine-tuning. Resumable: examples already written (by key)
+ * are skipped, so an interrupted build continues without paying twice.
+ */
+export async function buildSftData(opts: SftBuildOptions): Promise<SftBuildReport> {
+  const valFraction = opts.valFraction ?? 0.1;
+  mkdirSync(opts.outDir, { recursive: true });
+  const files = { train: join(opts.outDir, "train.jsonl"), val: join(opts.outDir, "val.jsonl") };
+  const done = new Set<string>();
+  for (const f of Object.values(files)) {
+    if (!existsSync(f)) continue;
+    // A torn last line from a killed build is cut off here and its example built again.
+    repairJsonlTail(f);
+    for await (const { value } of readJsonl<{ key?: string }>(f, { onError: () => {} })) if (value.key) done.add(value.key);
+  }
+  const writers = { train: new JsonlWriter(files.train), val: new JsonlWriter(files.val) };
+  // The student's prompt is the reasoning model's own, so training and inference see the same text.
+  const student = new ReasoningExperienceModel({ chat: opts.teacher, abstraction: opts.abstraction });
+  const report: SftBuildReport = { examples: 0, train: 0, val: 0, skipped: 0, failed: 0 };
+  const jobs: (() => Promise<void>)[] = [];
+  for (const t of opts.trajectories) {
+    const history: HistoryStep[] = [];
+    const split = isValTask(t.task.id, valFraction) ? "val" : "train";
+    t.steps.forEach((s, i) => {
+      const state = opts.abstraction.abstract(s.observation);
+      const nextState = opts.abstraction.abstract(s.next_observation, s.info);
+      const key = createHash("sha256").update(JSON.stringify([t.env, t.task.id, state, s.action, nextState, i])).digest("hex").slice(0, 24);
+      const past = history.slice();
+      history.push({ state, action: s.action, nextState, reward: s.reward });
+      if (done.has(key)) {
+        report.skipped++;
+        return;
+      }
+      jobs.push(async () => {
+        const demos = opts.buffer ? await retrieveDemos(opts.buffer, opts.abstraction, { state, action: s.action }, { k: 5, excludeTask: t.task.id }) : [];
+        const teacherMessages: ChatMessage[] = [
+          { role: "system", content: TEACHER_SYSTEM },
+          { role: "user", content: `${opts.abstraction.profile}\n\nTask: ${t.task.instruction}\n\nState:\n${state}\n\nAction: ${s.action}\n\nNext state:\n${nextState}\n\nReward: ${s.reward}${s.terminated ? " (the episode ended)" : ""}\n\nWhy?` },
+        ];
+        let reasoning: string;
+        try {
+          reasoning = (await opts.teacher.generate({ messages: teacherMessages, temperature: 0, maxTokens: 300 })).choices[0]?.text.trim() ?? "";
+        } catch {
+          report.failed++;
+          return;
+        }
+        if (!reasoning) {
+          report.failed++;
+          return;
+        }
+        const messages = student.messages({ task: t.task, history: past, state, action: s.action, demos });
+        const answer = JSON.stringify({ reasoning, next_state: nextState, reward: s.terminated ? s.reward : 0, terminated: s.terminated });
+        writers[split].write({ key, task: t.task.id, split, messages: [...messages, { role: "assistant", content: answer }] });
+        report.examples++;
+        report[split]++;
+        opts.onProgress?.(report.examples + report.skipped + report.failed, total);
+      });
+    });
+  }
+  const total = jobs.length + report.skipped;
+  let next = 0;
+  try {
+    await Promise.all(Array.from({ length: Math.max(1, opts.concurrency ?? 8) }, async () => {
+      for (let j = next++; j < jobs.length; j = next++) await jobs[j]();
+    }));
+  } finally {
+    writers.train.close();
+    writers.val.close();
+  }
+  return report;
+}

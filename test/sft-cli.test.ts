@@ -1,0 +1,40 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn, spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { chatServer } from "../src/llm/test-chat-server.ts";
+
+const BIN = join(import.meta.dirname, "..", "bin", "dreamgym");
+
+/** Runs the CLI without blocking this process (the teacher server lives in it). */
+function runAsync(args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [BIN, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d) => (stdout += d));
+    child.stderr.on("data", (d) => (stderr += d));
+    child.on("close", (status) => resolve({ status, stdout, stderr }));
+  });
+}
+
+test("sft build from the command line, with a teacher over the real protocol, and resume", async () => {
+  const s = await chatServer({ reply: () => "Clicking the product opens its page." });
+  try {
+    const dir = mkdtempSync(join(tmpdir(), "dreamgym-sft-cli-"));
+    const traj = join(dir, "o.jsonl");
+    assert.equal(spawnSync(process.execPath, [BIN, "collect", "--env", "webshop", "--policy", "oracle", "--episodes", "10", "--out", traj]).status, 0);
+    const steps = readFileSync(traj, "utf8").trim().split("\n").reduce((n, l) => n + JSON.parse(l).steps.length, 0);
+    const args = ["sft", "build", "--env", "webshop", "--teacher", `${s.url}#teacher`, "--trajectories", traj, "--out", join(dir, "sft"), "--cache", join(dir, "cache.db")];
+    const r = await runAsync(args);
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stdout, new RegExp(`${steps} new examples`));
+    const again = await runAsync(args);
+    assert.match(again.stdout, new RegExp(`0 new examples .* ${steps} already built`));
+    assert.equal(s.requests.length, steps, "the resumed build paid for nothing");
+  } finally {
+    await s.close();
+  }
+});
