@@ -7,7 +7,7 @@ import { OpenAIChatModel } from "./openai-chat-model.ts";
 import { createChatModel } from "./create-chat-model.ts";
 import { extractJson } from "./chat-model.ts";
 import { ResponseCache } from "./response-cache.ts";
-import { ApiCallError, InvalidConfigError } from "../core/index.ts";
+import { ApiCallError } from "../core/index.ts";
 import { chatServer } from "./test-chat-server.ts";
 
 const fast = { backoffMs: 1, maxBackoffMs: 5 };
@@ -132,6 +132,6 @@ test("extractJson: whole text, fenced, embedded; failures say why", () => {
 test("model specs", () => {
   assert.equal(createChatModel("http://127.0.0.1:8000/v1#Qwen2.5-7B").id, "http://127.0.0.1:8000/v1#Qwen2.5-7B");
   assert.equal(createChatModel("openai:gpt-4o-mini").id, "https://api.openai.com/v1#gpt-4o-mini");
-  assert.throws(() => createChatModel("gguf:./m.gguf"), InvalidConfigError);
+  assert.equal(createChatModel("gguf:./m.gguf").id, "gguf:./m.gguf");
   assert.throws(() => createChatModel("llama"), /unknown model "llama"/);
 });
