@@ -61,8 +61,8 @@ export async function benchSynthetic(report: Report): Promise<void> {
     const model = new ReasoningExperienceModel({ chat, abstraction: abs });
     const capacity = cap / (latency / 1000);
     const steps = Number(process.env.SYN_STEPS ?? 3000);
-    // More episodes than server slots, so the server's queue stays full while episodes do their own work.
-    const workers = Math.ceil(cap * 1.25);
+    // Twice as many episodes as server slots, so the server's queue stays full while episodes do their own work.
+    const workers = cap * 2;
     const r = await drive(model, buffer, real, workers, steps, true, false);
     report(`synthetic: reasoning model vs server (${latency} ms, cap ${cap}), ${workers} episodes`, `${r.stepsPerSec.toFixed(0)} steps/s = ${((100 * r.stepsPerSec) / capacity).toFixed(1)}% of its ${capacity} req/s; CPU ${r.cpuMsPerStep.toFixed(2)} ms/step (exact retrieval over ${buffer.count()} transitions)`);
     // The same with the buffer's HNSW index serving retrieval.

@@ -31,7 +31,8 @@ export function registerAudit(program: Command): void {
       const model = chat ? new ReasoningExperienceModel({ chat, abstraction: support.abstraction }) : new EmbeddedExperienceModel({ abstraction: support.abstraction });
       const buffer = o.buffer ? ReplayBuffer.open(o.buffer, { readonly: true }) : undefined;
       try {
-        const r = await auditModel(trajectories, { model, abstraction: support.abstraction, buffer });
+        const stats = (chat as { stats?: { promptTokens: number; completionTokens: number } } | null)?.stats;
+        const r = await auditModel(trajectories, { model, abstraction: support.abstraction, buffer, tokensUsed: stats ? () => stats.promptTokens + stats.completionTokens : undefined });
         if (o.json) return console.log(JSON.stringify(r, null, 2));
         const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
         const rows: [string, string][] = [
@@ -44,7 +45,7 @@ export function registerAudit(program: Command): void {
           ["termination accuracy", pct(r.terminationAccuracy)],
           ["ε_P proxies: state kind accuracy", pct(r.stateKindAccuracy)],
           ["element F1 / identical next states", `${r.elementF1.toFixed(3)} / ${pct(r.identicalStates)}`],
-          ["latency per step", `${r.meanLatencyMs.toFixed(2)} ms`],
+          ["latency / tokens per step", `${r.meanLatencyMs.toFixed(2)} ms / ${r.tokensPerStep.toFixed(0)}`],
         ];
         for (const [k, v] of rows) console.log(`${k.padEnd(40)} ${v}`);
       } finally {

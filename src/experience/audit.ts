@@ -25,6 +25,8 @@ export interface AuditReport {
   identicalStates: number;
   /** Per step, when the model reports them. */
   meanLatencyMs: number;
+  /** Prompt + completion tokens per step (0 for models without tokens, like the embedded default). */
+  tokensPerStep: number;
 }
 
 /** The kind of an abstract state: its first line (e.g. "page: results"). */
@@ -53,6 +55,8 @@ export interface AuditOptions {
   buffer?: ReplayBuffer;
   /** Demos per step. @default 5 */
   k?: number;
+  /** Tokens the model has used so far (e.g. from a chat model's stats), to report tokens per step. */
+  tokensUsed?: () => number;
 }
 
 /**
@@ -74,6 +78,7 @@ export async function auditModel(trajectories: Trajectory[], opts: AuditOptions)
   let identical = 0;
   let latency = 0;
   const success = { truePositive: 0, falsePositive: 0, falseNegative: 0, trueNegative: 0 };
+  const tokensBefore = opts.tokensUsed?.() ?? 0;
   for (const t of trajectories) {
     const history: HistoryStep[] = [];
     for (const s of t.steps) {
@@ -115,5 +120,6 @@ export async function auditModel(trajectories: Trajectory[], opts: AuditOptions)
     model: opts.model.id, trajectories: trajectories.length, steps,
     invalidRate: per(invalid), rewardErrorRate: per(rewardErrors), rewardMAE: per(rewardAbs), terminalRewardMAE: terminals > 0 ? terminalAbs / terminals : 0,
     success, terminationAccuracy: per(terminationOk), stateKindAccuracy: per(kindOk), elementF1: per(f1), identicalStates: per(identical), meanLatencyMs: per(latency),
+    tokensPerStep: per((opts.tokensUsed?.() ?? 0) - tokensBefore),
   };
 }

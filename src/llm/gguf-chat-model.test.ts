@@ -28,6 +28,17 @@ test("the real llama.cpp engine runs a GGUF model the suite wrote, and grammar-c
   assert.equal(model.stats.requests, 3);
 });
 
+test("GGUF responses can be cached for exact replay", async () => {
+  const model = new GgufChatModel({ path: modelPath, cache: join(dir, "cache.db") });
+  const req = { messages: [{ role: "user" as const, content: "hello" }], seed: 5, maxTokens: 20 };
+  const first = await model.generate(req);
+  const second = await model.generate(req);
+  assert.equal(second.cached, true);
+  assert.deepEqual(second.choices, first.choices);
+  assert.equal(model.stats.requests, 1);
+  model.close();
+});
+
 test("a missing model file is a clear error", async () => {
   const model = new GgufChatModel({ path: join(dir, "missing.gguf") });
   await assert.rejects(model.generate({ messages: [{ role: "user", content: "x" }] }), (e: unknown) => e instanceof DataError && /no such GGUF model file/.test(e.message));

@@ -1,6 +1,7 @@
 import { existsSync } from "node:fs";
 import { DataError, InvalidConfigError } from "../core/index.ts";
 import { extractJson, type ChatChoice, type ChatModel, type ChatRequest, type ChatResponse, type ModelStats } from "./chat-model.ts";
+import { ResponseCache } from "./response-cache.ts";
 import { Semaphore } from "./semaphore.ts";
 
 export interface GgufChatModelOptions {
@@ -10,6 +11,8 @@ export interface GgufChatModelOptions {
   contextSize?: number;
   /** CPU threads for inference. @default 1 (more contend with the rest of the run on small machines) */
   threads?: number;
+  /** A response cache (or its file path): identical requests are answered from it. */
+  cache?: ResponseCache | string;
 }
 
 // node-llama-cpp is an optional dependency, loaded on first use.
@@ -27,9 +30,16 @@ export class GgufChatModel implements ChatModel {
   private readonly semaphore = new Semaphore(1);
   private loaded: Promise<{ lib: NodeLlamaCpp; llama: Awaited<ReturnType<NodeLlamaCpp["getLlama"]>>; model: Awaited<ReturnType<Awaited<ReturnType<NodeLlamaCpp["getLlama"]>>["loadModel"]>> }> | null = null;
 
+  private readonly cache: ResponseCache | null;
+
   constructor(opts: GgufChatModelOptions) {
     this.opts = opts;
     this.id = `gguf:${opts.path}`;
+    this.cache = typeof opts.cache === "string" ? new ResponseCache(opts.cache) : (opts.cache ?? null);
+  }
+
+  close(): void {
+    this.cache?.close();
   }
 
   private load() {
@@ -53,6 +63,18 @@ export class GgufChatModel implements ChatModel {
   }
 
   async generate(request: ChatRequest): Promise<ChatResponse> {
+    const key = this.cache ? ResponseCache.key(this.id, request) : null;
+    const hit = key ? this.cache!.get(key) : undefined;
+    if (hit) {
+      this.stats.cacheHits++;
+      return { ...hit, cached: true, latencyMs: 0 };
+    }
+    const response = await this.run(request);
+    if (key) this.cache!.put(key, response);
+    return response;
+  }
+
+  private async run(request: ChatRequest): Promise<ChatResponse> {
     const started = performance.now();
     return this.semaphore.run(async () => {
       const { lib, llama, model } = await this.load();
