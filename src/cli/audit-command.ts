@@ -48,6 +48,7 @@ export function registerAudit(program: Command): void {
           ["latency / tokens per step", `${r.meanLatencyMs.toFixed(2)} ms / ${r.tokensPerStep.toFixed(0)}`],
         ];
         for (const [k, v] of rows) console.log(`${k.padEnd(40)} ${v}`);
+        if (r.firstFailure) console.log(`${"first failure".padEnd(40)} ${r.firstFailure}`);
       } finally {
         buffer?.close();
         (chat as { close?: () => void } | null)?.close?.();

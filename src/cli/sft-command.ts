@@ -37,6 +37,7 @@ export function registerSft(program: Command): void {
         const r = await buildSftData({ teacher, abstraction: support.abstraction, trajectories, outDir: o.out, buffer, valFraction: o.val, concurrency: o.concurrency, onProgress: (d) => bar.update(d) });
         bar.stop();
         console.log(`${r.examples} new examples (${r.train} train, ${r.val} val), ${r.skipped} already built, ${r.failed} failed teacher calls; in ${o.out}`);
+        if (r.firstFailure) console.log(`first failure: ${r.firstFailure}`);
       } finally {
         bar.stop();
         buffer?.close();

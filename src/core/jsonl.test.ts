@@ -94,6 +94,9 @@ test("repairJsonlTail cuts a torn last line and leaves clean files alone", () =>
   writeFileSync(file, '{"only": "torn"');
   assert.equal(repairJsonlTail(file), true);
   assert.equal(readFileSync(file, "utf8"), "");
+  writeFileSync(file, '{"a":1}\n{"complete": true}');
+  assert.equal(repairJsonlTail(file), true);
+  assert.equal(readFileSync(file, "utf8"), '{"a":1}\n{"complete": true}\n', "a complete last line gets its newline");
   const long = join(dir, "long.jsonl");
   writeFileSync(long, `${JSON.stringify({ x: "y".repeat(200_000) })}\n${"z".repeat(100_000)}`);
   repairJsonlTail(long);

@@ -97,8 +97,8 @@ export class JsonlWriter {
 }
 
 /**
- * Drops a torn last line (what a killed writer may leave), so appending continues on a clean line.
- * Returns whether anything was cut.
+ * Drops a torn last line (what a killed writer may leave), so appending continues on a clean line;
+ * a last line that is complete JSON but lacks its newline gets one instead. Returns whether the file changed.
  */
 export function repairJsonlTail(file: string): boolean {
   if (!existsSync(file)) return false;
@@ -114,14 +114,21 @@ export function repairJsonlTail(file: string): boolean {
       const n = readSync(fd, chunk, 0, end - start, start);
       if (end === size && chunk[n - 1] === 10) return false; // ends cleanly
       const i = chunk.subarray(0, n).lastIndexOf(10);
-      if (i >= 0) {
-        ftruncateSync(fd, start + i + 1);
+      if (i >= 0 || start === 0) {
+        const cut = i >= 0 ? start + i + 1 : 0;
+        const tail = Buffer.alloc(size - cut);
+        readSync(fd, tail, 0, tail.length, cut);
+        try {
+          JSON.parse(tail.toString("utf8"));
+          writeSync(fd, "\n", size); // complete, only the newline is missing
+        } catch {
+          ftruncateSync(fd, cut);
+        }
         return true;
       }
       end = start;
     }
-    ftruncateSync(fd, 0);
-    return true;
+    return false;
   } finally {
     closeSync(fd);
   }

@@ -8,14 +8,19 @@ export interface AuditReport {
   model: string;
   trajectories: number;
   steps: number;
-  /** Steps where the model gave no valid output. */
+  /** Steps where the model gave no valid output (they also count as errors in every rate below). */
   invalidRate: number;
+  /** Why the first failed step failed, if any did. */
+  firstFailure?: string;
   /** ε_R: share of steps whose predicted reward differs from the real one by more than 0.01. */
   rewardErrorRate: number;
   rewardMAE: number;
   /** Mean absolute reward error on the real episode-ending steps only. */
   terminalRewardMAE: number;
-  /** Success (reward ≥ 1 at the end) predicted vs real, over the real ending steps. */
+  /**
+   * Success (an ending step with reward 1) predicted vs real, over the steps where the real episode
+   * or the model's prediction ends; failed predictions are counted in `invalidRate` instead.
+   */
   success: { truePositive: number; falsePositive: number; falseNegative: number; trueNegative: number };
   /** Termination predicted as the real env did. */
   terminationAccuracy: number;
@@ -78,6 +83,7 @@ export async function auditModel(trajectories: Trajectory[], opts: AuditOptions)
   let identical = 0;
   let latency = 0;
   const success = { truePositive: 0, falsePositive: 0, falseNegative: 0, trueNegative: 0 };
+  let firstFailure: string | undefined;
   const tokensBefore = opts.tokensUsed?.() ?? 0;
   for (const t of trajectories) {
     const history: HistoryStep[] = [];
@@ -90,18 +96,23 @@ export async function auditModel(trajectories: Trajectory[], opts: AuditOptions)
       latency += performance.now() - started;
       steps++;
       const failed = Boolean(p.info.failed);
-      if (failed) invalid++;
+      if (failed) {
+        invalid++;
+        firstFailure ??= String(p.info.failed);
+      }
       const reward = failed ? 0 : p.reward;
       const terminated = failed ? false : p.terminated;
       const err = Math.abs(reward - s.reward);
       rewardAbs += err;
-      if (err > 0.01) rewardErrors++;
-      if (terminated === s.terminated) terminationOk++;
+      if (failed || err > 0.01) rewardErrors++;
+      if (!failed && terminated === s.terminated) terminationOk++;
       if (s.terminated) {
         terminals++;
         terminalAbs += err;
-        const realSuccess = s.reward >= 1;
-        const predictedSuccess = terminated && reward >= 1;
+      }
+      if (!failed && (s.terminated || terminated)) {
+        const realSuccess = s.terminated && s.reward >= 1 - 1e-9;
+        const predictedSuccess = terminated && reward >= 1 - 1e-9;
         if (realSuccess && predictedSuccess) success.truePositive++;
         else if (!realSuccess && predictedSuccess) success.falsePositive++;
         else if (realSuccess) success.falseNegative++;
@@ -121,5 +132,6 @@ export async function auditModel(trajectories: Trajectory[], opts: AuditOptions)
     invalidRate: per(invalid), rewardErrorRate: per(rewardErrors), rewardMAE: per(rewardAbs), terminalRewardMAE: terminals > 0 ? terminalAbs / terminals : 0,
     success, terminationAccuracy: per(terminationOk), stateKindAccuracy: per(kindOk), elementF1: per(f1), identicalStates: per(identical), meanLatencyMs: per(latency),
     tokensPerStep: per((opts.tokensUsed?.() ?? 0) - tokensBefore),
+    ...(firstFailure !== undefined ? { firstFailure } : {}),
   };
 }

@@ -29,7 +29,7 @@ export async function retrieveDemos(buffer: ReplayBuffer, abstraction: StateAbst
     .filter((h) => !seen.has(h.transition.id) && seen.add(h.transition.id))
     .sort((a, b) => b.score - a.score)
     .map((h) => ({
-      state: abstraction.abstract(h.transition.state), action: h.transition.action, nextState: h.transition.nextState,
+      state: abstraction.abstract(h.transition.state), action: h.transition.action, nextState: abstraction.abstract(h.transition.nextState, h.transition.info),
       reward: h.transition.reward, terminated: h.transition.terminated, task: h.transition.task, source: h.transition.source, score: h.score,
     }));
 }

@@ -56,6 +56,8 @@ test("SFT data: one example per transition, reasoning first, split by task, resu
     assert.equal(s.requests.length, steps + 1);
     const repaired = await readJsonlAll<Example>(file); // every line parses again
     assert.equal(repaired.length, train.length);
+    // The split cannot change on resume.
+    await assert.rejects(buildSftData({ teacher, abstraction: abs, trajectories, outDir: out, valFraction: 0.5 }), /built with a validation share of 0.25/);
   } finally {
     await s.close();
   }

@@ -1,7 +1,8 @@
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { JsonlWriter, readJsonl, repairJsonlTail, type StateAbstraction, type Trajectory } from "../core/index.ts";
+import { DataError, InvalidConfigError, JsonlWriter, readJsonl, repairJsonlTail, type StateAbstraction, type Trajectory } from "../core/index.ts";
+import { trajectoryContentId } from "../buffer/index.ts";
 import type { ReplayBuffer } from "../buffer/index.ts";
 import type { ChatMessage, ChatModel } from "../llm/index.ts";
 import { retrieveDemos } from "./demos.ts";
@@ -32,6 +33,8 @@ export interface SftBuildReport {
   /** Already in the output from an earlier (interrupted) build: not paid for again. */
   skipped: number;
   failed: number;
+  /** Why the first failed teacher call failed. */
+  firstFailure?: string;
 }
 
 /** Deterministic split by task id. */
@@ -52,7 +55,18 @@ const TEACHER_SYSTEM =
  */
 export async function buildSftData(opts: SftBuildOptions): Promise<SftBuildReport> {
   const valFraction = opts.valFraction ?? 0.1;
-  mkdirSync(opts.outDir, { recursive: true });
+  if (!(valFraction >= 0 && valFraction < 1)) throw new InvalidConfigError(`the validation share must be in [0, 1), got ${valFraction}`);
+  try {
+    mkdirSync(opts.outDir, { recursive: true });
+  } catch (e) {
+    throw new DataError(`cannot use the output folder: ${(e as Error).message}`, { file: opts.outDir }, e);
+  }
+  // The split must not change between a build and its resumption, or a task could land in both.
+  const manifest = join(opts.outDir, "manifest.json");
+  if (existsSync(manifest)) {
+    const saved = JSON.parse(readFileSync(manifest, "utf8")) as { valFraction: number };
+    if (saved.valFraction !== valFraction) throw new InvalidConfigError(`${opts.outDir} was built with a validation share of ${saved.valFraction}; resume with the same, or use another folder`);
+  } else writeFileSync(manifest, JSON.stringify({ valFraction }) + "\n");
   const files = { train: join(opts.outDir, "train.jsonl"), val: join(opts.outDir, "val.jsonl") };
   const done = new Set<string>();
   for (const f of Object.values(files)) {
@@ -69,16 +83,19 @@ export async function buildSftData(opts: SftBuildOptions): Promise<SftBuildRepor
   for (const t of opts.trajectories) {
     const history: HistoryStep[] = [];
     const split = isValTask(t.task.id, valFraction) ? "val" : "train";
+    const trajectoryId = trajectoryContentId(t);
     t.steps.forEach((s, i) => {
       const state = opts.abstraction.abstract(s.observation);
       const nextState = opts.abstraction.abstract(s.next_observation, s.info);
-      const key = createHash("sha256").update(JSON.stringify([t.env, t.task.id, state, s.action, nextState, i])).digest("hex").slice(0, 24);
+      // One example per step of each distinct trajectory (identical trajectories share their keys).
+      const key = createHash("sha256").update(JSON.stringify([trajectoryId, i])).digest("hex").slice(0, 24);
       const past = history.slice();
       history.push({ state, action: s.action, nextState, reward: s.reward });
       if (done.has(key)) {
         report.skipped++;
         return;
       }
+      done.add(key);
       jobs.push(async () => {
         const demos = opts.buffer ? await retrieveDemos(opts.buffer, opts.abstraction, { state, action: s.action }, { k: 5, excludeTask: t.task.id }) : [];
         const teacherMessages: ChatMessage[] = [
@@ -88,12 +105,14 @@ export async function buildSftData(opts: SftBuildOptions): Promise<SftBuildRepor
         let reasoning: string;
         try {
           reasoning = (await opts.teacher.generate({ messages: teacherMessages, temperature: 0, maxTokens: 300 })).choices[0]?.text.trim() ?? "";
-        } catch {
+        } catch (e) {
           report.failed++;
+          report.firstFailure ??= (e as Error).message;
           return;
         }
         if (!reasoning) {
           report.failed++;
+          report.firstFailure ??= "the teacher gave an empty answer";
           return;
         }
         const messages = student.messages({ task: t.task, history: past, state, action: s.action, demos });
@@ -107,13 +126,14 @@ export async function buildSftData(opts: SftBuildOptions): Promise<SftBuildRepor
   }
   const total = jobs.length + report.skipped;
   let next = 0;
-  try {
-    await Promise.all(Array.from({ length: Math.max(1, opts.concurrency ?? 8) }, async () => {
-      for (let j = next++; j < jobs.length; j = next++) await jobs[j]();
-    }));
-  } finally {
-    writers.train.close();
-    writers.val.close();
-  }
+  // Every worker finishes before the files close; the first unexpected error is raised after.
+  const results = await Promise.allSettled(Array.from({ length: Math.max(1, opts.concurrency ?? 8) }, async () => {
+    for (let j = next++; j < jobs.length; j = next++) await jobs[j]();
+  }));
+  writers.train.close();
+  writers.val.close();
+  const broken = results.find((r) => r.status === "rejected");
+  if (broken) throw (broken as PromiseRejectedResult).reason;
+  if (jobs.length > 0 && report.failed === jobs.length) throw new InvalidConfigError(`every teacher call failed; the first: ${report.firstFailure}`);
   return report;
 }

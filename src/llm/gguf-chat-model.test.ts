@@ -39,6 +39,11 @@ test("GGUF responses can be cached for exact replay", async () => {
   model.close();
 });
 
+test("a prompt longer than the context is an error, not a silent cut", async () => {
+  const model = new GgufChatModel({ path: modelPath, contextSize: 64 });
+  await assert.rejects(model.generate({ messages: [{ role: "user", content: "x".repeat(500) }], maxTokens: 8 }), /the prompt is \d+ tokens .* the context holds 64/);
+});
+
 test("a missing model file is a clear error", async () => {
   const model = new GgufChatModel({ path: join(dir, "missing.gguf") });
   await assert.rejects(model.generate({ messages: [{ role: "user", content: "x" }] }), (e: unknown) => e instanceof DataError && /no such GGUF model file/.test(e.message));

@@ -80,14 +80,21 @@ export class GgufChatModel implements ChatModel {
       const { lib, llama, model } = await this.load();
       this.stats.requests++;
       const prompt = `${request.messages.map((m) => `${m.role === "system" ? "System" : m.role === "user" ? "User" : "Assistant"}: ${m.content}`).join("\n\n")}\n\nAssistant:`;
-      const context = await model.createContext({ contextSize: Math.min(this.opts.contextSize ?? 4096, model.trainContextSize), threads: this.opts.threads ?? 1 });
+      const contextSize = Math.min(this.opts.contextSize ?? 4096, model.trainContextSize);
+      const promptTokens = model.tokenize(prompt).length;
+      const maxTokens = request.maxTokens ?? 512;
+      // llama.cpp would silently drop the start of a prompt that does not fit (the system prompt and the task).
+      if (promptTokens + maxTokens > contextSize) {
+        throw new InvalidConfigError(`the prompt is ${promptTokens} tokens and up to ${maxTokens} may be generated, but the context holds ${contextSize} (${this.id})`);
+      }
+      const context = await model.createContext({ contextSize, threads: this.opts.threads ?? 1 });
       try {
         const grammar = request.schema ? await llama.createGrammarForJsonSchema(request.schema.schema as never) : undefined;
         const completion = new lib.LlamaCompletion({ contextSequence: context.getSequence() });
         const choices: ChatChoice[] = [];
         for (let i = 0; i < (request.n ?? 1); i++) {
           const text = await completion.generateCompletion(prompt, {
-            grammar, maxTokens: request.maxTokens ?? 512, temperature: request.temperature ?? 0.7,
+            grammar, maxTokens, temperature: request.temperature ?? 0.7,
             seed: request.seed !== undefined ? request.seed + i : undefined, customStopTriggers: request.stop,
           });
           const choice: ChatChoice = { text };
@@ -98,7 +105,6 @@ export class GgufChatModel implements ChatModel {
           }
           choices.push(choice);
         }
-        const promptTokens = model.tokenize(prompt).length;
         const completionTokens = choices.reduce((n, c) => n + model.tokenize(c.text).length, 0);
         this.stats.promptTokens += promptTokens;
         this.stats.completionTokens += completionTokens;
