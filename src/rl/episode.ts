@@ -1,0 +1,121 @@
+import { Rng, type Env, type StepInfo, type Task } from "../core/index.ts";
+import type { Decision, Policy, TrainablePolicy } from "./policy.ts";
+
+export interface EpisodeStep<R = unknown> {
+  observation: string;
+  action: string;
+  reward: number;
+  next_observation: string;
+  terminated: boolean;
+  truncated: boolean;
+  info?: StepInfo;
+  /** log π(action) when it was taken. */
+  logProb: number;
+  /** V(observation) when it was taken. */
+  value?: number;
+  record: R;
+  /** The policy failed to produce a valid action at this step. */
+  failed?: string;
+}
+
+/** One episode as the learner needs it. */
+export interface Episode<R = unknown> {
+  task: Task;
+  steps: EpisodeStep<R>[];
+  totalReward: number;
+  success: boolean;
+  /** V of the last state when the episode was cut off by the step limit (0 when it terminated). */
+  bootstrapValue: number;
+}
+
+export interface PlayOptions {
+  task?: Task;
+  /** Seeds the env's own randomness. */
+  seed?: number;
+  /** The policy's sampling stream for this episode. */
+  rng: Rng;
+  greedy?: boolean;
+  /** A total reward at or above this counts as success. @default 1 */
+  successThreshold?: number;
+}
+
+const isTrainable = (p: Policy): p is TrainablePolicy => typeof (p as TrainablePolicy).value === "function";
+
+/** Plays one episode of `policy` in `env`, keeping what each decision needs for the update. */
+export async function playEpisode<R>(env: Env, policy: Policy<R>, opts: PlayOptions): Promise<Episode<R>> {
+  const reset = await env.reset({ seed: opts.seed, task: opts.task });
+  const task = (reset.info.task as Task | undefined) ?? opts.task ?? { id: "unknown", instruction: "" };
+  const steps: EpisodeStep<R>[] = [];
+  const history: string[] = [];
+  let observation = reset.observation;
+  let info = reset.info;
+  let total = 0;
+  let bootstrapValue = 0;
+  for (;;) {
+    const d: Decision<R> = await policy.act({ task, observation, actions: env.availableActions(), history, info }, { rng: opts.rng, greedy: opts.greedy });
+    const r = await env.step(d.action);
+    const step: EpisodeStep<R> = {
+      observation, action: d.action, reward: r.reward, next_observation: r.observation,
+      terminated: r.terminated, truncated: r.truncated, logProb: d.logProb, value: d.value, record: d.record,
+    };
+    if (Object.keys(r.info).length > 0) step.info = r.info;
+    if (d.failed) step.failed = d.failed;
+    steps.push(step);
+    history.push(d.action);
+    total += r.reward;
+    observation = r.observation;
+    info = r.info;
+    if (r.terminated || r.truncated) {
+      if (!r.terminated && isTrainable(policy) && env.availableActions()?.length) {
+        bootstrapValue = policy.value({ task, observation, actions: env.availableActions(), history, info });
+      }
+      break;
+    }
+  }
+  return { task, steps, totalReward: total, success: total >= (opts.successThreshold ?? 1) - 1e-9, bootstrapValue };
+}
+
+export interface EpisodeJob {
+  task?: Task;
+  seed?: number;
+  /** Seeds the policy's sampling for this episode, so results do not depend on scheduling. */
+  rngSeed: number;
+}
+
+/**
+ * Plays `jobs` over a pool of envs, one episode per env at a time; results come back in job order
+ * and, since each job has its own sampling stream, do not depend on which env finished first.
+ */
+export async function playEpisodes<R>(
+  envs: readonly Env[], policy: Policy<R>, jobs: readonly EpisodeJob[],
+  opts: { greedy?: boolean; successThreshold?: number; onEpisode?: (e: Episode<R>, index: number) => void } = {},
+): Promise<Episode<R>[]> {
+  const results: Episode<R>[] = new Array(jobs.length);
+  let next = 0;
+  const worker = async (env: Env) => {
+    while (next < jobs.length) {
+      const j = next++;
+      const job = jobs[j];
+      const episode = await playEpisode(env, policy, {
+        task: job.task, seed: job.seed, rng: new Rng(job.rngSeed), greedy: opts.greedy, successThreshold: opts.successThreshold,
+      });
+      results[j] = episode;
+      opts.onEpisode?.(episode, j);
+    }
+  };
+  await Promise.all(envs.map(worker));
+  return results;
+}
+
+/** A 52-bit seed derived from parts (e.g. run seed, iteration, episode index). */
+export function deriveSeed(...parts: (string | number)[]): number {
+  const text = parts.join(":");
+  let h1 = 0x811c9dc5;
+  let h2 = 0x01000193;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    h1 = Math.imul(h1 ^ c, 0x01000193);
+    h2 = Math.imul(h2 ^ c, 0x5bd1e995) ^ (h2 >>> 15);
+  }
+  return (h1 >>> 0) * 0x100000 + ((h2 >>> 0) & 0xfffff);
+}

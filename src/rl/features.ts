@@ -1,0 +1,204 @@
+import { stemmer } from "stemmer";
+import { FREE_TEXT_SLOT } from "../core/index.ts";
+import type { PolicyInput } from "./policy.ts";
+
+/**
+ * Text features for the neural policy. A state is read as lines (DreamGym's abstract states: a
+ * `page: <kind>` line, then elements one per line with clickables in brackets); raw text works too,
+ * as one block. Each candidate action gets hashed features of (instruction, state, action):
+ * its label and option group, how much of its line's text the instruction mentions, its rank by that
+ * overlap among the page's items, its position, a price against the instruction's price bound, how
+ * often it was taken already, and the steps used — each conjoined with the page kind.
+ *
+ * Free text: an action with the `<query>` slot expands into candidate queries made from the
+ * instruction (see {@link queryCandidates}).
+ */
+export const FEATURE_VERSION = "text-features-v1";
+
+/** A sparse feature vector: hashed indices (sorted, unique) and their values. */
+export interface SparseVector {
+  idx: Int32Array;
+  val: Float32Array;
+}
+
+export interface FeaturizedStep {
+  /** The candidate actions, free text filled in. */
+  actions: string[];
+  candidates: SparseVector[];
+  /** Features of the state alone (the value head's input). */
+  state: SparseVector;
+}
+
+const STOP = new Set(
+  "a an the and or of for to in on with by at from is are be it its i im i'm me my you your we our this that these those as but not no can will would could should please need want looking find buy get also some any which who what".split(" "),
+);
+
+/** Lowercased, stemmed content words. */
+export function contentTokens(text: string): string[] {
+  const out: string[] = [];
+  for (const w of text.toLowerCase().split(/[^a-z0-9.]+/)) {
+    const t = w.replace(/^\.+|\.+$/g, "");
+    if (t.length === 0 || STOP.has(t)) continue;
+    out.push(stemmer(t));
+  }
+  return out;
+}
+
+const PRICE_BOUND = /(?:lower|less|cheaper) than \$?([\d,]+(?:\.\d+)?)/i;
+const PRICE = /\$([\d,]+(?:\.\d+)?)/;
+
+/**
+ * Candidate queries for a free-text slot, from the instruction: (0) the whole instruction, (1) it
+ * without a trailing price clause, (2) it without "with …" option clauses ("color: x, and size: y")
+ * and the price, (3) its head: the text before the first "with"/"that"/comma.
+ */
+export function queryCandidates(instruction: string): string[] {
+  const whole = instruction.trim();
+  const noPrice = whole.replace(/,?\s*(?:and )?price (?:lower|less) than [\d.,]+ dollars\.?$/i, "").trim();
+  const noOptions = noPrice.replace(/,?\s*(?:and )?(?:with )?[a-z ]+: [^,]+(?:,\s*and [a-z ]+: [^,]+)*$/i, "").trim();
+  const head = noOptions.split(/\s+(?:with|that|which)\s+|,/i)[0].trim();
+  return [whole, noPrice, noOptions, head].map((q) => q.replace(/\s+/g, " "));
+}
+
+/** 32-bit FNV-1a. */
+function hash(s: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) {
+    h ^= s.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return h >>> 0;
+}
+
+class Builder {
+  private readonly map = new Map<number, number>();
+  constructor(private readonly dim: number) {}
+  add(name: string, value = 1): void {
+    if (value === 0) return;
+    const i = hash(name) % this.dim;
+    this.map.set(i, (this.map.get(i) ?? 0) + value);
+  }
+  build(): SparseVector {
+    const idx = Int32Array.from(this.map.keys()).sort();
+    const val = new Float32Array(idx.length);
+    for (let j = 0; j < idx.length; j++) val[j] = this.map.get(idx[j])!;
+    return { idx, val };
+  }
+}
+
+const bucket = (x: number, edges: number[]) => {
+  let b = 0;
+  while (b < edges.length && x > edges[b]) b++;
+  return b;
+};
+/** An item label: an id such as an ASIN (a mix of letters and digits, no spaces). */
+const idLike = (label: string) => /^(?=.*\d)(?=.*[a-z])[a-z0-9-]{6,}$/i.test(label);
+
+interface ParsedAction {
+  action: string;
+  verb: string;
+  label: string;
+  /** The search variant, for a filled free-text slot. */
+  variant?: number;
+}
+
+function parseAction(action: string): ParsedAction {
+  const m = /^(\w+)\[(.*)\]$/s.exec(action.trim());
+  return m ? { action, verb: m[1].toLowerCase(), label: m[2].toLowerCase() } : { action, verb: "text", label: action.toLowerCase() };
+}
+
+export function featurize(input: PolicyInput, dim: number): FeaturizedStep {
+  const instruction = input.task.instruction;
+  const instrTokens = new Set(contentTokens(instruction));
+  const instrLower = ` ${instruction.toLowerCase().replace(/[^a-z0-9.]+/g, " ")} `;
+  const bound = PRICE_BOUND.exec(instruction);
+  const priceBound = bound ? Number(bound[1].replace(/,/g, "")) : undefined;
+
+  const lines = input.observation.split("\n");
+  const kindLine = /^page: (\S+)/.exec(lines[0] ?? "");
+  const kind = kindLine ? kindLine[1] : "text";
+  const step = input.history.length;
+  const stepBucket = Math.min(step, 12);
+
+  // Expand the listed actions (a free-text slot into query candidates).
+  const parsed: ParsedAction[] = [];
+  for (const a of input.actions ?? []) {
+    if (a.includes(FREE_TEXT_SLOT)) {
+      const seen = new Set<string>();
+      queryCandidates(instruction).forEach((q, variant) => {
+        const filled = a.replace(FREE_TEXT_SLOT, q);
+        if (seen.has(filled)) return;
+        seen.add(filled);
+        parsed.push({ ...parseAction(filled), variant });
+      });
+    } else parsed.push(parseAction(a));
+  }
+
+  const searches = input.history.filter((a) => a.startsWith("search[")).length;
+  const prev = input.history.length > 0 ? parseAction(input.history[input.history.length - 1]) : undefined;
+  const prevLabel = prev ? (idLike(prev.label) ? `${prev.verb}:<id>` : `${prev.verb}:${prev.label}`) : "none";
+  const taken = new Map<string, number>();
+  for (const a of input.history) taken.set(a.toLowerCase(), (taken.get(a.toLowerCase()) ?? 0) + 1);
+  const takenLabels = new Set(input.history.map((a) => parseAction(a).label));
+
+  // Per candidate: the line it sits on, its overlap with the instruction.
+  const info = parsed.map((p, position) => {
+    const lineIndex = p.verb === "click" ? lines.findIndex((l) => l.toLowerCase().includes(`[${p.label}]`)) : -1;
+    const line = lineIndex >= 0 ? lines[lineIndex] : "";
+    const group = /^([^[\]:]{1,40}):\s*\[/.exec(line)?.[1].trim().toLowerCase();
+    const lineText = line.replace(/\[[^\]]*\]/g, " ");
+    const contextText = group ? p.label : `${idLike(p.label) ? "" : p.label} ${lineText}`;
+    const context = new Set(p.verb === "search" ? contentTokens(p.label) : contentTokens(contextText));
+    let matched = 0;
+    for (const t of context) if (instrTokens.has(t)) matched++;
+    const frac = context.size > 0 ? matched / context.size : 0;
+    const cover = instrTokens.size > 0 ? matched / instrTokens.size : 0;
+    const price = PRICE.exec(lineText);
+    const siblingTaken = group !== undefined && [...line.toLowerCase().matchAll(/\[([^\]]+)\]/g)].some((m) => m[1] !== p.label && takenLabels.has(m[1]));
+    return { p, position, lineIndex, group, frac, cover, matched, price: price ? Number(price[1].replace(/,/g, "")) : undefined, siblingTaken };
+  });
+
+  // Rank of each item (id-labelled candidate) by instruction coverage among the page's items.
+  const items = info.filter((c) => idLike(c.p.label)).sort((a, b) => b.cover - a.cover || a.position - b.position);
+  const rank = new Map(items.map((c, r) => [c, r]));
+
+  const candidates = info.map((c) => {
+    const b = new Builder(dim);
+    const { p } = c;
+    const k = `${kind}|${p.verb}`;
+    b.add(`bias|${k}`);
+    const isItem = idLike(p.label);
+    const label = isItem ? "<id>" : p.label;
+    if (p.label.length <= 40) b.add(`label|${k}|${label}`);
+    b.add(`label-steps|${k}|${label}|${bucket(step, [1, 3, 6, 9])}`);
+    b.add(`prev|${k}|${prevLabel}|${label}`);
+    if (c.group) b.add(`group|${k}|${c.group}`);
+    b.add(`overlap|${k}`, c.frac);
+    b.add(`cover|${k}`, c.cover);
+    b.add(`overlap-bucket|${k}|${bucket(c.frac, [0, 0.2, 0.4, 0.6, 0.8, 0.99])}`);
+    b.add(`matched|${k}|${Math.min(c.matched, 6)}`);
+    if (p.verb === "click" && !isItem && p.label.length > 0 && instrLower.includes(` ${p.label.replace(/[^a-z0-9.]+/g, " ").trim()} `)) {
+      b.add(`phrase|${k}|${c.group ? "option" : "other"}`);
+    }
+    if (isItem) {
+      const r = rank.get(c) ?? 9;
+      b.add(`rank|${k}|${Math.min(r, 4)}`);
+      b.add(`rank-overlap|${k}|${Math.min(r, 2)}|${bucket(c.cover, [0.1, 0.3, 0.5, 0.7])}`);
+    }
+    if (c.price !== undefined && priceBound !== undefined) b.add(`price|${k}|${c.price <= priceBound ? "ok" : "over"}`);
+    if (c.siblingTaken) b.add(`group-chosen|${k}`);
+    const times = taken.get(p.action.toLowerCase()) ?? 0;
+    b.add(`repeat|${k}|${Math.min(times, 3)}`);
+    if (p.variant !== undefined) b.add(`query|${k}|${p.variant}|${Math.min(searches, 2)}`);
+    return b.build();
+  });
+
+  const s = new Builder(dim);
+  s.add(`state|${kind}`);
+  s.add(`state-steps|${kind}|${stepBucket}`);
+  s.add(`state-searches|${kind}|${Math.min(searches, 3)}`);
+  const best = items.length > 0 ? items[0].cover : info.reduce((m, c) => Math.max(m, c.cover), 0);
+  s.add(`state-best|${kind}|${bucket(best, [0.1, 0.3, 0.5, 0.7, 0.9])}`);
+  s.add(`state-options|${kind}|${Math.min(info.filter((c) => c.group && takenLabels.has(c.p.label)).length, 4)}`);
+  return { actions: parsed.map((p) => p.action), candidates, state: s.build() };
+}

@@ -1,0 +1,116 @@
+import { z } from "zod";
+import type { Rng } from "../core/index.ts";
+import type { Episode } from "./episode.ts";
+import type { TrainablePolicy } from "./policy.ts";
+
+/**
+ * GRPO (Group Relative Policy Optimization) for multi-step episodes.
+ *
+ * For each task, a group of G episodes (G is the trainer's `rolloutsPerTask`); each episode's return is normalised within its group,
+ * A_i = (R_i − mean_G R) / (std_G R + ε), and broadcast to every step of that episode. The loss per
+ * step is PPO's clipped surrogate with that advantage, plus β·KL(π ‖ π_ref) to a frozen reference
+ * policy (the k3 estimator, as DeepSeekMath), minus an optional entropy bonus; averaged over the
+ * steps of a minibatch (token-level, as DAPO). No value function.
+ */
+export const grpoConfigSchema = z.strictObject({
+  learningRate: z.number().positive().default(0.003),
+  /** ε of the clipped ratio. */
+  clipRange: z.number().positive().max(1).default(0.2),
+  /** β of the KL penalty to the reference policy; 0 turns the reference off. */
+  klCoef: z.number().min(0).default(0),
+  entropyCoef: z.number().min(0).default(0.001),
+  /** Passes over each iteration's steps. */
+  epochs: z.number().int().min(1).default(2),
+  minibatchSize: z.number().int().min(1).default(256),
+  maxGradNorm: z.number().positive().default(1),
+  /** ε in the advantage's denominator. */
+  advantageEps: z.number().positive().default(1e-6),
+});
+export type GrpoConfig = z.infer<typeof grpoConfigSchema>;
+
+/** (r_i − mean) / (std + ε) within one group; std is the population standard deviation. */
+export function groupAdvantages(rewards: readonly number[], eps = 1e-6): number[] {
+  const n = rewards.length;
+  const mean = rewards.reduce((s, r) => s + r, 0) / n;
+  const std = Math.sqrt(rewards.reduce((s, r) => s + (r - mean) ** 2, 0) / n);
+  return rewards.map((r) => (r - mean) / (std + eps));
+}
+
+export interface GrpoStats {
+  policyLoss: number;
+  kl: number;
+  entropy: number;
+  clipFraction: number;
+  /** Mean of (old log π − new log π) over the last epoch: how far the update moved the policy. */
+  approxKl: number;
+  gradNorm: number;
+  steps: number;
+}
+
+export function grpoUpdate<R>(
+  policy: TrainablePolicy<R>, reference: TrainablePolicy<R> | undefined,
+  groups: readonly (readonly Episode<R>[])[], config: GrpoConfig, rng: Rng,
+): GrpoStats {
+  // 1. Group-relative advantages, broadcast to the steps of each episode.
+  const records: R[] = [];
+  const oldLogProbs: number[] = [];
+  const advantages: number[] = [];
+  for (const group of groups) {
+    const a = groupAdvantages(group.map((e) => e.totalReward), config.advantageEps);
+    group.forEach((episode, i) => {
+      for (const step of episode.steps) {
+        records.push(step.record);
+        oldLogProbs.push(step.logProb);
+        advantages.push(a[i]);
+      }
+    });
+  }
+  const n = records.length;
+  const stats: GrpoStats = { policyLoss: 0, kl: 0, entropy: 0, clipFraction: 0, approxKl: 0, gradNorm: 0, steps: n };
+  if (n === 0) return stats;
+
+  // 2. The frozen reference's log-probabilities, for the KL penalty.
+  const refLogProbs = config.klCoef > 0 && reference ? reference.evaluate(records).logProbs : undefined;
+
+  // 3. Epochs of minibatch updates on the clipped surrogate.
+  const order = Array.from({ length: n }, (_, i) => i);
+  for (let epoch = 0; epoch < config.epochs; epoch++) {
+    rng.shuffle(order);
+    const last = epoch === config.epochs - 1;
+    let loss = 0, kl = 0, entropy = 0, clipped = 0, approxKl = 0, gradNorm = 0, batches = 0;
+    for (let start = 0; start < n; start += config.minibatchSize) {
+      const idx = order.slice(start, start + config.minibatchSize);
+      const m = idx.length;
+      const out = policy.evaluate(idx.map((i) => records[i]));
+      const dLogProbs = new Float64Array(m);
+      const dEntropies = new Float64Array(m).fill(-config.entropyCoef / m);
+      idx.forEach((i, j) => {
+        const logRatio = out.logProbs[j] - oldLogProbs[i];
+        const ratio = Math.exp(logRatio);
+        const A = advantages[i];
+        const unclipped = ratio * A;
+        const clippedRatio = Math.min(Math.max(ratio, 1 - config.clipRange), 1 + config.clipRange);
+        const surrogate = Math.min(unclipped, clippedRatio * A);
+        loss -= surrogate;
+        if (clippedRatio !== ratio) clipped++;
+        // The gradient flows through the unclipped branch only when it is the minimum.
+        if (unclipped <= clippedRatio * A) dLogProbs[j] = (-A * ratio) / m;
+        if (refLogProbs) {
+          // k3: π_ref/π − log(π_ref/π) − 1 ≥ 0; its derivative in log π is 1 − π_ref/π.
+          const d = refLogProbs[i] - out.logProbs[j];
+          kl += Math.exp(d) - d - 1;
+          dLogProbs[j] += (config.klCoef * (1 - Math.exp(d))) / m;
+        }
+        entropy += out.entropies[j];
+        approxKl += -logRatio;
+      });
+      policy.backward({ logProbs: dLogProbs, entropies: dEntropies });
+      gradNorm += policy.step({ learningRate: config.learningRate, maxGradNorm: config.maxGradNorm }).gradNorm;
+      batches++;
+    }
+    if (last) Object.assign(stats, {
+      policyLoss: loss / n, kl: kl / n, entropy: entropy / n, clipFraction: clipped / n, approxKl: approxKl / n, gradNorm: gradNorm / batches,
+    });
+  }
+  return stats;
+}

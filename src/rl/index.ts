@@ -1,0 +1,18 @@
+export type {
+  ActOptions, Decision, Evaluation, OutputGradients, Policy, PolicyInput, TrainablePolicy, UpdateStats,
+} from "./policy.ts";
+export { FEATURE_VERSION, featurize, queryCandidates, contentTokens } from "./features.ts";
+export type { FeaturizedStep, SparseVector } from "./features.ts";
+export { NeuralPolicy } from "./neural-policy.ts";
+export type { NeuralPolicyConfig, NeuralStepRecord } from "./neural-policy.ts";
+export { playEpisode, playEpisodes, deriveSeed } from "./episode.ts";
+export type { Episode, EpisodeStep, EpisodeJob, PlayOptions } from "./episode.ts";
+export { grpoConfigSchema, grpoUpdate, groupAdvantages } from "./grpo.ts";
+export type { GrpoConfig, GrpoStats } from "./grpo.ts";
+export { ppoConfigSchema, ppoUpdate, gae } from "./ppo.ts";
+export type { PpoConfig, PpoStats } from "./ppo.ts";
+export { parseConfig } from "./config.ts";
+export { train, resumeTraining, readMetrics, trainConfigSchema } from "./trainer.ts";
+export type { TrainConfig, TrainConfigInput, TrainSummary, IterationMetrics, EvalResult, TrainHooks } from "./trainer.ts";
+export { writeReport, lineChart } from "./report.ts";
+export { BanditEnv, ChainEnv, ShopToyEnv } from "./toy-envs.ts";

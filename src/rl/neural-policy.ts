@@ -1,0 +1,211 @@
+import { InvalidConfigError, Rng } from "../core/index.ts";
+import { FEATURE_VERSION, featurize, type FeaturizedStep } from "./features.ts";
+import type { ActOptions, Decision, Evaluation, OutputGradients, PolicyInput, TrainablePolicy, UpdateStats } from "./policy.ts";
+import { ScoreNet } from "./score-net.ts";
+
+export interface NeuralPolicyConfig {
+  /** Hashed feature buckets. @default 32768 */
+  dim?: number;
+  /** Hidden units of each head. @default 16 */
+  hidden?: number;
+  /** Seeds the initial weights. @default 0 */
+  seed?: number;
+}
+
+/** What the policy keeps of a step to score it again in the update. */
+export interface NeuralStepRecord {
+  features: FeaturizedStep;
+  /** Index of the chosen candidate. */
+  choice: number;
+}
+
+interface BatchCache {
+  records: readonly NeuralStepRecord[];
+  probs: Float64Array[];
+  hidden: Float64Array[][];
+  valueHidden: Float64Array[];
+  entropies: Float64Array;
+}
+
+const MAGIC = "DGPOLICY1\n";
+
+/**
+ * The workhorse policy: scores each candidate action from text features of (instruction, state,
+ * action) with a small network and samples from the softmax over the candidates; a second network
+ * of the same form over state features is the value head (PPO). Trains on CPU.
+ */
+export class NeuralPolicy implements TrainablePolicy<NeuralStepRecord> {
+  readonly name = "neural";
+  readonly dim: number;
+  readonly hidden: number;
+  private readonly actor: ScoreNet;
+  private readonly critic: ScoreNet;
+  private readonly h: Float64Array;
+  private cache: BatchCache | undefined;
+
+  constructor(readonly config: NeuralPolicyConfig = {}) {
+    this.dim = config.dim ?? 32768;
+    this.hidden = config.hidden ?? 16;
+    if (!Number.isInteger(this.dim) || this.dim < 16) throw new InvalidConfigError(`neural policy dim must be an integer ≥ 16, got ${this.dim}`);
+    if (!Number.isInteger(this.hidden) || this.hidden < 1) throw new InvalidConfigError(`neural policy hidden must be an integer ≥ 1, got ${this.hidden}`);
+    const rng = new Rng(config.seed ?? 0);
+    this.actor = new ScoreNet(this.dim, this.hidden, rng, { embedScale: 0.1, outScale: 0.01 });
+    this.critic = new ScoreNet(this.dim, this.hidden, rng, { embedScale: 0.1, outScale: 0 });
+    this.h = new Float64Array(this.hidden);
+  }
+
+  async act(input: PolicyInput, opts: ActOptions): Promise<Decision<NeuralStepRecord>> {
+    if (!input.actions || input.actions.length === 0) {
+      throw new InvalidConfigError("the neural policy needs an env that lists its actions (availableActions() returned none)");
+    }
+    const features = featurize(input, this.dim);
+    const scores = features.candidates.map((x) => this.actor.forward(x, this.h));
+    const probs = softmax(scores);
+    let choice = 0;
+    if (opts.greedy) {
+      for (let i = 1; i < probs.length; i++) if (probs[i] > probs[choice]) choice = i;
+    } else {
+      let u = opts.rng.random();
+      choice = probs.length - 1;
+      for (let i = 0; i < probs.length; i++) {
+        u -= probs[i];
+        if (u < 0) {
+          choice = i;
+          break;
+        }
+      }
+    }
+    return {
+      action: features.actions[choice],
+      logProb: Math.log(probs[choice]),
+      value: this.critic.forward(features.state, this.h),
+      record: { features, choice },
+    };
+  }
+
+  value(input: PolicyInput): number {
+    return this.critic.forward(featurize(input, this.dim).state, this.h);
+  }
+
+  evaluate(records: readonly NeuralStepRecord[]): Evaluation {
+    const n = records.length;
+    const out: Evaluation = { logProbs: new Float64Array(n), entropies: new Float64Array(n), values: new Float64Array(n) };
+    const cache: BatchCache = { records, probs: [], hidden: [], valueHidden: [], entropies: out.entropies };
+    records.forEach((r, i) => {
+      const hs = r.features.candidates.map(() => new Float64Array(this.hidden));
+      const scores = r.features.candidates.map((x, c) => this.actor.forward(x, hs[c]));
+      const probs = softmax(scores);
+      let entropy = 0;
+      for (const p of probs) if (p > 0) entropy -= p * Math.log(p);
+      out.logProbs[i] = Math.log(probs[r.choice]);
+      out.entropies[i] = entropy;
+      const hv = new Float64Array(this.hidden);
+      out.values[i] = this.critic.forward(r.features.state, hv);
+      cache.probs.push(probs);
+      cache.hidden.push(hs);
+      cache.valueHidden.push(hv);
+    });
+    this.cache = cache;
+    return out;
+  }
+
+  backward(grads: OutputGradients): void {
+    const cache = this.cache;
+    if (!cache) throw new Error("backward() needs a preceding evaluate()");
+    cache.records.forEach((r, i) => {
+      const probs = cache.probs[i];
+      const dLogProb = grads.logProbs[i];
+      const dEntropy = grads.entropies?.[i] ?? 0;
+      const entropy = cache.entropies[i];
+      // d log p_a / d s_c = [c = a] − p_c;  d H / d s_c = −p_c (log p_c + H).
+      r.features.candidates.forEach((x, c) => {
+        const p = probs[c];
+        let dScore = dLogProb * ((c === r.choice ? 1 : 0) - p);
+        if (dEntropy !== 0 && p > 0) dScore += dEntropy * -p * (Math.log(p) + entropy);
+        this.actor.backward(x, cache.hidden[i][c], dScore);
+      });
+      const dValue = grads.values?.[i] ?? 0;
+      if (dValue !== 0) this.critic.backward(r.features.state, cache.valueHidden[i], dValue);
+    });
+  }
+
+  step({ learningRate, maxGradNorm }: { learningRate: number; maxGradNorm: number }): UpdateStats {
+    const gradNorm = Math.sqrt(this.actor.gradSquaredNorm() + this.critic.gradSquaredNorm());
+    const scale = maxGradNorm > 0 && gradNorm > maxGradNorm ? maxGradNorm / gradNorm : 1;
+    this.actor.adam(learningRate, scale);
+    this.critic.adam(learningRate, scale);
+    this.cache = undefined;
+    return { gradNorm };
+  }
+
+  clone(): NeuralPolicy {
+    const copy = new NeuralPolicy(this.config);
+    copy.load(this.save());
+    return copy;
+  }
+
+  save(): Uint8Array {
+    const actor = this.actor.state();
+    const critic = this.critic.state();
+    const arrays = [...actor.arrays, ...critic.arrays];
+    const header = JSON.stringify({
+      policy: this.name, featureVersion: FEATURE_VERSION, dim: this.dim, hidden: this.hidden,
+      adamSteps: [actor.adamStep, critic.adamStep], lengths: arrays.map((a) => a.length),
+    });
+    const head = Buffer.from(MAGIC + header + "\n");
+    const pad = (4 - (head.length % 4)) % 4;
+    const total = head.length + pad + arrays.reduce((s, a) => s + a.byteLength, 0);
+    const out = new Uint8Array(total);
+    out.set(head, 0);
+    out.fill(0x20, head.length, head.length + pad);
+    let offset = head.length + pad;
+    for (const a of arrays) {
+      out.set(new Uint8Array(a.buffer, a.byteOffset, a.byteLength), offset);
+      offset += a.byteLength;
+    }
+    return out;
+  }
+
+  load(bytes: Uint8Array, source = "checkpoint"): void {
+    const text = Buffer.from(bytes.buffer, bytes.byteOffset, Math.min(bytes.length, 4096)).toString("latin1");
+    const end = text.indexOf("\n", MAGIC.length);
+    if (!text.startsWith(MAGIC) || end < 0) throw new InvalidConfigError(`${source} is not a dreamgym policy checkpoint`);
+    let header: { policy: string; featureVersion: string; dim: number; hidden: number; adamSteps: number[]; lengths: number[] };
+    try {
+      header = JSON.parse(text.slice(MAGIC.length, end));
+    } catch {
+      throw new InvalidConfigError(`${source}: the checkpoint header is not valid JSON`);
+    }
+    const mine = `policy=${this.name} dim=${this.dim} hidden=${this.hidden} features=${FEATURE_VERSION}`;
+    const theirs = `policy=${header.policy} dim=${header.dim} hidden=${header.hidden} features=${header.featureVersion}`;
+    if (mine !== theirs) throw new InvalidConfigError(`${source} holds a policy of another shape (${theirs}); this policy is ${mine}`);
+    let offset = end + 1;
+    offset += (4 - (offset % 4)) % 4;
+    const expected = offset + header.lengths.reduce((s, n) => s + n * 4, 0);
+    if (bytes.length !== expected) throw new InvalidConfigError(`${source} is truncated or padded: ${bytes.length} bytes, expected ${expected}`);
+    const copy = new Uint8Array(bytes.length - offset);
+    copy.set(bytes.subarray(offset));
+    const arrays: Float32Array[] = [];
+    let at = 0;
+    for (const n of header.lengths) {
+      arrays.push(new Float32Array(copy.buffer, at, n));
+      at += n * 4;
+    }
+    const half = arrays.length / 2;
+    this.actor.setState(arrays.slice(0, half), header.adamSteps[0]);
+    this.critic.setState(arrays.slice(half), header.adamSteps[1]);
+  }
+}
+
+function softmax(scores: number[]): Float64Array {
+  let max = -Infinity;
+  for (const s of scores) if (s > max) max = s;
+  const p = new Float64Array(scores.length);
+  let sum = 0;
+  for (let i = 0; i < scores.length; i++) {
+    p[i] = Math.exp(scores[i] - max);
+    sum += p[i];
+  }
+  for (let i = 0; i < p.length; i++) p[i] /= sum;
+  return p;
+}

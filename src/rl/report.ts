@@ -1,0 +1,102 @@
+import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { IterationMetrics } from "./trainer.ts";
+
+/**
+ * report.html for a run folder: self-contained (inline SVG, no scripts, no network) so it opens
+ * anywhere. Plots training reward and success, and evaluation score and success, against
+ * iterations and against real interactions.
+ */
+export function writeReport(runDir: string): void {
+  const metrics = readFileSync(join(runDir, "metrics.jsonl"), "utf8").split("\n").filter((l) => l.trim()).flatMap((l) => {
+    try {
+      return [JSON.parse(l) as IterationMetrics];
+    } catch {
+      return [];
+    }
+  });
+  const config = JSON.parse(readFileSync(join(runDir, "config.json"), "utf8")) as Record<string, unknown>;
+  const summaryFile = join(runDir, "summary.json");
+  const summary = existsSync(summaryFile) ? (JSON.parse(readFileSync(summaryFile, "utf8")) as Record<string, unknown>) : undefined;
+  const evals = metrics.filter((m) => m.eval);
+
+  const charts = (["iteration", "realInteractions"] as const).map((x) => {
+    const xLabel = x === "iteration" ? "iteration" : "real interactions";
+    return [
+      lineChart(`Training reward and success vs ${xLabel}`, xLabel, [
+        { name: "mean reward", color: "#1f77b4", points: metrics.map((m) => [m[x], m.meanReward]) },
+        { name: "success", color: "#2ca02c", points: metrics.map((m) => [m[x], m.success]) },
+      ]),
+      lineChart(`Evaluation (${config.evalSplit ?? "eval"} split, greedy) vs ${xLabel}`, xLabel, [
+        { name: "score / 100", color: "#d62728", points: evals.map((m) => [m[x], m.eval!.score / 100]) },
+        { name: "success", color: "#9467bd", points: evals.map((m) => [m[x], m.eval!.success]) },
+      ]),
+    ].join("\n");
+  });
+  const last = metrics.at(-1);
+  const final = summary?.final as { score: number; success: number; tasks: number } | undefined;
+  const rows: [string, string][] = [
+    ["env / mode / algorithm", `${config.env} / ${config.mode} / ${config.algo}`],
+    ["iterations", String(last?.iteration ?? 0)],
+    ["real interactions (training)", String(last?.realInteractions ?? 0)],
+    ["wall time", `${(last?.wallSeconds ?? 0).toFixed(1)} s`],
+    ["final evaluation", final ? `score ${final.score.toFixed(1)}, success ${(100 * final.success).toFixed(1)}% on ${final.tasks} tasks` : "not yet"],
+  ];
+  const html = `<!doctype html>
+<html><head><meta charset="utf-8"><title>dreamgym run ${escape(runDir)}</title>
+<style>body{font:14px system-ui,sans-serif;margin:24px;color:#222}table{border-collapse:collapse}td{padding:2px 12px 2px 0}
+svg{margin:8px 16px 8px 0;background:#fff;border:1px solid #ddd}.grid{display:flex;flex-wrap:wrap}pre{background:#f6f6f6;padding:8px;overflow:auto}</style></head>
+<body><h1>dreamgym run</h1><p>${escape(runDir)}</p>
+<table>${rows.map(([k, v]) => `<tr><td>${escape(k)}</td><td><b>${escape(v)}</b></td></tr>`).join("")}</table>
+<h2>Against iterations</h2><div class="grid">${charts[0]}</div>
+<h2>Against real interactions</h2><div class="grid">${charts[1]}</div>
+<h2>Config</h2><pre>${escape(JSON.stringify(config, null, 2))}</pre>
+</body></html>
+`;
+  const file = join(runDir, "report.html");
+  writeFileSync(`${file}.tmp`, html);
+  renameSync(`${file}.tmp`, file);
+}
+
+interface Series {
+  name: string;
+  color: string;
+  points: [number, number][];
+}
+
+/** A line chart as inline SVG, y in [0, 1]. */
+export function lineChart(title: string, xLabel: string, series: Series[], width = 520, height = 280): string {
+  const pad = { l: 44, r: 12, t: 46, b: 40 };
+  const all = series.flatMap((s) => s.points);
+  const xMax = Math.max(1, ...all.map((p) => p[0]));
+  const xMin = Math.min(xMax - 1, ...all.map((p) => p[0]));
+  const yMax = Math.max(1, ...all.map((p) => p[1]));
+  const sx = (x: number) => pad.l + ((x - xMin) / (xMax - xMin)) * (width - pad.l - pad.r);
+  const sy = (y: number) => height - pad.b - (y / yMax) * (height - pad.t - pad.b);
+  const ticks = [0, 0.25, 0.5, 0.75, 1].map((f) => f * yMax);
+  const xTicks = [0, 0.25, 0.5, 0.75, 1].map((f) => xMin + f * (xMax - xMin));
+  const fmt = (v: number) => (Math.abs(v) >= 1000 ? `${(v / 1000).toFixed(v >= 10000 ? 0 : 1)}k` : Number.isInteger(v) ? String(v) : v.toFixed(2));
+  const parts = [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" role="img" aria-label="${escape(title)}">`,
+    `<text x="${pad.l}" y="18" font-size="13" font-weight="600">${escape(title)}</text>`,
+    ...ticks.map((t) => `<line x1="${pad.l}" x2="${width - pad.r}" y1="${sy(t)}" y2="${sy(t)}" stroke="#eee"/><text x="${pad.l - 6}" y="${sy(t) + 4}" font-size="11" text-anchor="end">${fmt(t)}</text>`),
+    ...xTicks.map((t) => `<text x="${sx(t)}" y="${height - pad.b + 16}" font-size="11" text-anchor="middle">${fmt(Math.round(t))}</text>`),
+    `<text x="${(pad.l + width - pad.r) / 2}" y="${height - 6}" font-size="12" text-anchor="middle">${escape(xLabel)}</text>`,
+    `<line x1="${pad.l}" x2="${width - pad.r}" y1="${sy(0)}" y2="${sy(0)}" stroke="#999"/>`,
+  ];
+  series.forEach((s, i) => {
+    if (s.points.length > 0) {
+      const d = s.points.map((p) => `${sx(p[0]).toFixed(1)},${sy(p[1]).toFixed(1)}`).join(" ");
+      parts.push(`<polyline fill="none" stroke="${s.color}" stroke-width="1.8" points="${d}"/>`);
+      if (s.points.length <= 40) for (const p of s.points) parts.push(`<circle cx="${sx(p[0]).toFixed(1)}" cy="${sy(p[1]).toFixed(1)}" r="2.5" fill="${s.color}"/>`);
+    }
+    const lx = pad.l + 8 + i * 130;
+    parts.push(`<rect x="${lx}" y="26" width="10" height="10" fill="${s.color}"/><text x="${lx + 14}" y="35" font-size="11">${escape(s.name)}${s.points.length === 0 ? " (none yet)" : ""}</text>`);
+  });
+  parts.push("</svg>");
+  return parts.join("\n");
+}
+
+function escape(s: string): string {
+  return s.replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]!);
+}
