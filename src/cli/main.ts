@@ -4,6 +4,7 @@ import { registerAudit } from "./audit-command.ts";
 import { registerBufferCommands } from "./buffer-commands.ts";
 import { registerCollect } from "./collect.ts";
 import { registerSft } from "./sft-command.ts";
+import { registerTrain } from "./train-command.ts";
 import { registerEnvCommands } from "./env-commands.ts";
 
 const program = new Command();
@@ -17,6 +18,7 @@ registerCollect(program);
 registerBufferCommands(program);
 registerAudit(program);
 registerSft(program);
+registerTrain(program);
 
 try {
   await program.parseAsync(process.argv);

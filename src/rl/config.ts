@@ -19,7 +19,7 @@ export function parseConfig<S extends z.ZodType>(schema: S, input: unknown, what
         return `${at}: ${JSON.stringify(valueAt(input, issue.path))} is not allowed (allowed: ${issue.values.map((v) => JSON.stringify(v)).join(", ")})`;
       case "too_small":
       case "too_big":
-        return `${at}: ${JSON.stringify(valueAt(input, issue.path))} is out of range (${issue.message.replace(/^Too (small|big): expected \w+ to (have )?/, "must be ")})`;
+        return `${at}: ${JSON.stringify(valueAt(input, issue.path))} is out of range (${issue.message.replace(/^Too (small|big): expected \w+ to (have |be )?/, "must be ")})`;
       default:
         return `${at}: ${issue.message}`;
     }

@@ -54,6 +54,11 @@ export class NeuralPolicy implements TrainablePolicy<NeuralStepRecord> {
     this.h = new Float64Array(this.hidden);
   }
 
+  /** The two networks (for inspection and gradient checks). */
+  get networks(): { actor: ScoreNet; critic: ScoreNet } {
+    return { actor: this.actor, critic: this.critic };
+  }
+
   async act(input: PolicyInput, opts: ActOptions): Promise<Decision<NeuralStepRecord>> {
     if (!input.actions || input.actions.length === 0) {
       throw new InvalidConfigError("the neural policy needs an env that lists its actions (availableActions() returned none)");

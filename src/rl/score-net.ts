@@ -138,6 +138,11 @@ export class ScoreNet {
     update(this.b0, this.gb0, mb0, vb0, 0);
   }
 
+  /** The accumulated gradients, in the order of `params()` (for inspection and gradient checks). */
+  grads(): Float32Array[] {
+    return [this.gE, this.gu, this.gb1, this.gw, this.gb0];
+  }
+
   /** Everything that determines future behaviour: parameters, Adam moments and step. */
   state(): { arrays: Float32Array[]; adamStep: number } {
     return { arrays: [...this.params(), ...this.m, ...this.v], adamStep: this.adamStep };

@@ -1,0 +1,97 @@
+import { join } from "node:path";
+import type { Command } from "commander";
+import { InvalidConfigError, readJsonFile } from "../core/index.ts";
+import { resumeTraining, train, type IterationMetrics, type TrainConfig, type TrainSummary } from "../rl/index.ts";
+import { parseIntOption } from "./episodes.ts";
+import { progressBar } from "./progress.ts";
+
+/** `--set a.b=value` → { a: { b: value } } (value read as JSON when it parses, else a string). */
+function applySet(target: Record<string, unknown>, assignment: string): void {
+  const eq = assignment.indexOf("=");
+  if (eq <= 0) throw new InvalidConfigError(`--set expects key=value, got "${assignment}"`);
+  const path = assignment.slice(0, eq).split(".");
+  const raw = assignment.slice(eq + 1);
+  let value: unknown = raw;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    // a plain string
+  }
+  let node = target;
+  for (const key of path.slice(0, -1)) {
+    if (typeof node[key] !== "object" || node[key] === null) node[key] = {};
+    node = node[key] as Record<string, unknown>;
+  }
+  node[path.at(-1)!] = value;
+}
+
+function printSummary(s: TrainSummary): void {
+  const f = s.final;
+  console.log(
+    `${s.config.env} ${s.config.mode} ${s.config.algo}: ${s.iterations} iterations, ${s.realInteractions} real interactions, ${s.wallSeconds.toFixed(1)} s` +
+      (s.resumedFrom !== undefined ? ` (resumed from iteration ${s.resumedFrom})` : ""),
+  );
+  console.log(`final evaluation on ${f.tasks} ${s.config.evalSplit} tasks: score ${f.score.toFixed(1)}, success ${(100 * f.success).toFixed(1)}%`);
+  console.log(`run folder: ${s.runDir} (config.json, metrics.jsonl, checkpoints/, report.html)`);
+}
+
+function progressHook() {
+  let bar: ReturnType<typeof progressBar> | undefined;
+  let lastEval = "-";
+  return {
+    onIteration(m: IterationMetrics, config: TrainConfig) {
+      bar ??= progressBar("train", config.budget, { reward: "-", success: "-", eval: "-" });
+      if (m.eval) lastEval = `${m.eval.score.toFixed(1)}/${(100 * m.eval.success).toFixed(0)}%`;
+      bar.update(Math.min(m.realInteractions, config.budget), {
+        reward: m.meanReward.toFixed(3), success: `${(100 * m.success).toFixed(0)}%`, eval: lastEval,
+      });
+    },
+    stop() {
+      bar?.stop();
+    },
+  };
+}
+
+export function registerTrain(program: Command): void {
+  program
+    .command("train")
+    .description("train the neural policy with GRPO or PPO; writes a run folder (config, metrics, checkpoints, report)")
+    .option("--env <name>", "environment", "webshop")
+    .option("--mode <mode>", "real: RL in the real env", "real")
+    .option("--algo <algo>", "grpo | ppo", "grpo")
+    .option("--budget <n>", "real env steps to train on", parseIntOption("budget", 1))
+    .option("--seed <n>", "seed", parseIntOption("seed"))
+    .option("--tasks-per-iter <n>", "tasks per iteration", parseIntOption("tasks-per-iter", 1))
+    .option("--group <n>", "rollouts per task (GRPO's G)", parseIntOption("group", 2))
+    .option("--concurrency <n>", "episodes at once", parseIntOption("concurrency", 1))
+    .option("--eval-every <n>", "evaluate every n iterations (0: only at the end)", parseIntOption("eval-every"))
+    .option("--eval-tasks <n>", "tasks in an interval evaluation", parseIntOption("eval-tasks", 1))
+    .option("--final-eval-tasks <n>", "tasks in the final evaluation", parseIntOption("final-eval-tasks", 1))
+    .option("--checkpoint-every <n>", "checkpoint every n iterations", parseIntOption("checkpoint-every", 1))
+    .option("--config <file>", "a JSON training config (flags override it)")
+    .option("--set <key=value>", "set any config key, e.g. --set grpo.klCoef=0.05 (repeatable)", (v: string, acc: string[]) => [...acc, v], [] as string[])
+    .option("--out <dir>", "run folder (default runs/<env>-<mode>-<algo>-<time>)")
+    .option("--resume <dir>", "continue the run in this folder from its last checkpoint")
+    .option("--data <dir>", "data folder")
+    .action(async (o) => {
+      const hook = progressHook();
+      try {
+        if (o.resume) {
+          printSummary(await resumeTraining(o.resume, hook));
+          return;
+        }
+        const input: Record<string, unknown> = o.config ? ((await readJsonFile(o.config)) as Record<string, unknown>) : {};
+        const flags: Record<string, unknown> = {
+          env: o.env, mode: o.mode, algo: o.algo, budget: o.budget, seed: o.seed, tasksPerIteration: o.tasksPerIter,
+          rolloutsPerTask: o.group, concurrency: o.concurrency, evalEvery: o.evalEvery, evalTasks: o.evalTasks,
+          finalEvalTasks: o.finalEvalTasks, checkpointEvery: o.checkpointEvery, dataDir: o.data,
+        };
+        for (const [k, v] of Object.entries(flags)) if (v !== undefined) input[k] = v;
+        for (const s of o.set as string[]) applySet(input, s);
+        const out = o.out ?? join("runs", `${input.env}-${input.mode}-${input.algo}-${new Date().toISOString().replace(/[:.]/g, "-")}`);
+        printSummary(await train(out, input, hook));
+      } finally {
+        hook.stop();
+      }
+    });
+}

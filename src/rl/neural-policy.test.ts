@@ -1,0 +1,99 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { InvalidConfigError, Rng } from "../core/index.ts";
+import { NeuralPolicy, type NeuralStepRecord } from "./neural-policy.ts";
+import { ShopToyEnv } from "./toy-envs.ts";
+import { playEpisodes } from "./episode.ts";
+
+async function someRecords(policy: NeuralPolicy): Promise<NeuralStepRecord[]> {
+  const env = new ShopToyEnv();
+  const episodes = await playEpisodes([env], policy, env.tasks(3, 1).map((task, i) => ({ task, rngSeed: i })));
+  return episodes.flatMap((e) => e.steps.map((s) => s.record));
+}
+
+test("backward matches finite differences of log-prob, entropy and value", async () => {
+  const policy = new NeuralPolicy({ dim: 256, hidden: 4, seed: 3 });
+  // Larger output weights than the default init, so every term has a gradient worth checking.
+  const rng = new Rng(9);
+  for (const net of [policy.networks.actor, policy.networks.critic]) {
+    for (let j = 0; j < net.w.length; j++) net.w[j] = rng.uniform(-1, 1);
+    for (let j = 0; j < net.u.length; j++) net.u[j] = rng.uniform(-0.5, 0.5);
+  }
+  const records = await someRecords(policy);
+  assert.ok(records.length >= 6);
+  const a = records.map(() => rng.uniform(-1, 1));
+  const b = records.map(() => rng.uniform(-1, 1));
+  const c = records.map(() => rng.uniform(-1, 1));
+  const loss = () => {
+    const out = policy.evaluate(records);
+    let L = 0;
+    records.forEach((_, i) => (L += a[i] * out.logProbs[i] + b[i] * out.entropies[i] + c[i] * out.values[i]));
+    return L;
+  };
+  loss();
+  policy.backward({ logProbs: Float64Array.from(a), entropies: Float64Array.from(b), values: Float64Array.from(c) });
+
+  let checked = 0;
+  for (const net of [policy.networks.actor, policy.networks.critic]) {
+    const params = net.params();
+    const grads = net.grads();
+    for (let p = 0; p < params.length; p++) {
+      // The entries with the largest gradients of each array.
+      const order = Array.from(grads[p].keys()).sort((x, y) => Math.abs(grads[p][y]) - Math.abs(grads[p][x])).slice(0, 3);
+      for (const i of order) {
+        if (Math.abs(grads[p][i]) < 1e-3) continue;
+        const h = 1e-2;
+        const saved = params[p][i];
+        params[p][i] = saved + h;
+        const up = loss();
+        params[p][i] = saved - h;
+        const down = loss();
+        params[p][i] = saved;
+        const numeric = (up - down) / (Math.fround(saved + h) - Math.fround(saved - h)); // the float32 step actually taken
+        assert.ok(Math.abs(numeric - grads[p][i]) <= 2e-2 * Math.max(1, Math.abs(numeric)), `param array ${p}[${i}]: analytic ${grads[p][i]} vs numeric ${numeric}`);
+        checked++;
+      }
+    }
+  }
+  assert.ok(checked >= 15, `only ${checked} gradient entries were large enough to check`);
+});
+
+test("save/load restores identical behaviour; another shape is refused by name", async () => {
+  const policy = new NeuralPolicy({ dim: 512, hidden: 8, seed: 1 });
+  const records = await someRecords(policy);
+  // Take a few optimiser steps so Adam state is non-trivial.
+  for (let k = 0; k < 3; k++) {
+    policy.evaluate(records);
+    policy.backward({ logProbs: new Float64Array(records.length).fill(-1), values: new Float64Array(records.length).fill(0.5) });
+    policy.step({ learningRate: 0.01, maxGradNorm: 1 });
+  }
+  const copy = new NeuralPolicy({ dim: 512, hidden: 8, seed: 99 });
+  copy.load(policy.save());
+  assert.deepEqual(copy.evaluate(records), policy.evaluate(records));
+  // The same update on both keeps them identical (Adam moments and step were restored).
+  for (const p of [policy, copy]) {
+    p.evaluate(records);
+    p.backward({ logProbs: new Float64Array(records.length).fill(1) });
+    p.step({ learningRate: 0.01, maxGradNorm: 1 });
+  }
+  assert.deepEqual(copy.evaluate(records), policy.evaluate(records));
+
+  const other = new NeuralPolicy({ dim: 512, hidden: 4 });
+  assert.throws(() => other.load(policy.save(), "ckpt.policy"), (e: Error) =>
+    e instanceof InvalidConfigError && /ckpt\.policy holds a policy of another shape \(policy=neural dim=512 hidden=8 .*this policy is policy=neural dim=512 hidden=4/.test(e.message));
+  assert.throws(() => other.load(policy.save().subarray(0, 1000), "cut.policy"), /cut\.policy (holds a policy of another shape|is truncated)/);
+  const same = new NeuralPolicy({ dim: 512, hidden: 8 });
+  assert.throws(() => same.load(policy.save().subarray(0, 5000), "cut.policy"), /cut\.policy is truncated or padded/);
+  assert.throws(() => same.load(new TextEncoder().encode("hello"), "x.bin"), /x\.bin is not a dreamgym policy checkpoint/);
+});
+
+test("greedy acting is deterministic and sampling follows the seed", async () => {
+  const policy = new NeuralPolicy({ dim: 1024, hidden: 8, seed: 2 });
+  const env = new ShopToyEnv();
+  const tasks = env.tasks(4, 5);
+  const run = (seed: number) => playEpisodes([env], policy, tasks.map((task, i) => ({ task, rngSeed: seed + i })));
+  const [x, y, z] = [await run(1), await run(1), await run(100)];
+  assert.deepEqual(x.map((e) => e.steps.map((s) => s.action)), y.map((e) => e.steps.map((s) => s.action)));
+  assert.notDeepEqual(x.map((e) => e.steps.map((s) => s.action)), z.map((e) => e.steps.map((s) => s.action)));
+  for (const e of x) for (const s of e.steps) assert.ok(s.logProb <= 0 && Number.isFinite(s.logProb));
+});
