@@ -107,6 +107,8 @@ export async function train(runDir: string, input: TrainConfigInput, hooks: Trai
   if (existsSync(join(runDir, "config.json"))) {
     throw new InvalidConfigError(`${runDir} already holds a run; resume it with --resume ${runDir} or choose another --out`);
   }
+  // Fail on a bad env or split before the folder is made.
+  for (const split of [config.trainSplit, config.evalSplit]) await Promise.all(makeEnvs({ ...config, concurrency: 1 }, split).envs.map((e) => e.close()));
   mkdirSync(join(runDir, "checkpoints"), { recursive: true });
   writeFileSync(join(runDir, "config.json"), JSON.stringify({ ...config, createdAt: new Date().toISOString() }, null, 2) + "\n");
   writeFileSync(join(runDir, "metrics.jsonl"), "");

@@ -1,0 +1,92 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { IterationMetrics } from "../src/rl/index.ts";
+
+const BIN = join(import.meta.dirname, "..", "bin", "dreamgym");
+const run = (args: string[]) => spawnSync(process.execPath, [BIN, ...args], { encoding: "utf8", timeout: 300_000 });
+const ARGS = [
+  "train", "--env", "webshop", "--mode", "real", "--algo", "grpo", "--budget", "6000", "--seed", "3",
+  "--tasks-per-iter", "4", "--group", "4", "--concurrency", "2", "--eval-every", "3", "--eval-tasks", "10",
+  "--final-eval-tasks", "30", "--checkpoint-every", "2", "--set", "policy.dim=4096",
+];
+const TIMING = new Set(["rolloutSeconds", "updateSeconds", "evalSeconds", "wallSeconds"]);
+const metricsOf = (dir: string) =>
+  readFileSync(join(dir, "metrics.jsonl"), "utf8").trim().split("\n").map((l) => {
+    const m = JSON.parse(l) as Record<string, unknown>;
+    for (const k of TIMING) delete m[k];
+    return m;
+  });
+
+test("train writes a run folder; a run killed with SIGKILL resumes to the same results", async () => {
+  const root = mkdtempSync(join(tmpdir(), "dreamgym-train-"));
+  const whole = join(root, "whole");
+  const r = run([...ARGS, "--out", whole]);
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /final evaluation on 30 test tasks: score \d+\.\d, success \d+\.\d%/);
+  for (const f of ["config.json", "metrics.jsonl", "summary.json", "report.html", "checkpoints/latest.json"]) assert.ok(existsSync(join(whole, f)), f);
+  const metrics = metricsOf(whole) as unknown as IterationMetrics[];
+  assert.ok(metrics.length >= 8, `${metrics.length} iterations`);
+  metrics.forEach((m, i) => assert.equal(m.iteration, i + 1));
+  const last = metrics.at(-1)!;
+  assert.ok(last.realInteractions >= 6000 && metrics.at(-2)!.realInteractions < 6000, "stops at the budget");
+  assert.equal(last.eval?.tasks, 30);
+  assert.equal(metrics[2].eval?.tasks, 10);
+  for (const k of ["meanReward", "success", "policyLoss", "entropy", "kl", "approxKl", "realInteractions"] as const) assert.equal(typeof last[k], "number", k);
+
+  // The report opens with no network: inline SVG, no scripts, no remote references.
+  const html = readFileSync(join(whole, "report.html"), "utf8");
+  assert.equal(html.match(/<svg /g)?.length, 4);
+  assert.doesNotMatch(html, /<script|src=|href=/);
+  assert.doesNotMatch(html.replaceAll('xmlns="http://www.w3.org/2000/svg"', ""), /https?:/);
+
+  // Kill a second run after its second checkpoint, then resume it.
+  const killed = join(root, "killed");
+  const child = spawn(process.execPath, [BIN, ...ARGS, "--out", killed], { stdio: "ignore" });
+  const exited = new Promise((resolve) => child.on("exit", resolve));
+  const latest = join(killed, "checkpoints", "latest.json");
+  for (;;) {
+    if (existsSync(latest)) {
+      try {
+        if (JSON.parse(readFileSync(latest, "utf8")).iteration >= 4) break;
+      } catch {
+        // between write and rename: read again
+      }
+    }
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  child.kill("SIGKILL");
+  await exited;
+  assert.ok(!existsSync(join(killed, "summary.json")), "the run was killed before it finished");
+  const resumed = run(["train", "--resume", killed]);
+  assert.equal(resumed.status, 0, resumed.stderr);
+  assert.match(resumed.stdout, /resumed from iteration \d+/);
+  assert.deepEqual(metricsOf(killed), metricsOf(whole));
+  const final = (dir: string) => JSON.parse(readFileSync(join(dir, "summary.json"), "utf8")).final;
+  assert.deepEqual(final(killed), final(whole));
+
+  // The folder is not reused by accident.
+  const again = run([...ARGS, "--out", whole]);
+  assert.equal(again.status, 2);
+  assert.match(again.stderr, /already holds a run; resume it with --resume/);
+});
+
+test("train names every bad config key with what is allowed", () => {
+  const r = run(["train", "--algo", "sac", "--set", "grpo.clipRange=3", "--set", "ppo.bogus=1", "--set", "policy.hidden=0", "--out", join(tmpdir(), "never")]);
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, /algo: "sac" is not allowed \(allowed: "grpo", "ppo"\)/);
+  assert.match(r.stderr, /grpo\.clipRange: 3 is out of range \(must be <=1\)/);
+  assert.match(r.stderr, /ppo\.bogus: unknown key \(allowed: learningRate, gamma, gaeLambda, clipRange, valueCoef, entropyCoef, epochs, minibatchSize, normalizeAdvantages, maxGradNorm\)/);
+  assert.match(r.stderr, /policy\.hidden: 0 is out of range \(must be >=1\)/);
+  const out = join(mkdtempSync(join(tmpdir(), "dreamgym-train-")), "x");
+  const env = run(["train", "--env", "nowhere", "--budget", "10", "--out", out]);
+  assert.equal(env.status, 2);
+  assert.match(env.stderr, /unknown environment "nowhere" \(known: webshop/);
+  const split = run(["train", "--budget", "10", "--set", "evalSplit=tset", "--out", out]);
+  assert.equal(split.status, 2);
+  assert.match(split.stderr, /unknown WebShop split "tset" \(known: /);
+  assert.ok(!existsSync(out), "nothing is written for a config that cannot run");
+});
