@@ -5,6 +5,7 @@ import { registerBufferCommands } from "./buffer-commands.ts";
 import { registerCollect } from "./collect.ts";
 import { registerSft } from "./sft-command.ts";
 import { registerTrain } from "./train-command.ts";
+import { registerRollout } from "./rollout-command.ts";
 import { registerEnvCommands } from "./env-commands.ts";
 
 const program = new Command();
@@ -19,6 +20,7 @@ registerBufferCommands(program);
 registerAudit(program);
 registerSft(program);
 registerTrain(program);
+registerRollout(program);
 
 try {
   await program.parseAsync(process.argv);

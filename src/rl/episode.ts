@@ -1,5 +1,5 @@
 import { Rng, type Env, type StepInfo, type Task } from "../core/index.ts";
-import type { Decision, Policy, TrainablePolicy } from "./policy.ts";
+import type { Decision, PastStep, Policy, TrainablePolicy } from "./policy.ts";
 
 export interface EpisodeStep<R = unknown> {
   observation: string;
@@ -47,12 +47,13 @@ export async function playEpisode<R>(env: Env, policy: Policy<R>, opts: PlayOpti
   const task = (reset.info.task as Task | undefined) ?? opts.task ?? { id: "unknown", instruction: "" };
   const steps: EpisodeStep<R>[] = [];
   const history: string[] = [];
+  const trace: PastStep[] = [];
   let observation = reset.observation;
   let info = reset.info;
   let total = 0;
   let bootstrapValue = 0;
   for (;;) {
-    const d: Decision<R> = await policy.act({ task, observation, actions: env.availableActions(), history, info }, { rng: opts.rng, greedy: opts.greedy });
+    const d: Decision<R> = await policy.act({ task, observation, actions: env.availableActions(), history, trace, info }, { rng: opts.rng, greedy: opts.greedy });
     const r = await env.step(d.action);
     const step: EpisodeStep<R> = {
       observation, action: d.action, reward: r.reward, next_observation: r.observation,
@@ -62,6 +63,7 @@ export async function playEpisode<R>(env: Env, policy: Policy<R>, opts: PlayOpti
     if (d.failed) step.failed = d.failed;
     steps.push(step);
     history.push(d.action);
+    trace.push({ observation, action: d.action, invalid: r.info.invalid === true });
     total += r.reward;
     observation = r.observation;
     info = r.info;

@@ -1,5 +1,5 @@
 export type {
-  ActOptions, Decision, Evaluation, OutputGradients, Policy, PolicyInput, TrainablePolicy, UpdateStats,
+  ActOptions, Decision, PastStep, Evaluation, OutputGradients, Policy, PolicyInput, TrainablePolicy, UpdateStats,
 } from "./policy.ts";
 export { FEATURE_VERSION, featurize, queryCandidates, contentTokens } from "./features.ts";
 export type { FeaturizedStep, SparseVector } from "./features.ts";
@@ -16,3 +16,7 @@ export { train, resumeTraining, readMetrics, trainConfigSchema } from "./trainer
 export type { TrainConfig, TrainConfigInput, TrainSummary, IterationMetrics, EvalResult, TrainHooks } from "./trainer.ts";
 export { writeReport, lineChart } from "./report.ts";
 export { BanditEnv, ChainEnv, ShopToyEnv } from "./toy-envs.ts";
+export { LlmPolicy, parseActionLine, matchAction } from "./llm-policy.ts";
+export type { LlmPolicyOptions, LlmStepRecord } from "./llm-policy.ts";
+export { exportForTrainer } from "./llm-export.ts";
+export type { TrainerExportOptions } from "./llm-export.ts";

@@ -8,8 +8,17 @@ export interface PolicyInput {
   actions: string[] | undefined;
   /** The actions taken so far in this episode, oldest first. */
   history: readonly string[];
+  /** The steps so far, oldest first, when the caller keeps them (prompts of LLM policies show them). */
+  trace?: readonly PastStep[];
   /** The info of the last reset/step. */
   info?: StepInfo;
+}
+
+export interface PastStep {
+  observation: string;
+  action: string;
+  /** The env flagged the action invalid (nothing changed). */
+  invalid: boolean;
 }
 
 /** A chosen action with what the update needs to score it again. */

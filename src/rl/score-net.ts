@@ -117,25 +117,29 @@ export class ScoreNet {
     const c2 = 1 - beta2 ** this.adamStep;
     const [mE, mu, mb1, mw, mb0] = this.m;
     const [vE, vu, vb1, vw, vb0] = this.v;
-    const update = (p: Float32Array, g: Float32Array, m: Float32Array, v: Float32Array, i: number) => {
-      const gi = g[i] * scale;
-      g[i] = 0;
-      m[i] = beta1 * m[i] + (1 - beta1) * gi;
-      v[i] = beta2 * v[i] + (1 - beta2) * gi * gi;
-      p[i] -= (lr * (m[i] / c1)) / (Math.sqrt(v[i] / c2) + eps);
+    // Inlined per array: this loop runs over every touched row of the table.
+    const lrc = lr / c1;
+    const adamRange = (p: Float32Array, g: Float32Array, m: Float32Array, v: Float32Array, from: number, to: number) => {
+      for (let i = from; i < to; i++) {
+        const gi = g[i] * scale;
+        g[i] = 0;
+        const mi = beta1 * m[i] + (1 - beta1) * gi;
+        const vi = beta2 * v[i] + (1 - beta2) * gi * gi;
+        m[i] = mi;
+        v[i] = vi;
+        p[i] -= (lrc * mi) / (Math.sqrt(vi / c2) + eps);
+      }
     };
     const H = this.hidden;
     for (const f of this.touchedList) {
-      update(this.u, this.gu, mu, vu, f);
-      for (let j = f * H; j < (f + 1) * H; j++) update(this.E, this.gE, mE, vE, j);
+      adamRange(this.u, this.gu, mu, vu, f, f + 1);
+      adamRange(this.E, this.gE, mE, vE, f * H, (f + 1) * H);
       this.touched[f] = 0;
     }
     this.touchedList = [];
-    for (let j = 0; j < H; j++) {
-      update(this.b1, this.gb1, mb1, vb1, j);
-      update(this.w, this.gw, mw, vw, j);
-    }
-    update(this.b0, this.gb0, mb0, vb0, 0);
+    adamRange(this.b1, this.gb1, mb1, vb1, 0, H);
+    adamRange(this.w, this.gw, mw, vw, 0, H);
+    adamRange(this.b0, this.gb0, mb0, vb0, 0, 1);
   }
 
   /** The accumulated gradients, in the order of `params()` (for inspection and gradient checks). */
