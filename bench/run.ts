@@ -6,6 +6,7 @@ import { OraclePolicy, WebShopEnv, loadCatalogue, getReward } from "../src/envs/
 import { runEpisode } from "../src/envs/index.ts";
 import { benchBuffer } from "./buffer.ts";
 import { benchSynthetic } from "./synthetic.ts";
+import { benchRl } from "./rl.ts";
 
 const quantile = (xs: number[], q: number) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -105,3 +106,6 @@ await benchBuffer(report, process.argv.includes("--large"));
 
 // Synthetic environments.
 await benchSynthetic(report);
+
+// Policies and the RL updates.
+await benchRl(report);
