@@ -10,9 +10,10 @@ export interface EmbeddedModelOptions {
 /**
  * The embedded default (the paper's "without reasoning" level): no LLM, no network. The next state
  * is the recorded next state of a demo with the same action (the one from the most similar state,
- * with a small preference for the same task),
- * else of the most similar demo with the same kind of action (e.g. another `search[...]`), rewritten
- * to the current task's instruction; with neither, the step fails (a no-op). Whether the step ends
+ * with a small preference for the same task), else of the most similar demo with the same kind of
+ * action — another `search[...]`, another value of an option group, another item of a list (see
+ * {@link elementKind}) — rewritten to the current task's instruction; a demo whose action left the
+ * page unchanged predicts no change. With neither, the step fails (a no-op). Whether the step ends
  * the episode follows that demo; the reward of an ending step is a nearest-neighbour reward model:
  * the similarity-weighted mean reward of the ending demos taken with the same action.
  *
@@ -34,15 +35,19 @@ export class EmbeddedExperienceModel implements ExperienceModel {
     const usable = demos.filter((d) => d.score >= this.minScore);
     if (usable.length === 0) return { nextState: state, reward: 0, terminated: false, info: { failed: "no similar transition in the buffer" } };
     const norm = (a: string) => a.trim().toLowerCase();
-    const verb = (a: string) => norm(a).split("[")[0];
     const sameAction = usable.filter((d) => norm(d.action) === norm(action));
-    const sameVerb = usable.filter((d) => verb(d.action) === verb(action) && verb(action) !== norm(action));
-    const pool = sameAction.length > 0 ? sameAction : sameVerb;
+    // Else a demo whose action did the same kind of thing: another search, another option or
+    // another item of a list — never a different button (a size click must not act as "buy now").
+    const kind = elementKind(state, action);
+    const sameKind = kind === undefined ? [] : usable.filter((d) => elementKind(this.abstraction.abstract(d.state), d.action) === kind);
+    const pool = sameAction.length > 0 ? sameAction : sameKind;
     if (pool.length === 0) return { nextState: state, reward: 0, terminated: false, info: { failed: `no recorded transition with the action ${action}` } };
     const rank = (d: Demo) => d.score + (d.task.id === task.id ? 0.05 : 0);
     const best = pool.reduce((a, b) => (rank(b) > rank(a) ? b : a));
     let nextState = this.abstraction.abstract(best.nextState);
-    if (best.task.instruction && best.task.instruction !== task.instruction) nextState = nextState.split(best.task.instruction).join(task.instruction);
+    // A demo whose action left its page as it was (an option click) transfers as "no change here".
+    if (nextState === this.abstraction.abstract(best.state)) nextState = state;
+    else if (best.task.instruction && best.task.instruction !== task.instruction) nextState = nextState.split(best.task.instruction).join(task.instruction);
     const terminated = best.terminated || this.abstraction.isTerminal(nextState);
     let reward = 0;
     if (terminated) {
@@ -53,4 +58,22 @@ export class EmbeddedExperienceModel implements ExperienceModel {
     }
     return { nextState, reward, terminated, info: { grounding: best.score, demo_task: best.task.id } };
   }
+}
+
+/**
+ * What kind of element an action works on, read from the abstract state: `search` (free text), an
+ * `option` (a value on a "name: [a] [b]" line), an `item` (a line that starts with the label and
+ * describes it), else the button itself (`button:<label>`, which only matches the same action).
+ */
+export function elementKind(state: string, action: string): string | undefined {
+  const m = /^(\w+)\[(.*)\]$/s.exec(action.trim());
+  if (!m) return undefined;
+  const [, verb, label] = m;
+  if (verb.toLowerCase() !== "click") return verb.toLowerCase();
+  const tag = `[${label.toLowerCase()}]`;
+  const line = state.split("\n").find((l) => l.toLowerCase().includes(tag));
+  if (line === undefined) return `button:${label.toLowerCase()}`;
+  if (/^[^[\]:]{1,40}:\s*\[/.test(line)) return "option";
+  if (line.toLowerCase().startsWith(tag) && line.trim().length > tag.length + 1 && !/^(\[[^\]]+\]\s*)+$/.test(line.trim())) return "item";
+  return `button:${label.toLowerCase()}`;
 }
