@@ -317,3 +317,28 @@ test("capacity bounds the file: texts only evicted transitions used are deleted"
   assert.ok(texts <= used + 1000 * 3, `texts ${texts}, used ${used}`);
   assert.ok(texts < 400 * 4, `texts ${texts} were cleaned up`);
 });
+
+test("deleteTrajectories removes whole trajectories by policy label, never the seed, and search forgets them", async () => {
+  const file = tempFile("del.db");
+  const b = ReplayBuffer.open(file);
+  await b.appendTrajectories([makeTrajectory(0, { policy: "run#1" })], { seed: true });
+  const online = [makeTrajectory(1, { policy: "run#1" }), makeTrajectory(2, { policy: "run#2" }), makeTrajectory(3, { policy: "run#3" })];
+  await b.appendTrajectories(online);
+  assert.equal(b.count(), 12);
+  assert.equal(await b.deleteTrajectories({ policies: ["run#2", "run#3", "nothing"] }), 2);
+  assert.equal(b.count(), 6);
+  assert.equal(b.countTrajectories(), 2);
+  const gone = new Set(online.slice(1).flatMap((t) => t.steps.map((s) => s.action)));
+  const hits = await b.search(online[1].steps[0].observation, { k: 10 });
+  assert.ok(hits.every((h) => !gone.has(h.transition.action) || h.transition.task.id !== online[1].task.id));
+  // The seed stays even when its label matches.
+  assert.equal(await b.deleteTrajectories({ policies: ["run#1"] }), 1);
+  assert.equal(b.countTrajectories(), 1);
+  b.close();
+  const again = ReplayBuffer.open(file);
+  assert.equal(again.count(), 3);
+  assert.equal(again.stats().seedTrajectories, 1);
+  // Deleted content can be appended again.
+  assert.equal((await again.appendTrajectories(online.slice(1))).added, 2);
+  again.close();
+});

@@ -574,6 +574,38 @@ export class ReplayBuffer {
     }
   }
 
+  /**
+   * Deletes whole trajectories by their `policy` label (e.g. the steps a killed training run wrote
+   * after its last checkpoint, which the resumed run writes again); returns how many went. Seed
+   * trajectories are kept.
+   */
+  deleteTrajectories(filter: { policies: readonly string[] }): Promise<number> {
+    this.checkWritable();
+    return this.exclusive(async () => {
+      if (filter.policies.length === 0) return 0;
+      const run = this.db.transaction(() => {
+        const rows = this.sql(
+          "SELECT t.id AS traj, x.id AS id FROM trajectories t JOIN transitions x ON x.trajectory_id = t.id WHERE t.seed = 0 AND t.policy IN (SELECT value FROM json_each(?))",
+        ).all(JSON.stringify(filter.policies)) as Row[];
+        const trajectories = [...new Set(rows.map((r) => Number(r.traj)))];
+        const del = this.sql("DELETE FROM trajectories WHERE id = ?");
+        for (const id of trajectories) del.run(id);
+        if (trajectories.length > 0) {
+          this.stmts.bumpGeneration.run();
+          this.stmts.putMeta.run("evict_generation", this.generation());
+        }
+        return { trajectories: trajectories.length, ids: rows.map((r) => Number(r.id)) };
+      });
+      const r = run.immediate();
+      if (r.trajectories > 0) {
+        deleteUnreferencedTexts(this.db);
+        this.textCache = new Map();
+        this.afterCommit([], r.ids);
+      }
+      return r.trajectories;
+    });
+  }
+
   /** Deletes a buffer file and its side files. */
   static remove(path: string): void {
     for (const p of [path, `${path}-wal`, `${path}-shm`, `${path}.ann`, `${path}.ann.tmp`]) rmSync(p, { force: true });
