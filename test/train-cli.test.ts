@@ -11,7 +11,7 @@ const run = (args: string[]) => spawnSync(process.execPath, [BIN, ...args], { en
 const ARGS = [
   "train", "--env", "webshop", "--mode", "real", "--algo", "grpo", "--budget", "6000", "--seed", "3",
   "--tasks-per-iter", "4", "--group", "4", "--concurrency", "2", "--eval-every", "3", "--eval-tasks", "10",
-  "--final-eval-tasks", "30", "--checkpoint-every", "2", "--set", "policy.dim=4096",
+  "--final-eval-tasks", "30", "--checkpoint-every", "2", "--set", "policy.dim=4096", "--set", "grpo.klCoef=0.02",
 ];
 const TIMING = new Set(["rolloutSeconds", "updateSeconds", "evalSeconds", "wallSeconds"]);
 const metricsOf = (dir: string) =>
@@ -34,8 +34,10 @@ test("train writes a run folder; a run killed with SIGKILL resumes to the same r
   const last = metrics.at(-1)!;
   assert.ok(last.realInteractions >= 6000 && metrics.at(-2)!.realInteractions < 6000, "stops at the budget");
   assert.equal(last.eval?.tasks, 30);
+  assert.ok(last.kl! > 0, "the KL to the reference policy is measured");
+  assert.equal(last.evalInteractions, metrics.reduce((s, m) => s + (m.eval?.steps ?? 0), 0));
   assert.equal(metrics[2].eval?.tasks, 10);
-  for (const k of ["meanReward", "success", "policyLoss", "entropy", "kl", "approxKl", "realInteractions"] as const) assert.equal(typeof last[k], "number", k);
+  for (const k of ["meanReward", "success", "policyLoss", "entropy", "kl", "approxKl", "realInteractions", "evalInteractions"] as const) assert.equal(typeof last[k], "number", k);
 
   // The report opens with no network: inline SVG, no scripts, no remote references.
   const html = readFileSync(join(whole, "report.html"), "utf8");
@@ -61,6 +63,9 @@ test("train writes a run folder; a run killed with SIGKILL resumes to the same r
   child.kill("SIGKILL");
   await exited;
   assert.ok(!existsSync(join(killed, "summary.json")), "the run was killed before it finished");
+  const refused = run(["train", "--resume", killed, "--budget", "99999"]);
+  assert.equal(refused.status, 2);
+  assert.match(refused.stderr, /--resume continues a run with its own config; drop --budget/);
   const resumed = run(["train", "--resume", killed]);
   assert.equal(resumed.status, 0, resumed.stderr);
   assert.match(resumed.stdout, /resumed from iteration \d+/);

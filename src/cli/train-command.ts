@@ -56,9 +56,9 @@ export function registerTrain(program: Command): void {
   program
     .command("train")
     .description("train the neural policy with GRPO or PPO; writes a run folder (config, metrics, checkpoints, report)")
-    .option("--env <name>", "environment", "webshop")
-    .option("--mode <mode>", "real: RL in the real env", "real")
-    .option("--algo <algo>", "grpo | ppo", "grpo")
+    .option("--env <name>", "environment (default webshop)")
+    .option("--mode <mode>", "real: RL in the real env (default)")
+    .option("--algo <algo>", "grpo (default) | ppo")
     .option("--budget <n>", "real env steps to train on", parseIntOption("budget", 1))
     .option("--seed <n>", "seed", parseIntOption("seed"))
     .option("--tasks-per-iter <n>", "tasks per iteration", parseIntOption("tasks-per-iter", 1))
@@ -73,10 +73,14 @@ export function registerTrain(program: Command): void {
     .option("--out <dir>", "run folder (default runs/<env>-<mode>-<algo>-<time>)")
     .option("--resume <dir>", "continue the run in this folder from its last checkpoint")
     .option("--data <dir>", "data folder")
-    .action(async (o) => {
+    .action(async (o, cmd: Command) => {
       const hook = progressHook();
       try {
         if (o.resume) {
+          const others = Object.keys(o).filter((k) => k !== "resume" && k !== "set" && cmd.getOptionValueSource(k) === "cli");
+          if (others.length > 0 || (o.set as string[]).length > 0) {
+            throw new InvalidConfigError(`--resume continues a run with its own config; drop ${[...others.map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`), ...((o.set as string[]).length ? ["--set"] : [])].join(", ")}`);
+          }
           printSummary(await resumeTraining(o.resume, hook));
           return;
         }
@@ -88,7 +92,7 @@ export function registerTrain(program: Command): void {
         };
         for (const [k, v] of Object.entries(flags)) if (v !== undefined) input[k] = v;
         for (const s of o.set as string[]) applySet(input, s);
-        const out = o.out ?? join("runs", `${input.env}-${input.mode}-${input.algo}-${new Date().toISOString().replace(/[:.]/g, "-")}`);
+        const out = o.out ?? join("runs", `${input.env ?? "webshop"}-${input.mode ?? "real"}-${input.algo ?? "grpo"}-${new Date().toISOString().replace(/[:.]/g, "-")}`);
         printSummary(await train(out, input, hook));
       } finally {
         hook.stop();

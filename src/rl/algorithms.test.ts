@@ -73,7 +73,6 @@ const episode = (records: number[], rewards: number[], logProbs: number[]): Epis
   })),
   totalReward: rewards.reduce((s, x) => s + x, 0),
   success: false,
-  bootstrapValue: 0,
 });
 
 describe("loss gradients", () => {

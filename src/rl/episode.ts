@@ -1,5 +1,5 @@
 import { Rng, type Env, type StepInfo, type Task } from "../core/index.ts";
-import type { Decision, PastStep, Policy, TrainablePolicy } from "./policy.ts";
+import type { Decision, PastStep, Policy } from "./policy.ts";
 
 export interface EpisodeStep<R = unknown> {
   observation: string;
@@ -24,8 +24,6 @@ export interface Episode<R = unknown> {
   steps: EpisodeStep<R>[];
   totalReward: number;
   success: boolean;
-  /** V of the last state when the episode was cut off by the step limit (0 when it terminated). */
-  bootstrapValue: number;
 }
 
 export interface PlayOptions {
@@ -39,8 +37,6 @@ export interface PlayOptions {
   successThreshold?: number;
 }
 
-const isTrainable = (p: Policy): p is TrainablePolicy => typeof (p as TrainablePolicy).value === "function";
-
 /** Plays one episode of `policy` in `env`, keeping what each decision needs for the update. */
 export async function playEpisode<R>(env: Env, policy: Policy<R>, opts: PlayOptions): Promise<Episode<R>> {
   const reset = await env.reset({ seed: opts.seed, task: opts.task });
@@ -51,7 +47,6 @@ export async function playEpisode<R>(env: Env, policy: Policy<R>, opts: PlayOpti
   let observation = reset.observation;
   let info = reset.info;
   let total = 0;
-  let bootstrapValue = 0;
   for (;;) {
     const d: Decision<R> = await policy.act({ task, observation, actions: env.availableActions(), history, trace, info }, { rng: opts.rng, greedy: opts.greedy });
     const r = await env.step(d.action);
@@ -67,14 +62,9 @@ export async function playEpisode<R>(env: Env, policy: Policy<R>, opts: PlayOpti
     total += r.reward;
     observation = r.observation;
     info = r.info;
-    if (r.terminated || r.truncated) {
-      if (!r.terminated && isTrainable(policy) && env.availableActions()?.length) {
-        bootstrapValue = policy.value({ task, observation, actions: env.availableActions(), history, info });
-      }
-      break;
-    }
+    if (r.terminated || r.truncated) break;
   }
-  return { task, steps, totalReward: total, success: total >= (opts.successThreshold ?? 1) - 1e-9, bootstrapValue };
+  return { task, steps, totalReward: total, success: total >= (opts.successThreshold ?? 1) - 1e-9 };
 }
 
 export interface EpisodeJob {

@@ -13,7 +13,7 @@ import type { PolicyInput } from "./policy.ts";
  * Free text: an action with the `<query>` slot expands into candidate queries made from the
  * instruction (see {@link queryCandidates}).
  */
-export const FEATURE_VERSION = "text-features-v1";
+export const FEATURE_VERSION = "text-features-v2";
 
 /** A sparse feature vector: hashed indices (sorted, unique) and their values. */
 export interface SparseVector {
@@ -55,7 +55,7 @@ const PRICE = /\$([\d,]+(?:\.\d+)?)/;
 export function queryCandidates(instruction: string): string[] {
   const whole = instruction.trim();
   const noPrice = whole.replace(/,?\s*(?:and )?price (?:lower|less) than [\d.,]+ dollars\.?$/i, "").trim();
-  const noOptions = noPrice.replace(/,?\s*(?:and )?(?:with )?[a-z ]+: [^,]+(?:,\s*and [a-z ]+: [^,]+)*$/i, "").trim();
+  const noOptions = noPrice.replace(/\s+with [a-z ]+: .*$/i, "").trim();
   const head = noOptions.split(/\s+(?:with|that|which)\s+|,/i)[0].trim();
   return [whole, noPrice, noOptions, head].map((q) => q.replace(/\s+/g, " "));
 }
@@ -126,12 +126,18 @@ export function featurize(input: PolicyInput, dim: number): FeaturizedStep {
     if (a.includes(FREE_TEXT_SLOT)) {
       const seen = new Set<string>();
       queryCandidates(instruction).forEach((q, variant) => {
-        const filled = a.replace(FREE_TEXT_SLOT, q);
+        const filled = a.split(FREE_TEXT_SLOT).join(q);
         if (seen.has(filled)) return;
         seen.add(filled);
         parsed.push({ ...parseAction(filled), variant });
       });
     } else parsed.push(parseAction(a));
+  }
+  // A listed action twice (or equal to a filled query) would split its probability mass.
+  const unique = new Set<string>();
+  for (let i = 0; i < parsed.length; i++) {
+    if (unique.has(parsed[i].action)) parsed.splice(i--, 1);
+    else unique.add(parsed[i].action);
   }
 
   const searches = input.history.filter((a) => a.startsWith("search[")).length;
@@ -159,7 +165,9 @@ export function featurize(input: PolicyInput, dim: number): FeaturizedStep {
   });
 
   // Rank of each item (id-labelled candidate) by instruction coverage among the page's items.
-  const items = info.filter((c) => idLike(c.p.label)).sort((a, b) => b.cover - a.cover || a.position - b.position);
+  // An item has an id-like label and is not an option value ("3x-large" on a "size: [...]" line).
+  const isItem = (c: (typeof info)[number]) => !c.group && idLike(c.p.label);
+  const items = info.filter(isItem).sort((a, b) => b.cover - a.cover || a.position - b.position);
   const rank = new Map(items.map((c, r) => [c, r]));
 
   const candidates = info.map((c) => {
@@ -167,8 +175,8 @@ export function featurize(input: PolicyInput, dim: number): FeaturizedStep {
     const { p } = c;
     const k = `${kind}|${p.verb}`;
     b.add(`bias|${k}`);
-    const isItem = idLike(p.label);
-    const label = isItem ? "<id>" : p.label;
+    const item = isItem(c);
+    const label = item ? "<id>" : p.label;
     if (p.label.length <= 40) b.add(`label|${k}|${label}`);
     b.add(`label-steps|${k}|${label}|${bucket(step, [1, 3, 6, 9])}`);
     b.add(`prev|${k}|${prevLabel}|${label}`);
@@ -177,10 +185,10 @@ export function featurize(input: PolicyInput, dim: number): FeaturizedStep {
     b.add(`cover|${k}`, c.cover);
     b.add(`overlap-bucket|${k}|${bucket(c.frac, [0, 0.2, 0.4, 0.6, 0.8, 0.99])}`);
     b.add(`matched|${k}|${Math.min(c.matched, 6)}`);
-    if (p.verb === "click" && !isItem && p.label.length > 0 && instrLower.includes(` ${p.label.replace(/[^a-z0-9.]+/g, " ").trim()} `)) {
+    if (p.verb === "click" && !item && p.label.length > 0 && instrLower.includes(` ${p.label.replace(/[^a-z0-9.]+/g, " ").trim()} `)) {
       b.add(`phrase|${k}|${c.group ? "option" : "other"}`);
     }
-    if (isItem) {
+    if (item) {
       const r = rank.get(c) ?? 9;
       b.add(`rank|${k}|${Math.min(r, 4)}`);
       b.add(`rank-overlap|${k}|${Math.min(r, 2)}|${bucket(c.cover, [0.1, 0.3, 0.5, 0.7])}`);

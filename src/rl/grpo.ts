@@ -38,7 +38,8 @@ export function groupAdvantages(rewards: readonly number[], eps = 1e-6): number[
 
 export interface GrpoStats {
   policyLoss: number;
-  kl: number;
+  /** Mean KL to the reference policy (k3), when there is one. */
+  kl?: number;
   entropy: number;
   clipFraction: number;
   /** Mean of (old log π − new log π) over the last epoch: how far the update moved the policy. */
@@ -66,7 +67,7 @@ export function grpoUpdate<R>(
     });
   }
   const n = records.length;
-  const stats: GrpoStats = { policyLoss: 0, kl: 0, entropy: 0, clipFraction: 0, approxKl: 0, gradNorm: 0, steps: n };
+  const stats: GrpoStats = { policyLoss: 0, entropy: 0, clipFraction: 0, approxKl: 0, gradNorm: 0, steps: n };
   if (n === 0) return stats;
 
   // 2. The frozen reference's log-probabilities, for the KL penalty.
@@ -109,7 +110,7 @@ export function grpoUpdate<R>(
       batches++;
     }
     if (last) Object.assign(stats, {
-      policyLoss: loss / n, kl: kl / n, entropy: entropy / n, clipFraction: clipped / n, approxKl: approxKl / n, gradNorm: gradNorm / batches,
+      policyLoss: loss / n, kl: refLogProbs ? kl / n : undefined, entropy: entropy / n, clipFraction: clipped / n, approxKl: approxKl / n, gradNorm: gradNorm / batches,
     });
   }
   return stats;

@@ -209,7 +209,7 @@ const step = (action: string, reward: number, failed?: string) => ({
 });
 const episode = (id: string, rewards: number[]): Episode<LlmStepRecord> => ({
   task: { id, instruction: `do ${id}` }, steps: rewards.map((r, i) => step(`a${i}`, r)),
-  totalReward: rewards.reduce((a, b) => a + b, 0), success: rewards.reduce((a, b) => a + b, 0) >= 1, bootstrapValue: 0,
+  totalReward: rewards.reduce((a, b) => a + b, 0), success: rewards.reduce((a, b) => a + b, 0) >= 1,
 });
 const lines = (file: string) => readFileSync(file, "utf8").trim().split("\n").map((l) => JSON.parse(l));
 

@@ -24,7 +24,7 @@ export type PpoConfig = z.infer<typeof ppoConfigSchema>;
 
 /**
  * GAE over one episode: δ_t = r_t + γ V(s_{t+1}) − V(s_t), A_t = δ_t + γλ A_{t+1}, with V after the
- * last step = `bootstrap` (0 when the episode terminated). Returns the advantages and the value
+ * last step = `bootstrap` (the trainer passes 0: its episodes end at the env's step limit). Returns the advantages and the value
  * targets A_t + V(s_t).
  */
 export function gae(
@@ -63,8 +63,9 @@ export function ppoUpdate<R>(policy: TrainablePolicy<R>, episodes: readonly Epis
   const oldValues: number[] = [];
   for (const e of episodes) {
     const values = e.steps.map((s) => s.value ?? 0);
-    const bootstrap = e.steps.at(-1)?.terminated ? 0 : e.bootstrapValue;
-    const g = gae(e.steps.map((s) => s.reward), values, bootstrap, config.gamma, config.gaeLambda);
+    // The step limit is part of the task (WebShop's 15 steps end the episode with its reward), so a
+    // truncated episode is not bootstrapped: V after the last step is 0 either way.
+    const g = gae(e.steps.map((s) => s.reward), values, 0, config.gamma, config.gaeLambda);
     e.steps.forEach((s, t) => {
       records.push(s.record);
       oldLogProbs.push(s.logProb);

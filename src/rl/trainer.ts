@@ -42,6 +42,8 @@ export type TrainConfigInput = z.input<typeof trainConfigSchema>;
 
 export interface EvalResult {
   tasks: number;
+  /** Real env steps the evaluation took (not training interaction). */
+  steps: number;
   /** Mean reward × 100 (WebShop's score). */
   score: number;
   /** Share of episodes with reward 1. */
@@ -55,8 +57,10 @@ export interface IterationMetrics {
   steps: number;
   meanReward: number;
   success: number;
-  /** Real env steps used for training so far (evaluation is not counted). */
+  /** Real env steps used for training so far (evaluation is not counted here). */
   realInteractions: number;
+  /** Real env steps of evaluations so far. */
+  evalInteractions: number;
   syntheticInteractions: number;
   policyLoss: number;
   valueLoss?: number;
@@ -76,6 +80,7 @@ export interface IterationMetrics {
 interface RunState {
   iteration: number;
   realInteractions: number;
+  evalInteractions: number;
   episodes: number;
   wallSeconds: number;
 }
@@ -110,8 +115,9 @@ export async function train(runDir: string, input: TrainConfigInput, hooks: Trai
   // Fail on a bad env or split before the folder is made.
   for (const split of [config.trainSplit, config.evalSplit]) await Promise.all(makeEnvs({ ...config, concurrency: 1 }, split).envs.map((e) => e.close()));
   mkdirSync(join(runDir, "checkpoints"), { recursive: true });
-  writeFileSync(join(runDir, "config.json"), JSON.stringify({ ...config, createdAt: new Date().toISOString() }, null, 2) + "\n");
   writeFileSync(join(runDir, "metrics.jsonl"), "");
+  // config.json last: a folder holds a run once it is whole.
+  writeDurably(join(runDir, "config.json"), Buffer.from(JSON.stringify({ ...config, createdAt: new Date().toISOString() }, null, 2) + "\n"));
   return runTraining(runDir, config, undefined, hooks);
 }
 
@@ -133,7 +139,7 @@ async function runTraining(runDir: string, config: TrainConfig, latest: LatestCh
   const policy = new NeuralPolicy({ ...config.policy, seed: config.seed });
   // GRPO's reference is the initial policy, which the seed recreates exactly on resume.
   const reference = config.algo === "grpo" && config.grpo.klCoef > 0 ? policy.clone() : undefined;
-  const state: RunState = latest ? { ...latest.state } : { iteration: 0, realInteractions: 0, episodes: 0, wallSeconds: 0 };
+  const state: RunState = latest ? { ...latest.state } : { iteration: 0, realInteractions: 0, evalInteractions: 0, episodes: 0, wallSeconds: 0 };
   if (latest) {
     const file = join(runDir, "checkpoints", latest.policyFile);
     if (!existsSync(file)) throw new DataError(`checkpoint ${file} named by latest.json is missing`, { file });
@@ -153,7 +159,9 @@ async function runTraining(runDir: string, config: TrainConfig, latest: LatestCh
       // 1. Roll out G episodes for each of the iteration's tasks.
       const tasks = new Rng(deriveSeed(config.seed, "tasks", iteration)).sample(train.tasks, Math.min(config.tasksPerIteration, train.tasks.length));
       const jobs = tasks.flatMap((task, t) =>
-        Array.from({ length: config.rolloutsPerTask }, (_, g) => ({ task, rngSeed: deriveSeed(config.seed, "rollout", iteration, t, g) })));
+        Array.from({ length: config.rolloutsPerTask }, (_, g) => ({
+          task, seed: deriveSeed(config.seed, "env", iteration, t, g), rngSeed: deriveSeed(config.seed, "rollout", iteration, t, g),
+        })));
       const episodes = await playEpisodes(train.envs, policy, jobs);
       const steps = episodes.reduce((s, e) => s + e.steps.length, 0);
       state.realInteractions += steps;
@@ -174,6 +182,7 @@ async function runTraining(runDir: string, config: TrainConfig, latest: LatestCh
       if (last) evalResult = finalEval = await evaluate(policy, evaluation, config.finalEvalTasks);
       else if (config.evalEvery > 0 && iteration % config.evalEvery === 0) evalResult = await evaluate(policy, evaluation, config.evalTasks);
       const t3 = performance.now();
+      state.evalInteractions += evalResult?.steps ?? 0;
 
       // 4. Log, checkpoint.
       state.iteration = iteration;
@@ -182,11 +191,11 @@ async function runTraining(runDir: string, config: TrainConfig, latest: LatestCh
         iteration, episodes: episodes.length, steps,
         meanReward: mean(episodes.map((e) => e.totalReward)),
         success: mean(episodes.map((e) => (e.success ? 1 : 0))),
-        realInteractions: state.realInteractions, syntheticInteractions: 0,
+        realInteractions: state.realInteractions, evalInteractions: state.evalInteractions, syntheticInteractions: 0,
         policyLoss: stats.policyLoss,
         ...("valueLoss" in stats ? { valueLoss: stats.valueLoss } : {}),
         entropy: stats.entropy,
-        ...("kl" in stats ? { kl: stats.kl } : {}),
+        ...("kl" in stats && stats.kl !== undefined ? { kl: stats.kl } : {}),
         approxKl: stats.approxKl, clipFraction: stats.clipFraction, gradNorm: stats.gradNorm,
         rolloutSeconds: (t1 - t0) / 1000, updateSeconds: (t2 - t1) / 1000, evalSeconds: (t3 - t2) / 1000,
         wallSeconds: state.wallSeconds,
@@ -233,9 +242,10 @@ function makeEnvs(config: TrainConfig, split: string): { envs: Env[]; tasks: Tas
 /** Greedy episodes on the first `count` tasks of the eval split. */
 export async function evaluate(policy: NeuralPolicy, pool: { envs: Env[]; tasks: Task[] }, count: number): Promise<EvalResult> {
   const tasks = pool.tasks.slice(0, count);
-  const episodes: Episode<NeuralStepRecord>[] = await playEpisodes(pool.envs, policy, tasks.map((task, i) => ({ task, rngSeed: i })), { greedy: true });
+  const episodes: Episode<NeuralStepRecord>[] = await playEpisodes(pool.envs, policy, tasks.map((task, i) => ({ task, seed: i, rngSeed: i })), { greedy: true });
   return {
     tasks: tasks.length,
+    steps: episodes.reduce((s, e) => s + e.steps.length, 0),
     score: 100 * mean(episodes.map((e) => e.totalReward)),
     success: mean(episodes.map((e) => (e.success ? 1 : 0))),
   };
