@@ -57,9 +57,17 @@ export function registerTrain(program: Command): void {
     .command("train")
     .description("train the neural policy with GRPO or PPO; writes a run folder (config, metrics, checkpoints, report)")
     .option("--env <name>", "environment (default webshop)")
-    .option("--mode <mode>", "real: RL in the real env (default)")
+    .option("--mode <mode>", "real (default): RL in the real env | dreamgym: in the synthetic env | s2r: dreamgym, then the real env")
     .option("--algo <algo>", "grpo (default) | ppo")
-    .option("--budget <n>", "real env steps to train on", parseIntOption("budget", 1))
+    .option("--budget <n>", "training interactions: real env steps (real), synthetic steps (dreamgym, s2r's first phase)", parseIntOption("budget", 1))
+    .option("--real-budget <n>", "s2r: real env steps of the second phase", parseIntOption("real-budget"))
+    .option("--max-seconds <n>", "also stop after this much training wall time", parseIntOption("max-seconds"))
+    .option("--buffer <file>", "dreamgym/s2r: replay buffer with offline trajectories (abstract states); the run works on a copy")
+    .option("--experience <model>", "dreamgym/s2r: default (embedded model) or a chat model (http://host/v1#model, openai:model, gguf:file)")
+    .option("--hybrid", "terminal rewards from the real env's verifier (WebShop's reward) instead of the model's")
+    .option("--no-replay", "ablation: no retrieved demos for the model, and the buffer does not grow")
+    .option("--no-curriculum", "ablation: seed tasks only")
+    .option("--cache <file>", "a chat model's response cache (SQLite)")
     .option("--seed <n>", "seed", parseIntOption("seed"))
     .option("--tasks-per-iter <n>", "tasks per iteration", parseIntOption("tasks-per-iter", 1))
     .option("--group <n>", "rollouts per task (GRPO's G)", parseIntOption("group", 2))
@@ -85,12 +93,15 @@ export function registerTrain(program: Command): void {
           return;
         }
         const input: Record<string, unknown> = o.config ? ((await readJsonFile(o.config)) as Record<string, unknown>) : {};
-        const flags: Record<string, unknown> = {
-          env: o.env, mode: o.mode, algo: o.algo, budget: o.budget, seed: o.seed, tasksPerIteration: o.tasksPerIter,
-          rolloutsPerTask: o.group, concurrency: o.concurrency, evalEvery: o.evalEvery, evalTasks: o.evalTasks,
-          finalEvalTasks: o.finalEvalTasks, checkpointEvery: o.checkpointEvery, dataDir: o.data,
+        // Flags given on the command line override the file; the schema supplies the rest.
+        const FLAG_KEYS: Record<string, string> = {
+          env: "env", mode: "mode", algo: "algo", budget: "budget", realBudget: "realBudget", maxSeconds: "maxSeconds", seed: "seed",
+          tasksPerIter: "tasksPerIteration", group: "rolloutsPerTask", concurrency: "concurrency", evalEvery: "evalEvery", evalTasks: "evalTasks",
+          finalEvalTasks: "finalEvalTasks", checkpointEvery: "checkpointEvery", data: "dataDir", buffer: "buffer", experience: "experience",
+          hybrid: "hybrid", replay: "replay", cache: "cache",
         };
-        for (const [k, v] of Object.entries(flags)) if (v !== undefined) input[k] = v;
+        for (const [flag, key] of Object.entries(FLAG_KEYS)) if (cmd.getOptionValueSource(flag) === "cli") input[key] = o[flag];
+        if (cmd.getOptionValueSource("curriculum") === "cli") applySet(input, `curriculum.enabled=${o.curriculum}`);
         for (const s of o.set as string[]) applySet(input, s);
         const out = o.out ?? join("runs", `${input.env ?? "webshop"}-${input.mode ?? "real"}-${input.algo ?? "grpo"}-${new Date().toISOString().replace(/[:.]/g, "-")}`);
         printSummary(await train(out, input, hook));

@@ -1,8 +1,13 @@
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync, appendFileSync } from "node:fs";
+import { appendFileSync, closeSync, copyFileSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
-import { abstractEnv, DataError, InvalidConfigError, Rng, type Env, type Task } from "../core/index.ts";
+import { abstractEnv, DataError, InvalidConfigError, Rng, type Env, type Task, type Trajectory } from "../core/index.ts";
+import { ReplayBuffer } from "../buffer/index.ts";
+import { Curriculum, curriculumConfigSchema, LlmTaskGenerator, WebShopTaskGenerator, type TaskGenerator } from "../curriculum/index.ts";
 import { createEnv, syntheticSupport, type EnvName } from "../envs/index.ts";
+import type { WebShopEnv } from "../envs/webshop/index.ts";
+import { EmbeddedExperienceModel, ReasoningExperienceModel, SyntheticEnv, type ExperienceModel } from "../experience/index.ts";
+import { createChatModel, type ChatModel, type ModelStats } from "../llm/index.ts";
 import { parseConfig } from "./config.ts";
 import { deriveSeed, playEpisodes, type Episode } from "./episode.ts";
 import { grpoConfigSchema, grpoUpdate } from "./grpo.ts";
@@ -12,10 +17,31 @@ import { writeReport } from "./report.ts";
 
 export const trainConfigSchema = z.strictObject({
   env: z.string().default("webshop"),
-  mode: z.enum(["real"]).default("real"),
+  /** real: RL in the real env; dreamgym: RL in the synthetic env; s2r: dreamgym, then RL in the real env. */
+  mode: z.enum(["real", "dreamgym", "s2r"]).default("real"),
   algo: z.enum(["grpo", "ppo"]).default("grpo"),
-  /** Real env steps to train on (the last iteration may run past it by less than one iteration). */
+  /**
+   * Training interactions of the first phase: real env steps (real), synthetic steps (dreamgym, and
+   * s2r's synthetic phase). The last iteration may run past it by less than one iteration.
+   */
   budget: z.number().int().min(1).default(20_000),
+  /** s2r: real env steps of the second phase. */
+  realBudget: z.number().int().min(0).default(0),
+  /** Stop after this much training wall time too (0: no limit), e.g. to compare at equal wall time. */
+  maxSeconds: z.number().min(0).default(0),
+  /** dreamgym/s2r: the buffer with offline trajectories (abstract states) that grounds the experience model; copied into the run folder. */
+  buffer: z.string().optional(),
+  /** dreamgym/s2r: "default" (the embedded model) or a chat model (http://host/v1#model, openai:model, gguf:file). */
+  experience: z.string().default("default"),
+  /** Terminal rewards from the real env's verifier instead of the experience model. */
+  hybrid: z.boolean().default(false),
+  /** Grow the buffer with the synthetic episodes and give the model retrieved demos (off: the ablation). */
+  replay: z.boolean().default(true),
+  /** Retrieved demos per synthetic step. */
+  demos: z.number().int().min(0).default(5),
+  /** A chat model's response cache (SQLite). */
+  cache: z.string().optional(),
+  curriculum: curriculumConfigSchema.prefault({}),
   seed: z.number().int().min(0).default(0),
   /** Tasks sampled per iteration, each rolled out `rolloutsPerTask` times (GRPO's group size G). */
   tasksPerIteration: z.number().int().min(1).default(16),
@@ -61,7 +87,15 @@ export interface IterationMetrics {
   realInteractions: number;
   /** Real env steps of evaluations so far. */
   evalInteractions: number;
+  /** Synthetic env steps used for training so far. */
   syntheticInteractions: number;
+  /** "real" or "synthetic": where this iteration's episodes ran. */
+  phase: "real" | "synthetic";
+  /** Episodes left out of the update because the experience model kept failing in them (all so far). */
+  droppedEpisodes: number;
+  /** LLM tokens so far (experience model and task generator). */
+  tokens: number;
+  curriculum?: { meanVariance: number; selected: number; added: number; infeasible: number; duplicates: number; pool: number; generatedInBatch: number };
   policyLoss: number;
   valueLoss?: number;
   entropy: number;
@@ -81,6 +115,8 @@ interface RunState {
   iteration: number;
   realInteractions: number;
   evalInteractions: number;
+  syntheticInteractions: number;
+  droppedEpisodes: number;
   episodes: number;
   wallSeconds: number;
 }
@@ -89,6 +125,7 @@ interface LatestCheckpoint {
   iteration: number;
   policyFile: string;
   state: RunState;
+  curriculum?: ReturnType<Curriculum["toJSON"]>;
 }
 
 export interface TrainSummary {
@@ -96,6 +133,8 @@ export interface TrainSummary {
   config: TrainConfig;
   iterations: number;
   realInteractions: number;
+  syntheticInteractions: number;
+  droppedEpisodes: number;
   wallSeconds: number;
   final: EvalResult;
   /** The iteration the run resumed from, if it did. */
@@ -114,96 +153,143 @@ export async function train(runDir: string, input: TrainConfigInput, hooks: Trai
   }
   // Fail on a bad env or split before the folder is made.
   for (const split of [config.trainSplit, config.evalSplit]) await Promise.all(makeEnvs({ ...config, concurrency: 1 }, split).envs.map((e) => e.close()));
+  if (config.mode !== "real") {
+    if (!config.buffer) throw new InvalidConfigError(`mode ${config.mode} needs a buffer of offline ${config.env} trajectories (--buffer B.db; dreamgym buffer import F.jsonl --abstract --buffer B.db)`);
+    if (!existsSync(config.buffer)) throw new InvalidConfigError(`buffer ${config.buffer} does not exist`);
+  }
   mkdirSync(join(runDir, "checkpoints"), { recursive: true });
   writeFileSync(join(runDir, "metrics.jsonl"), "");
+  if (config.buffer && config.mode !== "real") {
+    // The run grows its own copy, so the seed buffer stays as it was and a resume finds the run's.
+    const src = ReplayBuffer.open(config.buffer, { readonly: true });
+    src.close();
+    copyFileSync(config.buffer, join(runDir, "buffer.db"));
+  }
   // config.json last: a folder holds a run once it is whole.
-  writeDurably(join(runDir, "config.json"), Buffer.from(JSON.stringify({ ...config, createdAt: new Date().toISOString() }, null, 2) + "\n"));
-  return runTraining(runDir, config, undefined, hooks);
+  const runId = `${Date.now().toString(36)}${process.pid.toString(36)}`;
+  writeDurably(join(runDir, "config.json"), Buffer.from(JSON.stringify({ ...config, runId, createdAt: new Date().toISOString() }, null, 2) + "\n"));
+  return runTraining(runDir, config, runId, undefined, hooks);
 }
 
 /** Continues the run in `runDir` from its last checkpoint; the results are those it would have had. */
 export async function resumeTraining(runDir: string, hooks: TrainHooks = {}): Promise<TrainSummary> {
   const configFile = join(runDir, "config.json");
   if (!existsSync(configFile)) throw new InvalidConfigError(`${runDir} holds no run (no config.json)`);
-  const { createdAt: _, ...stored } = JSON.parse(readFileSync(configFile, "utf8"));
+  const { createdAt: _, runId, ...stored } = JSON.parse(readFileSync(configFile, "utf8"));
   const config = parseConfig(trainConfigSchema, stored, `config of ${configFile}`);
   const latestFile = join(runDir, "checkpoints", "latest.json");
   const latest: LatestCheckpoint | undefined = existsSync(latestFile) ? JSON.parse(readFileSync(latestFile, "utf8")) : undefined;
   // Lines after the checkpoint are replayed, so drop them (and a torn last line).
   truncateMetrics(join(runDir, "metrics.jsonl"), latest?.iteration ?? 0);
-  return runTraining(runDir, config, latest, hooks);
+  if (config.mode !== "real") {
+    // Synthetic episodes the killed run stored after its checkpoint are written again by the replay.
+    const buffer = ReplayBuffer.open(join(runDir, "buffer.db"));
+    const from = (latest?.iteration ?? 0) + 1;
+    await buffer.deleteTrajectories({ policies: Array.from({ length: config.checkpointEvery }, (_, i) => episodeLabel(runId, from + i)) });
+    buffer.close();
+  }
+  return runTraining(runDir, config, runId, latest, hooks);
 }
 
-async function runTraining(runDir: string, config: TrainConfig, latest: LatestCheckpoint | undefined, hooks: TrainHooks): Promise<TrainSummary> {
+async function runTraining(runDir: string, config: TrainConfig, runId: string, latest: LatestCheckpoint | undefined, hooks: TrainHooks): Promise<TrainSummary> {
   const started = performance.now();
   const policy = new NeuralPolicy({ ...config.policy, seed: config.seed });
   // GRPO's reference is the initial policy, which the seed recreates exactly on resume.
   const reference = config.algo === "grpo" && config.grpo.klCoef > 0 ? policy.clone() : undefined;
-  const state: RunState = latest ? { ...latest.state } : { iteration: 0, realInteractions: 0, evalInteractions: 0, episodes: 0, wallSeconds: 0 };
+  const state: RunState = latest
+    ? { ...latest.state }
+    : { iteration: 0, realInteractions: 0, evalInteractions: 0, syntheticInteractions: 0, droppedEpisodes: 0, episodes: 0, wallSeconds: 0 };
   if (latest) {
     const file = join(runDir, "checkpoints", latest.policyFile);
     if (!existsSync(file)) throw new DataError(`checkpoint ${file} named by latest.json is missing`, { file });
     policy.load(readFileSync(file), file);
   }
 
-  const train = makeEnvs(config, config.trainSplit);
+  const real = makeEnvs(config, config.trainSplit);
   const evaluation = makeEnvs(config, config.evalSplit);
+  const synthetic = config.mode === "real" ? undefined : makeSynthetic(config, runDir, real.tasks);
+  const curriculum = new Curriculum(config.curriculum, synthetic?.generator ?? webshopGenerator(config), [...real.tasks, ...evaluation.tasks]);
+  if (latest?.curriculum) curriculum.restore(latest.curriculum);
   const metricsFile = join(runDir, "metrics.jsonl");
+  const budgetLeft = (): "real" | "synthetic" | null => {
+    if (config.maxSeconds > 0 && state.wallSeconds >= config.maxSeconds) return null;
+    if (config.mode === "real") return state.realInteractions < config.budget ? "real" : null;
+    if (state.syntheticInteractions < config.budget) return "synthetic";
+    return config.mode === "s2r" && state.realInteractions < config.realBudget ? "real" : null;
+  };
   let finalEval: EvalResult | undefined;
 
   try {
-    while (state.realInteractions < config.budget) {
+    for (let phase = budgetLeft(); phase !== null; phase = budgetLeft()) {
       const iteration = state.iteration + 1;
       const t0 = performance.now();
 
-      // 1. Roll out G episodes for each of the iteration's tasks.
-      const tasks = new Rng(deriveSeed(config.seed, "tasks", iteration)).sample(train.tasks, Math.min(config.tasksPerIteration, train.tasks.length));
+      // 1. Tasks (seed tasks, and at most λ of them generated by the curriculum); G episodes each.
+      const taskRng = new Rng(deriveSeed(config.seed, "tasks", iteration));
+      const tasks = curriculum.sample(real.tasks, config.tasksPerIteration, taskRng);
       const jobs = tasks.flatMap((task, t) =>
         Array.from({ length: config.rolloutsPerTask }, (_, g) => ({
           task, seed: deriveSeed(config.seed, "env", iteration, t, g), rngSeed: deriveSeed(config.seed, "rollout", iteration, t, g),
         })));
-      const episodes = await playEpisodes(train.envs, policy, jobs);
-      const steps = episodes.reduce((s, e) => s + e.steps.length, 0);
-      state.realInteractions += steps;
-      state.episodes += episodes.length;
+      const envs = phase === "synthetic" ? synthetic!.envs : real.envs;
+      const played = await playEpisodes(envs, policy, jobs);
+      const steps = played.reduce((s, e) => s + e.steps.length, 0);
+      if (phase === "synthetic") state.syntheticInteractions += steps;
+      else state.realInteractions += steps;
+      state.episodes += played.length;
+      // An episode where the experience model kept failing is dropped and counted; the run goes on.
+      const failed = (e: Episode<NeuralStepRecord>) => e.steps.some((s) => s.info?.model_failed !== undefined);
+      const groups = tasks.map((_, t) => played.slice(t * config.rolloutsPerTask, (t + 1) * config.rolloutsPerTask).filter((e) => !failed(e)));
+      const dropped = played.length - groups.reduce((s, g) => s + g.length, 0);
+      state.droppedEpisodes += dropped;
+      const kept = groups.flat();
       const t1 = performance.now();
 
       // 2. Update the policy.
       const updateRng = new Rng(deriveSeed(config.seed, "update", iteration));
-      const groups = tasks.map((_, t) => episodes.slice(t * config.rolloutsPerTask, (t + 1) * config.rolloutsPerTask));
       const stats = config.algo === "grpo"
-        ? grpoUpdate(policy, reference, groups, config.grpo, updateRng)
-        : ppoUpdate(policy, episodes, config.ppo, updateRng);
+        ? grpoUpdate(policy, reference, groups.filter((g) => g.length >= 2), config.grpo, updateRng)
+        : ppoUpdate(policy, kept, config.ppo, updateRng);
       const t2 = performance.now();
 
-      // 3. Evaluate on the eval split (not counted as training interaction).
-      const last = state.realInteractions >= config.budget;
+      // 3. Synthetic phase: the buffer grows with the iteration's episodes (one transaction, labelled
+      //    by iteration so a resume can take back what a killed run wrote after its checkpoint).
+      if (phase === "synthetic" && config.replay && kept.length > 0) {
+        await synthetic!.buffer.appendTrajectories(kept.map((e) => toTrajectory(e, config.env, episodeLabel(runId, iteration))));
+      }
+      // 4. The curriculum scores the groups by reward variance and varies the most informative tasks.
+      const cur = await curriculum.update(groups.filter((g) => g.length > 0).map((g) => ({ task: g[0].task, rewards: g.map((e) => e.totalReward) })), new Rng(deriveSeed(config.seed, "curriculum", iteration)));
+
+      // 5. Evaluate on the real eval split (not training interaction; counted apart).
+      const last = budgetLeft() === null;
       let evalResult: EvalResult | undefined;
       if (last) evalResult = finalEval = await evaluate(policy, evaluation, config.finalEvalTasks);
       else if (config.evalEvery > 0 && iteration % config.evalEvery === 0) evalResult = await evaluate(policy, evaluation, config.evalTasks);
       const t3 = performance.now();
-      state.evalInteractions += evalResult?.steps ?? 0;
 
-      // 4. Log, checkpoint.
+      // 6. Log, checkpoint.
       state.iteration = iteration;
+      state.evalInteractions += evalResult?.steps ?? 0;
       state.wallSeconds += (t3 - t0) / 1000;
       const m: IterationMetrics = {
-        iteration, episodes: episodes.length, steps,
-        meanReward: mean(episodes.map((e) => e.totalReward)),
-        success: mean(episodes.map((e) => (e.success ? 1 : 0))),
-        realInteractions: state.realInteractions, evalInteractions: state.evalInteractions, syntheticInteractions: 0,
+        iteration, phase, episodes: played.length, steps,
+        meanReward: mean(played.map((e) => e.totalReward)),
+        success: mean(played.map((e) => (e.success ? 1 : 0))),
+        realInteractions: state.realInteractions, evalInteractions: state.evalInteractions, syntheticInteractions: state.syntheticInteractions,
+        droppedEpisodes: state.droppedEpisodes, tokens: synthetic?.tokens() ?? 0,
         policyLoss: stats.policyLoss,
         ...("valueLoss" in stats ? { valueLoss: stats.valueLoss } : {}),
         entropy: stats.entropy,
         ...("kl" in stats && stats.kl !== undefined ? { kl: stats.kl } : {}),
         approxKl: stats.approxKl, clipFraction: stats.clipFraction, gradNorm: stats.gradNorm,
+        ...(config.curriculum.enabled ? { curriculum: { ...cur, generatedInBatch: tasks.filter((t) => "lineage" in t).length } } : {}),
         rolloutSeconds: (t1 - t0) / 1000, updateSeconds: (t2 - t1) / 1000, evalSeconds: (t3 - t2) / 1000,
         wallSeconds: state.wallSeconds,
         ...(evalResult ? { eval: evalResult } : {}),
       };
       appendFileSync(metricsFile, JSON.stringify(m) + "\n");
       if (last || iteration % config.checkpointEvery === 0) {
-        saveCheckpoint(runDir, policy, state);
+        saveCheckpoint(runDir, policy, state, curriculum);
         writeReport(runDir);
       }
       hooks.onIteration?.(m, config);
@@ -213,15 +299,59 @@ async function runTraining(runDir: string, config: TrainConfig, latest: LatestCh
       finalEval = await evaluate(policy, evaluation, config.finalEvalTasks);
     }
   } finally {
-    await Promise.all([...train.envs, ...evaluation.envs].map((e) => e.close()));
+    await Promise.all([...real.envs, ...evaluation.envs, ...(synthetic?.envs ?? [])].map((e) => e.close()));
+    synthetic?.close();
   }
   const summary: TrainSummary = {
-    runDir, config, iterations: state.iteration, realInteractions: state.realInteractions, wallSeconds: state.wallSeconds, final: finalEval,
+    runDir, config, iterations: state.iteration, realInteractions: state.realInteractions, syntheticInteractions: state.syntheticInteractions,
+    droppedEpisodes: state.droppedEpisodes, wallSeconds: state.wallSeconds, final: finalEval,
     ...(latest ? { resumedFrom: latest.iteration } : {}),
   };
   writeFileSync(join(runDir, "summary.json"), JSON.stringify({ ...summary, runSeconds: (performance.now() - started) / 1000 }, null, 2) + "\n");
   writeReport(runDir);
   return summary;
+}
+
+/** The policy label of a run's synthetic episodes of one iteration (so a resume can find them). */
+const episodeLabel = (runId: string, iteration: number) => `neural@${runId}#${iteration}`;
+
+function toTrajectory(e: Episode<NeuralStepRecord>, env: string, policy: string): Trajectory {
+  return {
+    env, task: e.task, source: "synthetic", policy, total_reward: e.totalReward, success: e.success, created_at: new Date(0).toISOString(),
+    steps: e.steps.map((s) => ({
+      observation: s.observation, action: s.action, reward: s.reward, next_observation: s.next_observation, terminated: s.terminated, truncated: s.truncated,
+      ...(s.info?.reasoning ? { reasoning: String(s.info.reasoning) } : {}),
+    })),
+  };
+}
+
+function webshopGenerator(config: TrainConfig): TaskGenerator {
+  const env = createEnv(config.env as EnvName, { split: config.evalSplit as never, dataDir: config.dataDir }) as WebShopEnv;
+  return new WebShopTaskGenerator(env.catalogue, { excludeGoals: env.tasks().map((t) => env.catalogue.goal(t.goal_index as number)) });
+}
+
+/** The synthetic env pool: one experience model and buffer behind `concurrency` envs. */
+function makeSynthetic(config: TrainConfig, runDir: string, tasks: Task[]) {
+  const realEnv = createEnv(config.env as EnvName, { split: config.trainSplit as never, dataDir: config.dataDir });
+  const support = syntheticSupport(config.env, realEnv);
+  const chat: ChatModel | undefined = config.experience === "default" ? undefined : createChatModel(config.experience, { concurrency: config.concurrency, cache: config.cache });
+  const model: ExperienceModel = chat ? new ReasoningExperienceModel({ chat, abstraction: support.abstraction }) : new EmbeddedExperienceModel({ abstraction: support.abstraction });
+  const buffer = ReplayBuffer.open(join(runDir, "buffer.db"));
+  // Without replay the reasoning model gets no demos; the embedded model is retrieval itself, so it
+  // keeps reading the offline seed, which then never grows.
+  const demos = config.replay || !chat ? config.demos : 0;
+  const envs: Env[] = Array.from({ length: config.concurrency }, () => new SyntheticEnv({
+    model, abstraction: support.abstraction, tasks, initialState: support.initialState, buffer, k: demos, maxSteps: config.maxSteps, record: false,
+    verifier: config.hybrid ? support.verifier : undefined,
+  }));
+  const generator: TaskGenerator = chat
+    ? new LlmTaskGenerator({ chat, profile: support.abstraction.profile })
+    : webshopGenerator(config);
+  const tokens = () => {
+    const s = (chat as { stats?: ModelStats } | undefined)?.stats;
+    return s ? s.promptTokens + s.completionTokens : 0;
+  };
+  return { envs, buffer, generator, tokens, close: () => { buffer.close(); (chat as { close?: () => void } | undefined)?.close?.(); } };
 }
 
 /** A pool of envs (observations as abstract states, as in the synthetic env) and the split's tasks. */
@@ -251,11 +381,11 @@ export async function evaluate(policy: NeuralPolicy, pool: { envs: Env[]; tasks:
   };
 }
 
-function saveCheckpoint(runDir: string, policy: NeuralPolicy, state: RunState): void {
+function saveCheckpoint(runDir: string, policy: NeuralPolicy, state: RunState, curriculum: Curriculum): void {
   const dir = join(runDir, "checkpoints");
   const policyFile = `iter-${String(state.iteration).padStart(6, "0")}.policy`;
   writeDurably(join(dir, policyFile), policy.save());
-  const latest: LatestCheckpoint = { iteration: state.iteration, policyFile, state };
+  const latest: LatestCheckpoint = { iteration: state.iteration, policyFile, state, curriculum: curriculum.toJSON() };
   writeDurably(join(dir, "latest.json"), Buffer.from(JSON.stringify(latest, null, 2) + "\n"));
   // Keep the last two policy files.
   const old = readdirSync(dir).filter((f) => /^iter-\d+\.policy$/.test(f)).sort().slice(0, -2);

@@ -14,4 +14,4 @@ export type { SearchHit } from "./text-search.ts";
 export { OraclePolicy, RulePolicy, webshopPageKind } from "./policies.ts";
 export type { PageKind } from "./pages.ts";
 export { webshopAbstraction } from "./state-abstraction.ts";
-export { webshopStartPage, webshopVerifier } from "./synthetic-support.ts";
+export { webshopStartPage, webshopVerifier, webshopGoalOf } from "./synthetic-support.ts";

@@ -10,7 +10,8 @@ export function webshopStartPage(task: Task): string {
   return `WebShop [SEP] Instruction: [SEP] ${task.instruction} [SEP] Search`;
 }
 
-function goalOf(catalogue: Catalogue, task: Task): Goal | null {
+/** The goal behind a WebShop task: its own `goal`, else its goal index or `webshop:<n>` id. */
+export function webshopGoalOf(catalogue: Catalogue, task: Task): Goal | null {
   const t = task as WebShopTask;
   if (t.goal) return t.goal;
   if (typeof t.goal_index === "number") return catalogue.goal(t.goal_index);
@@ -28,7 +29,7 @@ export function webshopVerifier(catalogue: Catalogue) {
   const byTitle = new Map(catalogue.products.map((p) => [p.Title.trim(), p] as const));
   return (task: Task, history: { state: string; action: string }[], state: string, action: string): { reward: number; terminated: boolean; nextState: string } | null => {
     if (action.trim().toLowerCase() !== "click[buy now]" || !state.startsWith("page: item\n")) return null;
-    const goal = goalOf(catalogue, task);
+    const goal = webshopGoalOf(catalogue, task);
     const title = state.split("\n").find((l) => byTitle.has(l.trim()));
     const product = title ? byTitle.get(title.trim()) : undefined;
     if (!goal || !product) return null;

@@ -1,0 +1,137 @@
+import { z } from "zod";
+import type { Rng, Task } from "../core/index.ts";
+
+/**
+ * DreamGym's curriculum: tasks where the policy sometimes succeeds and sometimes fails are the most
+ * informative, measured by the reward variance of a group of rollouts,
+ *
+ *   V_τ = (1/n) Σ_i (r_i − r̄)²,
+ *
+ * and the seed tasks with the highest V_τ above a threshold are varied into new, harder tasks by a
+ * generator. λ bounds the share of generated tasks in an iteration. Each generated task keeps its
+ * lineage (parent, generation). For PPO the groups are the same: the trainer rolls out each task G
+ * times whatever the algorithm.
+ */
+export const curriculumConfigSchema = z.strictObject({
+  enabled: z.boolean().default(true),
+  /** The largest share of an iteration's tasks that are generated ones. */
+  lambda: z.number().min(0).max(1).default(0.25),
+  /** Tasks with V_τ below this are not varied. */
+  varianceThreshold: z.number().min(0).default(0.01),
+  /** Tasks varied per iteration (the highest V_τ first). */
+  parentsPerIteration: z.number().int().min(1).default(4),
+  variantsPerParent: z.number().int().min(1).default(2),
+  /** Generated tasks kept at most (the oldest go first). */
+  maxGenerated: z.number().int().min(0).default(2000),
+});
+export type CurriculumConfig = z.infer<typeof curriculumConfigSchema>;
+
+export interface Lineage {
+  parent: string;
+  generation: number;
+}
+
+/** A generated task: its lineage rides along in the task itself. */
+export type GeneratedTask = Task & { lineage: Lineage };
+
+/** Varies tasks into new ones. Generators filter out infeasible tasks themselves and say how many. */
+export interface TaskGenerator {
+  readonly name: string;
+  generate(parent: Task, count: number, rng: Rng): Promise<{ tasks: Task[]; infeasible: number }>;
+}
+
+/** V_τ of one group's rewards (population variance). */
+export function rewardVariance(rewards: readonly number[]): number {
+  if (rewards.length === 0) return 0;
+  const mean = rewards.reduce((s, r) => s + r, 0) / rewards.length;
+  return rewards.reduce((s, r) => s + (r - mean) ** 2, 0) / rewards.length;
+}
+
+export interface CurriculumUpdate {
+  /** Mean V_τ over the iteration's groups. */
+  meanVariance: number;
+  /** Tasks chosen for variation. */
+  selected: number;
+  added: number;
+  infeasible: number;
+  duplicates: number;
+  /** Generated tasks held now. */
+  pool: number;
+}
+
+/** Word set of an instruction, for near-duplicate checks. */
+const words = (s: string) => new Set(s.toLowerCase().split(/[^a-z0-9.]+/).filter(Boolean));
+
+function jaccard(a: Set<string>, b: Set<string>): number {
+  let inter = 0;
+  for (const w of a) if (b.has(w)) inter++;
+  return inter / (a.size + b.size - inter || 1);
+}
+
+export class Curriculum {
+  private generated: GeneratedTask[] = [];
+  private counter = 0;
+
+  constructor(
+    readonly config: CurriculumConfig,
+    private readonly generator: TaskGenerator,
+    /** Ids and instructions that generated tasks must not duplicate (the seed and eval tasks). */
+    private readonly reserved: readonly Task[] = [],
+  ) {}
+
+  get tasks(): readonly GeneratedTask[] {
+    return this.generated;
+  }
+
+  /** `n` tasks for an iteration: at most ⌊λ·n⌋ generated ones, the rest from `seed`. */
+  sample(seed: readonly Task[], n: number, rng: Rng): Task[] {
+    const fromGenerated = this.config.enabled ? Math.min(Math.floor(this.config.lambda * n), this.generated.length) : 0;
+    return [...rng.sample(this.generated, fromGenerated), ...rng.sample([...seed], Math.min(n - fromGenerated, seed.length))];
+  }
+
+  /** Scores the iteration's groups by V_τ and varies the most informative tasks. */
+  async update(groups: readonly { task: Task; rewards: readonly number[] }[], rng: Rng): Promise<CurriculumUpdate> {
+    const scored = groups.map((g) => ({ task: g.task, variance: rewardVariance(g.rewards) }));
+    const meanVariance = scored.reduce((s, g) => s + g.variance, 0) / (scored.length || 1);
+    const result: CurriculumUpdate = { meanVariance, selected: 0, added: 0, infeasible: 0, duplicates: 0, pool: this.generated.length };
+    if (!this.config.enabled || this.config.maxGenerated === 0) return result;
+    const parents = scored
+      .filter((g) => g.variance >= this.config.varianceThreshold && g.variance > 0)
+      .sort((a, b) => b.variance - a.variance || (a.task.id < b.task.id ? -1 : 1))
+      .slice(0, this.config.parentsPerIteration);
+    result.selected = parents.length;
+    const known = [...this.reserved, ...this.generated];
+    const ids = new Set(known.map((t) => t.id));
+    const texts = known.map((t) => words(t.instruction));
+    for (const { task: parent } of parents) {
+      const { tasks, infeasible } = await this.generator.generate(parent, this.config.variantsPerParent, rng);
+      result.infeasible += infeasible;
+      for (const t of tasks) {
+        const w = words(t.instruction);
+        if (ids.has(t.id) || texts.some((x) => jaccard(x, w) >= 0.95)) {
+          result.duplicates++;
+          continue;
+        }
+        const generation = ((parent as Partial<GeneratedTask>).lineage?.generation ?? 0) + 1;
+        const child: GeneratedTask = { ...t, id: `${parent.id.split("~")[0]}~g${generation}.${++this.counter}`, lineage: { parent: parent.id, generation } };
+        this.generated.push(child);
+        ids.add(child.id);
+        texts.push(w);
+        result.added++;
+      }
+    }
+    if (this.generated.length > this.config.maxGenerated) this.generated.splice(0, this.generated.length - this.config.maxGenerated);
+    result.pool = this.generated.length;
+    return result;
+  }
+
+  /** For checkpoints. */
+  toJSON(): { generated: GeneratedTask[]; counter: number } {
+    return { generated: this.generated, counter: this.counter };
+  }
+
+  restore(state: { generated: GeneratedTask[]; counter: number }): void {
+    this.generated = state.generated;
+    this.counter = state.counter;
+  }
+}

@@ -1,0 +1,5 @@
+export { Curriculum, curriculumConfigSchema, rewardVariance } from "./curriculum.ts";
+export type { CurriculumConfig, CurriculumUpdate, GeneratedTask, Lineage, TaskGenerator } from "./curriculum.ts";
+export { WebShopTaskGenerator } from "./webshop-generator.ts";
+export { LlmTaskGenerator } from "./llm-generator.ts";
+export type { LlmTaskGeneratorOptions } from "./llm-generator.ts";
