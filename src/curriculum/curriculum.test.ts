@@ -1,0 +1,103 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { Rng, type Task } from "../core/index.ts";
+import { getReward, WebShopEnv, webshopGoalOf } from "../envs/webshop/index.ts";
+import { OpenAIChatModel } from "../llm/index.ts";
+import { chatServer } from "../llm/test-chat-server.ts";
+import { Curriculum, curriculumConfigSchema, LlmTaskGenerator, rewardVariance, WebShopTaskGenerator, type TaskGenerator } from "./index.ts";
+
+test("V_τ is the population variance of a group's rewards", () => {
+  assert.equal(rewardVariance([1, 0, 1, 0]), 0.25);
+  assert.equal(rewardVariance([0.5, 0.5]), 0);
+  assert.ok(Math.abs(rewardVariance([1, 0, 0]) - 2 / 9) < 1e-12);
+});
+
+/** Makes `count` variants "<parent> harder k"; the ones with "bad" are infeasible. */
+const echo: TaskGenerator = {
+  name: "echo",
+  async generate(parent, count) {
+    const tasks = Array.from({ length: count }, (_, k) => ({ id: `${parent.id}-${k}`, instruction: `${parent.instruction} harder ${k}` }));
+    return { tasks: tasks.filter((t) => !t.instruction.includes("bad")), infeasible: tasks.filter((t) => t.instruction.includes("bad")).length };
+  },
+};
+
+test("the highest-variance tasks above the threshold are varied; lineage, duplicates and λ", async () => {
+  const seed: Task[] = ["alpha", "beta", "gamma", "bad delta"].map((w, i) => ({ id: `t${i}`, instruction: `find the ${w} item` }));
+  const config = curriculumConfigSchema.parse({ lambda: 0.25, varianceThreshold: 0.1, parentsPerIteration: 2, variantsPerParent: 2 });
+  const c = new Curriculum(config, echo, seed);
+  const r = await c.update([
+    { task: seed[0], rewards: [1, 0, 1, 0] }, // 0.25
+    { task: seed[1], rewards: [1, 1, 1, 1] }, // 0: never
+    { task: seed[2], rewards: [1, 0, 0, 0] }, // 0.1875
+    { task: seed[3], rewards: [1, 0, 1, 0] }, // 0.25, but its variants are infeasible
+  ], new Rng(0));
+  assert.equal(r.selected, 2);
+  assert.deepEqual(c.tasks.map((t) => t.lineage), [{ parent: "t0", generation: 1 }, { parent: "t0", generation: 1 }]);
+  assert.equal(r.infeasible, 2);
+  assert.equal(r.added, 2);
+  // A grandchild is generation 2; an identical instruction is dropped as a duplicate.
+  const child = c.tasks[0];
+  const again = await c.update([{ task: child, rewards: [0, 1] }, { task: seed[0], rewards: [0, 1] }], new Rng(1));
+  assert.ok(c.tasks.some((t) => t.lineage.generation === 2 && t.lineage.parent === child.id));
+  // t0's variants exist already, and "… harder 0 harder 0" has the same words as "… harder 0".
+  assert.equal(again.duplicates, 3);
+  // λ = 0.25 of 8 tasks: 2 generated at most.
+  const batch = c.sample(seed, 8, new Rng(3));
+  assert.equal(batch.filter((t) => "lineage" in t).length, 2);
+  // Disabled: seed tasks only, nothing generated.
+  const off = new Curriculum({ ...config, enabled: false }, echo, seed);
+  assert.equal((await off.update([{ task: seed[0], rewards: [1, 0] }], new Rng(0))).added, 0);
+  assert.equal(off.sample(seed, 4, new Rng(0)).filter((t) => "lineage" in t).length, 0);
+  // State round-trips for checkpoints.
+  const restored = new Curriculum(config, echo, seed);
+  restored.restore(JSON.parse(JSON.stringify(c.toJSON())));
+  assert.deepEqual(restored.tasks, c.tasks);
+});
+
+test("WebShop variants are feasible by WebShop's own reward, play in the real env, and never reuse a test goal", async () => {
+  const test = new WebShopEnv({ split: "test" });
+  const train = new WebShopEnv({ split: "train" });
+  const testGoals = test.tasks().map((t) => test.catalogue.goal(t.goal_index as number));
+  const gen = new WebShopTaskGenerator(train.catalogue, { excludeGoals: testGoals });
+  const testKeys = new Set(testGoals.map((g) => `${g.asin}|${JSON.stringify(g.goal_options)}`));
+  const rng = new Rng(4);
+  let made = 0;
+  for (const parent of train.tasks().slice(0, 40)) {
+    const { tasks } = await gen.generate(parent, 3, rng);
+    for (const t of tasks) {
+      made++;
+      const goal = webshopGoalOf(train.catalogue, t)!;
+      const product = train.catalogue.byAsin.get(goal.asin)!;
+      assert.equal(getReward(product, goal, train.catalogue.prices.get(goal.asin)!, goal.goal_options as Record<string, string>), 1);
+      assert.ok(!testKeys.has(`${goal.asin}|${JSON.stringify(goal.goal_options)}`));
+      assert.ok(goal.price_upper > train.catalogue.prices.get(goal.asin)!);
+    }
+  }
+  assert.ok(made >= 60, `only ${made} feasible variants of 120`);
+  // A generated task runs in the real env with its own goal.
+  const t = (await gen.generate(train.tasks()[0], 1, new Rng(9))).tasks[0];
+  const r = await train.reset({ task: t });
+  assert.match(r.observation, new RegExp(t.instruction.slice(0, 30).replace(/[.*+?^${}()|[\]\\]/g, "\\$&")));
+});
+
+test("the LLM generator asks for structured variations, retries malformed replies, filters infeasible ones", async () => {
+  let calls = 0;
+  const s = await chatServer({
+    reply: () => (++calls === 1 ? "not json" : JSON.stringify({ tasks: [{ instruction: "find a red wool hat under 20 dollars" }, { instruction: "find a unicorn saddle" }] })),
+  });
+  try {
+    const gen = new LlmTaskGenerator({
+      chat: new OpenAIChatModel({ baseURL: s.url, model: "m", maxRetries: 0 }), profile: "a shop",
+      feasible: (t) => !t.instruction.includes("unicorn"),
+    });
+    const r = await gen.generate({ id: "p", instruction: "find a wool hat" }, 2, new Rng(0));
+    assert.equal(calls, 2);
+    assert.deepEqual(r.tasks.map((t) => t.instruction), ["find a red wool hat under 20 dollars"]);
+    assert.equal(r.infeasible, 1);
+    const req = s.requests.at(-1)! as { messages: { content: string }[]; response_format?: unknown };
+    assert.match(req.messages[1].content, /Task: find a wool hat/);
+    assert.ok(req.response_format, "structured output was requested");
+  } finally {
+    await s.close();
+  }
+});

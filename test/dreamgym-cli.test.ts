@@ -1,0 +1,79 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+
+const BIN = join(import.meta.dirname, "..", "bin", "dreamgym");
+const run = (args: string[]) => spawnSync(process.execPath, [BIN, ...args], { encoding: "utf8", timeout: 300_000 });
+const TIMING = new Set(["rolloutSeconds", "updateSeconds", "evalSeconds", "wallSeconds"]);
+const metricsOf = (dir: string) =>
+  readFileSync(join(dir, "metrics.jsonl"), "utf8").trim().split("\n").map((l) => {
+    const m = JSON.parse(l) as Record<string, unknown>;
+    for (const k of TIMING) delete m[k];
+    return m;
+  });
+/** Synthetic trajectories per iteration label, and transitions in all. */
+function bufferContent(dir: string) {
+  const db = new Database(join(dir, "buffer.db"), { readonly: true });
+  const rows = db.prepare("SELECT policy, count(*) AS n, sum(n_steps) AS steps FROM trajectories WHERE source = 'synthetic' GROUP BY policy").all() as { policy: string; n: number; steps: number }[];
+  const transitions = (db.prepare("SELECT count(*) AS n FROM transitions").get() as { n: number }).n;
+  db.close();
+  return { byIteration: Object.fromEntries(rows.map((r) => [r.policy.split("#")[1], [r.n, r.steps]])), transitions };
+}
+
+test("dreamgym mode trains in the synthetic env; killed with SIGKILL and resumed, the buffer has nothing lost or duplicated", async () => {
+  const root = mkdtempSync(join(tmpdir(), "dreamgym-dg-"));
+  for (const [policy, n] of [["oracle", "60"], ["random", "30"]]) {
+    const r = run(["collect", "--env", "webshop", "--policy", policy, "--episodes", n, "--split", "train", "--out", join(root, `${policy}.jsonl`)]);
+    assert.equal(r.status, 0, r.stderr);
+  }
+  const imp = run(["buffer", "import", join(root, "oracle.jsonl"), join(root, "random.jsonl"), "--abstract", "--buffer", join(root, "seed.db")]);
+  assert.equal(imp.status, 0, imp.stderr);
+  const ARGS = [
+    "train", "--env", "webshop", "--mode", "dreamgym", "--hybrid", "--buffer", join(root, "seed.db"), "--budget", "3000", "--seed", "5",
+    "--tasks-per-iter", "4", "--group", "4", "--concurrency", "2", "--eval-every", "0", "--final-eval-tasks", "20", "--checkpoint-every", "2",
+    "--set", "policy.dim=4096",
+  ];
+  const whole = join(root, "whole");
+  const r = run([...ARGS, "--out", whole]);
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /webshop dreamgym grpo: \d+ iterations, 0 real interactions/);
+  const metrics = metricsOf(whole);
+  const last = metrics.at(-1)!;
+  assert.equal(last.realInteractions, 0);
+  assert.ok((last.syntheticInteractions as number) >= 3000);
+  assert.ok((last.evalInteractions as number) > 0, "the final evaluation ran in the real env");
+  assert.ok(metrics.every((m) => m.phase === "synthetic"));
+  // Each iteration's kept episodes went into the buffer, labelled by iteration.
+  const content = bufferContent(whole);
+  assert.equal(Object.keys(content.byIteration).length, metrics.length);
+  // The seed buffer itself is untouched.
+  const seedDb = new Database(join(root, "seed.db"), { readonly: true });
+  assert.equal((seedDb.prepare("SELECT count(*) AS n FROM trajectories WHERE source = 'synthetic'").get() as { n: number }).n, 0);
+  seedDb.close();
+
+  const killed = join(root, "killed");
+  const child = spawn(process.execPath, [BIN, ...ARGS, "--out", killed], { stdio: "ignore" });
+  const exited = new Promise((resolve) => child.on("exit", resolve));
+  const latest = join(killed, "checkpoints", "latest.json");
+  for (;;) {
+    if (existsSync(latest)) {
+      try {
+        if (JSON.parse(readFileSync(latest, "utf8")).iteration >= 2) break;
+      } catch {
+        // between write and rename
+      }
+    }
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  child.kill("SIGKILL");
+  await exited;
+  assert.ok(!existsSync(join(killed, "summary.json")), "killed before the end");
+  const resumed = run(["train", "--resume", killed]);
+  assert.equal(resumed.status, 0, resumed.stderr);
+  assert.deepEqual(metricsOf(killed), metrics);
+  assert.deepEqual(bufferContent(killed), content);
+});
