@@ -6,6 +6,7 @@ import { registerCollect } from "./collect.ts";
 import { registerSft } from "./sft-command.ts";
 import { registerTrain } from "./train-command.ts";
 import { registerRollout } from "./rollout-command.ts";
+import { registerDemo } from "./demo-command.ts";
 import { registerEnvCommands } from "./env-commands.ts";
 
 const program = new Command();
@@ -21,6 +22,7 @@ registerAudit(program);
 registerSft(program);
 registerTrain(program);
 registerRollout(program);
+registerDemo(program);
 
 try {
   await program.parseAsync(process.argv);

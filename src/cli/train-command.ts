@@ -25,24 +25,27 @@ function applySet(target: Record<string, unknown>, assignment: string): void {
   node[path.at(-1)!] = value;
 }
 
-function printSummary(s: TrainSummary): void {
+export function printSummary(s: TrainSummary): void {
   const f = s.final;
   console.log(
-    `${s.config.env} ${s.config.mode} ${s.config.algo}: ${s.iterations} iterations, ${s.realInteractions} real interactions, ${s.wallSeconds.toFixed(1)} s` +
+    `${s.config.env} ${s.config.mode} ${s.config.algo}: ${s.iterations} iterations, ${s.realInteractions} real interactions` +
+      (s.config.mode === "real" ? "" : `, ${s.syntheticInteractions} synthetic (${s.droppedEpisodes} episodes dropped)`) + `, ${s.wallSeconds.toFixed(1)} s` +
       (s.resumedFrom !== undefined ? ` (resumed from iteration ${s.resumedFrom})` : ""),
   );
   console.log(`final evaluation on ${f.tasks} ${s.config.evalSplit} tasks: score ${f.score.toFixed(1)}, success ${(100 * f.success).toFixed(1)}%`);
   console.log(`run folder: ${s.runDir} (config.json, metrics.jsonl, checkpoints/, report.html)`);
 }
 
-function progressHook() {
+export function progressHook() {
   let bar: ReturnType<typeof progressBar> | undefined;
   let lastEval = "-";
   return {
     onIteration(m: IterationMetrics, config: TrainConfig) {
-      bar ??= progressBar("train", config.budget, { reward: "-", success: "-", eval: "-" });
+      const total = config.mode === "s2r" ? config.budget + config.realBudget : config.budget;
+      bar ??= progressBar(`train ${config.mode}`, total, { reward: "-", success: "-", eval: "-" });
       if (m.eval) lastEval = `${m.eval.score.toFixed(1)}/${(100 * m.eval.success).toFixed(0)}%`;
-      bar.update(Math.min(m.realInteractions, config.budget), {
+      const done = config.mode === "real" ? m.realInteractions : m.syntheticInteractions + (config.mode === "s2r" ? m.realInteractions : 0);
+      bar.update(Math.min(done, total), {
         reward: m.meanReward.toFixed(3), success: `${(100 * m.success).toFixed(0)}%`, eval: lastEval,
       });
     },

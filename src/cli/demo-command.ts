@@ -1,0 +1,113 @@
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import type { Command } from "commander";
+import { JsonlWriter } from "../core/index.ts";
+import { ReplayBuffer } from "../buffer/index.ts";
+import { importJsonl } from "../buffer/importers.ts";
+import { createEnv, createPolicy, runEpisode, syntheticSupport } from "../envs/index.ts";
+import { abstractTrajectory } from "../experience/index.ts";
+import { train, type TrainSummary } from "../rl/index.ts";
+import { parseIntOption } from "./episodes.ts";
+import { progressBar } from "./progress.ts";
+import { progressHook } from "./train-command.ts";
+
+interface DemoOptions {
+  out: string;
+  budget: number;
+  realBudget: number;
+  seed: number;
+}
+
+/** Plays `episodes` of a scripted policy over a split, in task order; returns score ×100 and success. */
+async function playScripted(policyName: string, split: "train" | "test", episodes: number, out?: string): Promise<{ score: number; success: number }> {
+  const env = createEnv("webshop", { split });
+  const policy = createPolicy("webshop", policyName, env, { seed: 0 });
+  const tasks = env.tasks();
+  const writer = out ? new JsonlWriter(out, { append: false }) : undefined;
+  const bar = progressBar(`${policyName} ${split}`, episodes);
+  let reward = 0;
+  let success = 0;
+  for (let i = 0; i < episodes; i++) {
+    const t = await runEpisode(env, policy, { envName: "webshop", task: tasks[i % tasks.length], seed: i });
+    reward += t.total_reward;
+    success += t.success ? 1 : 0;
+    writer?.write(t);
+    bar.update(i + 1);
+  }
+  bar.stop();
+  writer?.close();
+  await env.close();
+  return { score: (100 * reward) / episodes, success: success / episodes };
+}
+
+async function demo(o: DemoOptions): Promise<void> {
+  const started = performance.now();
+  mkdirSync(o.out, { recursive: true });
+  console.log(`DreamGym on WebShop with the embedded defaults (no LLM, no server); everything goes to ${o.out}\n`);
+
+  // 1. Offline data, as the paper seeds WebShop: oracle (demonstration-like) and random trajectories.
+  console.log("1. offline trajectories: 1,000 oracle + 500 random episodes on train goals → the seed buffer");
+  await playScripted("oracle", "train", 1000, join(o.out, "oracle.jsonl"));
+  await playScripted("random", "train", 500, join(o.out, "random.jsonl"));
+  const seedBuffer = join(o.out, "seed.db");
+  ReplayBuffer.remove(seedBuffer);
+  const buffer = ReplayBuffer.open(seedBuffer);
+  const real = createEnv("webshop", {});
+  const abstraction = syntheticSupport("webshop", real).abstraction;
+  for (const f of ["oracle.jsonl", "random.jsonl"]) await importJsonl(buffer, join(o.out, f), { seed: true, transform: (t) => abstractTrajectory(t, abstraction) });
+  console.log(`   seed buffer: ${buffer.count()} transitions`);
+  buffer.close();
+
+  // 2. The rule baseline.
+  console.log("2. rule baseline on the 500 test goals");
+  const rule = await playScripted("rule", "test", 500);
+
+  // 3. DreamGym: RL in the synthetic env only, 0 real training interactions.
+  const common = { env: "webshop", algo: "grpo" as const, seed: o.seed, evalEvery: 10, buffer: seedBuffer };
+  const run = async (name: string, label: string, input: Parameters<typeof train>[1]): Promise<TrainSummary> => {
+    console.log(label);
+    const hook = progressHook();
+    try {
+      return await train(join(o.out, name), input, hook);
+    } finally {
+      hook.stop();
+    }
+  };
+  const dreamgym = await run("dreamgym", `3. DreamGym: GRPO in the synthetic env (embedded model rewards), ${o.budget} synthetic steps`, { ...common, mode: "dreamgym", budget: o.budget });
+  const hybrid = await run("dreamgym-hybrid", `4. DreamGym, hybrid (purchase rewards from WebShop's reward function), ${o.budget} synthetic steps`, { ...common, mode: "dreamgym", hybrid: true, budget: o.budget });
+  // 4. Real-env RL given the same wall time as DreamGym (hybrid).
+  const realRl = await run("real", `5. real-env GRPO for the same wall time (${hybrid.wallSeconds.toFixed(0)} s)`, { ...common, mode: "real", budget: 10_000_000, maxSeconds: hybrid.wallSeconds });
+  // 5. Sim-to-real: the synthetic phase, then a small real budget.
+  const s2r = await run("s2r", `6. DreamGym-S2R: the synthetic phase (hybrid), then ${o.realBudget} real steps`, { ...common, mode: "s2r", hybrid: true, budget: o.budget, realBudget: o.realBudget });
+  // 6. Real-env RL with as many real steps as S2R used.
+  const realSmall = await run("real-small", `7. real-env GRPO with S2R's real steps (${s2r.realInteractions})`, { ...common, mode: "real", budget: s2r.realInteractions });
+
+  const rows: [string, number, number, number, number, number][] = [
+    ["rule baseline", rule.score, rule.success, 0, 0, 0],
+    ...([
+      ["real-env GRPO (same wall time as DreamGym)", realRl], ["real-env GRPO (same real steps as S2R)", realSmall], ["DreamGym (embedded model rewards)", dreamgym], ["DreamGym (hybrid rewards)", hybrid], ["DreamGym-S2R (hybrid)", s2r],
+    ] as const).map(([name, s]) => [name, s.final.score, s.final.success, s.realInteractions, s.syntheticInteractions, s.wallSeconds] as [string, number, number, number, number, number]),
+  ];
+  const table = [
+    "| method | test score | test success | real training steps | synthetic steps | training wall time |",
+    "|---|---|---|---|---|---|",
+    ...rows.map(([name, score, success, realSteps, syn, wall]) =>
+      `| ${name} | ${score.toFixed(1)} | ${(100 * success).toFixed(1)}% | ${realSteps.toLocaleString("en-US")} | ${syn.toLocaleString("en-US")} | ${wall ? `${wall.toFixed(0)} s` : "-"} |`),
+  ].join("\n");
+  console.log(`\n${table}\n\nWebShop test split, 500 goals, greedy policies. Total demo time ${((performance.now() - started) / 1000 / 60).toFixed(1)} min. Runs (metrics, report.html): ${o.out}/*/`);
+}
+
+export function registerDemo(program: Command): void {
+  program
+    .command("demo")
+    .description("the whole method on WebShop with the embedded defaults: seed a buffer, train in the synthetic env, compare on the real test split")
+    .option("--out <dir>", "where the data and runs go (replaced)", "runs/demo")
+    .option("--budget <n>", "synthetic steps of each DreamGym run", parseIntOption("budget", 1), 30_000)
+    .option("--real-budget <n>", "real steps of the S2R phase", parseIntOption("real-budget", 1), 3_000)
+    .option("--seed <n>", "seed", parseIntOption("seed"), 0)
+    .action(async (o) => {
+      const { rmSync } = await import("node:fs");
+      rmSync(o.out, { recursive: true, force: true });
+      await demo(o as DemoOptions);
+    });
+}
