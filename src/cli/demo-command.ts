@@ -1,14 +1,9 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import type { Command } from "commander";
-import { JsonlWriter } from "../core/index.ts";
-import { ReplayBuffer } from "../buffer/index.ts";
-import { importJsonl } from "../buffer/importers.ts";
-import { createEnv, createPolicy, runEpisode, syntheticSupport } from "../envs/index.ts";
-import { abstractTrajectory } from "../experience/index.ts";
 import { train, type TrainSummary } from "../rl/index.ts";
 import { parseIntOption } from "./episodes.ts";
-import { progressBar } from "./progress.ts";
+import { playScripted, seedWebShopBuffer } from "./seed-data.ts";
 import { progressHook } from "./train-command.ts";
 
 interface DemoOptions {
@@ -18,28 +13,6 @@ interface DemoOptions {
   seed: number;
 }
 
-/** Plays `episodes` of a scripted policy over a split, in task order; returns score ×100 and success. */
-async function playScripted(policyName: string, split: "train" | "test", episodes: number, out?: string): Promise<{ score: number; success: number }> {
-  const env = createEnv("webshop", { split });
-  const policy = createPolicy("webshop", policyName, env, { seed: 0 });
-  const tasks = env.tasks();
-  const writer = out ? new JsonlWriter(out, { append: false }) : undefined;
-  const bar = progressBar(`${policyName} ${split}`, episodes);
-  let reward = 0;
-  let success = 0;
-  for (let i = 0; i < episodes; i++) {
-    const t = await runEpisode(env, policy, { envName: "webshop", task: tasks[i % tasks.length], seed: i });
-    reward += t.total_reward;
-    success += t.success ? 1 : 0;
-    writer?.write(t);
-    bar.update(i + 1);
-  }
-  bar.stop();
-  writer?.close();
-  await env.close();
-  return { score: (100 * reward) / episodes, success: success / episodes };
-}
-
 async function demo(o: DemoOptions): Promise<void> {
   const started = performance.now();
   mkdirSync(o.out, { recursive: true });
@@ -47,16 +20,9 @@ async function demo(o: DemoOptions): Promise<void> {
 
   // 1. Offline data, as the paper seeds WebShop: oracle (demonstration-like) and random trajectories.
   console.log("1. offline trajectories: 1,000 oracle + 500 random episodes on train goals → the seed buffer");
-  await playScripted("oracle", "train", 1000, join(o.out, "oracle.jsonl"));
-  await playScripted("random", "train", 500, join(o.out, "random.jsonl"));
   const seedBuffer = join(o.out, "seed.db");
-  ReplayBuffer.remove(seedBuffer);
-  const buffer = ReplayBuffer.open(seedBuffer);
-  const real = createEnv("webshop", {});
-  const abstraction = syntheticSupport("webshop", real).abstraction;
-  for (const f of ["oracle.jsonl", "random.jsonl"]) await importJsonl(buffer, join(o.out, f), { seed: true, transform: (t) => abstractTrajectory(t, abstraction) });
-  console.log(`   seed buffer: ${buffer.count()} transitions`);
-  buffer.close();
+  const seeded = await seedWebShopBuffer(o.out, seedBuffer);
+  console.log(`   seed buffer: ${seeded} transitions`);
 
   // 2. The rule baseline.
   console.log("2. rule baseline on the 500 test goals");
