@@ -20,8 +20,12 @@ export function writeReport(runDir: string): void {
   const summary = existsSync(summaryFile) ? (JSON.parse(readFileSync(summaryFile, "utf8")) as Record<string, unknown>) : undefined;
   const evals = metrics.filter((m) => m.eval);
 
-  const charts = (["iteration", "realInteractions"] as const).map((x) => {
-    const xLabel = x === "iteration" ? "iteration" : "real interactions";
+  const axes = config.mode === "real" || config.mode === undefined
+    ? (["iteration", "realInteractions"] as const)
+    : (["iteration", "realInteractions", "syntheticInteractions"] as const);
+  const LABELS = { iteration: "iteration", realInteractions: "real interactions", syntheticInteractions: "synthetic interactions" };
+  const charts = axes.map((x) => {
+    const xLabel = LABELS[x];
     return [
       lineChart(`Training reward and success vs ${xLabel}`, xLabel, [
         { name: "mean reward", color: "#1f77b4", points: metrics.map((m) => [m[x], m.meanReward]) },
@@ -39,6 +43,8 @@ export function writeReport(runDir: string): void {
     ["env / mode / algorithm", `${config.env} / ${config.mode} / ${config.algo}`],
     ["iterations", String(last?.iteration ?? 0)],
     ["real interactions (training)", String(last?.realInteractions ?? 0)],
+    ["synthetic interactions (training)", String(last?.syntheticInteractions ?? 0)],
+    ["real interactions (evaluation)", String(last?.evalInteractions ?? 0)],
     ["wall time", `${(last?.wallSeconds ?? 0).toFixed(1)} s`],
     ["final evaluation", final ? `score ${final.score.toFixed(1)}, success ${(100 * final.success).toFixed(1)}% on ${final.tasks} tasks` : "not yet"],
   ];
@@ -48,8 +54,7 @@ export function writeReport(runDir: string): void {
 svg{margin:8px 16px 8px 0;background:#fff;border:1px solid #ddd}.grid{display:flex;flex-wrap:wrap}pre{background:#f6f6f6;padding:8px;overflow:auto}</style></head>
 <body><h1>dreamgym run</h1><p>${escape(runDir)}</p>
 <table>${rows.map(([k, v]) => `<tr><td>${escape(k)}</td><td><b>${escape(v)}</b></td></tr>`).join("")}</table>
-<h2>Against iterations</h2><div class="grid">${charts[0]}</div>
-<h2>Against real interactions</h2><div class="grid">${charts[1]}</div>
+${axes.map((x, i) => `<h2>Against ${x === "iteration" ? "iterations" : LABELS[x]}</h2><div class="grid">${charts[i]}</div>`).join("\n")}
 <h2>Config</h2><pre>${escape(JSON.stringify(config, null, 2))}</pre>
 </body></html>
 `;
