@@ -5,9 +5,20 @@ import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
+import { chatServer } from "../src/llm/test-chat-server.ts";
 
 const BIN = join(import.meta.dirname, "..", "bin", "dreamgym");
 const run = (args: string[]) => spawnSync(process.execPath, [BIN, ...args], { encoding: "utf8", timeout: 300_000 });
+/** As `run`, without blocking this process's event loop (a test server in this process must answer). */
+const runAsync = (args: string[]) =>
+  new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
+    const child = spawn(process.execPath, [BIN, ...args]);
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d) => (stdout += d));
+    child.stderr.on("data", (d) => (stderr += d));
+    child.on("exit", (status) => resolve({ status, stdout, stderr }));
+  });
 const TIMING = new Set(["rolloutSeconds", "updateSeconds", "evalSeconds", "wallSeconds"]);
 const metricsOf = (dir: string) =>
   readFileSync(join(dir, "metrics.jsonl"), "utf8").trim().split("\n").map((l) => {
@@ -76,4 +87,43 @@ test("dreamgym mode trains in the synthetic env; killed with SIGKILL and resumed
   assert.equal(resumed.status, 0, resumed.stderr);
   assert.deepEqual(metricsOf(killed), metrics);
   assert.deepEqual(bufferContent(killed), content);
+});
+
+test("a reasoning model that keeps failing on some tasks: those episodes are dropped and counted, the run goes on", async () => {
+  const root = mkdtempSync(join(tmpdir(), "dreamgym-dg-llm-"));
+  const r0 = run(["collect", "--env", "webshop", "--policy", "oracle", "--episodes", "20", "--split", "train", "--out", join(root, "o.jsonl")]);
+  assert.equal(r0.status, 0, r0.stderr);
+  assert.equal(run(["buffer", "import", join(root, "o.jsonl"), "--abstract", "--buffer", join(root, "seed.db")]).status, 0);
+  // Tasks whose instruction has an even length get malformed output on every attempt; the others
+  // end the episode at once with reward 0.5 (the curriculum's task generator gets no valid tasks).
+  const s = await chatServer({
+    reply: (body) => {
+      const messages = body.messages as { role: string; content: string }[];
+      const task = /^Task: (.*)$/m.exec(messages[1]?.content ?? "")?.[1];
+      if (!task || task.length % 2 === 0) return "I cannot answer that";
+      return JSON.stringify({ reasoning: "bought", next_state: "page: done\ninstruction: \nbought B000000000\nscore: 0.5", reward: 0.5, terminated: true });
+    },
+  });
+  try {
+    const dir = join(root, "run");
+    const r = await runAsync([
+      "train", "--mode", "dreamgym", "--experience", `${s.url}#tiny`, "--buffer", join(root, "seed.db"), "--budget", "40", "--tasks-per-iter", "4",
+      "--group", "2", "--concurrency", "2", "--eval-every", "0", "--final-eval-tasks", "5", "--set", "policy.dim=1024", "--out", dir,
+    ]);
+    assert.equal(r.status, 0, r.stderr);
+    const metrics = metricsOf(dir);
+    const last = metrics.at(-1)!;
+    assert.ok((last.droppedEpisodes as number) > 0, "some episodes were dropped");
+    assert.ok((last.droppedEpisodes as number) < metrics.reduce((a, m) => a + (m.episodes as number), 0), "not all of them");
+    assert.ok((last.tokens as number) > 0, "tokens are counted");
+    assert.match(r.stdout, /\d+ episodes dropped/);
+    // Only kept episodes reached the buffer.
+    const kept = metrics.reduce((a, m, i) => a + (m.episodes as number) - ((m.droppedEpisodes as number) - (i > 0 ? (metrics[i - 1].droppedEpisodes as number) : 0)), 0);
+    const db = new Database(join(dir, "buffer.db"), { readonly: true });
+    const stored = (db.prepare("SELECT count(*) AS n FROM trajectories WHERE source = 'synthetic'").get() as { n: number }).n;
+    db.close();
+    assert.ok(stored > 0 && stored <= kept, `${stored} stored of ${kept} kept`);
+  } finally {
+    await s.close();
+  }
 });
