@@ -2,7 +2,7 @@
 // embedded defaults (or `-- --experience <chat model>` for the reasoning model). Each training run is
 // `dreamgym train` in a child process, two at a time (one per core); writes results.md.
 //
-//   npm run experiment:webshop -- [--seeds 3] [--real 80000] [--synthetic 30000] [--parallel 2] [--out runs/experiment-webshop]
+//   npm run experiment:webshop -- [--seeds 3] [--real 80000] [--synthetic 80000] [--parallel 2] [--out runs/experiment-webshop]
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -17,7 +17,7 @@ const { values: args } = parseArgs({
   options: {
     seeds: { type: "string", default: "3" },
     real: { type: "string", default: "80000" },
-    synthetic: { type: "string", default: "30000" },
+    synthetic: { type: "string", default: "80000" },
     parallel: { type: "string", default: "2" },
     out: { type: "string", default: "runs/experiment-webshop" },
     experience: { type: "string", default: "default" },

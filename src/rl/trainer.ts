@@ -39,6 +39,11 @@ export const trainConfigSchema = z.strictObject({
   replay: z.boolean().default(true),
   /** Retrieved demos per synthetic step. */
   demos: z.number().int().min(0).default(5),
+  /**
+   * Transitions the run's buffer keeps: the oldest synthetic episodes go first, the offline seed
+   * always stays. Bounds retrieval time as the buffer grows (0: no bound).
+   */
+  bufferCapacity: z.number().int().min(0).default(40_000),
   /** A chat model's response cache (SQLite). */
   cache: z.string().optional(),
   curriculum: curriculumConfigSchema.prefault({}),
@@ -338,7 +343,7 @@ function makeSynthetic(config: TrainConfig, runDir: string, tasks: Task[]) {
   const support = syntheticSupport(config.env, realEnv);
   const chat: ChatModel | undefined = config.experience === "default" ? undefined : createChatModel(config.experience, { concurrency: config.concurrency, cache: config.cache });
   const model: ExperienceModel = chat ? new ReasoningExperienceModel({ chat, abstraction: support.abstraction }) : new EmbeddedExperienceModel({ abstraction: support.abstraction });
-  const buffer = ReplayBuffer.open(join(runDir, "buffer.db"));
+  const buffer = ReplayBuffer.open(join(runDir, "buffer.db"), config.bufferCapacity > 0 ? { capacity: config.bufferCapacity } : {});
   // Without replay the reasoning model gets no demos; the embedded model is retrieval itself, so it
   // keeps reading the offline seed, which then never grows.
   const demos = config.replay || !chat ? config.demos : 0;
