@@ -11,6 +11,11 @@ export interface CheckEnvOptions {
   invalidAction?: string;
   /** Text that fills a free-text slot of a listed action. @default "test" */
   freeText?: string;
+  /**
+   * What the env answers an invalid action with (ALFWorld: "Nothing happens."). By default the
+   * observation must stay as it was. Either way the listed actions must not change.
+   */
+  invalidFeedback?: string;
 }
 
 function fail(what: string): never {
@@ -60,11 +65,15 @@ export async function checkEnv(env: Env, opts: CheckEnvOptions = {}): Promise<vo
   if (JSON.stringify(a) !== JSON.stringify(b)) fail("two rollouts with the same seed and actions differ");
 
   const { observation } = await env.reset({ seed });
+  const actionsBefore = env.availableActions();
   const bad = await env.step(opts.invalidAction ?? "not-an-action[]");
   checkStep(bad, "invalid action");
   if (bad.info.invalid !== true) fail("an invalid action must set info.invalid = true");
   if (bad.reward !== 0) fail("an invalid action must give reward 0");
-  if (bad.observation !== observation) fail("an invalid action must not change the observation");
+  if (opts.invalidFeedback !== undefined) {
+    if (bad.observation !== opts.invalidFeedback) fail(`an invalid action must answer ${JSON.stringify(opts.invalidFeedback)}`);
+  } else if (bad.observation !== observation) fail("an invalid action must not change the observation");
+  if (JSON.stringify(env.availableActions()) !== JSON.stringify(actionsBefore)) fail("an invalid action must not change the listed actions");
 
   await env.close();
   await env.close(); // closing twice is allowed

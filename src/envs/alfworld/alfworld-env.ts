@@ -1,0 +1,130 @@
+import {
+  ClosedEnvironmentError, InvalidConfigError, ResetNeededError, Rng,
+  type Env, type ResetOptions, type ResetResult, type StepResult, type Task,
+} from "../../core/index.ts";
+import { resolveDataDir } from "../data-dir.ts";
+import { join } from "node:path";
+import type { FactBase } from "./facts.ts";
+import { ALFWORLD_SPLITS, alfworldGames, Game, type AlfWorldSplit, type GameEntry } from "./game.ts";
+
+export interface AlfWorldOptions {
+  dataDir?: string;
+  /** @default "valid_unseen" */
+  split?: AlfWorldSplit;
+  /** Play only this game (its path under the data folder, or a task id `alfworld:<split>/<task>/<trial>`). */
+  game?: string;
+  /** Steps before truncation. @default 50 (ALFWorld's limit) */
+  maxSteps?: number;
+}
+
+export type AlfWorldTask = Task & { game: string; task_type: string; split: AlfWorldSplit; params: Record<string, string | boolean> };
+
+const gameCache = new Map<string, Game>();
+
+export function alfworldTask(entry: GameEntry): AlfWorldTask {
+  const id = entry.game.replace(/^games\//, "").replace(/\/game\.tw-pddl$/, "");
+  return { id: `alfworld:${id}`, instruction: entry.goal.replace(/^Your task is to: /, "").replace(/\.$/, ""), game: entry.game, task_type: entry.taskType, split: entry.split, params: entry.params };
+}
+
+/**
+ * ALFWorld's text environment (AlfredTWEnv, text mode, before the "move X to Y" change), in-process:
+ * PDDL state and actions, TextWorld's grammar for every text, ALFWorld's object names. A command
+ * that is not admissible answers "Nothing happens." and changes nothing (`info.invalid`). Reward 1
+ * and `terminated` when the goal holds; `truncated` after `maxSteps`.
+ */
+export class AlfWorldEnv implements Env {
+  readonly split: AlfWorldSplit;
+  readonly root: string;
+  private readonly entries: GameEntry[];
+  private readonly maxSteps: number;
+  private rng = new Rng(0);
+  private game: Game | undefined;
+  private state: FactBase | undefined;
+  private commands = new Map<string, ReturnType<Game["admissible"]> extends Map<string, infer V> ? V : never>();
+  private steps = 0;
+  private done = true;
+  private closed = false;
+  private task: AlfWorldTask | undefined;
+
+  constructor(opts: AlfWorldOptions = {}) {
+    this.root = resolveDataDir({ dataDir: opts.dataDir, subdir: "alfworld", files: ["index.json", "games"] });
+    const split = opts.split ?? "valid_unseen";
+    if (!ALFWORLD_SPLITS.includes(split)) throw new InvalidConfigError(`unknown ALFWorld split "${split}" (known: ${ALFWORLD_SPLITS.join(", ")})`);
+    this.split = split;
+    this.maxSteps = opts.maxSteps ?? 50;
+    let entries = alfworldGames(this.root).filter((g) => g.split === split);
+    if (opts.game !== undefined) {
+      const want = opts.game.replace(/^alfworld:/, "");
+      const match = entries.filter((g) => g.game === want || g.game === `games/${want}` || g.game === `games/${want}/game.tw-pddl` || g.game.includes(`/${want}/`));
+      if (match.length !== 1) {
+        throw new InvalidConfigError(`unknown ALFWorld game "${opts.game}" in split ${split} (${match.length} matches; e.g. ${entries.slice(0, 2).map((g) => alfworldTask(g).id).join(", ")}; \`tasks()\` lists all ${entries.length})`);
+      }
+      entries = match;
+    }
+    this.entries = entries;
+  }
+
+  /** The split's games as tasks, in the pack's order. */
+  tasks(): AlfWorldTask[] {
+    return this.entries.map(alfworldTask);
+  }
+
+  private load(game: string): Game {
+    let g = gameCache.get(join(this.root, game));
+    if (!g) {
+      g = Game.load(this.root, game);
+      gameCache.set(join(this.root, game), g);
+    }
+    return g;
+  }
+
+  async reset(opts: ResetOptions = {}): Promise<ResetResult> {
+    if (this.closed) throw new ClosedEnvironmentError();
+    if (opts.seed !== undefined) this.rng = new Rng(opts.seed);
+    let task: AlfWorldTask;
+    if (opts.task) {
+      const t = opts.task as Partial<AlfWorldTask>;
+      const entry = this.entries.find((e) => e.game === t.game || alfworldTask(e).id === opts.task!.id);
+      if (!entry) throw new InvalidConfigError(`task ${opts.task.id} is not a game of ALFWorld split ${this.split}`);
+      task = alfworldTask(entry);
+    } else task = alfworldTask(this.entries[this.rng.randbelow(this.entries.length)]);
+    this.task = task;
+    this.game = this.load(task.game);
+    this.state = this.game.initialState();
+    this.commands = this.game.admissible(this.state);
+    this.steps = 0;
+    this.done = false;
+    return { observation: this.game.intro(this.state), info: { task, task_type: task.task_type } };
+  }
+
+  /** The running game and its state (for the expert, which plans from the state). */
+  get current(): { game: Game; state: FactBase; task: AlfWorldTask } | undefined {
+    return this.game && this.state && this.task ? { game: this.game, state: this.state, task: this.task } : undefined;
+  }
+
+  availableActions(): string[] {
+    return this.done ? [] : [...this.commands.keys()];
+  }
+
+  async step(action: string): Promise<StepResult> {
+    if (this.closed) throw new ClosedEnvironmentError();
+    if (this.done || !this.game || !this.state) throw new ResetNeededError();
+    this.steps++;
+    const ground = this.commands.get(action.trim());
+    let observation = "Nothing happens.";
+    if (ground) {
+      const r = this.game.apply(this.state, ground);
+      this.state = r.state;
+      observation = r.feedback;
+      this.commands = this.game.admissible(this.state);
+    }
+    const won = this.game.won(this.state);
+    const truncated = !won && this.steps >= this.maxSteps;
+    this.done = won || truncated;
+    return { observation, reward: won ? 1 : 0, terminated: won, truncated, info: ground ? { won } : { invalid: true, won } };
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+  }
+}

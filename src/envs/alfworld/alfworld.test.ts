@@ -1,0 +1,112 @@
+import assert from "node:assert/strict";
+import { mkdtempSync, readFileSync, writeFileSync, mkdirSync, existsSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { test } from "node:test";
+import { checkEnv, DataError, InvalidConfigError } from "../../core/index.ts";
+import { runEpisode } from "../rollout.ts";
+import { AlfWorldEnv } from "./alfworld-env.ts";
+import { AlfWorldExpert } from "./expert.ts";
+import { Game, loaderKeeps } from "./game.ts";
+import { displayNames } from "./names.ts";
+
+const env0 = new AlfWorldEnv({ split: "valid_unseen" });
+const root = env0.root;
+
+test("ALFWorld's loader rule picks exactly the pack's 134 + 140 + 200 games", () => {
+  const index = JSON.parse(readFileSync(join(root, "index.json"), "utf8")) as { games: { game: string; in_alfworld_loader_set: boolean }[] };
+  let kept = 0;
+  for (const g of index.games) {
+    const dir = join(root, g.game, "..");
+    const game = JSON.parse(readFileSync(join(root, g.game), "utf8"));
+    const taskType = existsSync(join(dir, "traj_data.json")) ? (JSON.parse(readFileSync(join(dir, "traj_data.json"), "utf8")) as { task_type: string }).task_type : "";
+    const keep = loaderKeeps(dir, game, taskType);
+    assert.equal(keep, g.in_alfworld_loader_set, g.game);
+    if (keep) kept++;
+  }
+  assert.equal(kept, 474);
+  assert.deepEqual(["valid_unseen", "valid_seen", "valid_train"].map((split) => new AlfWorldEnv({ split: split as "valid_seen" }).tasks().length), [134, 140, 200]);
+});
+
+test("display names: grouped by class, the smallest id gets the highest number, basins named apart", () => {
+  const names = displayNames(["desk_bar__minus_01_dot_58", "desk_bar__minus_00_dot_57", "sink_bar__plus_01_bar_sinkbasin", "sink_bar__plus_01", "agent1"]);
+  assert.equal(names.get("desk_bar__minus_00_dot_57"), "desk 2");
+  assert.equal(names.get("desk_bar__minus_01_dot_58"), "desk 1");
+  assert.equal(names.get("sink_bar__plus_01_bar_sinkbasin"), "sinkbasin 1");
+  assert.equal(names.get("sink_bar__plus_01"), "sink 1");
+  assert.equal(names.get("agent1"), "agent1 ");
+});
+
+test("the opening text of all 134 unseen games equals ALFWorld's (alfworld_tasks_suffix.json)", async () => {
+  const suffix = JSON.parse(readFileSync(join(root, "alfworld_tasks_suffix.json"), "utf8")) as { gamefile: string; goal: string }[];
+  let same = 0;
+  for (const [i, s] of suffix.entries()) {
+    const id = s.gamefile.replace(/^data\/alfworld\/json_2\.1\.1\//, "").replace(/\/$/, "");
+    const env = new AlfWorldEnv({ split: "valid_unseen", game: id });
+    const { observation } = await env.reset();
+    assert.ok(observation.startsWith("-= Welcome to TextWorld, ALFRED! =-\n\n"));
+    if (`${observation.slice(37)}___${i}` === s.goal) same++;
+  }
+  assert.equal(same, 134);
+});
+
+test("commands and feedback read as ALFWorld's (and ReAct's transcripts) do; a command that is not admissible changes nothing", async () => {
+  const env = new AlfWorldEnv({ split: "valid_unseen", game: "look_at_obj_in_light-Bowl-None-DeskLamp-308/trial_T20190907_133919_856963" });
+  await env.reset();
+  const start = env.availableActions();
+  assert.deepEqual(start, [...start].sort());
+  assert.ok(start.includes("look") && start.includes("inventory") && start.includes("go to desk 2"));
+  const play = async (cmd: string) => (await env.step(cmd)).observation;
+  assert.equal(await play("go to desk 2"), "You arrive at loc 23. On the desk 2, you see a alarmclock 1, a bowl 1, and a cd 3.");
+  assert.ok(!env.availableActions().includes("go to desk 2"), "no go-to for where the agent stands");
+  assert.ok(env.availableActions().includes("take bowl 1 from desk 2"));
+  const bad = await env.step("take bowl 7 from desk 2");
+  assert.deepEqual([bad.observation, bad.reward, bad.info.invalid], ["Nothing happens.", 0, true]);
+  assert.equal(await play("take bowl 1 from desk 2"), "You pick up the bowl 1 from the desk 2.");
+  assert.equal(await play("go to drawer 6"), "You arrive at loc 19. The drawer 6 is closed.");
+  assert.equal(await play("open drawer 6"), "You open the drawer 6. The drawer 6 is open. In it, you see nothing.");
+  assert.equal(await play("examine bowl 1"), "This is a normal bowl 1. In it, you see nothing.");
+  assert.equal(await play("close drawer 6"), "You close the drawer 6.");
+  assert.equal(await play("look"), "You are facing the drawer 6. Next to it, you see nothing.");
+  assert.equal(await play("inventory"), "You are carrying: a bowl 1.");
+  assert.equal(await play("go to desk 1"), "You arrive at loc 14. On the desk 1, you see a desklamp 1, a keychain 3, a mug 2, a pen 2, a pen 1, and a pencil 2.");
+  const won = await env.step("use desklamp 1");
+  assert.deepEqual([won.observation, won.reward, won.terminated], ["You turn on the desklamp 1.", 1, true]);
+});
+
+test("the env contract holds; episodes truncate at 50 steps", async () => {
+  await checkEnv(new AlfWorldEnv({ split: "valid_seen" }), { seed: 3, invalidFeedback: "Nothing happens." });
+  const env = new AlfWorldEnv({ split: "valid_seen", maxSteps: 50 });
+  await env.reset({ seed: 1 });
+  let r;
+  for (let i = 0; i < 50; i++) r = await env.step("look");
+  assert.equal(r!.truncated, true);
+});
+
+test("the expert solves ≥ 99% of the 134 + 140 evaluation games, every task type", async () => {
+  for (const split of ["valid_unseen", "valid_seen"] as const) {
+    const env = new AlfWorldEnv({ split });
+    const expert = new AlfWorldExpert(env);
+    const byType = new Map<string, [number, number]>();
+    for (const task of env.tasks()) {
+      const t = await runEpisode(env, expert, { envName: "alfworld", task });
+      const c = byType.get(task.task_type) ?? [0, 0];
+      byType.set(task.task_type, [c[0] + (t.success ? 1 : 0), c[1] + 1]);
+    }
+    const solved = [...byType.values()].reduce((s, [k]) => s + k, 0);
+    assert.ok(solved >= Math.ceil(0.99 * env.tasks().length), `${split}: ${solved}/${env.tasks().length}`);
+    assert.equal(byType.size, 6);
+  }
+});
+
+test("bad input: a malformed game names the file and the problem; unknown split or game names the known ones", () => {
+  const dir = mkdtempSync(join(tmpdir(), "alfworld-bad-"));
+  mkdirSync(join(dir, "g"), { recursive: true });
+  writeFileSync(join(dir, "g", "game.tw-pddl"), JSON.stringify({ pddl_domain: "(define (domain x))", grammar: "nothing" }));
+  assert.throws(() => Game.load(dir, "g/game.tw-pddl"), (e: Error) => DataError.isInstance(e) && /g\/game\.tw-pddl: "pddl_problem" is missing/.test(e.message));
+  writeFileSync(join(dir, "g", "game.tw-pddl"), "{ not json");
+  assert.throws(() => Game.load(dir, "g/game.tw-pddl"), /game\.tw-pddl is not valid JSON/);
+  assert.throws(() => Game.load(dir, "missing/game.tw-pddl"), /ALFWorld game .*missing\/game\.tw-pddl is missing/);
+  assert.throws(() => new AlfWorldEnv({ split: "test" as "valid_seen" }), (e: Error) => e instanceof InvalidConfigError && /unknown ALFWorld split "test" \(known: valid_unseen, valid_seen, valid_train\)/.test(e.message));
+  assert.throws(() => new AlfWorldEnv({ game: "no-such-game" }), /unknown ALFWorld game "no-such-game" in split valid_unseen .*alfworld:valid_unseen\//);
+});

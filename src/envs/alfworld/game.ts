@@ -1,0 +1,215 @@
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { DataError, InvalidConfigError } from "../../core/index.ts";
+import { FactBase, solve, type QueryAtom } from "./facts.ts";
+import { parseGrammar, TextGenerator, type Grammar } from "./grammar.ts";
+import { displayNames } from "./names.ts";
+import {
+  effectLists, forEachBinding, holds, objectsByType, parseDomain, parseProblem,
+  type ActionSchema, type Bindings, type Domain, type Formula, type Problem,
+} from "./pddl.ts";
+
+export const ALFWORLD_SPLITS = ["valid_unseen", "valid_seen", "valid_train"] as const;
+export type AlfWorldSplit = (typeof ALFWORLD_SPLITS)[number];
+export const TASK_TYPES = [
+  "pick_and_place_simple", "look_at_obj_in_light", "pick_clean_then_place_in_recep",
+  "pick_heat_then_place_in_recep", "pick_cool_then_place_in_recep", "pick_two_obj_and_place",
+] as const;
+
+export interface GameEntry {
+  /** Path under the alfworld data folder, e.g. `games/valid_unseen/<task>/<trial>/game.tw-pddl`. */
+  game: string;
+  split: AlfWorldSplit;
+  taskType: string;
+  /** "Your task is to: …" */
+  goal: string;
+  /** ALFRED's task parameters (object_target, parent_target, toggle_target, …). */
+  params: Record<string, string | boolean>;
+}
+
+/**
+ * The games ALFWorld's loader keeps (`collect_game_files`): a traj_data.json beside the game, no
+ * "movable" or "Sliced" in the path, one of the six task types, and `"solvable": true`.
+ */
+export function loaderKeeps(dir: string, game: { solvable?: unknown }, taskType: string): boolean {
+  return existsSync(join(dir, "traj_data.json")) && !/movable|Sliced/.test(dir) && (TASK_TYPES as readonly string[]).includes(taskType) && game.solvable === true;
+}
+
+const indexCache = new Map<string, GameEntry[]>();
+
+/** The loader's games of every split, from the data pack's index.json (checked against the rule in a test). */
+export function alfworldGames(root: string): GameEntry[] {
+  const hit = indexCache.get(root);
+  if (hit) return hit;
+  const file = join(root, "index.json");
+  if (!existsSync(file)) throw new DataError(`ALFWorld index ${file} is missing (the alfworld data pack lists its games there)`, { file });
+  const index = JSON.parse(readFileSync(file, "utf8")) as {
+    games: { game: string; split: AlfWorldSplit; task_type: string; goal: string; in_alfworld_loader_set: boolean; pddl_params: Record<string, string | boolean> }[];
+  };
+  const games = index.games.filter((g) => g.in_alfworld_loader_set).map((g) => ({ game: g.game, split: g.split, taskType: g.task_type, goal: g.goal, params: g.pddl_params }));
+  indexCache.set(root, games);
+  return games;
+}
+
+interface GroundAction {
+  schema: ActionSchema;
+  bindings: Bindings;
+  command: string;
+}
+
+const domainCache = new Map<string, Domain>();
+
+/** One game: its logic, grammar and names, and the rules to step its state. */
+export class Game {
+  readonly domain: Domain;
+  readonly problem: Problem;
+  readonly grammar: Grammar;
+  readonly names: Map<string, string>;
+  readonly byType: Map<string, string[]>;
+  readonly text: TextGenerator;
+  /** Positive atoms of each action's precondition that bind its parameters by lookup. */
+  private readonly joins = new Map<string, QueryAtom[]>();
+
+  constructor(readonly file: string, json: { pddl_domain?: unknown; pddl_problem?: unknown; grammar?: unknown }) {
+    for (const k of ["pddl_domain", "pddl_problem", "grammar"] as const) {
+      if (typeof json[k] !== "string") throw new DataError(`${file}: "${k}" is missing or not a string`, { file });
+    }
+    try {
+      const domainText = json.pddl_domain as string;
+      this.domain = domainCache.get(domainText) ?? parseDomain(domainText, `${file} (pddl_domain)`);
+      domainCache.set(domainText, this.domain);
+      this.problem = parseProblem(json.pddl_problem as string, `${file} (pddl_problem)`);
+      this.grammar = parseGrammar(json.grammar as string, `${file} (grammar)`);
+    } catch (e) {
+      throw DataError.isInstance(e) ? e : new DataError((e as Error).message, { file });
+    }
+    this.byType = objectsByType(this.domain, this.problem.objects);
+    this.names = displayNames(this.problem.init.flatMap((f) => f.split(" ").slice(1)));
+    this.text = new TextGenerator(this.grammar, { name: (id) => this.names.get(id) ?? id });
+    for (const a of this.domain.actions.values()) this.joins.set(a.name, joinAtoms(a.precondition, new Set(a.params.map((p) => p.name))));
+  }
+
+  static load(root: string, game: string): Game {
+    const file = join(root, game);
+    if (!existsSync(file)) throw new DataError(`ALFWorld game ${file} is missing`, { file });
+    let json: unknown;
+    try {
+      json = JSON.parse(readFileSync(file, "utf8"));
+    } catch (e) {
+      throw new DataError(`${file} is not valid JSON: ${(e as Error).message}`, { file });
+    }
+    if (!json || typeof json !== "object") throw new DataError(`${file} is not a JSON object`, { file });
+    return new Game(game, json as Record<string, unknown>);
+  }
+
+  initialState(): FactBase {
+    return new FactBase(this.problem.init);
+  }
+
+  won(state: FactBase): boolean {
+    return this.holds(this.problem.goal, state, new Map());
+  }
+
+  /** `holds`, with existential variables found by looking facts up instead of trying every object. */
+  private holds(f: Formula, state: FactBase, b: Bindings): boolean {
+    if (f.kind === "and") return f.args.every((a) => this.holds(a, state, b));
+    if (f.kind !== "exists") return holds(f, state.facts, b, this.byType);
+    const atoms = joinAtoms(f.body);
+    const vars = new Set(f.vars.map((v) => v.name));
+    if (atoms.length === 0 || !atoms.some((a) => a.vars.some((v) => vars.has(v)))) return holds(f, state.facts, b, this.byType);
+    let found = false;
+    solve(state, atoms, b, (nb) => {
+      const free = f.vars.filter((v) => !nb.has(v.name));
+      forEachBinding(free, nb, this.byType, (full) => {
+        found = this.holds(f.body, state, full);
+        return !found;
+      });
+      return !found;
+    }, false, isPddlVar, true);
+    return found;
+  }
+
+  /** The admissible commands, sorted, each with the first action that prints it. */
+  admissible(state: FactBase): Map<string, GroundAction> {
+    const out = new Map<string, GroundAction>();
+    for (const schema of this.domain.actions.values()) {
+      const text = this.grammar.actions.get(schema.name);
+      if (!text) continue;
+      const params = schema.params;
+      const seen = new Set<string>();
+      solve(state, this.joins.get(schema.name)!, new Map(), (joined) => {
+        // Keep the parameters only: lifted existential variables are re-checked by the precondition.
+        const partial = new Map(params.filter((p) => joined.has(p.name)).map((p) => [p.name, joined.get(p.name)!]));
+        const free = params.filter((p) => !partial.has(p.name));
+        forEachBinding(free, partial, this.byType, (b) => {
+          const key = params.map((p) => b.get(p.name)).join(" ");
+          if (seen.has(key)) return true;
+          seen.add(key);
+          if (!holds(schema.precondition, state.facts, b, this.byType)) return true;
+          // An action that changes nothing (e.g. going to where the agent stands) is dropped, as the planner drops it.
+          const { adds, dels } = effectLists(schema.effect, state.facts, b, this.byType);
+          const net = adds.filter((a) => !dels.includes(a)).length + dels.filter((d) => !adds.includes(d)).length;
+          if (net === 0 && adds.length + dels.length > 0) return true;
+          const command = this.render(text.template, state, b);
+          if (!out.has(command)) out.set(command, { schema, bindings: new Map(b), command });
+          return true;
+        });
+      }, false, isPddlVar, true);
+    }
+    return new Map([...out.entries()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)));
+  }
+
+  /** Applies a ground action: the next state and the feedback text. */
+  apply(state: FactBase, action: GroundAction): { state: FactBase; feedback: string } {
+    const { adds, dels } = effectLists(action.schema.effect, state.facts, action.bindings, this.byType);
+    const next = state.apply(adds, dels);
+    const text = this.grammar.actions.get(action.schema.name)!;
+    return { state: next, feedback: this.text.expand(text.feedback, next, varBindings(action.bindings)) };
+  }
+
+  intro(state: FactBase): string {
+    return this.text.rule("intro", state, new Map());
+  }
+
+  /** The game's task sentence, "Your task is to: …". */
+  task(): string {
+    return this.text.rule("task", new FactBase([]), new Map());
+  }
+
+  private render(template: string, state: FactBase, b: Bindings): string {
+    // `{x}` is an entity's name; anything else (the go-to list) is grammar text.
+    const vars = varBindings(b);
+    const simple = template.replace(/\{(\w+)\}/g, (_, v: string) => {
+      const id = vars.get(v);
+      if (id === undefined) throw new InvalidConfigError(`template "${template}": ${v} is not a parameter`);
+      return this.names.get(id) ?? id;
+    });
+    return simple.includes("[") ? this.text.expand(simple, state, vars) : simple;
+  }
+}
+
+/** Parameters "?lend" → grammar variables "lend". */
+function varBindings(b: Bindings): Map<string, string> {
+  return new Map([...b].map(([k, v]) => [k.replace(/^\?/, ""), v]));
+}
+
+const isPddlVar = (t: string) => t.startsWith("?");
+
+/**
+ * Positive atoms that must hold for a formula to hold — those of a top-level `and`, and of the
+ * bodies of existentials in it (their variables become join variables) — used to find candidate
+ * bindings by looking facts up; the full formula is checked on each candidate.
+ */
+function joinAtoms(f: Formula, taken: ReadonlySet<string> = new Set()): QueryAtom[] {
+  switch (f.kind) {
+    case "atom":
+      return [{ pred: f.pred, vars: f.args }];
+    case "and":
+      return f.args.flatMap((a) => joinAtoms(a, taken));
+    case "exists":
+      // Lifted only when its variables do not shadow others.
+      return f.vars.some((v) => taken.has(v.name)) ? [] : joinAtoms(f.body, new Set([...taken, ...f.vars.map((v) => v.name)]));
+    default:
+      return [];
+  }
+}
