@@ -56,7 +56,7 @@ test("env play: a person can play in the terminal", () => {
 test("bad input: unknown env, bad split, missing data are clear errors", () => {
   const env = run(["env", "eval", "--env", "alfworldx", "--policy", "rule"]);
   assert.equal(env.status, 2);
-  assert.match(env.stderr, /unknown environment "alfworldx" \(known: webshop\)/);
+  assert.match(env.stderr, /unknown environment "alfworldx" \(known: webshop, alfworld\)/);
   const split = run(["env", "eval", "--env", "webshop", "--policy", "rule", "--split", "valid"]);
   assert.equal(split.status, 2);
   assert.match(split.stderr, /unknown WebShop split "valid"/);
@@ -69,4 +69,28 @@ test("bad input: unknown env, bad split, missing data are clear errors", () => {
   const episodes = run(["collect", "--env", "webshop", "--policy", "rule", "--out", "/dev/null", "--episodes", "-3"]);
   assert.notEqual(episodes.status, 0);
   assert.match(episodes.stderr, /--episodes must be an integer/);
+});
+
+test("ALFWorld: env eval prints success per task type; collect writes expert and random trajectories", async () => {
+  const r = run(["env", "eval", "--env", "alfworld", "--policy", "expert", "--split", "valid_seen", "--json"]);
+  assert.equal(r.status, 0, r.stderr);
+  const out = JSON.parse(r.stdout);
+  assert.equal(out.episodes, 140);
+  assert.ok(out.success_rate >= 99);
+  assert.equal(Object.keys(out.by_type).length, 6);
+  assert.equal(Object.values(out.by_type as Record<string, { episodes: number }>).reduce((s, v) => s + v.episodes, 0), 140);
+  const file = join(mkdtempSync(join(tmpdir(), "dreamgym-alf-")), "expert.jsonl");
+  const c = run(["collect", "--env", "alfworld", "--policy", "expert", "--episodes", "6", "--out", file]);
+  assert.equal(c.status, 0, c.stderr);
+  const trajs = await readJsonlAll<Trajectory>(file);
+  assert.equal(trajs.length, 6);
+  for (const t of trajs) {
+    assert.equal(t.env, "alfworld");
+    assert.match(t.task.id, /^alfworld:valid_train\//);
+    assert.equal(t.success, true);
+    assert.match(t.steps[0].observation, /^-= Welcome to TextWorld, ALFRED! =-/);
+  }
+  const bad = run(["env", "eval", "--env", "alfworld", "--policy", "expert", "--split", "test"]);
+  assert.equal(bad.status, 2);
+  assert.match(bad.stderr, /unknown ALFWorld split "test" \(known: valid_unseen, valid_seen, valid_train\)/);
 });

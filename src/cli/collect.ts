@@ -18,6 +18,9 @@ async function collectSynthetic(o: SyntheticEpisodesOptions & { out: string; app
   }
 }
 
+/** The split `collect` uses when none is given: the training tasks. */
+const DEFAULT_COLLECT_SPLIT: Record<string, string> = { webshop: "train", alfworld: "valid_train" };
+
 export function registerCollect(program: Command): void {
   program
     .command("collect")
@@ -26,7 +29,7 @@ export function registerCollect(program: Command): void {
     .requiredOption("--policy <name>", "scripted policy (oracle | rule | random)")
     .requiredOption("--out <file>", "output JSONL file")
     .option("--episodes <n>", "number of episodes", parseIntOption("episodes", 1), 100)
-    .option("--split <split>", "task split", "train")
+    .option("--split <split>", "task split (default: webshop train, alfworld valid_train)")
     .option("--start <n>", "first task index within the split", parseIntOption("start"), 0)
     .option("--seed <n>", "seed (episode i uses seed + i)", parseIntOption("seed"), 0)
     .option("--max-steps <n>", "steps before truncation", parseIntOption("max-steps", 1))
@@ -38,6 +41,7 @@ export function registerCollect(program: Command): void {
     .option("--hybrid", "with --experience: terminal rewards from the real env's verifier")
     .option("--cache <file>", "with a chat model: its response cache (SQLite)")
     .action(async (o) => {
+      o.split ??= DEFAULT_COLLECT_SPLIT[o.env] ?? "train";
       if (o.experience) return collectSynthetic(o);
       let out: JsonlWriter | null = null;
       let steps = 0;

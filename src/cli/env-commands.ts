@@ -4,6 +4,9 @@ import { createEnv, listEnvs, listPolicies, type EnvName } from "../envs/index.t
 import { FREE_TEXT_SLOT, InvalidConfigError } from "../core/index.ts";
 import { parseIntOption, playEpisodes } from "./episodes.ts";
 
+/** The split `env eval` uses when none is given. */
+const DEFAULT_EVAL_SPLIT: Record<string, string> = { webshop: "test", alfworld: "valid_unseen" };
+
 export function registerEnvCommands(program: Command): void {
   const env = program.command("env").description("work with the real environments");
 
@@ -15,18 +18,29 @@ export function registerEnvCommands(program: Command): void {
     .command("eval")
     .description("evaluate a scripted policy on a split: mean score ×100 and success rate")
     .requiredOption("--env <name>", "environment")
-    .requiredOption("--policy <name>", "scripted policy (oracle | rule | random)")
-    .option("--split <split>", "task split", "test")
+    .requiredOption("--policy <name>", "scripted policy (webshop: oracle | rule | random; alfworld: expert | random)")
+    .option("--split <split>", "task split (default: webshop test, alfworld valid_unseen)")
     .option("--episodes <n>", "episodes (default: every task of the split once)", parseIntOption("episodes", 1))
     .option("--seed <n>", "seed of stochastic policies", parseIntOption("seed"), 0)
     .option("--max-steps <n>", "steps before truncation", parseIntOption("max-steps", 1))
     .option("--data <dir>", "data folder")
     .option("--json", "print the result as JSON")
     .action(async (o) => {
-      const r = await playEpisodes({ ...o, env: o.env, policy: o.policy }, `eval ${o.policy}`, () => {});
-      const out = { env: o.env, policy: o.policy, split: o.split, episodes: r.episodes, score: 100 * r.score, success_rate: 100 * r.success };
+      const split = o.split ?? DEFAULT_EVAL_SPLIT[o.env] ?? "test";
+      // Success per task type, where tasks have one (ALFWorld's six).
+      const byType = new Map<string, [number, number]>();
+      const r = await playEpisodes({ ...o, split, env: o.env, policy: o.policy }, `eval ${o.policy}`, (t) => {
+        if (typeof t.task.task_type !== "string") return;
+        const c = byType.get(t.task.task_type) ?? [0, 0];
+        byType.set(t.task.task_type, [c[0] + (t.success ? 1 : 0), c[1] + 1]);
+      });
+      const types = Object.fromEntries([...byType].sort().map(([k, [ok, n]]) => [k, { success: ok, episodes: n }]));
+      const out = { env: o.env, policy: o.policy, split, episodes: r.episodes, score: 100 * r.score, success_rate: 100 * r.success, ...(byType.size ? { by_type: types } : {}) };
       if (o.json) console.log(JSON.stringify(out));
-      else console.log(`${o.env} ${o.split} (${r.episodes} episodes), policy ${o.policy}: score ${out.score.toFixed(1)}, success ${out.success_rate.toFixed(1)}%`);
+      else {
+        console.log(`${o.env} ${split} (${r.episodes} episodes), policy ${o.policy}: score ${out.score.toFixed(1)}, success ${out.success_rate.toFixed(1)}%`);
+        for (const [k, v] of Object.entries(types)) console.log(`  ${k}: ${v.success}/${v.episodes} (${((100 * v.success) / v.episodes).toFixed(1)}%)`);
+      }
     });
 
   env

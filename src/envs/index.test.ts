@@ -6,9 +6,10 @@ import { join } from "node:path";
 import { createEnv, createPolicy, listEnvs, listPolicies, resolveDataDir } from "./index.ts";
 import { DataError, InvalidConfigError } from "../core/index.ts";
 import { WebShopEnv } from "./webshop/index.ts";
+import { AlfWorldEnv } from "./alfworld/index.ts";
 
 test("the registry creates envs by name and lists them", async () => {
-  assert.deepEqual(listEnvs().map((e) => e.name), ["webshop"]);
+  assert.deepEqual(listEnvs().map((e) => e.name), ["webshop", "alfworld"]);
   const env = createEnv("webshop", { split: "dev" });
   assert.ok(env instanceof WebShopEnv);
   assert.equal(env.tasks().length, 1000);
@@ -17,6 +18,11 @@ test("the registry creates envs by name and lists them", async () => {
   assert.equal(createPolicy("webshop", "rule", env).name, "rule");
   assert.throws(() => createPolicy("webshop", "expert", env), /unknown policy "expert"/);
   await env.close();
+  const alf = createEnv("alfworld", { split: "valid_seen", game: "pick_and_place_simple-SprayBottle-None-Toilet-422/trial_T20190909_124835_952557" });
+  assert.ok(alf instanceof AlfWorldEnv);
+  assert.equal(alf.tasks().length, 1);
+  assert.deepEqual(listPolicies("alfworld"), ["expert", "random"]);
+  assert.equal(createPolicy("alfworld", "expert", alf).name, "expert");
 });
 
 test("the data folder: explicit, then DREAMGYM_DATA, with errors that say where and what", () => {

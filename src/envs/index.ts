@@ -1,6 +1,7 @@
 import { InvalidConfigError, type Env, type StateAbstraction, type Task } from "../core/index.ts";
 import { OraclePolicy, RulePolicy, WebShopEnv, webshopAbstraction, webshopStartPage, webshopVerifier, type WebShopOptions } from "./webshop/index.ts";
 import { RandomPolicy, type ActingPolicy } from "./policies.ts";
+import { AlfWorldEnv, AlfWorldExpert, alfworldAbstraction, type AlfWorldOptions } from "./alfworld/index.ts";
 
 /** Options every environment understands; each env adds its own. */
 export interface CommonEnvOptions {
@@ -36,6 +37,16 @@ const REGISTRY = {
       policies: ["rule", "random"],
     }),
   },
+  alfworld: {
+    description: "ALFWorld (text): household tasks from PDDL games, 134 unseen + 140 seen evaluation games, 200 training games",
+    create: (opts: AlfWorldOptions) => new AlfWorldEnv(opts),
+    policies: ["expert", "random"],
+    synthetic: (env: AlfWorldEnv): SyntheticSupport => ({
+      abstraction: alfworldAbstraction,
+      initialState: (task: Task) => env.introOf(task),
+      policies: [],
+    }),
+  },
 } as const;
 
 export type EnvName = keyof typeof REGISTRY;
@@ -55,12 +66,12 @@ function entry(name: string) {
 
 /** Creates an environment by name. Catalogues and indexes are shared between envs of one data folder. */
 export function createEnv<N extends EnvName>(name: N, options?: EnvOptions<N>): EnvInstance<N> {
-  return entry(name).create((options ?? {}) as WebShopOptions) as EnvInstance<N>;
+  return entry(name).create((options ?? {}) as never) as EnvInstance<N>;
 }
 
 /** The state abstraction, start states and verifier that a synthetic version of an env instance uses. */
 export function syntheticSupport(envName: string, env: Env): SyntheticSupport {
-  return entry(envName).synthetic(env as WebShopEnv);
+  return entry(envName).synthetic(env as never);
 }
 
 /** The scripted policies an env offers (for `collect` and `env eval`). */
@@ -76,6 +87,7 @@ export function createPolicy(envName: string, policy: string, env: Env, opts: { 
     case "random": return new RandomPolicy(opts.seed ?? 0);
     case "rule": return new RulePolicy();
     case "oracle": return new OraclePolicy(env as WebShopEnv);
+    case "expert": return new AlfWorldExpert(env as AlfWorldEnv);
     default: throw new InvalidConfigError(`unknown policy "${policy}"`);
   }
 }

@@ -78,6 +78,14 @@ export class AlfWorldEnv implements Env {
     return g;
   }
 
+  /** The opening text of a task's game (the synthetic env's start state). */
+  introOf(task: Task): string {
+    const entry = this.entries.find((e) => e.game === (task as Partial<AlfWorldTask>).game || alfworldTask(e).id === task.id);
+    if (!entry) throw new InvalidConfigError(`task ${task.id} is not a game of ALFWorld split ${this.split}`);
+    const game = this.load(entry.game);
+    return game.intro(game.initialState());
+  }
+
   async reset(opts: ResetOptions = {}): Promise<ResetResult> {
     if (this.closed) throw new ClosedEnvironmentError();
     if (opts.seed !== undefined) this.rng = new Rng(opts.seed);

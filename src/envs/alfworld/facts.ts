@@ -5,11 +5,23 @@
  */
 export class FactBase {
   private readonly set: Set<string>;
-  private readonly byPred = new Map<string, string[][]>();
+  private readonly byPred: Map<string, string[][]>;
+  private readonly byArg: Map<string, Map<string, string[][]>>;
 
-  constructor(facts: Iterable<string>) {
+  constructor(facts: Iterable<string>, shared?: { set: Set<string>; byPred: Map<string, string[][]>; byArg: Map<string, Map<string, string[][]>> }) {
+    if (shared) {
+      ({ set: this.set, byPred: this.byPred, byArg: this.byArg } = shared);
+      return;
+    }
     this.set = new Set(facts);
-    for (const f of this.set) this.index(f);
+    this.byPred = new Map();
+    this.byArg = new Map();
+    for (const f of this.set) {
+      const [pred, ...args] = f.split(" ");
+      let list = this.byPred.get(pred);
+      if (!list) this.byPred.set(pred, (list = []));
+      list.push(args);
+    }
     for (const list of this.byPred.values()) list.sort(compareTuples);
   }
 
@@ -21,8 +33,6 @@ export class FactBase {
   tuples(pred: string): readonly string[][] {
     return this.byPred.get(pred) ?? [];
   }
-
-  private readonly byArg = new Map<string, Map<string, string[][]>>();
 
   /** Argument tuples of a predicate whose argument `pos` is `value`, ascending (indexed on first use). */
   tuplesWith(pred: string, pos: number, value: string): readonly string[][] {
@@ -47,25 +57,49 @@ export class FactBase {
     return this.set;
   }
 
-  /** Deletes then adds (PDDL order); a delete leaves a `not_` fact, an add clears it. */
+  /**
+   * Deletes then adds (PDDL order); a delete leaves a `not_` fact, an add clears it. The new base
+   * shares every predicate's list and index that did not change (a step changes a handful).
+   */
   apply(adds: readonly string[], dels: readonly string[]): FactBase {
-    const next = new Set(this.set);
+    const set = new Set(this.set);
+    const changes: [string, boolean][] = [];
     for (const d of dels) {
-      next.delete(d);
-      next.add(`not_${d}`);
+      if (set.delete(d)) changes.push([d, false]);
+      if (!set.has(`not_${d}`)) {
+        set.add(`not_${d}`);
+        changes.push([`not_${d}`, true]);
+      }
     }
     for (const a of adds) {
-      next.delete(`not_${a}`);
-      next.add(a);
+      if (set.delete(`not_${a}`)) changes.push([`not_${a}`, false]);
+      if (!set.has(a)) {
+        set.add(a);
+        changes.push([a, true]);
+      }
     }
-    return new FactBase(next);
-  }
-
-  private index(f: string): void {
-    const [pred, ...args] = f.split(" ");
-    let list = this.byPred.get(pred);
-    if (!list) this.byPred.set(pred, (list = []));
-    list.push(args);
+    const byPred = new Map(this.byPred);
+    const byArg = new Map(this.byArg);
+    const copied = new Set<string>();
+    for (const [fact, added] of changes) {
+      const [pred, ...args] = fact.split(" ");
+      if (!copied.has(pred)) {
+        copied.add(pred);
+        byPred.set(pred, [...(byPred.get(pred) ?? [])]);
+        for (const key of byArg.keys()) if (key.startsWith(`${pred}/`)) byArg.delete(key);
+      }
+      const list = byPred.get(pred)!;
+      let lo = 0;
+      let hi = list.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1;
+        if (compareTuples(list[mid], args) < 0) lo = mid + 1;
+        else hi = mid;
+      }
+      if (added) list.splice(lo, 0, args);
+      else if (lo < list.length && compareTuples(list[lo], args) === 0) list.splice(lo, 1);
+    }
+    return new FactBase([], { set, byPred, byArg });
   }
 }
 

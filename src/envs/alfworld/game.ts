@@ -6,7 +6,7 @@ import { parseGrammar, TextGenerator, type Grammar } from "./grammar.ts";
 import { displayNames } from "./names.ts";
 import {
   effectLists, forEachBinding, holds, objectsByType, parseDomain, parseProblem,
-  type ActionSchema, type Bindings, type Domain, type Formula, type Problem,
+  type ActionSchema, type Bindings, type Domain, type Effect, type Formula, type Problem,
 } from "./pddl.ts";
 
 export const ALFWORLD_SPLITS = ["valid_unseen", "valid_seen", "valid_train"] as const;
@@ -67,8 +67,15 @@ export class Game {
   readonly names: Map<string, string>;
   readonly byType: Map<string, string[]>;
   readonly text: TextGenerator;
-  /** Positive atoms of each action's precondition that bind its parameters by lookup. */
-  private readonly joins = new Map<string, QueryAtom[]>();
+  /** Per action, one list of positive atoms per disjunct of its precondition: they bind its parameters by lookup. */
+  private readonly joins = new Map<string, QueryAtom[][]>();
+  /** Actions whose precondition is exactly their join (a conjunction of atoms): no re-check needed. */
+  private readonly exactJoin = new Set<string>();
+  /** Actions whose effects may cancel out (add and delete one predicate). */
+  private readonly mayCancel = new Set<string>();
+  /** Predicates no action changes: a command whose text reads only these is rendered once. */
+  private readonly staticPreds: Set<string>;
+  private readonly commandCache = new Map<string, string>();
 
   constructor(readonly file: string, json: { pddl_domain?: unknown; pddl_problem?: unknown; grammar?: unknown }) {
     for (const k of ["pddl_domain", "pddl_problem", "grammar"] as const) {
@@ -86,7 +93,31 @@ export class Game {
     this.byType = objectsByType(this.domain, this.problem.objects);
     this.names = displayNames(this.problem.init.flatMap((f) => f.split(" ").slice(1)));
     this.text = new TextGenerator(this.grammar, { name: (id) => this.names.get(id) ?? id });
-    for (const a of this.domain.actions.values()) this.joins.set(a.name, joinAtoms(a.precondition, new Set(a.params.map((p) => p.name))));
+    for (const a of this.domain.actions.values()) {
+      const params = new Set(a.params.map((p) => p.name));
+      const disjuncts = a.precondition.kind === "or" ? a.precondition.args : [a.precondition];
+      this.joins.set(a.name, disjuncts.map((d) => joinAtoms(d, params)));
+      const p = a.precondition;
+      if (p.kind === "atom" || (p.kind === "and" && p.args.every((x) => x.kind === "atom"))) this.exactJoin.add(a.name);
+      const adds = new Set<string>();
+      const dels = new Set<string>();
+      const scan = (e: Effect) => {
+        if (e.kind === "add") adds.add(e.pred);
+        else if (e.kind === "del") dels.add(e.pred);
+        else if (e.kind === "and") e.args.forEach(scan);
+        else if (e.kind === "forall" || e.kind === "when") scan(e.body);
+      };
+      scan(a.effect);
+      if ([...adds].some((x) => dels.has(x))) this.mayCancel.add(a.name);
+    }
+    const changed = new Set<string>();
+    const walk = (e: Effect) => {
+      if (e.kind === "add" || e.kind === "del") changed.add(e.pred);
+      else if (e.kind === "and") e.args.forEach(walk);
+      else if (e.kind === "forall" || e.kind === "when") walk(e.body);
+    };
+    for (const a of this.domain.actions.values()) walk(a.effect);
+    this.staticPreds = new Set([...this.domain.predicates.keys()].filter((p) => !changed.has(p)));
   }
 
   static load(root: string, game: string): Game {
@@ -137,7 +168,7 @@ export class Game {
       if (!text) continue;
       const params = schema.params;
       const seen = new Set<string>();
-      solve(state, this.joins.get(schema.name)!, new Map(), (joined) => {
+      for (const join of this.joins.get(schema.name)!) solve(state, join, new Map(), (joined) => {
         // Keep the parameters only: lifted existential variables are re-checked by the precondition.
         const partial = new Map(params.filter((p) => joined.has(p.name)).map((p) => [p.name, joined.get(p.name)!]));
         const free = params.filter((p) => !partial.has(p.name));
@@ -145,18 +176,32 @@ export class Game {
           const key = params.map((p) => b.get(p.name)).join(" ");
           if (seen.has(key)) return true;
           seen.add(key);
-          if (!holds(schema.precondition, state.facts, b, this.byType)) return true;
+          if (!this.exactJoin.has(schema.name) && !this.holds(schema.precondition, state, b)) return true;
           // An action that changes nothing (e.g. going to where the agent stands) is dropped, as the planner drops it.
-          const { adds, dels } = effectLists(schema.effect, state.facts, b, this.byType);
-          const net = adds.filter((a) => !dels.includes(a)).length + dels.filter((d) => !adds.includes(d)).length;
-          if (net === 0 && adds.length + dels.length > 0) return true;
-          const command = this.render(text.template, state, b);
+          if (this.mayCancel.has(schema.name) && this.changesNothing(schema, state, b)) return true;
+          const command = this.command(schema.name, text.template, state, b, key);
           if (!out.has(command)) out.set(command, { schema, bindings: new Map(b), command });
           return true;
         });
       }, false, isPddlVar, true);
     }
     return new Map([...out.entries()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)));
+  }
+
+  /** Whether an action's adds and deletes cancel out exactly (a plain list of them is compared without building facts). */
+  private changesNothing(schema: ActionSchema, state: FactBase, b: Bindings): boolean {
+    const e = schema.effect;
+    const plain = e.kind === "and" && e.args.every((x) => x.kind === "add" || x.kind === "del" || x.kind === "none");
+    if (!plain) {
+      const { adds, dels } = effectLists(e, state.facts, b, this.byType);
+      const net = adds.filter((a) => !dels.includes(a)).length + dels.filter((d) => !adds.includes(d)).length;
+      return net === 0 && adds.length + dels.length > 0;
+    }
+    const lits = (e.args as Extract<Effect, { kind: "add" | "del" }>[]).filter((x) => x.kind !== ("none" as string));
+    const arg = (t: string) => (t.startsWith("?") ? b.get(t) : t);
+    const same = (x: Extract<Effect, { kind: "add" | "del" }>, y: Extract<Effect, { kind: "add" | "del" }>) =>
+      x.pred === y.pred && x.args.length === y.args.length && x.args.every((t, i) => arg(t) === arg(y.args[i]));
+    return lits.length > 0 && lits.every((x) => lits.some((y) => y.kind !== x.kind && same(x, y)));
   }
 
   /** Applies a ground action: the next state and the feedback text. */
@@ -174,6 +219,17 @@ export class Game {
   /** The game's task sentence, "Your task is to: …". */
   task(): string {
     return this.text.rule("task", new FactBase([]), new Map());
+  }
+
+  /** A ground action's command text; cached when the template reads only facts no action changes. */
+  private command(action: string, template: string, state: FactBase, b: Bindings, key: string): string {
+    const cacheKey = `${action} ${key}`;
+    const hit = this.commandCache.get(cacheKey);
+    if (hit !== undefined) return hit;
+    const text = this.render(template, state, b);
+    const preds = [...template.matchAll(/(\w+)\(/g)].map((m) => m[1].toLowerCase());
+    if (preds.every((p) => this.staticPreds.has(p))) this.commandCache.set(cacheKey, text);
+    return text;
   }
 
   private render(template: string, state: FactBase, b: Bindings): string {
