@@ -18,7 +18,7 @@ test("the registry creates envs by name and lists them", async () => {
   assert.equal(createPolicy("webshop", "rule", env).name, "rule");
   assert.throws(() => createPolicy("webshop", "expert", env), /unknown policy "expert"/);
   await env.close();
-  const alf = createEnv("alfworld", { split: "valid_seen", game: "pick_and_place_simple-SprayBottle-None-Toilet-422/trial_T20190909_124835_952557" });
+  const alf = createEnv("alfworld", { split: "valid_seen", game: "look_at_obj_in_light-AlarmClock-None-DeskLamp-323/trial_T20190909_044715_250790" });
   assert.ok(alf instanceof AlfWorldEnv);
   assert.equal(alf.tasks().length, 1);
   assert.deepEqual(listPolicies("alfworld"), ["expert", "random"]);
