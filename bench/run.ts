@@ -7,6 +7,7 @@ import { runEpisode } from "../src/envs/index.ts";
 import { benchBuffer } from "./buffer.ts";
 import { benchSynthetic } from "./synthetic.ts";
 import { benchRl } from "./rl.ts";
+import { benchAlfworld } from "./alfworld.ts";
 
 const quantile = (xs: number[], q: number) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -100,6 +101,9 @@ const many = memory(64);
 report("webshop: memory, 1 env (RSS / heap, delta)", `${fmt(one.rssDeltaMB, 1)} MB / ${fmt(one.heapDeltaMB, 1)} MB`);
 report("webshop: memory, 64 envs (RSS / heap, delta)", `${fmt(many.rssDeltaMB, 1)} MB / ${fmt(many.heapDeltaMB, 1)} MB`);
 report("webshop: memory per extra env (heap)", `${fmt(((many.heapDeltaMB - one.heapDeltaMB) / 63) * 1024, 1)} KB`);
+
+// ALFWorld.
+await benchAlfworld(report);
 
 // The replay buffer.
 await benchBuffer(report, process.argv.includes("--large"));
