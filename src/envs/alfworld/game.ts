@@ -168,24 +168,37 @@ export class Game {
       if (!text) continue;
       const params = schema.params;
       const seen = new Set<string>();
-      for (const join of this.joins.get(schema.name)!) solve(state, join, new Map(), (joined) => {
+      const consider = (b: Bindings) => {
+        this.consider(schema, text.template, state, b, seen, out);
+        return true;
+      };
+      for (const join of this.joins.get(schema.name)!) solve(state, join, EMPTY, (joined) => {
         // Keep the parameters only: lifted existential variables are re-checked by the precondition.
-        const partial = new Map(params.filter((p) => joined.has(p.name)).map((p) => [p.name, joined.get(p.name)!]));
-        const free = params.filter((p) => !partial.has(p.name));
-        forEachBinding(free, partial, this.byType, (b) => {
-          const key = params.map((p) => b.get(p.name)).join(" ");
-          if (seen.has(key)) return true;
-          seen.add(key);
-          if (!this.exactJoin.has(schema.name) && !this.holds(schema.precondition, state, b)) return true;
-          // An action that changes nothing (e.g. going to where the agent stands) is dropped, as the planner drops it.
-          if (this.mayCancel.has(schema.name) && this.changesNothing(schema, state, b)) return true;
-          const command = this.command(schema.name, text.template, state, b, key);
-          if (!out.has(command)) out.set(command, { schema, bindings: new Map(b), command });
-          return true;
-        });
+        const partial = new Map<string, string>();
+        const free = [];
+        for (const p of params) {
+          const v = joined.get(p.name);
+          if (v === undefined) free.push(p);
+          else partial.set(p.name, v);
+        }
+        if (free.length === 0) consider(partial);
+        else forEachBinding(free, partial, this.byType, consider);
       }, false, isPddlVar, true);
     }
     return new Map([...out.entries()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)));
+  }
+
+  /** One candidate binding of an action: admissible if its precondition holds and it changes something. */
+  private consider(schema: ActionSchema, template: string, state: FactBase, b: Bindings, seen: Set<string>, out: Map<string, GroundAction>): void {
+    let key = schema.name;
+    for (const p of schema.params) key += ` ${b.get(p.name)}`;
+    if (seen.has(key)) return;
+    seen.add(key);
+    if (!this.exactJoin.has(schema.name) && !this.holds(schema.precondition, state, b)) return;
+    // An action that changes nothing (e.g. going to where the agent stands) is dropped, as the planner drops it.
+    if (this.mayCancel.has(schema.name) && this.changesNothing(schema, state, b)) return;
+    const command = this.command(template, state, b, key);
+    if (!out.has(command)) out.set(command, { schema, bindings: new Map(b), command });
   }
 
   /** Whether an action's adds and deletes cancel out exactly (a plain list of them is compared without building facts). */
@@ -222,8 +235,7 @@ export class Game {
   }
 
   /** A ground action's command text; cached when the template reads only facts no action changes. */
-  private command(action: string, template: string, state: FactBase, b: Bindings, key: string): string {
-    const cacheKey = `${action} ${key}`;
+  private command(template: string, state: FactBase, b: Bindings, cacheKey: string): string {
     const hit = this.commandCache.get(cacheKey);
     if (hit !== undefined) return hit;
     const text = this.render(template, state, b);
@@ -250,6 +262,7 @@ function varBindings(b: Bindings): Map<string, string> {
 }
 
 const isPddlVar = (t: string) => t.startsWith("?");
+const EMPTY: ReadonlyMap<string, string> = new Map();
 
 /**
  * Positive atoms that must hold for a formula to hold — those of a top-level `and`, and of the
