@@ -47,11 +47,12 @@ export function registerEnvCommands(program: Command): void {
     .command("play")
     .description("play an environment in the terminal")
     .argument("<env>", "environment")
-    .option("--split <split>", "task split", "test")
+    .option("--split <split>", "task split (default: webshop test, alfworld valid_unseen)")
     .option("--task <index>", "index of the task within the split", parseIntOption("task"))
     .option("--seed <n>", "seed for picking a task", parseIntOption("seed"), 0)
     .option("--data <dir>", "data folder")
     .action(async (name: string, o) => {
+      o.split ??= DEFAULT_EVAL_SPLIT[name] ?? "test";
       const e = createEnv(name as EnvName, { dataDir: o.data, split: o.split });
       const tasks = e.tasks();
       const task = o.task === undefined ? undefined : tasks[o.task];
@@ -66,7 +67,7 @@ export function registerEnvCommands(program: Command): void {
       };
       let { observation } = await e.reset({ seed: o.seed, task });
       let total = 0;
-      console.log("Type an action (search[words] or click[label]), its number, or 'quit'.");
+      console.log(name === "webshop" ? "Type an action (search[words] or click[label]), its number, or 'quit'." : "Type a command, its number, or 'quit'.");
       for (;;) {
         console.log(`\n${observation.split(" [SEP] ").join("\n  ")}`);
         const actions = e.availableActions() ?? [];
