@@ -110,3 +110,55 @@ test("bad input: a malformed game names the file and the problem; unknown split 
   assert.throws(() => new AlfWorldEnv({ split: "test" as "valid_seen" }), (e: Error) => e instanceof InvalidConfigError && /unknown ALFWorld split "test" \(known: valid_unseen, valid_seen, valid_train\)/.test(e.message));
   assert.throws(() => new AlfWorldEnv({ game: "no-such-game" }), /unknown ALFWorld game "no-such-game" in split valid_unseen .*alfworld:valid_unseen\//);
 });
+
+/** The feedback of each command kind, as ReAct's transcripts show it (they drop "You arrive at loc N. "). */
+const FEEDBACK: [RegExp, RegExp][] = [
+  [/^go to (\w+ \d+)$/, /^(On the \w+ \d+, you see (nothing|(a \w+ \d+(, (and )?)?)+)\.|The \w+ \d+ is (closed|open\. In it, you see .*)\.)$/],
+  [/^open (\w+ \d+)$/, /^You open the \w+ \d+\. The \w+ \d+ is open\. In it, you see (nothing|(a \w+ \d+(, (and )?)?)+)\.$/],
+  [/^close (\w+ \d+)$/, /^You close the \w+ \d+\.$/],
+  [/^take (\w+ \d+) from (\w+ \d+)$/, /^You pick up the \w+ \d+ from the \w+ \d+\.$/],
+  [/^put (\w+ \d+) in\/on (\w+ \d+)$/, /^You put the \w+ \d+ in\/on the \w+ \d+\.$/],
+  [/^clean (\w+ \d+) with (\w+ \d+)$/, /^You clean the \w+ \d+ using the \w+ \d+\.$/],
+  [/^heat (\w+ \d+) with (\w+ \d+)$/, /^You heat the \w+ \d+ using the \w+ \d+\.$/],
+  [/^cool (\w+ \d+) with (\w+ \d+)$/, /^You cool the \w+ \d+ using the \w+ \d+\.$/],
+  [/^use (\w+ \d+)$/, /^You turn on the \w+ \d+\.$/],
+];
+
+test("every command kind reads as in ReAct's transcripts (the expert plays all six task types)", async () => {
+  const shots = JSON.parse(readFileSync(join(root, "few_shot", "alfworld.json"), "utf8")) as Record<string, string>;
+  const seen = new Map<string, number>();
+  const check = (cmd: string, feedback: string, where: string) => {
+    for (const [command, text] of FEEDBACK) {
+      if (!command.test(cmd)) continue;
+      assert.match(feedback, text, `${where}: "${cmd}" → "${feedback}"`);
+      seen.set(command.source, (seen.get(command.source) ?? 0) + 1);
+    }
+  };
+  // The transcripts themselves. ReAct's four examine transcripts end with a slip of their editing: a
+  // "put … in/on …" answered "You turn on the desklamp 1." (a "use" command's text); those are skipped.
+  for (const [key, text] of Object.entries(shots)) {
+    const lines = text.split("\n");
+    for (let i = 0; i < lines.length - 1; i++) {
+      if (!lines[i].startsWith("> ") || lines[i].startsWith("> think")) continue;
+      if (key.includes("examine") && lines[i].startsWith("> put") && lines[i + 1] === "You turn on the desklamp 1.") continue;
+      check(lines[i].slice(2), lines[i + 1], key);
+    }
+  }
+  const fromTranscripts = new Map(seen);
+  seen.clear();
+  // Our env, stripped of "You arrive at loc N. " as the transcripts are.
+  const env = new AlfWorldEnv({ split: "valid_unseen" });
+  const expert = new AlfWorldExpert(env);
+  const byType = new Map<string, number>();
+  for (const task of env.tasks()) {
+    if ((byType.get(task.task_type) ?? 0) >= 3) continue;
+    byType.set(task.task_type, (byType.get(task.task_type) ?? 0) + 1);
+    const t = await runEpisode(env, expert, { envName: "alfworld", task });
+    for (const s of t.steps) check(s.action, s.next_observation.replace(/^You arrive at loc \d+\. /, ""), task.id);
+  }
+  for (const [command] of FEEDBACK) {
+    // The transcripts never close anything (the reference's close text is checked above).
+    if (!command.source.startsWith("^close")) assert.ok((fromTranscripts.get(command.source) ?? 0) > 0, `the transcripts have no "${command.source}"`);
+    if (!command.source.startsWith("^close")) assert.ok((seen.get(command.source) ?? 0) > 0, `the expert never sent "${command.source}"`);
+  }
+});
