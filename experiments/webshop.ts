@@ -4,7 +4,7 @@
 //
 //   npm run experiment:webshop -- [--seeds 3] [--real 80000] [--synthetic 80000] [--parallel 2] [--out runs/experiment-webshop]
 import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { readJsonlAll, type Trajectory } from "../src/core/index.ts";
@@ -25,6 +25,7 @@ const { values: args } = parseArgs({
 });
 const seeds = Number(args.seeds);
 const N = Number(args.real);
+const tenth = Math.round(N / 10);
 const M = Number(args.synthetic);
 const out = args.out!;
 const BIN = join(import.meta.dirname, "..", "bin", "dreamgym");
@@ -61,10 +62,10 @@ interface Row { name: string; args: string[]; audit: string }
 const hybridAudit = `${auditText} (purchase rewards exact)`;
 const rows: Row[] = [
   { name: `real-env GRPO, ${N.toLocaleString("en-US")} real steps`, args: ["--mode", "real", "--budget", String(N)], audit: "—" },
-  { name: `real-env GRPO, ${(N / 10).toLocaleString("en-US")} real steps`, args: ["--mode", "real", "--budget", String(N / 10)], audit: "—" },
+  { name: `real-env GRPO, ${tenth.toLocaleString("en-US")} real steps`, args: ["--mode", "real", "--budget", String(tenth)], audit: "—" },
   { name: "DreamGym (model rewards), 0 real", args: ["--mode", "dreamgym", "--budget", String(M)], audit: auditText },
   { name: "DreamGym (hybrid rewards), 0 real", args: ["--mode", "dreamgym", "--hybrid", "--budget", String(M)], audit: hybridAudit },
-  { name: `DreamGym-S2R (hybrid), ${(N / 10).toLocaleString("en-US")} real`, args: ["--mode", "s2r", "--hybrid", "--budget", String(M), "--real-budget", String(N / 10)], audit: hybridAudit },
+  { name: `DreamGym-S2R (hybrid), ${tenth.toLocaleString("en-US")} real`, args: ["--mode", "s2r", "--hybrid", "--budget", String(M), "--real-budget", String(tenth)], audit: hybridAudit },
   { name: "ablation: hybrid without replay", args: ["--mode", "dreamgym", "--hybrid", "--no-replay", "--budget", String(M)], audit: hybridAudit },
   { name: "ablation: hybrid without curriculum", args: ["--mode", "dreamgym", "--hybrid", "--no-curriculum", "--budget", String(M)], audit: hybridAudit },
 ];
@@ -74,18 +75,23 @@ if (args.experience !== "default") {
 }
 const jobs = rows.flatMap((row, r) => Array.from({ length: seeds }, (_, s) => ({ row: r, seed: s, dir: join(out, `row${r}-seed${s}`) })));
 let done = 0;
+const failures: string[] = [];
 const runJob = (job: (typeof jobs)[number]) =>
-  new Promise<void>((resolve, reject) => {
+  new Promise<void>((resolve) => {
     if (existsSync(join(job.dir, "summary.json"))) return resolve();
-    rmSync(job.dir, { recursive: true, force: true });
-    const child = spawn(process.execPath, [BIN, "train", "--env", "webshop", "--algo", "grpo", "--seed", String(job.seed), "--buffer", seedDb, "--eval-every", "0", ...rows[job.row].args, "--out", job.dir], { stdio: ["ignore", "ignore", "pipe"] });
+    // A run the experiment started before (killed with it) continues from its checkpoint.
+    const args = existsSync(join(job.dir, "config.json"))
+      ? ["train", "--resume", job.dir]
+      : ["train", "--env", "webshop", "--algo", "grpo", "--seed", String(job.seed), "--buffer", seedDb, "--eval-every", "0", ...rows[job.row].args, "--out", job.dir];
+    const child = spawn(process.execPath, [BIN, ...args], { stdio: ["ignore", "ignore", "pipe"] });
     let err = "";
     child.stderr.on("data", (d) => (err += d));
     child.on("exit", (code) => {
       done++;
       console.log(`[${done}/${jobs.length}] ${rows[job.row].name}, seed ${job.seed}: ${code === 0 ? "done" : `failed (${code})`} at ${((performance.now() - started) / 60000).toFixed(1)} min`);
-      if (code === 0) resolve();
-      else reject(new Error(`${job.dir}: ${err.slice(-2000)}`));
+      // A failed run is reported and left out of the table; the others go on.
+      if (code !== 0) failures.push(`${job.dir}: ${err.trim().split("\n").slice(-3).join(" ")}`);
+      resolve();
     });
   });
 let next = 0;
@@ -107,7 +113,8 @@ const lines = [
   `| rule baseline | ${rule.score.toFixed(1)} | ${(100 * rule.success).toFixed(1)}% | 0 | 0 | — | — |`,
 ];
 rows.forEach((row, r) => {
-  const sums = jobs.filter((j) => j.row === r).map((j) => JSON.parse(readFileSync(join(j.dir, "summary.json"), "utf8")));
+  const sums = jobs.filter((j) => j.row === r && existsSync(join(j.dir, "summary.json"))).map((j) => JSON.parse(readFileSync(join(j.dir, "summary.json"), "utf8")));
+  if (sums.length === 0) return void lines.push(`| ${row.name} | failed | | | | | |`);
   const score = stat(sums.map((s) => s.final.score));
   const success = stat(sums.map((s) => 100 * s.final.success));
   const realSteps = stat(sums.map((s) => s.realInteractions));
@@ -115,6 +122,7 @@ rows.forEach((row, r) => {
   const wall = stat(sums.map((s) => s.wallSeconds));
   lines.push(`| ${row.name} | ${score.m.toFixed(1)} ± ${score.sd.toFixed(1)} | ${success.m.toFixed(1)} ± ${success.sd.toFixed(1)}% | ${Math.round(realSteps.m).toLocaleString("en-US")} | ${Math.round(syn.m).toLocaleString("en-US")} | ${wall.m.toFixed(0)} s | ${row.audit} |`);
 });
+if (failures.length > 0) lines.push("", "Failed runs:", ...failures.map((f) => `- ${f}`));
 lines.push("", `Total time ${((performance.now() - started) / 60000).toFixed(1)} min (${args.parallel} runs at a time).`);
 writeFileSync(join(out, "results.md"), lines.join("\n") + "\n");
 console.log(`\n${lines.join("\n")}\n\nwritten to ${join(out, "results.md")}`);

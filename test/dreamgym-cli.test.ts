@@ -28,7 +28,7 @@ const metricsOf = (dir: string) =>
   });
 /** Synthetic trajectories per iteration label, and transitions in all. */
 function bufferContent(dir: string) {
-  const db = new Database(join(dir, "buffer.db"), { readonly: true });
+  const db = new Database(dir.endsWith(".db") ? dir : existsSync(join(dir, "buffer.db")) ? join(dir, "buffer.db") : join(dir, "seed.db"), { readonly: true });
   const rows = db.prepare("SELECT policy, count(*) AS n, sum(n_steps) AS steps FROM trajectories WHERE source = 'synthetic' GROUP BY policy").all() as { policy: string; n: number; steps: number }[];
   const transitions = (db.prepare("SELECT count(*) AS n FROM transitions").get() as { n: number }).n;
   db.close();
@@ -46,7 +46,7 @@ test("dreamgym mode trains in the synthetic env; killed with SIGKILL and resumed
   const ARGS = [
     "train", "--env", "webshop", "--mode", "dreamgym", "--hybrid", "--buffer", join(root, "seed.db"), "--budget", "3000", "--seed", "5",
     "--tasks-per-iter", "4", "--group", "4", "--concurrency", "2", "--eval-every", "0", "--final-eval-tasks", "20", "--checkpoint-every", "2",
-    "--set", "policy.dim=4096",
+    "--set", "policy.dim=4096", "--set", "bufferCapacity=400",
   ];
   const whole = join(root, "whole");
   const r = run([...ARGS, "--out", whole]);
@@ -58,9 +58,12 @@ test("dreamgym mode trains in the synthetic env; killed with SIGKILL and resumed
   assert.ok((last.syntheticInteractions as number) >= 3000);
   assert.ok((last.evalInteractions as number) > 0, "the final evaluation ran in the real env");
   assert.ok(metrics.every((m) => m.phase === "synthetic"));
-  // Each iteration's kept episodes went into the buffer, labelled by iteration.
+  // The buffer grew with the kept episodes, labelled by iteration, and was trimmed to the seed + 400
+  // synthetic transitions at checkpoints (so the oldest iterations are gone).
   const content = bufferContent(whole);
-  assert.equal(Object.keys(content.byIteration).length, metrics.length);
+  const seedTransitions = bufferContent(join(root)).transitions;
+  assert.ok(Object.keys(content.byIteration).length < metrics.length, "old synthetic episodes were evicted");
+  assert.ok(content.transitions - seedTransitions <= 400 + 300, `${content.transitions - seedTransitions} synthetic transitions kept`);
   // The seed buffer itself is untouched.
   const seedDb = new Database(join(root, "seed.db"), { readonly: true });
   assert.equal((seedDb.prepare("SELECT count(*) AS n FROM trajectories WHERE source = 'synthetic'").get() as { n: number }).n, 0);
@@ -126,4 +129,29 @@ test("a reasoning model that keeps failing on some tasks: those episodes are dro
   } finally {
     await s.close();
   }
+});
+
+test("s2r trains in the synthetic env, then the real one; configs that cannot run are refused before anything is written", async () => {
+  const root = mkdtempSync(join(tmpdir(), "dreamgym-s2r-"));
+  assert.equal(run(["collect", "--env", "webshop", "--policy", "oracle", "--episodes", "30", "--out", join(root, "o.jsonl")]).status, 0);
+  assert.equal(run(["buffer", "import", join(root, "o.jsonl"), "--abstract", "--buffer", join(root, "seed.db")]).status, 0);
+  const dir = join(root, "s2r");
+  const r = run(["train", "--mode", "s2r", "--hybrid", "--buffer", join(root, "seed.db"), "--budget", "600", "--real-budget", "600", "--tasks-per-iter", "4", "--group", "2",
+    "--eval-every", "0", "--final-eval-tasks", "10", "--set", "policy.dim=1024", "--out", dir]);
+  assert.equal(r.status, 0, r.stderr);
+  const metrics = metricsOf(dir);
+  const phases = metrics.map((m) => m.phase);
+  assert.ok(phases.indexOf("real") > 0 && phases.lastIndexOf("synthetic") < phases.indexOf("real"), phases.join(","));
+  assert.ok((metrics.at(-1)!.realInteractions as number) >= 600 && (metrics.at(-1)!.syntheticInteractions as number) >= 600);
+  const refuse = (args: string[], message: RegExp) => {
+    const out = join(root, `refused-${Math.random().toString(36).slice(2)}`);
+    const x = run(["train", ...args, "--out", out]);
+    assert.equal(x.status, 2, x.stderr);
+    assert.match(x.stderr, message);
+    assert.ok(!existsSync(out), "nothing written");
+  };
+  refuse(["--mode", "s2r", "--buffer", join(root, "seed.db"), "--budget", "10"], /realBudget: mode s2r needs real steps/);
+  refuse(["--mode", "real", "--real-budget", "10"], /realBudget: only mode s2r has a real phase/);
+  refuse(["--env", "alfworld", "--mode", "dreamgym", "--buffer", join(root, "seed.db"), "--set", "trainSplit=valid_train", "--set", "evalSplit=valid_unseen"], /needs a synthetic alfworld whose states list their actions/);
+  refuse(["--mode", "real", "--set", "initPolicy=/nope.policy", "--budget", "10"], /initPolicy \/nope\.policy does not exist/);
 });

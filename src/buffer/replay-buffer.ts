@@ -606,6 +606,35 @@ export class ReplayBuffer {
     });
   }
 
+  /**
+   * Evicts the oldest non-seed trajectories until at most `capacity` transitions remain besides
+   * the seed (the seed always stays); returns the transitions evicted. A caller that needs
+   * reproducible contents (a training run that resumes) trims at points of its own choosing instead
+   * of opening the buffer with a capacity.
+   */
+  trim(capacity: number): Promise<number> {
+    this.checkWritable();
+    if (!Number.isInteger(capacity) || capacity < 0) throw new InvalidConfigError(`trim capacity must be an integer ≥ 0, got ${capacity}`);
+    return this.exclusive(async () => {
+      const run = this.db.transaction(() => {
+        const seed = Number((this.db.prepare("SELECT count(*) AS n FROM transitions x JOIN trajectories t ON t.id = x.trajectory_id WHERE t.seed = 1").get() as Row).n);
+        const evicted = evictOldest(this.db, seed + capacity);
+        if (evicted.length > 0) {
+          this.stmts.bumpGeneration.run();
+          this.stmts.putMeta.run("evict_generation", this.generation());
+        }
+        return evicted;
+      });
+      const evicted = run.immediate();
+      if (evicted.length > 0) {
+        deleteUnreferencedTexts(this.db);
+        this.textCache = new Map();
+        this.afterCommit([], evicted);
+      }
+      return evicted.length;
+    });
+  }
+
   /** Deletes a buffer file and its side files. */
   static remove(path: string): void {
     for (const p of [path, `${path}-wal`, `${path}-shm`, `${path}.ann`, `${path}.ann.tmp`]) rmSync(p, { force: true });

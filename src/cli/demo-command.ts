@@ -1,10 +1,13 @@
-import { mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { InvalidConfigError } from "../core/index.ts";
 import { join } from "node:path";
 import type { Command } from "commander";
 import { train, type TrainSummary } from "../rl/index.ts";
 import { parseIntOption } from "./episodes.ts";
 import { playScripted, seedWebShopBuffer } from "./seed-data.ts";
 import { progressHook } from "./train-command.ts";
+
+const MARKER = ".dreamgym-demo";
 
 interface DemoOptions {
   out: string;
@@ -39,20 +42,23 @@ async function demo(o: DemoOptions): Promise<void> {
       hook.stop();
     }
   };
-  const dreamgym = await run("dreamgym", `3. DreamGym: GRPO in the synthetic env (embedded model rewards), ${o.budget} synthetic steps`, { ...common, mode: "dreamgym", budget: o.budget });
-  const hybrid = await run("dreamgym-hybrid", `4. DreamGym, hybrid (purchase rewards from WebShop's reward function), ${o.budget} synthetic steps`, { ...common, mode: "dreamgym", hybrid: true, budget: o.budget });
-  // 4. Real-env RL given the same wall time as DreamGym (hybrid).
-  const realRl = await run("real", `5. real-env GRPO for the same wall time (${hybrid.wallSeconds.toFixed(0)} s)`, { ...common, mode: "real", budget: 10_000_000, maxSeconds: hybrid.wallSeconds });
-  // 5. Sim-to-real: the synthetic phase, then a small real budget.
-  const s2r = await run("s2r", `6. DreamGym-S2R: the synthetic phase (hybrid), then ${o.realBudget} real steps`, { ...common, mode: "s2r", hybrid: true, budget: o.budget, realBudget: o.realBudget });
+  const hybrid = await run("dreamgym", `3. DreamGym: GRPO in the synthetic env (embedded model; purchase rewards from WebShop's reward function), ${o.budget} synthetic steps, 0 real`, { ...common, mode: "dreamgym", hybrid: true, budget: o.budget });
+  // 4. Real-env RL given the same wall time as DreamGym.
+  const realRl = await run("real", `4. real-env GRPO for the same wall time (${hybrid.wallSeconds.toFixed(0)} s)`, { ...common, mode: "real", budget: 10_000_000, maxSeconds: hybrid.wallSeconds });
+  // 5. Sim-to-real: DreamGym's policy, then a small real budget.
+  const latest = JSON.parse(readFileSync(join(o.out, "dreamgym", "checkpoints", "latest.json"), "utf8")) as { policyFile: string };
+  const s2r = await run("s2r", `5. DreamGym-S2R: DreamGym's policy, then ${o.realBudget} real steps`, {
+    ...common, mode: "real", budget: o.realBudget, initPolicy: join(o.out, "dreamgym", "checkpoints", latest.policyFile),
+  });
   // 6. Real-env RL with as many real steps as S2R used.
-  const realSmall = await run("real-small", `7. real-env GRPO with S2R's real steps (${s2r.realInteractions})`, { ...common, mode: "real", budget: s2r.realInteractions });
+  const realSmall = await run("real-small", `6. real-env GRPO with S2R's real steps (${s2r.realInteractions})`, { ...common, mode: "real", budget: s2r.realInteractions });
 
   const rows: [string, number, number, number, number, number][] = [
     ["rule baseline", rule.score, rule.success, 0, 0, 0],
-    ...([
-      ["real-env GRPO (same wall time as DreamGym)", realRl], ["real-env GRPO (same real steps as S2R)", realSmall], ["DreamGym (embedded model rewards)", dreamgym], ["DreamGym (hybrid rewards)", hybrid], ["DreamGym-S2R (hybrid)", s2r],
-    ] as const).map(([name, s]) => [name, s.final.score, s.final.success, s.realInteractions, s.syntheticInteractions, s.wallSeconds] as [string, number, number, number, number, number]),
+    ["real-env GRPO (same wall time as DreamGym)", realRl.final.score, realRl.final.success, realRl.realInteractions, 0, realRl.wallSeconds],
+    ["real-env GRPO (same real steps as S2R)", realSmall.final.score, realSmall.final.success, realSmall.realInteractions, 0, realSmall.wallSeconds],
+    ["DreamGym (0 real)", hybrid.final.score, hybrid.final.success, 0, hybrid.syntheticInteractions, hybrid.wallSeconds],
+    ["DreamGym-S2R", s2r.final.score, s2r.final.success, s2r.realInteractions, hybrid.syntheticInteractions, hybrid.wallSeconds + s2r.wallSeconds],
   ];
   const table = [
     "| method | test score | test success | real training steps | synthetic steps | training wall time |",
@@ -68,12 +74,17 @@ export function registerDemo(program: Command): void {
     .command("demo")
     .description("the whole method on WebShop with the embedded defaults: seed a buffer, train in the synthetic env, compare on the real test split")
     .option("--out <dir>", "where the data and runs go (replaced)", "runs/demo")
-    .option("--budget <n>", "synthetic steps of each DreamGym run", parseIntOption("budget", 1), 30_000)
-    .option("--real-budget <n>", "real steps of the S2R phase", parseIntOption("real-budget", 1), 3_000)
+    .option("--budget <n>", "synthetic steps of the DreamGym run", parseIntOption("budget", 1), 50_000)
+    .option("--real-budget <n>", "real steps of the S2R phase", parseIntOption("real-budget", 1), 5_000)
     .option("--seed <n>", "seed", parseIntOption("seed"), 0)
     .action(async (o) => {
-      const { rmSync } = await import("node:fs");
+      // Only a folder the demo made (it leaves a marker) is replaced.
+      if (existsSync(o.out) && readdirSync(o.out).length > 0 && !existsSync(join(o.out, MARKER))) {
+        throw new InvalidConfigError(`${o.out} exists and is not a demo folder; choose another --out`);
+      }
       rmSync(o.out, { recursive: true, force: true });
+      mkdirSync(o.out, { recursive: true });
+      writeFileSync(join(o.out, MARKER), "made by dreamgym demo\n");
       await demo(o as DemoOptions);
     });
 }

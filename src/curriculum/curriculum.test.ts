@@ -54,6 +54,14 @@ test("the highest-variance tasks above the threshold are varied; lineage, duplic
   assert.deepEqual(restored.tasks, c.tasks);
 });
 
+test("a generator that throws costs the iteration its new tasks, not the run", async () => {
+  const failing: TaskGenerator = { name: "down", generate: async () => { throw new Error("model down"); } };
+  const seed: Task[] = [{ id: "t0", instruction: "find the alpha item" }];
+  const c = new Curriculum(curriculumConfigSchema.parse({}), failing, seed);
+  const r = await c.update([{ task: seed[0], rewards: [1, 0] }], new Rng(0));
+  assert.deepEqual([r.selected, r.added, r.generatorFailures, r.lastFailure], [1, 0, 1, "model down"]);
+});
+
 test("WebShop variants are feasible by WebShop's own reward, play in the real env, and never reuse a test goal", async () => {
   const test = new WebShopEnv({ split: "test" });
   const train = new WebShopEnv({ split: "train" });

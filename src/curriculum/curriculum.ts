@@ -57,6 +57,9 @@ export interface CurriculumUpdate {
   duplicates: number;
   /** Generated tasks held now. */
   pool: number;
+  /** Parents whose generation failed (the call threw after its own retries). */
+  generatorFailures: number;
+  lastFailure?: string;
 }
 
 /** Word set of an instruction, for near-duplicate checks. */
@@ -93,7 +96,7 @@ export class Curriculum {
   async update(groups: readonly { task: Task; rewards: readonly number[] }[], rng: Rng): Promise<CurriculumUpdate> {
     const scored = groups.map((g) => ({ task: g.task, variance: rewardVariance(g.rewards) }));
     const meanVariance = scored.reduce((s, g) => s + g.variance, 0) / (scored.length || 1);
-    const result: CurriculumUpdate = { meanVariance, selected: 0, added: 0, infeasible: 0, duplicates: 0, pool: this.generated.length };
+    const result: CurriculumUpdate = { meanVariance, selected: 0, added: 0, infeasible: 0, duplicates: 0, pool: this.generated.length, generatorFailures: 0 };
     if (!this.config.enabled || this.config.maxGenerated === 0) return result;
     const parents = scored
       .filter((g) => g.variance >= this.config.varianceThreshold && g.variance > 0)
@@ -104,7 +107,16 @@ export class Curriculum {
     const ids = new Set(known.map((t) => t.id));
     const texts = known.map((t) => words(t.instruction));
     for (const { task: parent } of parents) {
-      const { tasks, infeasible } = await this.generator.generate(parent, this.config.variantsPerParent, rng);
+      let generated: { tasks: Task[]; infeasible: number };
+      try {
+        generated = await this.generator.generate(parent, this.config.variantsPerParent, rng);
+      } catch (e) {
+        // A generator that keeps failing (its model is down) costs this iteration its new tasks, not the run.
+        result.generatorFailures++;
+        result.lastFailure = (e as Error).message;
+        continue;
+      }
+      const { tasks, infeasible } = generated;
       result.infeasible += infeasible;
       for (const t of tasks) {
         const w = words(t.instruction);

@@ -22,7 +22,8 @@ export interface LlmTaskGeneratorOptions {
  * Task variation by an LLM, as in the paper: given a task the policy finds neither trivial nor
  * hopeless, write harder variations — new constraints, goals or context — that the same actions can
  * complete. Structured output (a JSON list), validated; malformed replies are retried, then count
- * as infeasible. Never throws for bad output; errors of the call itself propagate.
+ * as infeasible. Never throws for bad output; errors of the call itself propagate to the curriculum,
+ * which counts them and goes on.
  */
 export class LlmTaskGenerator implements TaskGenerator {
   readonly name = "llm";

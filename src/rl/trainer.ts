@@ -40,8 +40,8 @@ export const trainConfigSchema = z.strictObject({
   /** Retrieved demos per synthetic step. */
   demos: z.number().int().min(0).default(5),
   /**
-   * Transitions the run's buffer keeps: the oldest synthetic episodes go first, the offline seed
-   * always stays. Bounds retrieval time as the buffer grows (0: no bound).
+   * Synthetic transitions the run's buffer keeps besides the offline seed (which always stays): the
+   * oldest episodes go first, at each checkpoint. Bounds retrieval time as the buffer grows (0: no bound).
    */
   bufferCapacity: z.number().int().min(0).default(40_000),
   /** A chat model's response cache (SQLite). */
@@ -64,6 +64,8 @@ export const trainConfigSchema = z.strictObject({
   checkpointEvery: z.number().int().min(1).default(5),
   maxSteps: z.number().int().min(1).optional(),
   dataDir: z.string().optional(),
+  /** Start from this policy file (a run's `checkpoints/iter-*.policy`) instead of fresh weights, e.g. S2R from a DreamGym run. */
+  initPolicy: z.string().optional(),
   policy: z.strictObject({ dim: z.number().int().min(16).default(32768), hidden: z.number().int().min(1).default(16) }).prefault({}),
   grpo: grpoConfigSchema.prefault({}),
   ppo: ppoConfigSchema.prefault({}),
@@ -100,7 +102,7 @@ export interface IterationMetrics {
   droppedEpisodes: number;
   /** LLM tokens so far (experience model and task generator). */
   tokens: number;
-  curriculum?: { meanVariance: number; selected: number; added: number; infeasible: number; duplicates: number; pool: number; generatedInBatch: number };
+  curriculum?: { meanVariance: number; selected: number; added: number; infeasible: number; duplicates: number; pool: number; generatorFailures: number; lastFailure?: string; generatedInBatch: number };
   policyLoss: number;
   valueLoss?: number;
   entropy: number;
@@ -118,6 +120,8 @@ export interface IterationMetrics {
 
 interface RunState {
   iteration: number;
+  /** LLM tokens so far, across resumes. */
+  tokens?: number;
   realInteractions: number;
   evalInteractions: number;
   syntheticInteractions: number;
@@ -158,7 +162,17 @@ export async function train(runDir: string, input: TrainConfigInput, hooks: Trai
   }
   // Fail on a bad env or split before the folder is made.
   for (const split of [config.trainSplit, config.evalSplit]) await Promise.all(makeEnvs({ ...config, concurrency: 1 }, split).envs.map((e) => e.close()));
+  if (config.initPolicy && !existsSync(config.initPolicy)) throw new InvalidConfigError(`initPolicy ${config.initPolicy} does not exist`);
+  if (config.mode === "s2r" && config.realBudget === 0) throw new InvalidConfigError("invalid training config:\n  realBudget: mode s2r needs real steps after the synthetic phase (--real-budget N > 0)");
+  if (config.mode !== "s2r" && config.realBudget > 0) throw new InvalidConfigError(`invalid training config:\n  realBudget: only mode s2r has a real phase (mode is ${config.mode})`);
   if (config.mode !== "real") {
+    const probe = createEnv(config.env as EnvName, { split: config.trainSplit as never, dataDir: config.dataDir });
+    const support = syntheticSupport(config.env, probe);
+    const first = (probe as unknown as { tasks(): Task[] }).tasks()[0];
+    if (first && support.abstraction.actions(support.abstraction.abstract(support.initialState(first))) === undefined) {
+      throw new InvalidConfigError(`mode ${config.mode} needs a synthetic ${config.env} whose states list their actions (the neural policy picks among them); ${config.env} has none yet — use --mode real`);
+    }
+    if (config.hybrid && !support.verifier) throw new InvalidConfigError(`--hybrid needs a verifier of ${config.env}'s rewards; ${config.env} has none`);
     if (!config.buffer) throw new InvalidConfigError(`mode ${config.mode} needs a buffer of offline ${config.env} trajectories (--buffer B.db; dreamgym buffer import F.jsonl --abstract --buffer B.db)`);
     if (!existsSync(config.buffer)) throw new InvalidConfigError(`buffer ${config.buffer} does not exist`);
   }
@@ -199,7 +213,11 @@ export async function resumeTraining(runDir: string, hooks: TrainHooks = {}): Pr
 async function runTraining(runDir: string, config: TrainConfig, runId: string, latest: LatestCheckpoint | undefined, hooks: TrainHooks): Promise<TrainSummary> {
   const started = performance.now();
   const policy = new NeuralPolicy({ ...config.policy, seed: config.seed });
-  // GRPO's reference is the initial policy, which the seed recreates exactly on resume.
+  if (config.initPolicy) {
+    if (!existsSync(config.initPolicy)) throw new InvalidConfigError(`initPolicy ${config.initPolicy} does not exist`);
+    policy.load(readFileSync(config.initPolicy), config.initPolicy);
+  }
+  // GRPO's reference is the initial policy, which the seed (or initPolicy) recreates exactly on resume.
   const reference = config.algo === "grpo" && config.grpo.klCoef > 0 ? policy.clone() : undefined;
   const state: RunState = latest
     ? { ...latest.state }
@@ -213,11 +231,17 @@ async function runTraining(runDir: string, config: TrainConfig, runId: string, l
   const real = makeEnvs(config, config.trainSplit);
   const evaluation = makeEnvs(config, config.evalSplit);
   const synthetic = config.mode === "real" ? undefined : makeSynthetic(config, runDir, real.tasks);
-  const curriculum = new Curriculum(config.curriculum, synthetic?.generator ?? webshopGenerator(config), [...real.tasks, ...evaluation.tasks]);
-  if (latest?.curriculum) curriculum.restore(latest.curriculum);
+  // The curriculum belongs to the synthetic phase, where the env has a task generator.
+  const curriculum = synthetic?.generator ? new Curriculum(config.curriculum, synthetic.generator, [...real.tasks, ...evaluation.tasks]) : undefined;
+  if (latest?.curriculum && curriculum) curriculum.restore(latest.curriculum);
+  // Contents evicted only at checkpoints (and again here, which repeats nothing if it already ran):
+  // a resumed run then finds the buffer exactly as the checkpoint left it.
+  if (synthetic && latest) await synthetic.trim();
+  const tokensAtStart = state.tokens ?? 0;
   const metricsFile = join(runDir, "metrics.jsonl");
-  const budgetLeft = (): "real" | "synthetic" | null => {
-    if (config.maxSeconds > 0 && state.wallSeconds >= config.maxSeconds) return null;
+  /** The phase of the next iteration, or null when the budgets are spent (`pending`: seconds of this iteration not yet counted). */
+  const budgetLeft = (pending = 0): "real" | "synthetic" | null => {
+    if (config.maxSeconds > 0 && state.wallSeconds + pending >= config.maxSeconds) return null;
     if (config.mode === "real") return state.realInteractions < config.budget ? "real" : null;
     if (state.syntheticInteractions < config.budget) return "synthetic";
     return config.mode === "s2r" && state.realInteractions < config.realBudget ? "real" : null;
@@ -232,8 +256,8 @@ async function runTraining(runDir: string, config: TrainConfig, runId: string, l
       // 1. Tasks (seed tasks, and at most λ of them generated by the curriculum); G episodes each.
       const taskRng = new Rng(deriveSeed(config.seed, "tasks", iteration));
       // The curriculum belongs to the synthetic phase; real-env RL trains on the seed tasks.
-      const useCurriculum = phase === "synthetic" && config.curriculum.enabled;
-      const tasks = useCurriculum ? curriculum.sample(real.tasks, config.tasksPerIteration, taskRng) : taskRng.sample(real.tasks, Math.min(config.tasksPerIteration, real.tasks.length));
+      const useCurriculum = phase === "synthetic" && config.curriculum.enabled && curriculum !== undefined;
+      const tasks = useCurriculum ? curriculum!.sample(real.tasks, config.tasksPerIteration, taskRng) : taskRng.sample(real.tasks, Math.min(config.tasksPerIteration, real.tasks.length));
       const jobs = tasks.flatMap((task, t) =>
         Array.from({ length: config.rolloutsPerTask }, (_, g) => ({
           task, seed: deriveSeed(config.seed, "env", iteration, t, g), rngSeed: deriveSeed(config.seed, "rollout", iteration, t, g),
@@ -265,10 +289,10 @@ async function runTraining(runDir: string, config: TrainConfig, runId: string, l
         await synthetic!.buffer.appendTrajectories(kept.map((e) => toTrajectory(e, config.env, episodeLabel(runId, iteration))));
       }
       // 4. The curriculum scores the groups by reward variance and varies the most informative tasks.
-      const cur = !useCurriculum ? undefined : await curriculum.update(groups.filter((g) => g.length > 0).map((g) => ({ task: g[0].task, rewards: g.map((e) => e.totalReward) })), new Rng(deriveSeed(config.seed, "curriculum", iteration)));
+      const cur = !useCurriculum ? undefined : await curriculum!.update(groups.filter((g) => g.length > 0).map((g) => ({ task: g[0].task, rewards: g.map((e) => e.totalReward) })), new Rng(deriveSeed(config.seed, "curriculum", iteration)));
 
       // 5. Evaluate on the real eval split (not training interaction; counted apart).
-      const last = budgetLeft() === null;
+      const last = budgetLeft((performance.now() - t0) / 1000) === null;
       let evalResult: EvalResult | undefined;
       if (last) evalResult = finalEval = await evaluate(policy, evaluation, config.finalEvalTasks);
       else if (config.evalEvery > 0 && iteration % config.evalEvery === 0) evalResult = await evaluate(policy, evaluation, config.evalTasks);
@@ -278,12 +302,13 @@ async function runTraining(runDir: string, config: TrainConfig, runId: string, l
       state.iteration = iteration;
       state.evalInteractions += evalResult?.steps ?? 0;
       state.wallSeconds += (t3 - t0) / 1000;
+      state.tokens = tokensAtStart + (synthetic?.tokens() ?? 0);
       const m: IterationMetrics = {
         iteration, phase, episodes: played.length, steps,
         meanReward: mean(played.map((e) => e.totalReward)),
         success: mean(played.map((e) => (e.success ? 1 : 0))),
         realInteractions: state.realInteractions, evalInteractions: state.evalInteractions, syntheticInteractions: state.syntheticInteractions,
-        droppedEpisodes: state.droppedEpisodes, tokens: synthetic?.tokens() ?? 0,
+        droppedEpisodes: state.droppedEpisodes, tokens: state.tokens,
         policyLoss: stats.policyLoss,
         ...("valueLoss" in stats ? { valueLoss: stats.valueLoss } : {}),
         entropy: stats.entropy,
@@ -297,6 +322,7 @@ async function runTraining(runDir: string, config: TrainConfig, runId: string, l
       appendFileSync(metricsFile, JSON.stringify(m) + "\n");
       if (last || iteration % config.checkpointEvery === 0) {
         saveCheckpoint(runDir, policy, state, curriculum);
+        await synthetic?.trim();
         writeReport(runDir);
       }
       hooks.onIteration?.(m, config);
@@ -343,7 +369,7 @@ function makeSynthetic(config: TrainConfig, runDir: string, tasks: Task[]) {
   const support = syntheticSupport(config.env, realEnv);
   const chat: ChatModel | undefined = config.experience === "default" ? undefined : createChatModel(config.experience, { concurrency: config.concurrency, cache: config.cache });
   const model: ExperienceModel = chat ? new ReasoningExperienceModel({ chat, abstraction: support.abstraction }) : new EmbeddedExperienceModel({ abstraction: support.abstraction });
-  const buffer = ReplayBuffer.open(join(runDir, "buffer.db"), config.bufferCapacity > 0 ? { capacity: config.bufferCapacity } : {});
+  const buffer = ReplayBuffer.open(join(runDir, "buffer.db"));
   // Without replay the reasoning model gets no demos; the embedded model is retrieval itself, so it
   // keeps reading the offline seed, which then never grows.
   const demos = config.replay || !chat ? config.demos : 0;
@@ -351,14 +377,17 @@ function makeSynthetic(config: TrainConfig, runDir: string, tasks: Task[]) {
     model, abstraction: support.abstraction, tasks, initialState: support.initialState, buffer, k: demos, maxSteps: config.maxSteps, record: false,
     verifier: config.hybrid ? support.verifier : undefined,
   }));
-  const generator: TaskGenerator = chat
+  const generator: TaskGenerator | undefined = chat
     ? new LlmTaskGenerator({ chat, profile: support.abstraction.profile })
-    : webshopGenerator(config);
+    : config.env === "webshop" ? webshopGenerator(config) : undefined;
   const tokens = () => {
     const s = (chat as { stats?: ModelStats } | undefined)?.stats;
     return s ? s.promptTokens + s.completionTokens : 0;
   };
-  return { envs, buffer, generator, tokens, close: () => { buffer.close(); (chat as { close?: () => void } | undefined)?.close?.(); } };
+  const trim = async () => {
+    if (config.bufferCapacity > 0) await buffer.trim(config.bufferCapacity);
+  };
+  return { envs, buffer, generator, tokens, trim, close: () => { buffer.close(); (chat as { close?: () => void } | undefined)?.close?.(); } };
 }
 
 /** A pool of envs (observations as abstract states, as in the synthetic env) and the split's tasks. */
@@ -388,11 +417,11 @@ export async function evaluate(policy: NeuralPolicy, pool: { envs: Env[]; tasks:
   };
 }
 
-function saveCheckpoint(runDir: string, policy: NeuralPolicy, state: RunState, curriculum: Curriculum): void {
+function saveCheckpoint(runDir: string, policy: NeuralPolicy, state: RunState, curriculum: Curriculum | undefined): void {
   const dir = join(runDir, "checkpoints");
   const policyFile = `iter-${String(state.iteration).padStart(6, "0")}.policy`;
   writeDurably(join(dir, policyFile), policy.save());
-  const latest: LatestCheckpoint = { iteration: state.iteration, policyFile, state, curriculum: curriculum.toJSON() };
+  const latest: LatestCheckpoint = { iteration: state.iteration, policyFile, state, ...(curriculum ? { curriculum: curriculum.toJSON() } : {}) };
   writeDurably(join(dir, "latest.json"), Buffer.from(JSON.stringify(latest, null, 2) + "\n"));
   // Keep the last two policy files.
   const old = readdirSync(dir).filter((f) => /^iter-\d+\.policy$/.test(f)).sort().slice(0, -2);
