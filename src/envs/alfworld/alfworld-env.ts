@@ -52,6 +52,7 @@ export class AlfWorldEnv implements Env {
     if (!ALFWORLD_SPLITS.includes(split)) throw new InvalidConfigError(`unknown ALFWorld split "${split}" (known: ${ALFWORLD_SPLITS.join(", ")})`);
     this.split = split;
     this.maxSteps = opts.maxSteps ?? 50;
+    if (!Number.isInteger(this.maxSteps) || this.maxSteps < 1) throw new InvalidConfigError(`ALFWorld maxSteps must be an integer ≥ 1, got ${opts.maxSteps}`);
     let entries = alfworldGames(this.root).filter((g) => g.split === split);
     if (opts.game !== undefined) {
       const want = opts.game.replace(/^alfworld:/, "");
@@ -111,7 +112,7 @@ export class AlfWorldEnv implements Env {
   }
 
   availableActions(): string[] {
-    return this.done ? [] : [...this.commands.keys()];
+    return this.done || this.closed ? [] : [...this.commands.keys()];
   }
 
   async step(action: string): Promise<StepResult> {

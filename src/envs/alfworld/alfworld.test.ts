@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, writeFileSync, mkdirSync, existsSync } from 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
-import { checkEnv, DataError, InvalidConfigError } from "../../core/index.ts";
+import { checkEnv, DataError, InvalidConfigError, Rng } from "../../core/index.ts";
 import { runEpisode } from "../rollout.ts";
 import { AlfWorldEnv } from "./alfworld-env.ts";
 import { AlfWorldExpert } from "./expert.ts";
@@ -161,4 +161,30 @@ test("every command kind reads as in ReAct's transcripts (the expert plays all s
     if (!command.source.startsWith("^close")) assert.ok((fromTranscripts.get(command.source) ?? 0) > 0, `the transcripts have no "${command.source}"`);
     if (!command.source.startsWith("^close")) assert.ok((seen.get(command.source) ?? 0) > 0, `the expert never sent "${command.source}"`);
   }
+});
+
+test("the expert also finishes games it did not start: after 10–29 random commands it still solves ≥ 95%", async () => {
+  const env = new AlfWorldEnv({ split: "valid_seen" });
+  const expert = new AlfWorldExpert(env);
+  let solved = 0;
+  for (const [i, task] of env.tasks().entries()) {
+    const rng = new Rng(i);
+    const { observation, info } = await env.reset({ task });
+    let done = false;
+    let won = false;
+    const prefix = 10 + rng.randbelow(20);
+    for (let j = 0; j < prefix && !done; j++) {
+      const listed = env.availableActions();
+      const r = await env.step(listed[rng.randbelow(listed.length)]);
+      done = r.terminated || r.truncated;
+      won = r.terminated;
+    }
+    while (!done) {
+      const r = await env.step(expert.act({ observation, actions: env.availableActions(), task, info }));
+      done = r.terminated || r.truncated;
+      won = r.terminated;
+    }
+    if (won) solved++;
+  }
+  assert.ok(solved >= 0.95 * env.tasks().length, `${solved}/${env.tasks().length}`);
 });

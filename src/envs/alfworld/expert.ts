@@ -18,7 +18,7 @@ export class AlfWorldExpert implements ActingPolicy {
     const cur = this.env.current;
     if (!cur) throw new Error("expert: the env has no running episode");
     const listed = new Set(actions ?? []);
-    const plan = nextCommand(cur.game, cur.state, cur.task.task_type, cur.task.params);
+    const plan = nextCommand(cur.game, cur.state, cur.task.task_type, cur.task.params, listed);
     if (plan && listed.has(plan)) return plan;
     // Should not happen; a listed command keeps the episode going.
     return listed.has("look") ? "look" : [...listed][0];
@@ -27,7 +27,7 @@ export class AlfWorldExpert implements ActingPolicy {
 
 const typeOf = (name: unknown) => `${String(name).toLowerCase()}type`;
 
-function nextCommand(game: Game, s: FactBase, taskType: string, params: Record<string, string | boolean>): string | undefined {
+function nextCommand(game: Game, s: FactBase, taskType: string, params: Record<string, string | boolean>, listed: ReadonlySet<string>): string | undefined {
   const name = (id: string) => game.names.get(id) ?? id;
   const agent = s.tuples("atlocation")[0];
   const [a, here] = agent;
@@ -47,7 +47,18 @@ function nextCommand(game: Game, s: FactBase, taskType: string, params: Record<s
 
   const targetType = typeOf(params.object_target);
   const parentType = typeOf(params.parent_target);
-  const placedIn = (o: string) => s.tuplesWith("inreceptacle", 0, o).some(([, r]) => s.has(`receptacletype ${r} ${parentType}`));
+  const isTarget = (o: string) => s.has(`objecttype ${o} ${targetType}`);
+  const fits = (r: string) => {
+    const rt = s.tuplesWith("receptacletype", 0, r)[0]?.[1];
+    return rt !== undefined && s.has(`cancontain ${rt} ${targetType}`);
+  };
+  // Where the object(s) go. "Put two": both into one receptacle — the one already holding the most.
+  const targetsIn = (r: string) => s.tuplesWith("inreceptacle", 1, r).filter(([o]) => isTarget(o)).length;
+  const destinations = receptaclesOf(parentType).filter(fits);
+  const destination = taskType === "pick_two_obj_and_place"
+    ? destinations.reduce<string | undefined>((best, r) => (best === undefined || targetsIn(r) > targetsIn(best) ? r : best), undefined)
+    : undefined;
+  const placedIn = (o: string) => destination !== undefined && targetsIn(destination) > 0 && s.has(`inreceptacle ${o} ${destination}`);
   const treated = (o: string) =>
     taskType === "pick_clean_then_place_in_recep" ? s.has(`isclean ${o}`)
       : taskType === "pick_heat_then_place_in_recep" ? s.has(`ishot ${o}`)
@@ -57,9 +68,12 @@ function nextCommand(game: Game, s: FactBase, taskType: string, params: Record<s
   // Holding something: treat it, light it, or put it where it belongs.
   const carried = held[0];
   if (carried !== undefined) {
-    if (!s.has(`objecttype ${carried} ${targetType}`)) {
-      // Not ours: put it back anywhere it can go here, else walk to its old place.
-      return undefined;
+    if (!isTarget(carried)) {
+      // Not ours: put it down here if anything takes it, else carry it back where it came from.
+      const here = [...listed].find((c) => c.startsWith(`put ${name(carried)} in/on `));
+      if (here) return here;
+      const from = s.tuples("not_inreceptacle").find(([o]) => o === carried)?.[1];
+      return from ? at(from, `put ${name(carried)} in/on ${name(from)}`) : undefined;
     }
     if (taskType === "look_at_obj_in_light") {
       const lamp = objectsOf(typeOf(params.toggle_target)).find((l) => s.tuplesWith("inreceptacle", 0, l).length > 0);
@@ -74,15 +88,9 @@ function nextCommand(game: Game, s: FactBase, taskType: string, params: Record<s
       if (!r) return undefined;
       return locationOf(r) !== here ? `go to ${name(r)}` : `${verb} ${name(carried)} with ${name(r)}`;
     }
-    // A receptacle of the target type, preferring one that can take the object.
-    const candidates = receptaclesOf(parentType).filter((r) => {
-      const rt = s.tuplesWith("receptacletype", 0, r)[0]?.[1];
-      return rt !== undefined && s.has(`cancontain ${rt} ${targetType}`);
-    });
-    // "Put two": both must end in the same receptacle, so prefer one that already holds one.
-    const holdsOne = (x: string) => s.tuplesWith("inreceptacle", 1, x).some(([o]) => o !== carried && s.has(`objecttype ${o} ${targetType}`));
-    const r = (taskType === "pick_two_obj_and_place" ? candidates.find(holdsOne) : undefined)
-      ?? candidates.find((x) => locationOf(x) === here) ?? candidates[0] ?? receptaclesOf(parentType)[0];
+    // A receptacle of the target type that can take the object (the shared one for "put two").
+    const r = (destination !== undefined && targetsIn(destination) > 0 ? destination : undefined)
+      ?? destinations.find((x) => locationOf(x) === here) ?? destinations[0] ?? receptaclesOf(parentType)[0];
     if (!r) return undefined;
     return at(r, `put ${name(carried)} in/on ${name(r)}`);
   }

@@ -66,6 +66,7 @@ export class Game {
   readonly grammar: Grammar;
   readonly names: Map<string, string>;
   readonly byType: Map<string, string[]>;
+  private readonly typeSets: Map<string, Set<string>>;
   readonly text: TextGenerator;
   /** Per action, one list of positive atoms per disjunct of its precondition: they bind its parameters by lookup. */
   private readonly joins = new Map<string, QueryAtom[][]>();
@@ -91,12 +92,18 @@ export class Game {
       throw DataError.isInstance(e) ? e : new DataError((e as Error).message, { file });
     }
     this.byType = objectsByType(this.domain, this.problem.objects);
+    this.typeSets = new Map([...this.byType].map(([t, objs]) => [t, new Set(objs)]));
     this.names = displayNames(this.problem.init.flatMap((f) => f.split(" ").slice(1)));
     this.text = new TextGenerator(this.grammar, { name: (id) => this.names.get(id) ?? id });
+    for (const [name, text] of this.grammar.actions) {
+      for (const rule of text.feedback.matchAll(/#([^#]+)#/g)) {
+        if (!this.grammar.rules.has(rule[1])) throw new DataError(`${file}: the grammar's action ${name} uses the rule "${rule[1]}", which it does not define`, { file });
+      }
+    }
+    if (!this.problem.init.some((f) => f.startsWith("atlocation "))) throw new DataError(`${file}: the problem places no agent (no atLocation fact)`, { file });
     for (const a of this.domain.actions.values()) {
-      const params = new Set(a.params.map((p) => p.name));
       const disjuncts = a.precondition.kind === "or" ? a.precondition.args : [a.precondition];
-      this.joins.set(a.name, disjuncts.map((d) => joinAtoms(d, params)));
+      this.joins.set(a.name, disjuncts.map((d) => joinAtoms(d, new Set(a.params.map((p) => p.name)))));
       const p = a.precondition;
       if (p.kind === "atom" || (p.kind === "and" && p.args.every((x) => x.kind === "atom"))) this.exactJoin.add(a.name);
       const adds = new Set<string>();
@@ -145,11 +152,14 @@ export class Game {
   private holds(f: Formula, state: FactBase, b: Bindings): boolean {
     if (f.kind === "and") return f.args.every((a) => this.holds(a, state, b));
     if (f.kind !== "exists") return holds(f, state.facts, b, this.byType);
-    const atoms = joinAtoms(f.body);
+    // The quantified variables are fresh here, even if an outer binding has the same name.
+    const outer = new Map(b);
+    for (const v of f.vars) outer.delete(v.name);
+    const atoms = joinAtoms(f.body, new Set([...outer.keys(), ...f.vars.map((v) => v.name)]));
     const vars = new Set(f.vars.map((v) => v.name));
     if (atoms.length === 0 || !atoms.some((a) => a.vars.some((v) => vars.has(v)))) return holds(f, state.facts, b, this.byType);
     let found = false;
-    solve(state, atoms, b, (nb) => {
+    solve(state, atoms, outer, (nb) => {
       const free = f.vars.filter((v) => !nb.has(v.name));
       forEachBinding(free, nb, this.byType, (full) => {
         found = this.holds(f.body, state, full);
@@ -194,7 +204,10 @@ export class Game {
     for (const p of schema.params) key += ` ${b.get(p.name)}`;
     if (seen.has(key)) return;
     seen.add(key);
-    if (!this.exactJoin.has(schema.name) && !this.holds(schema.precondition, state, b)) return;
+    if (this.exactJoin.has(schema.name)) {
+      // The join skipped the parameters' types: check them (cheap).
+      for (const p of schema.params) if (!this.typeSets.get(p.type)?.has(b.get(p.name)!)) return;
+    } else if (!this.holds(schema.precondition, state, b)) return;
     // An action that changes nothing (e.g. going to where the agent stands) is dropped, as the planner drops it.
     if (this.mayCancel.has(schema.name) && this.changesNothing(schema, state, b)) return;
     const command = this.command(template, state, b, key);
@@ -269,15 +282,19 @@ const EMPTY: ReadonlyMap<string, string> = new Map();
  * bodies of existentials in it (their variables become join variables) — used to find candidate
  * bindings by looking facts up; the full formula is checked on each candidate.
  */
-function joinAtoms(f: Formula, taken: ReadonlySet<string> = new Set()): QueryAtom[] {
+function joinAtoms(f: Formula, taken: Set<string> = new Set()): QueryAtom[] {
   switch (f.kind) {
     case "atom":
       return [{ pred: f.pred, vars: f.args }];
     case "and":
       return f.args.flatMap((a) => joinAtoms(a, taken));
-    case "exists":
-      // Lifted only when its variables do not shadow others.
-      return f.vars.some((v) => taken.has(v.name)) ? [] : joinAtoms(f.body, new Set([...taken, ...f.vars.map((v) => v.name)]));
+    case "exists": {
+      // Lifted only when its variables are new: not bound outside, not lifted from a sibling already
+      // (a join would force two quantifiers of one name to share a value).
+      if (f.vars.some((v) => taken.has(v.name))) return [];
+      for (const v of f.vars) taken.add(v.name);
+      return joinAtoms(f.body, taken);
+    }
     default:
       return [];
   }
