@@ -95,3 +95,13 @@ test("train names every bad config key with what is allowed", () => {
   assert.match(split.stderr, /unknown WebShop split "tset" \(known: /);
   assert.ok(!existsSync(out), "nothing is written for a config that cannot run");
 });
+
+test("train runs on ALFWorld in the real env, with its own default splits", () => {
+  const out = join(mkdtempSync(join(tmpdir(), "dreamgym-train-alf-")), "run");
+  const r = run(["train", "--env", "alfworld", "--budget", "100", "--tasks-per-iter", "2", "--group", "2", "--final-eval-tasks", "4", "--set", "policy.dim=1024", "--out", out]);
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /alfworld real grpo: 1 iterations/);
+  assert.match(r.stdout, /final evaluation on 4 valid_unseen tasks/);
+  const config = JSON.parse(readFileSync(join(out, "config.json"), "utf8"));
+  assert.deepEqual([config.trainSplit, config.evalSplit], ["valid_train", "valid_unseen"]);
+});

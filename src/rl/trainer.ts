@@ -53,8 +53,10 @@ export const trainConfigSchema = z.strictObject({
   rolloutsPerTask: z.number().int().min(2).default(8),
   /** Episodes played at once (envs in the pool). */
   concurrency: z.number().int().min(1).default(4),
-  trainSplit: z.string().default("train"),
-  evalSplit: z.string().default("test"),
+  /** Tasks to train on (default: webshop train, alfworld valid_train). */
+  trainSplit: z.string().optional(),
+  /** Tasks to evaluate on (default: webshop test, alfworld valid_unseen). */
+  evalSplit: z.string().optional(),
   /** Evaluate every this many iterations (0: only at the end). */
   evalEvery: z.number().int().min(0).default(10),
   /** Tasks (the first of the eval split) in an interval evaluation. */
@@ -70,7 +72,16 @@ export const trainConfigSchema = z.strictObject({
   grpo: grpoConfigSchema.prefault({}),
   ppo: ppoConfigSchema.prefault({}),
 });
-export type TrainConfig = z.infer<typeof trainConfigSchema>;
+/** The config with each env's default splits filled in (what config.json stores). */
+export type TrainConfig = z.infer<typeof trainConfigSchema> & { trainSplit: string; evalSplit: string };
+const DEFAULT_SPLITS: Record<string, { train: string; eval: string }> = {
+  webshop: { train: "train", eval: "test" },
+  alfworld: { train: "valid_train", eval: "valid_unseen" },
+};
+function withSplits(c: z.infer<typeof trainConfigSchema>): TrainConfig {
+  const d = DEFAULT_SPLITS[c.env] ?? { train: "train", eval: "test" };
+  return { ...c, trainSplit: c.trainSplit ?? d.train, evalSplit: c.evalSplit ?? d.eval };
+}
 export type TrainConfigInput = z.input<typeof trainConfigSchema>;
 
 export interface EvalResult {
@@ -156,7 +167,7 @@ export interface TrainHooks {
 
 /** Starts a new run in `runDir` (which must not hold one). */
 export async function train(runDir: string, input: TrainConfigInput, hooks: TrainHooks = {}): Promise<TrainSummary> {
-  const config = parseConfig(trainConfigSchema, input, "training config");
+  const config = withSplits(parseConfig(trainConfigSchema, input, "training config"));
   if (existsSync(join(runDir, "config.json"))) {
     throw new InvalidConfigError(`${runDir} already holds a run; resume it with --resume ${runDir} or choose another --out`);
   }
@@ -195,7 +206,7 @@ export async function resumeTraining(runDir: string, hooks: TrainHooks = {}): Pr
   const configFile = join(runDir, "config.json");
   if (!existsSync(configFile)) throw new InvalidConfigError(`${runDir} holds no run (no config.json)`);
   const { createdAt: _, runId, ...stored } = JSON.parse(readFileSync(configFile, "utf8"));
-  const config = parseConfig(trainConfigSchema, stored, `config of ${configFile}`);
+  const config = withSplits(parseConfig(trainConfigSchema, stored, `config of ${configFile}`));
   const latestFile = join(runDir, "checkpoints", "latest.json");
   const latest: LatestCheckpoint | undefined = existsSync(latestFile) ? JSON.parse(readFileSync(latestFile, "utf8")) : undefined;
   // Lines after the checkpoint are replayed, so drop them (and a torn last line).
