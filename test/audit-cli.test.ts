@@ -1,12 +1,10 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { run } from "./helpers.ts";
 
-const BIN = join(import.meta.dirname, "..", "bin", "dreamgym");
-const run = (args: string[]) => spawnSync(process.execPath, [BIN, ...args], { encoding: "utf8", timeout: 120_000 });
 
 test("audit: the embedded model on held-out real trajectories (train-seeded buffer, test-split episodes)", () => {
   const dir = mkdtempSync(join(tmpdir(), "dreamgym-audit-"));

@@ -1,15 +1,11 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { run } from "./helpers.ts";
 import { readJsonlAll, type Trajectory } from "../src/core/index.ts";
 
-// End-to-end: the real `bin/dreamgym` in a child process, as a user runs it.
-const BIN = join(import.meta.dirname, "..", "bin", "dreamgym");
-const run = (args: string[], input?: string, env: NodeJS.ProcessEnv = process.env) =>
-  spawnSync(process.execPath, [BIN, ...args], { encoding: "utf8", input, env, timeout: 120_000 });
 
 test("collect writes trajectories in the DESIGN.md format", async () => {
   const out = join(mkdtempSync(join(tmpdir(), "dreamgym-cli-")), "oracle.jsonl");

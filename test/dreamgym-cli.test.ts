@@ -1,31 +1,12 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { chatServer } from "../src/llm/test-chat-server.ts";
+import { killAfterCheckpoint, metricsOf, run, runAsync } from "./helpers.ts";
 
-const BIN = join(import.meta.dirname, "..", "bin", "dreamgym");
-const run = (args: string[]) => spawnSync(process.execPath, [BIN, ...args], { encoding: "utf8", timeout: 300_000 });
-/** As `run`, without blocking this process's event loop (a test server in this process must answer). */
-const runAsync = (args: string[]) =>
-  new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
-    const child = spawn(process.execPath, [BIN, ...args]);
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d) => (stdout += d));
-    child.stderr.on("data", (d) => (stderr += d));
-    child.on("exit", (status) => resolve({ status, stdout, stderr }));
-  });
-const TIMING = new Set(["rolloutSeconds", "updateSeconds", "evalSeconds", "wallSeconds"]);
-const metricsOf = (dir: string) =>
-  readFileSync(join(dir, "metrics.jsonl"), "utf8").trim().split("\n").map((l) => {
-    const m = JSON.parse(l) as Record<string, unknown>;
-    for (const k of TIMING) delete m[k];
-    return m;
-  });
 /** Synthetic trajectories per iteration label, and transitions in all. */
 function bufferContent(dir: string) {
   const db = new Database(dir.endsWith(".db") ? dir : existsSync(join(dir, "buffer.db")) ? join(dir, "buffer.db") : join(dir, "seed.db"), { readonly: true });
@@ -70,21 +51,7 @@ test("dreamgym mode trains in the synthetic env; killed with SIGKILL and resumed
   seedDb.close();
 
   const killed = join(root, "killed");
-  const child = spawn(process.execPath, [BIN, ...ARGS, "--out", killed], { stdio: "ignore" });
-  const exited = new Promise((resolve) => child.on("exit", resolve));
-  const latest = join(killed, "checkpoints", "latest.json");
-  for (;;) {
-    if (existsSync(latest)) {
-      try {
-        if (JSON.parse(readFileSync(latest, "utf8")).iteration >= 2) break;
-      } catch {
-        // between write and rename
-      }
-    }
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-  child.kill("SIGKILL");
-  await exited;
+  await killAfterCheckpoint(ARGS, killed, 2);
   assert.ok(!existsSync(join(killed, "summary.json")), "killed before the end");
   const resumed = run(["train", "--resume", killed]);
   assert.equal(resumed.status, 0, resumed.stderr);

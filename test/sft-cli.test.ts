@@ -1,24 +1,12 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chatServer } from "../src/llm/test-chat-server.ts";
+import { BIN, runAsync } from "./helpers.ts";
 
-const BIN = join(import.meta.dirname, "..", "bin", "dreamgym");
-
-/** Runs the CLI without blocking this process (the teacher server lives in it). */
-function runAsync(args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [BIN, ...args], { stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d) => (stdout += d));
-    child.stderr.on("data", (d) => (stderr += d));
-    child.on("close", (status) => resolve({ status, stdout, stderr }));
-  });
-}
 
 test("sft build from the command line, with a teacher over the real protocol, and resume", async () => {
   const s = await chatServer({ reply: () => "Clicking the product opens its page." });

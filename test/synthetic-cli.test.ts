@@ -1,13 +1,11 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { run } from "./helpers.ts";
 import { readJsonlAll, type Trajectory } from "../src/core/index.ts";
 
-const BIN = join(import.meta.dirname, "..", "bin", "dreamgym");
-const run = (args: string[]) => spawnSync(process.execPath, [BIN, ...args], { encoding: "utf8", timeout: 120_000 });
 
 test("collect in the synthetic env: seed a buffer with abstract states, play episodes concurrently, hybrid rewards", async () => {
   const dir = mkdtempSync(join(tmpdir(), "dreamgym-syn-cli-"));

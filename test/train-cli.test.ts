@@ -1,26 +1,16 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { IterationMetrics } from "../src/rl/index.ts";
+import { killAfterCheckpoint, metricsOf, run } from "./helpers.ts";
 
-const BIN = join(import.meta.dirname, "..", "bin", "dreamgym");
-const run = (args: string[]) => spawnSync(process.execPath, [BIN, ...args], { encoding: "utf8", timeout: 300_000 });
 const ARGS = [
   "train", "--env", "webshop", "--mode", "real", "--algo", "grpo", "--budget", "6000", "--seed", "3",
   "--tasks-per-iter", "4", "--group", "4", "--concurrency", "2", "--eval-every", "3", "--eval-tasks", "10",
   "--final-eval-tasks", "30", "--checkpoint-every", "2", "--set", "policy.dim=4096", "--set", "grpo.klCoef=0.02",
 ];
-const TIMING = new Set(["rolloutSeconds", "updateSeconds", "evalSeconds", "wallSeconds"]);
-const metricsOf = (dir: string) =>
-  readFileSync(join(dir, "metrics.jsonl"), "utf8").trim().split("\n").map((l) => {
-    const m = JSON.parse(l) as Record<string, unknown>;
-    for (const k of TIMING) delete m[k];
-    return m;
-  });
-
 test("train writes a run folder; a run killed with SIGKILL resumes to the same results", async () => {
   const root = mkdtempSync(join(tmpdir(), "dreamgym-train-"));
   const whole = join(root, "whole");
@@ -47,21 +37,7 @@ test("train writes a run folder; a run killed with SIGKILL resumes to the same r
 
   // Kill a second run after its second checkpoint, then resume it.
   const killed = join(root, "killed");
-  const child = spawn(process.execPath, [BIN, ...ARGS, "--out", killed], { stdio: "ignore" });
-  const exited = new Promise((resolve) => child.on("exit", resolve));
-  const latest = join(killed, "checkpoints", "latest.json");
-  for (;;) {
-    if (existsSync(latest)) {
-      try {
-        if (JSON.parse(readFileSync(latest, "utf8")).iteration >= 4) break;
-      } catch {
-        // between write and rename: read again
-      }
-    }
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  child.kill("SIGKILL");
-  await exited;
+  await killAfterCheckpoint(ARGS, killed, 4);
   assert.ok(!existsSync(join(killed, "summary.json")), "the run was killed before it finished");
   const refused = run(["train", "--resume", killed, "--budget", "99999"]);
   assert.equal(refused.status, 2);

@@ -1,6 +1,6 @@
-import { existsSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
+import { existsSync, readdirSync, statSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
-import { DataError, InvalidConfigError, readJsonFile, readJsonl, JsonlWriter, type JsonlLineError, type Trajectory, type Transition } from "../core/index.ts";
+import { DataError, InvalidConfigError, readJsonFile, readJsonl, writeJsonlAtomic, type JsonlLineError, type Trajectory, type Transition } from "../core/index.ts";
 import type { SearchFilter } from "./buffer-types.ts";
 import type { ReplayBuffer } from "./replay-buffer.ts";
 import { parseTrajectory } from "./trajectory-schema.ts";
@@ -57,22 +57,14 @@ export async function importJsonl(buffer: ReplayBuffer, file: string, opts: Impo
  */
 export function exportJsonl(buffer: ReplayBuffer, file: string, filter: Pick<SearchFilter, "env" | "source"> = {}): number {
   if (resolve(file) === resolve(buffer.path)) throw new InvalidConfigError(`cannot export over the buffer file itself (${file})`);
-  const tmp = `${file}.${process.pid}.tmp`;
-  const out = new JsonlWriter(tmp, { append: false });
-  let n = 0;
-  try {
+  return writeJsonlAtomic(file, (out) => {
+    let n = 0;
     for (const t of buffer.trajectories(filter)) {
       out.write(t);
       n++;
     }
-    out.close();
-    renameSync(tmp, file);
-  } catch (e) {
-    out.close();
-    rmSync(tmp, { force: true });
-    throw e;
-  }
-  return n;
+    return n;
+  });
 }
 
 /**

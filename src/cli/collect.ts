@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { JsonlWriter } from "../core/index.ts";
 import { InvalidConfigError } from "../core/index.ts";
+import { defaultSplits } from "../envs/index.ts";
 import { parseIntOption, playEpisodes } from "./episodes.ts";
 import { playSyntheticEpisodes, type SyntheticEpisodesOptions } from "./synthetic-episodes.ts";
 
@@ -17,9 +18,6 @@ async function collectSynthetic(o: SyntheticEpisodesOptions & { out: string; app
     (out as JsonlWriter | null)?.close();
   }
 }
-
-/** The split `collect` uses when none is given: the training tasks. */
-const DEFAULT_COLLECT_SPLIT: Record<string, string> = { webshop: "train", alfworld: "valid_train" };
 
 export function registerCollect(program: Command): void {
   program
@@ -41,7 +39,7 @@ export function registerCollect(program: Command): void {
     .option("--hybrid", "with --experience: terminal rewards from the real env's verifier")
     .option("--cache <file>", "with a chat model: its response cache (SQLite)")
     .action(async (o) => {
-      o.split ??= DEFAULT_COLLECT_SPLIT[o.env] ?? "train";
+      o.split ??= defaultSplits(o.env).train;
       if (o.experience) return collectSynthetic(o);
       let out: JsonlWriter | null = null;
       let steps = 0;

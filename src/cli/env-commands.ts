@@ -1,11 +1,8 @@
 import { createInterface } from "node:readline";
 import type { Command } from "commander";
-import { createEnv, listEnvs, listPolicies, type EnvName } from "../envs/index.ts";
+import { createEnv, defaultSplits, listEnvs, listPolicies, type EnvName } from "../envs/index.ts";
 import { FREE_TEXT_SLOT, InvalidConfigError } from "../core/index.ts";
 import { parseIntOption, playEpisodes } from "./episodes.ts";
-
-/** The split `env eval` uses when none is given. */
-const DEFAULT_EVAL_SPLIT: Record<string, string> = { webshop: "test", alfworld: "valid_unseen" };
 
 export function registerEnvCommands(program: Command): void {
   const env = program.command("env").description("work with the real environments");
@@ -26,7 +23,7 @@ export function registerEnvCommands(program: Command): void {
     .option("--data <dir>", "data folder")
     .option("--json", "print the result as JSON")
     .action(async (o) => {
-      const split = o.split ?? DEFAULT_EVAL_SPLIT[o.env] ?? "test";
+      const split = o.split ?? defaultSplits(o.env).eval;
       // Success per task type, where tasks have one (ALFWorld's six).
       const byType = new Map<string, [number, number]>();
       const r = await playEpisodes({ ...o, split, env: o.env, policy: o.policy }, `eval ${o.policy}`, (t) => {
@@ -52,7 +49,7 @@ export function registerEnvCommands(program: Command): void {
     .option("--seed <n>", "seed for picking a task", parseIntOption("seed"), 0)
     .option("--data <dir>", "data folder")
     .action(async (name: string, o) => {
-      o.split ??= DEFAULT_EVAL_SPLIT[name] ?? "test";
+      o.split ??= defaultSplits(name).eval;
       const e = createEnv(name as EnvName, { dataDir: o.data, split: o.split });
       const tasks = e.tasks();
       const task = o.task === undefined ? undefined : tasks[o.task];

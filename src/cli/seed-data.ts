@@ -2,30 +2,19 @@ import { join } from "node:path";
 import { JsonlWriter } from "../core/index.ts";
 import { ReplayBuffer } from "../buffer/index.ts";
 import { importJsonl } from "../buffer/importers.ts";
-import { createEnv, createPolicy, runEpisode, syntheticSupport } from "../envs/index.ts";
+import { createEnv, syntheticSupport } from "../envs/index.ts";
 import { abstractTrajectory } from "../experience/index.ts";
-import { progressBar } from "./progress.ts";
+import { playEpisodes } from "./episodes.ts";
 
-/** Plays `episodes` of a scripted policy over a split, in task order; returns score ×100 and success. */
+/** Plays `episodes` of a scripted policy over a WebShop split, in task order; returns score ×100 and success. */
 export async function playScripted(policyName: string, split: "train" | "test", episodes: number, out?: string): Promise<{ score: number; success: number }> {
-  const env = createEnv("webshop", { split });
-  const policy = createPolicy("webshop", policyName, env, { seed: 0 });
-  const tasks = env.tasks();
   const writer = out ? new JsonlWriter(out, { append: false }) : undefined;
-  const bar = progressBar(`${policyName} ${split}`, episodes);
-  let reward = 0;
-  let success = 0;
-  for (let i = 0; i < episodes; i++) {
-    const t = await runEpisode(env, policy, { envName: "webshop", task: tasks[i % tasks.length], seed: i });
-    reward += t.total_reward;
-    success += t.success ? 1 : 0;
-    writer?.write(t);
-    bar.update(i + 1);
+  try {
+    const r = await playEpisodes({ env: "webshop", policy: policyName, split, episodes }, `${policyName} ${split}`, (t) => writer?.write(t));
+    return { score: 100 * r.score, success: r.success };
+  } finally {
+    writer?.close();
   }
-  bar.stop();
-  writer?.close();
-  await env.close();
-  return { score: (100 * reward) / episodes, success: success / episodes };
 }
 
 /**

@@ -1,4 +1,4 @@
-import { createReadStream, promises as fsp, readFileSync, openSync, writeSync, fsyncSync, closeSync, existsSync, statSync, readSync, ftruncateSync } from "node:fs";
+import { createReadStream, promises as fsp, readFileSync, openSync, writeSync, fsyncSync, closeSync, existsSync, statSync, readSync, ftruncateSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { DataError } from "./errors.ts";
 
 /** A line that could not be parsed, reported with its 1-based line number. */
@@ -93,6 +93,38 @@ export class JsonlWriter {
     this.sync();
     closeSync(this.fd);
     this.fd = -1;
+  }
+}
+
+/** Writes a file beside its target, flushes it to disk, renames it over the target: readers see the old file or the new one. */
+export function writeFileAtomic(file: string, data: string | Uint8Array): void {
+  const tmp = `${file}.${process.pid}.tmp`;
+  const fd = openSync(tmp, "w");
+  try {
+    writeFileSync(fd, data);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(tmp, file);
+}
+
+/**
+ * Writes JSONL through `write` into a file beside `file`, then renames it into place: the file
+ * appears whole or not at all, and a failure leaves any old one as it was.
+ */
+export function writeJsonlAtomic<T>(file: string, write: (out: JsonlWriter) => T): T {
+  const tmp = `${file}.${process.pid}.tmp`;
+  const out = new JsonlWriter(tmp, { append: false });
+  try {
+    const result = write(out);
+    out.close();
+    renameSync(tmp, file);
+    return result;
+  } catch (e) {
+    out.close();
+    rmSync(tmp, { force: true });
+    throw e;
   }
 }
 

@@ -29,6 +29,7 @@ const REGISTRY = {
   webshop: {
     description: "WebShop (small setting): 1,000 products, 6,910 synthetic goals, text observations",
     create: (opts: WebShopOptions) => new WebShopEnv(opts),
+    splits: { train: "train", eval: "test" },
     policies: ["oracle", "rule", "random"],
     synthetic: (env: WebShopEnv): SyntheticSupport => ({
       abstraction: webshopAbstraction(env.catalogue),
@@ -40,6 +41,7 @@ const REGISTRY = {
   alfworld: {
     description: "ALFWorld (text): household tasks from PDDL games, 134 unseen + 140 seen evaluation games, 200 training games",
     create: (opts: AlfWorldOptions) => new AlfWorldEnv(opts),
+    splits: { train: "valid_train", eval: "valid_unseen" },
     policies: ["expert", "random"],
     synthetic: (env: AlfWorldEnv): SyntheticSupport => ({
       abstraction: alfworldAbstraction,
@@ -72,6 +74,11 @@ export function createEnv<N extends EnvName>(name: N, options?: EnvOptions<N>): 
 /** The state abstraction, start states and verifier that a synthetic version of an env instance uses. */
 export function syntheticSupport(envName: string, env: Env): SyntheticSupport {
   return entry(envName).synthetic(env as never);
+}
+
+/** The splits an env trains and evaluates on when none is given (unknown envs: "train" / "test"; `createEnv` names them). */
+export function defaultSplits(envName: string): { train: string; eval: string } {
+  return Object.hasOwn(REGISTRY, envName) ? REGISTRY[envName as EnvName].splits : { train: "train", eval: "test" };
 }
 
 /** The scripted policies an env offers (for `collect` and `env eval`). */

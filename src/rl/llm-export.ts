@@ -1,5 +1,4 @@
-import { renameSync, rmSync } from "node:fs";
-import { JsonlWriter } from "../core/index.ts";
+import { writeJsonlAtomic } from "../core/index.ts";
 import type { Episode } from "./episode.ts";
 import { groupAdvantages } from "./grpo.ts";
 import type { LlmStepRecord } from "./llm-policy.ts";
@@ -24,12 +23,10 @@ export function exportForTrainer(
   groups: readonly (readonly Episode<LlmStepRecord>[])[], file: string, opts: TrainerExportOptions,
 ): { groups: number; episodes: number; steps: number; lines: number } {
   const format = opts.format ?? "steps";
-  const tmp = `${file}.${process.pid}.tmp`;
-  const out = new JsonlWriter(tmp, { append: false });
   let episodes = 0;
   let steps = 0;
   let lines = 0;
-  try {
+  writeJsonlAtomic(file, (out) => {
     groups.forEach((group, g) => {
       const advantages = groupAdvantages(group.map((e) => e.totalReward), opts.advantageEps);
       group.forEach((e, rollout) => {
@@ -54,12 +51,6 @@ export function exportForTrainer(
         steps += e.steps.length;
       });
     });
-    out.close();
-    renameSync(tmp, file);
-  } catch (e) {
-    out.close();
-    rmSync(tmp, { force: true });
-    throw e;
-  }
+  });
   return { groups: groups.length, episodes, steps, lines };
 }

@@ -1,4 +1,5 @@
-import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
+import { writeFileAtomic } from "../core/index.ts";
 import { join } from "node:path";
 import type { IterationMetrics } from "./trainer.ts";
 
@@ -8,13 +9,7 @@ import type { IterationMetrics } from "./trainer.ts";
  * iterations and against real interactions.
  */
 export function writeReport(runDir: string): void {
-  const metrics = readFileSync(join(runDir, "metrics.jsonl"), "utf8").split("\n").filter((l) => l.trim()).flatMap((l) => {
-    try {
-      return [JSON.parse(l) as IterationMetrics];
-    } catch {
-      return [];
-    }
-  });
+  const metrics = readMetrics(runDir);
   const config = JSON.parse(readFileSync(join(runDir, "config.json"), "utf8")) as Record<string, unknown>;
   const summaryFile = join(runDir, "summary.json");
   const summary = existsSync(summaryFile) ? (JSON.parse(readFileSync(summaryFile, "utf8")) as Record<string, unknown>) : undefined;
@@ -58,9 +53,20 @@ ${axes.map((x, i) => `<h2>Against ${x === "iteration" ? "iterations" : LABELS[x]
 <h2>Config</h2><pre>${escape(JSON.stringify(config, null, 2))}</pre>
 </body></html>
 `;
-  const file = join(runDir, "report.html");
-  writeFileSync(`${file}.tmp`, html);
-  renameSync(`${file}.tmp`, file);
+  writeFileAtomic(join(runDir, "report.html"), html);
+}
+
+/** The metrics of a run folder, in order (a torn last line, left by a kill, is skipped). */
+export function readMetrics(runDir: string): IterationMetrics[] {
+  const file = join(runDir, "metrics.jsonl");
+  if (!existsSync(file)) return [];
+  return readFileSync(file, "utf8").split("\n").filter((l) => l.trim()).flatMap((l) => {
+    try {
+      return [JSON.parse(l) as IterationMetrics];
+    } catch {
+      return [];
+    }
+  });
 }
 
 interface Series {

@@ -1,10 +1,10 @@
-import { appendFileSync, closeSync, copyFileSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
-import { abstractEnv, DataError, InvalidConfigError, Rng, type Env, type Task, type Trajectory } from "../core/index.ts";
+import { abstractEnv, DataError, InvalidConfigError, Rng, writeFileAtomic, type Env, type Task, type Trajectory } from "../core/index.ts";
 import { ReplayBuffer } from "../buffer/index.ts";
 import { Curriculum, curriculumConfigSchema, LlmTaskGenerator, WebShopTaskGenerator, type TaskGenerator } from "../curriculum/index.ts";
-import { createEnv, syntheticSupport, type EnvName } from "../envs/index.ts";
+import { createEnv, defaultSplits, syntheticSupport, type EnvName } from "../envs/index.ts";
 import type { WebShopEnv } from "../envs/webshop/index.ts";
 import { EmbeddedExperienceModel, ReasoningExperienceModel, SyntheticEnv, type ExperienceModel } from "../experience/index.ts";
 import { createChatModel, type ChatModel, type ModelStats } from "../llm/index.ts";
@@ -13,7 +13,7 @@ import { deriveSeed, playEpisodes, type Episode } from "./episode.ts";
 import { grpoConfigSchema, grpoUpdate } from "./grpo.ts";
 import { NeuralPolicy, type NeuralStepRecord } from "./neural-policy.ts";
 import { ppoConfigSchema, ppoUpdate } from "./ppo.ts";
-import { writeReport } from "./report.ts";
+import { readMetrics, writeReport } from "./report.ts";
 
 export const trainConfigSchema = z.strictObject({
   env: z.string().default("webshop"),
@@ -74,12 +74,8 @@ export const trainConfigSchema = z.strictObject({
 });
 /** The config with each env's default splits filled in (what config.json stores). */
 export type TrainConfig = z.infer<typeof trainConfigSchema> & { trainSplit: string; evalSplit: string };
-const DEFAULT_SPLITS: Record<string, { train: string; eval: string }> = {
-  webshop: { train: "train", eval: "test" },
-  alfworld: { train: "valid_train", eval: "valid_unseen" },
-};
 function withSplits(c: z.infer<typeof trainConfigSchema>): TrainConfig {
-  const d = DEFAULT_SPLITS[c.env] ?? { train: "train", eval: "test" };
+  const d = defaultSplits(c.env);
   return { ...c, trainSplit: c.trainSplit ?? d.train, evalSplit: c.evalSplit ?? d.eval };
 }
 export type TrainConfigInput = z.input<typeof trainConfigSchema>;
@@ -197,7 +193,7 @@ export async function train(runDir: string, input: TrainConfigInput, hooks: Trai
   }
   // config.json last: a folder holds a run once it is whole.
   const runId = `${Date.now().toString(36)}${process.pid.toString(36)}`;
-  writeDurably(join(runDir, "config.json"), Buffer.from(JSON.stringify({ ...config, runId, createdAt: new Date().toISOString() }, null, 2) + "\n"));
+  writeFileAtomic(join(runDir, "config.json"), JSON.stringify({ ...config, runId, createdAt: new Date().toISOString() }, null, 2) + "\n");
   return runTraining(runDir, config, runId, undefined, hooks);
 }
 
@@ -209,8 +205,7 @@ export async function resumeTraining(runDir: string, hooks: TrainHooks = {}): Pr
   const config = withSplits(parseConfig(trainConfigSchema, stored, `config of ${configFile}`));
   const latestFile = join(runDir, "checkpoints", "latest.json");
   const latest: LatestCheckpoint | undefined = existsSync(latestFile) ? JSON.parse(readFileSync(latestFile, "utf8")) : undefined;
-  // Lines after the checkpoint are replayed, so drop them (and a torn last line).
-  truncateMetrics(join(runDir, "metrics.jsonl"), latest?.iteration ?? 0);
+  truncateMetrics(runDir, latest?.iteration ?? 0);
   if (config.mode !== "real") {
     // Synthetic episodes the killed run stored after its checkpoint are written again by the replay.
     const buffer = ReplayBuffer.open(join(runDir, "buffer.db"));
@@ -431,52 +426,19 @@ export async function evaluate(policy: NeuralPolicy, pool: { envs: Env[]; tasks:
 function saveCheckpoint(runDir: string, policy: NeuralPolicy, state: RunState, curriculum: Curriculum | undefined): void {
   const dir = join(runDir, "checkpoints");
   const policyFile = `iter-${String(state.iteration).padStart(6, "0")}.policy`;
-  writeDurably(join(dir, policyFile), policy.save());
+  writeFileAtomic(join(dir, policyFile), policy.save());
   const latest: LatestCheckpoint = { iteration: state.iteration, policyFile, state, ...(curriculum ? { curriculum: curriculum.toJSON() } : {}) };
-  writeDurably(join(dir, "latest.json"), Buffer.from(JSON.stringify(latest, null, 2) + "\n"));
+  writeFileAtomic(join(dir, "latest.json"), JSON.stringify(latest, null, 2) + "\n");
   // Keep the last two policy files.
   const old = readdirSync(dir).filter((f) => /^iter-\d+\.policy$/.test(f)).sort().slice(0, -2);
   for (const f of old) rmSync(join(dir, f), { force: true });
 }
 
-/** Write to a temporary file, flush it to disk, rename over the target: a reader sees the old or the new file. */
-function writeDurably(file: string, bytes: Uint8Array): void {
-  const tmp = `${file}.tmp`;
-  const fd = openSync(tmp, "w");
-  try {
-    writeFileSync(fd, bytes);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(tmp, file);
-}
-
-function truncateMetrics(file: string, iteration: number): void {
-  if (!existsSync(file)) return;
-  const keep: string[] = [];
-  for (const line of readFileSync(file, "utf8").split("\n")) {
-    if (!line.trim()) continue;
-    try {
-      if ((JSON.parse(line) as IterationMetrics).iteration <= iteration) keep.push(line);
-    } catch {
-      // A torn line from a kill mid-write.
-    }
-  }
-  writeDurably(file, Buffer.from(keep.map((l) => l + "\n").join("")));
-}
-
-/** The metrics of a run folder, in order. */
-export function readMetrics(runDir: string): IterationMetrics[] {
-  const file = join(runDir, "metrics.jsonl");
-  if (!existsSync(file)) return [];
-  return readFileSync(file, "utf8").split("\n").filter((l) => l.trim()).flatMap((l) => {
-    try {
-      return [JSON.parse(l) as IterationMetrics];
-    } catch {
-      return [];
-    }
-  });
+/** Lines after the checkpoint are replayed, so they go (and a torn last line with them). */
+function truncateMetrics(runDir: string, iteration: number): void {
+  if (!existsSync(join(runDir, "metrics.jsonl"))) return;
+  const keep = readMetrics(runDir).filter((m) => m.iteration <= iteration);
+  writeFileAtomic(join(runDir, "metrics.jsonl"), keep.map((m) => JSON.stringify(m) + "\n").join(""));
 }
 
 const mean = (xs: number[]) => (xs.length === 0 ? 0 : xs.reduce((s, x) => s + x, 0) / xs.length);

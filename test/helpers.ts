@@ -1,0 +1,50 @@
+// Shared by the end-to-end CLI tests: the real `bin/dreamgym` in a child process, as a user runs it.
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+
+export const BIN = join(import.meta.dirname, "..", "bin", "dreamgym");
+
+export const run = (args: string[], input?: string, env: NodeJS.ProcessEnv = process.env) =>
+  spawnSync(process.execPath, [BIN, ...args], { encoding: "utf8", input, env, timeout: 300_000 });
+
+/** As `run`, without blocking this process's event loop (a test server in this process must answer). */
+export function runAsync(args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [BIN, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d) => (stdout += d));
+    child.stderr.on("data", (d) => (stderr += d));
+    child.on("close", (status) => resolve({ status, stdout, stderr }));
+  });
+}
+
+const TIMING = new Set(["rolloutSeconds", "updateSeconds", "evalSeconds", "wallSeconds"]);
+
+/** A run's metrics lines without their timings (which differ between runs that are otherwise equal). */
+export const metricsOf = (dir: string) =>
+  readFileSync(join(dir, "metrics.jsonl"), "utf8").trim().split("\n").map((l) => {
+    const m = JSON.parse(l) as Record<string, unknown>;
+    for (const k of TIMING) delete m[k];
+    return m;
+  });
+
+/** Starts `dreamgym <args> --out out` and kills it with SIGKILL once its checkpoint reaches `iteration`. */
+export async function killAfterCheckpoint(args: string[], out: string, iteration: number): Promise<void> {
+  const child = spawn(process.execPath, [BIN, ...args, "--out", out], { stdio: "ignore" });
+  const exited = new Promise((resolve) => child.on("exit", resolve));
+  const latest = join(out, "checkpoints", "latest.json");
+  for (;;) {
+    if (existsSync(latest)) {
+      try {
+        if (JSON.parse(readFileSync(latest, "utf8")).iteration >= iteration) break;
+      } catch {
+        // between write and rename: read again
+      }
+    }
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  child.kill("SIGKILL");
+  await exited;
+}
