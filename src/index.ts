@@ -1,7 +1,10 @@
 /** dreamgym's library API. Subpaths (`dreamgym/core`, `dreamgym/envs`, `dreamgym/envs/webshop`, `dreamgym/buffer`, `dreamgym/llm`, `dreamgym/experience`) give the rest. */
 export * from "./core/index.ts";
-export { createEnv, listEnvs, listPolicies, createPolicy, runEpisode, RandomPolicy, resolveDataDir } from "./envs/index.ts";
-export type { EnvName, ActingPolicy, ActContext, EpisodeOptions } from "./envs/index.ts";
+export {
+  createEnv, registerEnv, unregisterEnv, listEnvs, listPolicies, createPolicy, syntheticSupport, envTasks, defaultSplits, loadEnvModules,
+  actionVocabulary, runEpisode, RandomPolicy, resolveDataDir,
+} from "./envs/index.ts";
+export type { EnvName, EnvSpec, CommonEnvOptions, SyntheticSupport, ActingPolicy, ActContext, EpisodeOptions } from "./envs/index.ts";
 export { WebShopEnv } from "./envs/webshop/index.ts";
 export type { WebShopOptions, WebShopTask } from "./envs/webshop/index.ts";
 export {
@@ -11,4 +14,4 @@ export type { Embedder, SearchOptions, SearchResult, SearchFilter, StoredTransit
 export { OpenAIChatModel, createChatModel, ResponseCache } from "./llm/index.ts";
 export type { ChatModel, ChatMessage, ChatRequest, ChatResponse, ModelStats } from "./llm/index.ts";
 export { EmbeddedExperienceModel, SyntheticEnv, abstractTrajectory } from "./experience/index.ts";
-export type { ExperienceModel, PredictInput, Prediction, Demo, SyntheticEnvOptions, Verifier } from "./experience/index.ts";
+export type { ExperienceModel, PredictInput, Prediction, Demo, SyntheticEnvOptions } from "./experience/index.ts";

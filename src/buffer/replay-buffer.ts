@@ -429,6 +429,13 @@ export class ReplayBuffer {
     return Number((this.sql(`SELECT count(*) AS n FROM transitions ${where}`).get(...args) as Row).n);
   }
 
+  /** The distinct actions taken (optionally filtered), sorted: e.g. a free-text env's command vocabulary. */
+  actions(filter: SearchFilter = {}): string[] {
+    this.checkOpen();
+    const { where, args } = whereOf(filter);
+    return (this.sql(`SELECT DISTINCT action FROM transitions ${where} ORDER BY action`).all(...args) as Row[]).map((r) => String(r.action));
+  }
+
   countTrajectories(): number {
     return Number((this.sql("SELECT count(*) AS n FROM trajectories").get() as Row).n);
   }

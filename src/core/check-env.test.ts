@@ -39,3 +39,37 @@ for (const flaw of ["invalid-not-flagged", "nondeterministic", "reset-after-clos
     await assert.rejects(checkEnv(toyEnv(flaw)), /checkEnv:/);
   });
 }
+
+/** A parser game: lists no actions, answers nonsense with its own text. */
+function parserEnv(flaw?: "leaks-on-failure"): Env & { closed: boolean } {
+  let n = 0;
+  const env = {
+    closed: false,
+    async reset() {
+      if (env.closed) throw new ClosedEnvironmentError();
+      n = 0;
+      return { observation: "room 0", info: {} };
+    },
+    async step(action: string): Promise<StepResult> {
+      if (action === "look") return { observation: `room ${++n}`, reward: 0.5, terminated: false, truncated: false, info: {} };
+      return { observation: flaw ? "room 0" : "I don't understand that.", reward: 0, terminated: false, truncated: false, info: { invalid: true } };
+    },
+    availableActions: () => undefined,
+    async close() {
+      env.closed = true;
+    },
+  };
+  return env;
+}
+
+test("checkEnv: free-text envs are probed with commands, and the invalid answer can be a predicate or pattern", async () => {
+  await checkEnv(parserEnv(), { probeActions: ["look"], invalidFeedback: (o) => o.startsWith("I don't understand") });
+  await checkEnv(parserEnv(), { probeActions: ["look"], invalidFeedback: /^I don't understand/ });
+  await assert.rejects(checkEnv(parserEnv(), { probeActions: ["look"] }), /must not change the observation/);
+});
+
+test("checkEnv closes the env when a check fails", async () => {
+  const env = parserEnv("leaks-on-failure");
+  await assert.rejects(checkEnv(env, { probeActions: ["look"], invalidFeedback: "Nothing happens." }), /must answer "Nothing happens\."/);
+  assert.equal(env.closed, true);
+});

@@ -1,4 +1,5 @@
-export type { Action, Observation, StepInfo, Task, Transition, Trajectory, ExperienceSource } from "./types.ts";
+export type { Action, Observation, StepInfo, Task, Transition, Trajectory, ExperienceSource, RewardSpec } from "./types.ts";
+export { OUTCOME_REWARDS } from "./types.ts";
 export type { Env, ResetOptions, ResetResult, StepResult } from "./env.ts";
 export { FREE_TEXT_SLOT } from "./env.ts";
 export { Rng } from "./rng.ts";
@@ -9,5 +10,7 @@ export {
 } from "./errors.ts";
 export { checkEnv } from "./check-env.ts";
 export type { CheckEnvOptions } from "./check-env.ts";
-export { abstractEnv } from "./state-abstraction.ts";
-export type { StateAbstraction } from "./state-abstraction.ts";
+export { abstractEnv, isAbstractState } from "./state-abstraction.ts";
+export { withActions } from "./with-actions.ts";
+export type { ActionSource } from "./with-actions.ts";
+export type { StateAbstraction, Verifier } from "./state-abstraction.ts";

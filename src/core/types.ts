@@ -51,3 +51,19 @@ export interface Trajectory {
   /** ISO-8601 time. */
   created_at: string;
 }
+
+/**
+ * What an env's rewards look like: the range of one step's reward, and whether rewards come only
+ * when an episode ends (outcome, as WebShop and ALFWorld) or on any step (dense, e.g. a game score).
+ */
+export interface RewardSpec {
+  /** @default 0 */
+  min: number;
+  /** @default 1 */
+  max: number;
+  /** Rewards on any step, not only the ending one. @default false */
+  dense: boolean;
+}
+
+/** Outcome rewards in [0, 1]: 1 only when the task is completed (WebShop, ALFWorld). */
+export const OUTCOME_REWARDS: RewardSpec = Object.freeze({ min: 0, max: 1, dense: false });

@@ -1,106 +1,66 @@
-import { InvalidConfigError, type Env, type StateAbstraction, type Task } from "../core/index.ts";
+import type { Env } from "../core/index.ts";
 import { OraclePolicy, RulePolicy, WebShopEnv, webshopAbstraction, webshopStartPage, webshopVerifier, type WebShopOptions } from "./webshop/index.ts";
-import { RandomPolicy, type ActingPolicy } from "./policies.ts";
 import { AlfWorldEnv, AlfWorldExpert, alfworldAbstraction, type AlfWorldOptions } from "./alfworld/index.ts";
+import { envEntry, registerBuiltin, type CommonEnvOptions } from "./registry.ts";
 
-/** Options every environment understands; each env adds its own. */
-export interface CommonEnvOptions {
-  /** The data root; else `$DREAMGYM_DATA`, else `../shared/data` when it exists. */
-  dataDir?: string;
-  /** The task split that `reset()` samples from. */
-  split?: string;
-  /** Steps before truncation. */
-  maxSteps?: number;
+// The built-in envs register through the same door as a user's.
+registerBuiltin<WebShopEnv>("webshop", {
+  description: "WebShop (small setting): 1,000 products, 6,910 synthetic goals, text observations",
+  create: (opts) => new WebShopEnv(opts as WebShopOptions),
+  tasks: (env) => env.tasks(),
+  splits: { train: "train", eval: "test" },
+  policies: { oracle: (env) => new OraclePolicy(env), rule: () => new RulePolicy() },
+  synthetic: (env) => ({
+    abstraction: webshopAbstraction(env.catalogue),
+    initialState: webshopStartPage,
+    verifier: webshopVerifier(env.catalogue),
+    policies: ["rule", "random"],
+  }),
+});
+registerBuiltin<AlfWorldEnv>("alfworld", {
+  description: "ALFWorld (text): household tasks from PDDL games, 134 unseen + 140 seen evaluation games, 200 training games",
+  create: (opts) => new AlfWorldEnv(opts as AlfWorldOptions),
+  tasks: (env) => env.tasks(),
+  splits: { train: "valid_train", eval: "valid_unseen" },
+  policies: { expert: (env) => new AlfWorldExpert(env) },
+  synthetic: (env) => ({ abstraction: alfworldAbstraction, initialState: (task) => env.introOf(task) }),
+  check: { invalidFeedback: "Nothing happens." },
+});
+
+/** The built-in envs, their options and instances (a registered env is an `Env` with common options). */
+export interface BuiltinEnvs {
+  webshop: { options: WebShopOptions; env: WebShopEnv };
+  alfworld: { options: AlfWorldOptions; env: AlfWorldEnv };
 }
-
-/** What a synthetic version of an env needs from the real one. */
-export interface SyntheticSupport {
-  abstraction: StateAbstraction;
-  /** The abstract start state of a task. */
-  initialState: (task: Task) => string;
-  /** Hybrid mode: the real env's verdict on a step, where it has one. */
-  verifier?: (task: Task, history: { state: string; action: string }[], state: string, action: string) => { reward: number; terminated: boolean } | null;
-  /** Scripted policies that can play the synthetic env (those that need the real env's state cannot). */
-  policies: readonly string[];
-}
-
-/** The registry: name → factory and the scripted policies that can play it. */
-const REGISTRY = {
-  webshop: {
-    description: "WebShop (small setting): 1,000 products, 6,910 synthetic goals, text observations",
-    create: (opts: WebShopOptions) => new WebShopEnv(opts),
-    splits: { train: "train", eval: "test" },
-    policies: ["oracle", "rule", "random"],
-    synthetic: (env: WebShopEnv): SyntheticSupport => ({
-      abstraction: webshopAbstraction(env.catalogue),
-      initialState: webshopStartPage,
-      verifier: webshopVerifier(env.catalogue),
-      policies: ["rule", "random"],
-    }),
-  },
-  alfworld: {
-    description: "ALFWorld (text): household tasks from PDDL games, 134 unseen + 140 seen evaluation games, 200 training games",
-    create: (opts: AlfWorldOptions) => new AlfWorldEnv(opts),
-    splits: { train: "valid_train", eval: "valid_unseen" },
-    policies: ["expert", "random"],
-    synthetic: (env: AlfWorldEnv): SyntheticSupport => ({
-      abstraction: alfworldAbstraction,
-      initialState: (task: Task) => env.introOf(task),
-      policies: [],
-    }),
-  },
-} as const;
-
-export type EnvName = keyof typeof REGISTRY;
-export type EnvOptions<N extends EnvName> = Parameters<(typeof REGISTRY)[N]["create"]>[0];
-export type EnvInstance<N extends EnvName> = ReturnType<(typeof REGISTRY)[N]["create"]>;
-
-export function listEnvs(): { name: EnvName; description: string }[] {
-  return (Object.keys(REGISTRY) as EnvName[]).map((name) => ({ name, description: REGISTRY[name].description }));
-}
-
-function entry(name: string) {
-  if (!Object.hasOwn(REGISTRY, name)) {
-    throw new InvalidConfigError(`unknown environment "${name}" (known: ${Object.keys(REGISTRY).join(", ")})`);
-  }
-  return REGISTRY[name as EnvName];
-}
+export type EnvName = keyof BuiltinEnvs;
 
 /** Creates an environment by name. Catalogues and indexes are shared between envs of one data folder. */
-export function createEnv<N extends EnvName>(name: N, options?: EnvOptions<N>): EnvInstance<N> {
-  return entry(name).create((options ?? {}) as never) as EnvInstance<N>;
+export function createEnv<N extends EnvName>(name: N, options?: BuiltinEnvs[N]["options"]): BuiltinEnvs[N]["env"];
+export function createEnv(name: string, options?: CommonEnvOptions & Record<string, unknown>): Env;
+export function createEnv(name: string, options: CommonEnvOptions & Record<string, unknown> = {}): Env {
+  return envEntry(name).spec.create(options);
 }
 
-/** The state abstraction, start states and verifier that a synthetic version of an env instance uses. */
-export function syntheticSupport(envName: string, env: Env): SyntheticSupport {
-  return entry(envName).synthetic(env as never);
-}
-
-/** The splits an env trains and evaluates on when none is given (unknown envs: "train" / "test"; `createEnv` names them). */
-export function defaultSplits(envName: string): { train: string; eval: string } {
-  return Object.hasOwn(REGISTRY, envName) ? REGISTRY[envName as EnvName].splits : { train: "train", eval: "test" };
+/** The splits an env trains and evaluates on when none is given. */
+export function defaultSplits(name: string): { train: string; eval: string } {
+  return envEntry(name).splits;
 }
 
 /** The scripted policies an env offers (for `collect` and `env eval`). */
-export function listPolicies(envName: string): readonly string[] {
-  return entry(envName).policies;
+export function listPolicies(name: string): readonly string[] {
+  return envEntry(name).policies;
 }
 
-/** Builds a scripted policy for an env instance. */
-export function createPolicy(envName: string, policy: string, env: Env, opts: { seed?: number } = {}): ActingPolicy {
-  const known = entry(envName).policies as readonly string[];
-  if (!known.includes(policy)) throw new InvalidConfigError(`unknown policy "${policy}" for ${envName} (known: ${known.join(", ")})`);
-  switch (policy) {
-    case "random": return new RandomPolicy(opts.seed ?? 0);
-    case "rule": return new RulePolicy();
-    case "oracle": return new OraclePolicy(env as WebShopEnv);
-    case "expert": return new AlfWorldExpert(env as AlfWorldEnv);
-    default: throw new InvalidConfigError(`unknown policy "${policy}"`);
-  }
-}
-
+export {
+  registerEnv, unregisterEnv, envEntry, envNames, listEnvs, envTasks, syntheticSupport, hasSyntheticSupport, createPolicy,
+} from "./registry.ts";
+export type { EnvSpec, EnvEntry, CommonEnvOptions, SyntheticSupport } from "./registry.ts";
 export { resolveDataDir, PACKAGE_ROOT } from "./data-dir.ts";
 export { RandomPolicy } from "./policies.ts";
 export type { ActingPolicy, ActContext } from "./policies.ts";
 export { runEpisode } from "./rollout.ts";
 export type { EpisodeOptions } from "./rollout.ts";
+export { loadEnvModules } from "./env-modules.ts";
+export { actionVocabulary } from "./action-vocabulary.ts";
+export type { ActionVocabularyOptions } from "./action-vocabulary.ts";
+export { successRule } from "./rollout.ts";

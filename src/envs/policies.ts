@@ -1,4 +1,4 @@
-import { FREE_TEXT_SLOT, Rng, type StepInfo, type Task } from "../core/index.ts";
+import { FREE_TEXT_SLOT, InvalidConfigError, Rng, type ActionSource, type StepInfo, type Task } from "../core/index.ts";
 
 /** What a scripted policy sees before it acts. */
 export interface ActContext {
@@ -21,15 +21,19 @@ export interface ActingPolicy {
   act(ctx: ActContext): string | Promise<string>;
 }
 
-/** Uniform over the listed actions; a free-text slot is filled with the task instruction. */
+/**
+ * Uniform over the listed actions (else over `candidates` of the state, for a free-text env); a
+ * free-text slot is filled with the task instruction.
+ */
 export class RandomPolicy implements ActingPolicy {
   readonly name = "random";
   private rng: Rng;
-  constructor(seed = 0) {
+  constructor(seed = 0, private readonly candidates?: ActionSource) {
     this.rng = new Rng(seed);
   }
-  act({ actions, task }: ActContext): string {
-    if (!actions || actions.length === 0) throw new Error("random policy needs an env that lists its actions");
-    return this.rng.choice(actions).replace(FREE_TEXT_SLOT, task.instruction);
+  act({ actions, task, observation }: ActContext): string {
+    const pool = actions ?? this.candidates?.(observation, task);
+    if (!pool || pool.length === 0) throw new InvalidConfigError("the random policy needs an env that lists its actions, or candidate actions (the env spec's candidateActions)");
+    return this.rng.choice(pool).replace(FREE_TEXT_SLOT, task.instruction);
   }
 }

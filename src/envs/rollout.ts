@@ -1,13 +1,19 @@
 import type { Env, Task, Trajectory, Transition } from "../core/index.ts";
 import type { ActingPolicy } from "./policies.ts";
+import { envNames, envEntry } from "./registry.ts";
+
+/** The env's success rule when it is registered, else a return of at least 1. */
+export function successRule(envName: string): (totalReward: number) => boolean {
+  return envNames().includes(envName) ? envEntry(envName).success : (total) => total >= 1 - 1e-9;
+}
 
 export interface EpisodeOptions {
   /** The env's registry name, recorded in the trajectory. */
   envName: string;
   task?: Task;
   seed?: number;
-  /** A reward at or above this counts as success. @default 1 */
-  successThreshold?: number;
+  /** Whether a return counts as success. @default the registered env's rule (else a return ≥ 1) */
+  isSuccess?: (totalReward: number) => boolean;
 }
 
 /** Plays one episode of `policy` in `env` and returns it as a trajectory record. */
@@ -38,7 +44,7 @@ export async function runEpisode(env: Env, policy: ActingPolicy, opts: EpisodeOp
     task,
     steps,
     total_reward: total,
-    success: total >= (opts.successThreshold ?? 1) - 1e-9,
+    success: (opts.isSuccess ?? successRule(opts.envName))(total),
     source: "real",
     policy: policy.name,
     created_at: new Date().toISOString(),

@@ -1,8 +1,10 @@
-import type { StateAbstraction } from "../core/index.ts";
+import { OUTCOME_REWARDS, type RewardSpec, type StateAbstraction } from "../core/index.ts";
 import type { Demo, ExperienceModel, PredictInput, Prediction } from "./experience-model.ts";
 
 export interface EmbeddedModelOptions {
   abstraction: StateAbstraction;
+  /** The env's rewards: with dense rewards every step gets its demo's reward. @default outcome rewards in [0, 1] */
+  rewards?: RewardSpec;
   /** Below this similarity no demo is trusted and the step fails. @default 0.2 */
   minScore?: number;
 }
@@ -25,9 +27,11 @@ export class EmbeddedExperienceModel implements ExperienceModel {
   readonly id = "embedded-knn-v1";
   private readonly abstraction: StateAbstraction;
   private readonly minScore: number;
+  private readonly rewards: RewardSpec;
 
   constructor(opts: EmbeddedModelOptions) {
     this.abstraction = opts.abstraction;
+    this.rewards = opts.rewards ?? OUTCOME_REWARDS;
     this.minScore = opts.minScore ?? 0.2;
   }
 
@@ -50,7 +54,10 @@ export class EmbeddedExperienceModel implements ExperienceModel {
     else if (best.task.instruction && best.task.instruction !== task.instruction) nextState = nextState.split(best.task.instruction).join(task.instruction);
     const terminated = best.terminated || this.abstraction.isTerminal(nextState);
     let reward = 0;
-    if (terminated) {
+    if (this.rewards.dense && !terminated) {
+      // Dense rewards: what the same action earned where it was taken (a same-kind demo earns nothing sure).
+      reward = sameAction.length > 0 ? best.reward : 0;
+    } else if (terminated) {
       const ending = pool.filter((d) => d.terminated);
       const weight = (d: Demo) => Math.max(d.score, 0) ** 2;
       const total = ending.reduce((s, d) => s + weight(d), 0);

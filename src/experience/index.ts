@@ -2,7 +2,7 @@ export type { ExperienceModel, PredictInput, Prediction, Demo, HistoryStep } fro
 export { EmbeddedExperienceModel } from "./embedded-model.ts";
 export type { EmbeddedModelOptions } from "./embedded-model.ts";
 export { SyntheticEnv } from "./synthetic-env.ts";
-export type { SyntheticEnvOptions, Verifier } from "./synthetic-env.ts";
+export type { SyntheticEnvOptions } from "./synthetic-env.ts";
 export { abstractTrajectory } from "./abstract-trajectory.ts";
 export { ReasoningExperienceModel } from "./reasoning-model.ts";
 export type { ReasoningModelOptions } from "./reasoning-model.ts";

@@ -1,11 +1,13 @@
 import { z } from "zod";
-import type { StateAbstraction } from "../core/index.ts";
+import { isAbstractState, OUTCOME_REWARDS, type RewardSpec, type StateAbstraction } from "../core/index.ts";
 import type { ChatMessage, ChatModel } from "../llm/index.ts";
 import type { Demo, ExperienceModel, HistoryStep, PredictInput, Prediction } from "./experience-model.ts";
 
 export interface ReasoningModelOptions {
   chat: ChatModel;
   abstraction: StateAbstraction;
+  /** The env's reward range and whether rewards are outcome-only or dense. @default outcome rewards in [0, 1] */
+  rewards?: RewardSpec;
   /** Most recent steps shown in full; older ones are summarised one line each. @default 4 */
   recentSteps?: number;
   /** Demos shown at most. @default 5 */
@@ -32,6 +34,13 @@ const OUTPUT_SCHEMA = { name: "experience_step", schema: z.toJSONSchema(Output) 
 
 const cut = (text: string, n: number) => (text.length > n ? `${text.slice(0, n)}\n…(cut)` : text);
 
+/** The prompt's sentence on rewards, from the env's reward spec. */
+function rewardRule({ min, max, dense }: RewardSpec): string {
+  return dense
+    ? `Rewards are dense: any step can earn a reward in [${min}, ${max}] (what the action gained, e.g. a score increase); most steps earn ${Math.max(min, Math.min(0, max))}.`
+    : `Rewards are outcome-based: ${Math.max(min, Math.min(0, max))} for every step that does not end the episode; an ending step gets the task's score in [${min}, ${max}] (${max} only when the task is completed).`;
+}
+
 /**
  * The paper's reasoning experience model M_exp over any `ChatModel`: the prompt carries the env's
  * profile, the task, the bounded history (older steps summarised), the retrieved similar transitions
@@ -46,7 +55,7 @@ export class ReasoningExperienceModel implements ExperienceModel {
   private readonly o: Required<Omit<ReasoningModelOptions, "temperature">> & { temperature?: number };
 
   constructor(opts: ReasoningModelOptions) {
-    this.o = { recentSteps: 4, demos: 5, maxAttempts: 3, maxStateChars: 8000, promptStateChars: 3000, maxTokens: 1200, ...opts };
+    this.o = { recentSteps: 4, demos: 5, maxAttempts: 3, maxStateChars: 8000, promptStateChars: 3000, maxTokens: 1200, rewards: OUTCOME_REWARDS, ...opts };
     this.id = `reasoning:${opts.chat.id}`;
   }
 
@@ -57,7 +66,7 @@ export class ReasoningExperienceModel implements ExperienceModel {
       "You are the environment. Given the current state and the agent's action, predict what the environment shows next.",
       this.o.abstraction.profile,
       "Think step by step about what the action does in this state, then give the next state in exactly the same format as the states you are shown.",
-      "Rewards are outcome-based: 0 for every step that does not end the episode; an ending step gets the task's score (1 only when the task is completed).",
+      rewardRule(this.o.rewards),
       'Answer with JSON only: {"reasoning": string, "next_state": string, "reward": number, "terminated": boolean}.',
     ].join("\n\n");
     const parts = [`Task: ${task.instruction}`];
@@ -95,7 +104,8 @@ export class ReasoningExperienceModel implements ExperienceModel {
     const v = r.data;
     if (v.next_state.trim() === "") return { error: "next_state is empty" };
     if (v.next_state.length > this.o.maxStateChars) return { error: `next_state has ${v.next_state.length} characters (more than ${this.o.maxStateChars})` };
-    if (!Number.isFinite(v.reward) || v.reward < 0 || v.reward > 1) return { error: `reward ${v.reward} is not in [0, 1]` };
+    const { min, max } = this.o.rewards;
+    if (!Number.isFinite(v.reward) || v.reward < min || v.reward > max) return { error: `reward ${v.reward} is not in [${min}, ${max}]` };
     return { value: v };
   }
 
@@ -117,12 +127,14 @@ export class ReasoningExperienceModel implements ExperienceModel {
       if (checked.value) {
         nextState = this.o.abstraction.abstract(checked.value.next_state);
         // A state the env's format does not know (prose, an unknown page kind) is invalid output.
-        if (this.o.abstraction.actions(nextState) === undefined) checked.error = "next_state is not a state in this environment's format (see the states shown)";
+        if (!isAbstractState(this.o.abstraction, nextState)) checked.error = "next_state is not a state in this environment's format (see the states shown)";
       }
       if (checked.value && !checked.error) {
         const v = checked.value;
         const terminated = v.terminated || this.o.abstraction.isTerminal(nextState);
-        return { reasoning: v.reasoning, nextState, reward: terminated ? v.reward : 0, terminated, info: { attempts: attempt + 1 } };
+        // Outcome rewards: a step that does not end the episode has none, whatever the model said.
+        const reward = terminated || this.o.rewards.dense ? v.reward : 0;
+        return { reasoning: v.reasoning, nextState, reward, terminated, info: { attempts: attempt + 1 } };
       }
       lastError = checked.error!;
       // Ask again, showing the model what was wrong with its answer.

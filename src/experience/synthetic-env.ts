@@ -1,13 +1,11 @@
 import {
   ClosedEnvironmentError, FREE_TEXT_SLOT, InvalidConfigError, ResetNeededError, Rng,
-  type Env, type ResetOptions, type ResetResult, type StateAbstraction, type StepResult, type Task,
+  type Env, type ResetOptions, type ResetResult, type StateAbstraction, type StepResult, type Task, type Verifier,
 } from "../core/index.ts";
 import type { ReplayBuffer } from "../buffer/index.ts";
 import { retrieveDemos } from "./demos.ts";
 import type { ExperienceModel, HistoryStep } from "./experience-model.ts";
 
-/** Where the real env can verify a step (e.g. WebShop's reward of a purchase): its reward and end. */
-export type Verifier = (task: Task, history: HistoryStep[], state: string, action: string) => { reward: number; terminated: boolean; nextState?: string } | null;
 
 export interface SyntheticEnvOptions {
   model: ExperienceModel;

@@ -106,6 +106,8 @@ export function webshopAbstraction(catalogue: Catalogue): StateAbstraction {
     env: "webshop",
     abstract,
     actions,
+    // A state is one of the page kinds (each lists its actions); prose or an unknown kind is not.
+    isState: (state) => actions(state) !== undefined,
     isTerminal: (state) => state.startsWith("page: done"),
     profile: PROFILE,
   };

@@ -27,7 +27,7 @@ export function webshopGoalOf(catalogue: Catalogue, task: Task): Goal | null {
  */
 export function webshopVerifier(catalogue: Catalogue) {
   const byTitle = new Map(catalogue.products.map((p) => [p.Title.trim(), p] as const));
-  return (task: Task, history: { state: string; action: string }[], state: string, action: string): { reward: number; terminated: boolean; nextState: string } | null => {
+  return (task: Task, history: readonly { state: string; action: string }[], state: string, action: string): { reward: number; terminated: boolean; nextState: string } | null => {
     if (action.trim().toLowerCase() !== "click[buy now]" || !state.startsWith("page: item\n")) return null;
     const goal = webshopGoalOf(catalogue, task);
     const title = state.split("\n").find((l) => byTitle.has(l.trim()));

@@ -1,0 +1,58 @@
+import { existsSync, statSync } from "node:fs";
+import { extname, join, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+import { DataError, DreamGymError } from "../core/index.ts";
+import { registerEnv, type EnvSpec } from "./registry.ts";
+
+/** Config files looked for in the working folder, first found wins. */
+export const CONFIG_FILES = ["dreamgym.config.js", "dreamgym.config.mjs", "dreamgym.config.ts", "dreamgym.config.mts"];
+
+const TS = new Set([".ts", ".mts", ".cts", ".tsx"]);
+let tsxRegistered = false;
+
+/** TypeScript modules need a loader; tsx is used when it can be found (it is not a runtime dependency). */
+async function ensureTypeScript(file: string): Promise<void> {
+  if (tsxRegistered || process.execArgv.some((a) => a.includes("tsx")) || (process as { features?: { typescript?: unknown } }).features?.typescript) return;
+  try {
+    const api = (await import("tsx/esm/api")) as { register: () => unknown };
+    api.register();
+    tsxRegistered = true;
+  } catch {
+    throw new DataError(`${file} is TypeScript and no TypeScript loader is installed: install tsx (npm i -D tsx) or give a .js module`, { file });
+  }
+}
+
+/**
+ * Loads env modules: each may call `registerEnv(...)` itself, or export `envs` (or a default export
+ * holding `envs`): a record of name → EnvSpec, registered here. Then `--env-module` files, and a
+ * `dreamgym.config.{js,mjs,ts,mts}` in `cwd` when there is one.
+ */
+export async function loadEnvModules(files: readonly string[], opts: { cwd?: string; config?: boolean } = {}): Promise<string[]> {
+  const cwd = opts.cwd ?? process.cwd();
+  const paths = files.map((f) => resolve(cwd, f));
+  if (opts.config ?? true) {
+    const found = CONFIG_FILES.map((f) => join(cwd, f)).find((f) => existsSync(f));
+    if (found && !paths.includes(found)) paths.push(found);
+  }
+  for (const file of paths) {
+    if (!existsSync(file)) throw new DataError("env module not found: check the --env-module path", { file });
+    if (!statSync(file).isFile()) throw new DataError("env module is not a file", { file });
+    if (TS.has(extname(file))) await ensureTypeScript(file);
+    let mod: Record<string, unknown>;
+    try {
+      mod = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
+    } catch (e) {
+      if (DreamGymError.isInstance(e)) throw e;
+      const first = String((e as Error)?.message ?? e).split("\n")[0];
+      throw new DataError(`env module failed to load: ${first}`, { file }, e);
+    }
+    const def = mod.default as { envs?: unknown } | ((api: { registerEnv: typeof registerEnv }) => unknown) | undefined;
+    if (typeof def === "function") await def({ registerEnv });
+    const envs = (mod.envs ?? (typeof def === "object" && def !== null ? def.envs : undefined)) as Record<string, EnvSpec> | undefined;
+    if (envs !== undefined) {
+      if (typeof envs !== "object" || envs === null) throw new DataError("env module: `envs` must be an object of name → spec", { file });
+      for (const [name, spec] of Object.entries(envs)) registerEnv(name, spec);
+    }
+  }
+  return paths;
+}

@@ -1,0 +1,169 @@
+import {
+  InvalidConfigError, OUTCOME_REWARDS,
+  type ActionSource, type CheckEnvOptions, type Env, type RewardSpec, type StateAbstraction, type Task, type Verifier,
+} from "../core/index.ts";
+import { RandomPolicy, type ActingPolicy } from "./policies.ts";
+
+/** Options every environment understands; each env adds its own. */
+export interface CommonEnvOptions {
+  /** The data root; else `$DREAMGYM_DATA`, else `../shared/data` when it exists. */
+  dataDir?: string;
+  /** The task split that `reset()` samples from. */
+  split?: string;
+  /** Steps before truncation. */
+  maxSteps?: number;
+}
+
+/** What a synthetic version of an env needs from the real one. */
+export interface SyntheticSupport {
+  abstraction: StateAbstraction;
+  /** The abstract start state of a task. */
+  initialState: (task: Task) => string;
+  /** Hybrid mode: the real env's verdict on a step, where it has one. */
+  verifier?: Verifier;
+  /** Scripted policies that can play the synthetic env (those that need the real env's state cannot). @default [] */
+  policies?: readonly string[];
+}
+
+/**
+ * Everything dreamgym needs to know of an environment, registered once under a name with
+ * {@link registerEnv}; every command and `createEnv(name)` then work with it. Only `create` is
+ * required.
+ */
+export interface EnvSpec<E extends Env = Env> {
+  /** One line for `dreamgym env list`. */
+  description?: string;
+  /** A new instance; `options` are the common ones plus whatever the caller passed. */
+  create(options: CommonEnvOptions & Record<string, unknown>): E;
+  /** The tasks of the instance's split (what training samples from). @default `env.tasks()` */
+  tasks?(env: E): Task[];
+  /** The splits training and evaluation use when none is given. @default { train: "train", eval: "test" } */
+  splits?: { train: string; eval: string };
+  /** Scripted policies by name, for `collect` and `env eval`. A uniform `random` is always there. */
+  policies?: Record<string, (env: E, opts: { seed: number }) => ActingPolicy>;
+  /** What a synthetic version of the env needs: without it, the env trains only in real mode. */
+  synthetic?(env: E): SyntheticSupport;
+  /** Reward range and outcome-only or dense. @default outcome rewards in [0, 1] */
+  rewards?: Partial<RewardSpec>;
+  /** Whether an episode with this return succeeded. @default a return at or above `rewards.max` */
+  success?(totalReward: number): boolean;
+  /**
+   * Candidate actions for states that list none (free-text envs): what the neural and random
+   * policies pick from. Without it, training learns a command vocabulary from the buffer.
+   */
+  candidateActions?: ActionSource;
+  /** How `dreamgym env check` calls `checkEnv` (probe actions, the invalid-action answer). */
+  check?: CheckEnvOptions;
+}
+
+/** A registered env with its defaults filled in. */
+export interface EnvEntry {
+  readonly name: string;
+  readonly spec: EnvSpec;
+  readonly builtin: boolean;
+  readonly description: string;
+  readonly splits: { train: string; eval: string };
+  readonly rewards: RewardSpec;
+  /** Scripted policy names, `random` included. */
+  readonly policies: readonly string[];
+  success(totalReward: number): boolean;
+}
+
+// Registrations live on globalThis, so a user's env module that imports another copy of the package
+// (its own node_modules/dreamgym, or the built JS beside these sources) registers into the same table.
+const KEY = Symbol.for("dreamgym.envRegistry");
+const table: Map<string, EnvEntry> = ((globalThis as Record<symbol, unknown>)[KEY] ??= new Map<string, EnvEntry>()) as Map<string, EnvEntry>;
+/** Built-in envs are this copy's own (never another copy's classes). */
+const builtins = new Map<string, EnvEntry>();
+
+const NAME = /^[a-z][a-z0-9_.-]{0,63}$/;
+
+function makeEntry(name: string, spec: EnvSpec, builtin: boolean): EnvEntry {
+  if (!NAME.test(name)) throw new InvalidConfigError(`env name "${name}" is not valid: use lower-case letters, digits, "_", "-" or ".", starting with a letter`);
+  if (typeof spec?.create !== "function") throw new InvalidConfigError(`env "${name}": its spec needs a create(options) function`);
+  const rewards: RewardSpec = { ...OUTCOME_REWARDS, ...spec.rewards };
+  if (!Number.isFinite(rewards.min) || !Number.isFinite(rewards.max) || rewards.min > rewards.max) {
+    throw new InvalidConfigError(`env "${name}": rewards range [${rewards.min}, ${rewards.max}] is not a range of finite numbers`);
+  }
+  const policies = [...Object.keys(spec.policies ?? {}).filter((p) => p !== "random"), "random"];
+  return {
+    name, spec, builtin, rewards, policies,
+    description: spec.description ?? `${name} (registered)`,
+    splits: spec.splits ?? { train: "train", eval: "test" },
+    success: spec.success ?? ((total) => total >= rewards.max - 1e-9),
+  };
+}
+
+/**
+ * Registers an environment under `name`, for `createEnv(name)` and every CLI command (through
+ * `--env-module <file>` or a `dreamgym.config.js` that calls this). Registering the same spec again
+ * is a no-op; another spec under a taken name is an error.
+ */
+export function registerEnv<E extends Env>(name: string, spec: EnvSpec<E>): void {
+  if (builtins.has(name)) throw new InvalidConfigError(`env "${name}" is built in; register yours under another name`);
+  const known = table.get(name);
+  if (known) {
+    if (known.spec === (spec as unknown as EnvSpec)) return;
+    throw new InvalidConfigError(`env "${name}" is already registered; choose another name`);
+  }
+  table.set(name, makeEntry(name, spec as unknown as EnvSpec, false));
+}
+
+/** Removes a registered (not built-in) env; for tests and interactive sessions. */
+export function unregisterEnv(name: string): boolean {
+  return table.delete(name);
+}
+
+/** The built-in envs come in through the same door as users' (without the name check against themselves). */
+export function registerBuiltin<E extends Env>(name: string, spec: EnvSpec<E>): void {
+  builtins.set(name, makeEntry(name, spec as unknown as EnvSpec, true));
+}
+
+/** The registered env `name`, or an error that lists the known ones. */
+export function envEntry(name: string): EnvEntry {
+  const e = builtins.get(name) ?? table.get(name);
+  if (!e) {
+    throw new InvalidConfigError(`unknown environment "${name}" (known: ${envNames().join(", ")}); register yours with registerEnv() and load it with --env-module <file>`);
+  }
+  return e;
+}
+
+export function envNames(): string[] {
+  return [...builtins.keys(), ...[...table.keys()].filter((n) => !builtins.has(n)).sort()];
+}
+
+/** Every registered env, built-in first. */
+export function listEnvs(): { name: string; description: string; builtin: boolean }[] {
+  return envNames().map((n) => envEntry(n)).map((e) => ({ name: e.name, description: e.description, builtin: e.builtin }));
+}
+
+/** The tasks of an env instance's split, by its spec (else `env.tasks()`). */
+export function envTasks(name: string, env: Env): Task[] {
+  const e = envEntry(name);
+  if (e.spec.tasks) return e.spec.tasks(env);
+  const own = (env as { tasks?: () => Task[] }).tasks;
+  if (typeof own !== "function") throw new InvalidConfigError(`environment "${name}" cannot list its tasks: give its spec tasks(env) or the env a tasks() method`);
+  return own.call(env);
+}
+
+/** The synthetic support of an env instance, or an error saying the env has none. */
+export function syntheticSupport(name: string, env: Env): SyntheticSupport & { rewards: RewardSpec; policies: readonly string[] } {
+  const e = envEntry(name);
+  if (!e.spec.synthetic) throw new InvalidConfigError(`environment "${name}" has no synthetic support (its spec has no synthetic(env): a state abstraction and start states)`);
+  return { policies: [], ...e.spec.synthetic(env), rewards: e.rewards };
+}
+
+/** Whether an env has a synthetic version. */
+export function hasSyntheticSupport(name: string): boolean {
+  return envEntry(name).spec.synthetic !== undefined;
+}
+
+/** Builds a scripted policy for an env instance. */
+export function createPolicy(name: string, policy: string, env: Env, opts: { seed?: number } = {}): ActingPolicy {
+  const e = envEntry(name);
+  if (!e.policies.includes(policy)) throw new InvalidConfigError(`unknown policy "${policy}" for ${name} (known: ${e.policies.join(", ")})`);
+  const seed = opts.seed ?? 0;
+  const make = e.spec.policies?.[policy];
+  if (make) return make(env, { seed });
+  return new RandomPolicy(seed, e.spec.candidateActions);
+}
