@@ -1,8 +1,7 @@
-import { abstractEnv, Rng } from "../src/core/index.ts";
+import { abstractEnv, deriveSeed, playEpisodes, Rng, type Episode } from "../src/core/index.ts";
 import { createEnv, syntheticSupport } from "../src/envs/index.ts";
 import {
-  deriveSeed, featurize, grpoConfigSchema, grpoUpdate, NeuralPolicy, playEpisodes, ppoConfigSchema, ppoUpdate,
-  type Episode, type NeuralStepRecord, type SparseVector,
+  featurize, grpoConfigSchema, grpoUpdate, NeuralPolicy, ppoConfigSchema, ppoUpdate, type NeuralStepRecord, type SparseVector,
 } from "../src/rl/index.ts";
 
 type Report = (name: string, value: string) => void;

@@ -4,7 +4,7 @@ export {
   createEnv, registerEnv, unregisterEnv, listEnvs, listPolicies, createPolicy, syntheticSupport, envTasks, defaultSplits, loadEnvModules,
   actionVocabulary, runEpisode, RandomPolicy, resolveDataDir,
 } from "./envs/index.ts";
-export type { EnvName, EnvSpec, CommonEnvOptions, SyntheticSupport, ActingPolicy, ActContext, EpisodeOptions } from "./envs/index.ts";
+export type { EnvName, EnvSpec, CommonEnvOptions, SyntheticSupport, EpisodeOptions } from "./envs/index.ts";
 export { WebShopEnv } from "./envs/webshop/index.ts";
 export type { WebShopOptions, WebShopTask } from "./envs/webshop/index.ts";
 export {

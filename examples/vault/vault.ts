@@ -4,7 +4,7 @@
  * the episode), four rooms per task laid out from the task's number. Load it into any command with
  * `dreamgym --env-module examples/vault/vault.ts <command> --env vault …`.
  */
-import { ClosedEnvironmentError, ResetNeededError, Rng, registerEnv, type ActContext, type Env, type ResetOptions, type StepResult, type Task } from "dreamgym";
+import { ClosedEnvironmentError, ResetNeededError, Rng, registerEnv, scripted, type Env, type ResetOptions, type StepResult, type Task } from "dreamgym";
 
 const ROOMS = ["hall", "library", "kitchen", "cellar", "garden", "study", "attic", "pantry"];
 const INSTRUCTION = "Find the key and open the chest; pick up every gem you see on the way.";
@@ -150,15 +150,12 @@ export class VaultEnv implements Env {
 /** Reads exits and items off the observation and picks a command at random (some of them wrong). */
 function wanderer(seed: number) {
   const rng = new Rng(seed);
-  return {
-    name: "wander",
-    act({ observation }: ActContext): string {
-      const exits = /Exits: ([^.]*)\./.exec(observation)?.[1].split(", ") ?? [];
-      const items = (/You see: ([^.]*)\./.exec(observation)?.[1] ?? "").split(", ").filter((i) => i !== "nothing").map((i) => i.replace(/^a /, ""));
-      const options = [...exits.map((e) => `go ${e}`), ...items.map((i) => (i === "chest" ? "open chest" : `take ${i}`)), "look", "inventory", "go up", "take lamp", "dance"];
-      return rng.choice(options);
-    },
-  };
+  return scripted("wander", ({ observation }) => {
+    const exits = /Exits: ([^.]*)\./.exec(observation)?.[1].split(", ") ?? [];
+    const items = (/You see: ([^.]*)\./.exec(observation)?.[1] ?? "").split(", ").filter((i) => i !== "nothing").map((i) => i.replace(/^a /, ""));
+    const options = [...exits.map((e) => `go ${e}`), ...items.map((i) => (i === "chest" ? "open chest" : `take ${i}`)), "look", "inventory", "go up", "take lamp", "dance"];
+    return rng.choice(options);
+  });
 }
 
 registerEnv<VaultEnv>("vault", {
@@ -168,7 +165,7 @@ registerEnv<VaultEnv>("vault", {
   rewards: { min: 0, max: 5, dense: true },
   // success: the default, a return at or above rewards.max (the chest's 5)
   policies: {
-    expert: (env) => ({ name: "expert", act: () => env.expertAction() }),
+    expert: (env) => scripted("expert", () => env.expertAction()),
     wander: (_env, { seed }) => wanderer(seed),
   },
   synthetic: () => ({

@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { abstractEnv, InvalidConfigError, type Env } from "../core/index.ts";
 import { createEnv, syntheticSupport, type EnvName } from "../envs/index.ts";
 import { createChatModel, type ModelStats } from "../llm/index.ts";
-import { deriveSeed, playEpisodes, type Episode, type EpisodeJob } from "../rl/episode.ts";
+import { deriveSeed, playEpisodes, type Episode, type EpisodeJob } from "../core/index.ts";
 import { exportForTrainer } from "../rl/llm-export.ts";
 import { LlmPolicy, type LlmStepRecord } from "../rl/llm-policy.ts";
 import { parseIntOption } from "./episodes.ts";

@@ -14,3 +14,7 @@ export { abstractEnv, isAbstractState } from "./state-abstraction.ts";
 export { withActions } from "./with-actions.ts";
 export type { ActionSource } from "./with-actions.ts";
 export type { StateAbstraction, Verifier } from "./state-abstraction.ts";
+export { ScriptedPolicy, scripted } from "./policy.ts";
+export type { Policy, PolicyInput, PastStep, Decision, ActOptions } from "./policy.ts";
+export { playEpisode, playEpisodes, deriveSeed, episodeTrajectory } from "./episode.ts";
+export type { Episode, EpisodeStep, EpisodeJob, PlayOptions } from "./episode.ts";

@@ -57,7 +57,6 @@ export {
 export type { EnvSpec, EnvEntry, CommonEnvOptions, SyntheticSupport } from "./registry.ts";
 export { resolveDataDir, PACKAGE_ROOT } from "./data-dir.ts";
 export { RandomPolicy } from "./policies.ts";
-export type { ActingPolicy, ActContext } from "./policies.ts";
 export { runEpisode } from "./rollout.ts";
 export type { EpisodeOptions } from "./rollout.ts";
 export { loadEnvModules } from "./env-modules.ts";

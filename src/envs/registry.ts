@@ -1,8 +1,8 @@
 import {
   InvalidConfigError, OUTCOME_REWARDS,
-  type ActionSource, type CheckEnvOptions, type Env, type RewardSpec, type StateAbstraction, type Task, type Verifier,
+  type ActionSource, type CheckEnvOptions, type Env, type Policy, type RewardSpec, type StateAbstraction, type Task, type Verifier,
 } from "../core/index.ts";
-import { RandomPolicy, type ActingPolicy } from "./policies.ts";
+import { RandomPolicy } from "./policies.ts";
 
 /** Options every environment understands; each env adds its own. */
 export interface CommonEnvOptions {
@@ -40,7 +40,7 @@ export interface EnvSpec<E extends Env = Env> {
   /** The splits training and evaluation use when none is given. @default { train: "train", eval: "test" } */
   splits?: { train: string; eval: string };
   /** Scripted policies by name, for `collect` and `env eval`. A uniform `random` is always there. */
-  policies?: Record<string, (env: E, opts: { seed: number }) => ActingPolicy>;
+  policies?: Record<string, (env: E, opts: { seed: number }) => Policy>;
   /** What a synthetic version of the env needs: without it, the env trains only in real mode. */
   synthetic?(env: E): SyntheticSupport;
   /** Reward range and outcome-only or dense. @default outcome rewards in [0, 1] */
@@ -159,7 +159,7 @@ export function hasSyntheticSupport(name: string): boolean {
 }
 
 /** Builds a scripted policy for an env instance. */
-export function createPolicy(name: string, policy: string, env: Env, opts: { seed?: number } = {}): ActingPolicy {
+export function createPolicy(name: string, policy: string, env: Env, opts: { seed?: number } = {}): Policy {
   const e = envEntry(name);
   if (!e.policies.includes(policy)) throw new InvalidConfigError(`unknown policy "${policy}" for ${name} (known: ${e.policies.join(", ")})`);
   const seed = opts.seed ?? 0;

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { Rng } from "../core/index.ts";
-import type { Episode } from "./episode.ts";
+import type { Episode } from "../core/index.ts";
 import { groupAdvantages, grpoConfigSchema, grpoUpdate } from "./grpo.ts";
 import { learnToy } from "./learn-toy.ts";
 import { gae, ppoConfigSchema, ppoUpdate } from "./ppo.ts";

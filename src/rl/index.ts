@@ -5,8 +5,6 @@ export { FEATURE_VERSION, featurize, queryCandidates, contentTokens } from "./fe
 export type { FeaturizedStep, SparseVector } from "./features.ts";
 export { NeuralPolicy } from "./neural-policy.ts";
 export type { NeuralPolicyConfig, NeuralStepRecord } from "./neural-policy.ts";
-export { playEpisode, playEpisodes, deriveSeed } from "./episode.ts";
-export type { Episode, EpisodeStep, EpisodeJob, PlayOptions } from "./episode.ts";
 export { grpoConfigSchema, grpoUpdate, groupAdvantages } from "./grpo.ts";
 export type { GrpoConfig, GrpoStats } from "./grpo.ts";
 export { ppoConfigSchema, ppoUpdate, gae } from "./ppo.ts";

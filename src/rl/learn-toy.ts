@@ -1,5 +1,5 @@
 import { Rng, type Env, type Task } from "../core/index.ts";
-import { deriveSeed, playEpisodes } from "./episode.ts";
+import { deriveSeed, playEpisodes } from "../core/index.ts";
 import { grpoConfigSchema, grpoUpdate, type GrpoConfig } from "./grpo.ts";
 import { NeuralPolicy } from "./neural-policy.ts";
 import { ppoConfigSchema, ppoUpdate, type PpoConfig } from "./ppo.ts";

@@ -1,5 +1,5 @@
 import { writeJsonlAtomic } from "../core/index.ts";
-import type { Episode } from "./episode.ts";
+import type { Episode } from "../core/index.ts";
 import { groupAdvantages } from "./grpo.ts";
 import type { LlmStepRecord } from "./llm-policy.ts";
 

@@ -8,7 +8,7 @@ import { createEnv, syntheticSupport } from "../envs/index.ts";
 import type { ChatMessage } from "../llm/chat-model.ts";
 import { OpenAIChatModel } from "../llm/openai-chat-model.ts";
 import { chatServer } from "../llm/test-chat-server.ts";
-import { playEpisode, playEpisodes, type Episode } from "./episode.ts";
+import { playEpisode, playEpisodes, type Episode } from "../core/index.ts";
 import { exportForTrainer } from "./llm-export.ts";
 import { LlmPolicy, matchAction, parseActionLine, type LlmStepRecord } from "./llm-policy.ts";
 import type { PolicyInput } from "./policy.ts";

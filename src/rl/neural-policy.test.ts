@@ -3,7 +3,7 @@ import { test } from "node:test";
 import { InvalidConfigError, Rng } from "../core/index.ts";
 import { NeuralPolicy, type NeuralStepRecord } from "./neural-policy.ts";
 import { ShopToyEnv } from "./toy-envs.ts";
-import { playEpisodes } from "./episode.ts";
+import { playEpisodes } from "../core/index.ts";
 
 async function someRecords(policy: NeuralPolicy): Promise<NeuralStepRecord[]> {
   const env = new ShopToyEnv();

@@ -1,50 +1,6 @@
-import type { Rng, StepInfo, Task } from "../core/index.ts";
+import type { Decision, Policy, PolicyInput } from "../core/index.ts";
 
-/** What a policy sees before it acts. */
-export interface PolicyInput {
-  task: Task;
-  observation: string;
-  /** The env's listed actions (a free-text slot as `<query>`), when it lists them. */
-  actions: string[] | undefined;
-  /** The actions taken so far in this episode, oldest first. */
-  history: readonly string[];
-  /** The steps so far, oldest first, when the caller keeps them (prompts of LLM policies show them). */
-  trace?: readonly PastStep[];
-  /** The info of the last reset/step. */
-  info?: StepInfo;
-}
-
-export interface PastStep {
-  observation: string;
-  action: string;
-  /** The env flagged the action invalid (nothing changed). */
-  invalid: boolean;
-}
-
-/** A chosen action with what the update needs to score it again. */
-export interface Decision<R = unknown> {
-  action: string;
-  /** log π(action | input) at the time of acting (NaN when the policy cannot say). */
-  logProb: number;
-  /** V(input), for policies with a value head. */
-  value?: number;
-  /** The policy's own record of the step (features, candidates), replayed by `evaluate`. */
-  record: R;
-  /** The policy could not produce a valid action (e.g. an unparseable LLM reply); the env gets it anyway. */
-  failed?: string;
-}
-
-export interface ActOptions {
-  rng: Rng;
-  /** Take the most likely action instead of sampling (evaluation). */
-  greedy?: boolean;
-}
-
-/** Anything that acts: the neural policy, an LLM policy. */
-export interface Policy<R = unknown> {
-  readonly name: string;
-  act(input: PolicyInput, opts: ActOptions): Promise<Decision<R>>;
-}
+export type { ActOptions, Decision, PastStep, Policy, PolicyInput } from "../core/index.ts";
 
 /** Per-step outputs of a policy over a batch of recorded steps. */
 export interface Evaluation {

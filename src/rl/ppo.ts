@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { Rng } from "../core/index.ts";
-import type { Episode } from "./episode.ts";
+import type { Episode } from "../core/index.ts";
 import type { TrainablePolicy } from "./policy.ts";
 
 /**

@@ -9,7 +9,7 @@ import type { WebShopEnv } from "../envs/webshop/index.ts";
 import { EmbeddedExperienceModel, ReasoningExperienceModel, SyntheticEnv, type ExperienceModel } from "../experience/index.ts";
 import { createChatModel, type ChatModel, type ModelStats } from "../llm/index.ts";
 import { parseConfig } from "./config.ts";
-import { deriveSeed, playEpisodes, type Episode } from "./episode.ts";
+import { deriveSeed, playEpisodes, type Episode } from "../core/index.ts";
 import { grpoConfigSchema, grpoUpdate } from "./grpo.ts";
 import { NeuralPolicy, type NeuralStepRecord } from "./neural-policy.ts";
 import { ppoConfigSchema, ppoUpdate } from "./ppo.ts";

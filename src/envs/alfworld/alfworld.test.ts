@@ -180,7 +180,7 @@ test("the expert also finishes games it did not start: after 10–29 random comm
       won = r.terminated;
     }
     while (!done) {
-      const r = await env.step(expert.act({ observation, actions: env.availableActions(), task, info }));
+      const r = await env.step(expert.choose({ observation, actions: env.availableActions(), task, info, history: [] }));
       done = r.terminated || r.truncated;
       won = r.terminated;
     }

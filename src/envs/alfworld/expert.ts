@@ -1,4 +1,4 @@
-import type { ActContext, ActingPolicy } from "../policies.ts";
+import { ScriptedPolicy, type PolicyInput } from "../../core/index.ts";
 import type { AlfWorldEnv } from "./alfworld-env.ts";
 import type { FactBase } from "./facts.ts";
 import type { Game } from "./game.ts";
@@ -10,11 +10,13 @@ import type { Game } from "./game.ts";
  * of the target type (twice for "put two"). Each step re-plans from the state and only ever sends
  * an admissible command.
  */
-export class AlfWorldExpert implements ActingPolicy {
+export class AlfWorldExpert extends ScriptedPolicy {
   readonly name = "expert";
-  constructor(private readonly env: AlfWorldEnv) {}
+  constructor(private readonly env: AlfWorldEnv) {
+    super();
+  }
 
-  act({ actions }: ActContext): string {
+  choose({ actions }: PolicyInput): string {
     const cur = this.env.current;
     if (!cur) throw new Error("expert: the env has no running episode");
     const listed = new Set(actions ?? []);

@@ -1,4 +1,4 @@
-import type { ActContext, ActingPolicy } from "../policies.ts";
+import { ScriptedPolicy, type PolicyInput } from "../../core/index.ts";
 import type { WebShopEnv } from "./webshop-env.ts";
 
 const NAV = new Set(["click[back to search]", "click[next >]", "click[< prev]"]);
@@ -17,9 +17,9 @@ export function webshopPageKind(observation: string, info: Record<string, unknow
 const PRICE_CLAUSE = /, and price lower than [\d.]+ dollars$/;
 
 /** The WebShop paper's rule baseline: search the instruction, click the first result, buy. */
-export class RulePolicy implements ActingPolicy {
+export class RulePolicy extends ScriptedPolicy {
   readonly name = "rule";
-  act({ observation, actions, task, info }: ActContext): string {
+  choose({ observation, actions, task, info }: PolicyInput): string {
     switch (webshopPageKind(observation, info)) {
       case "search":
         return `search[${task.instruction}]`;
@@ -37,18 +37,20 @@ export class RulePolicy implements ActingPolicy {
  * Knows the goal: searches the instruction (then, if the product is not among the results, its
  * title), pages through the results to the goal product, picks the goal's options, buys.
  */
-export class OraclePolicy implements ActingPolicy {
+export class OraclePolicy extends ScriptedPolicy {
   readonly name = "oracle";
   private attempt = 0;
   private chosen = new Set<string>();
-  constructor(private readonly env: WebShopEnv) {}
+  constructor(private readonly env: WebShopEnv) {
+    super();
+  }
 
-  reset(): void {
+  override reset(): void {
     this.attempt = 0;
     this.chosen.clear();
   }
 
-  act({ observation, actions, info }: ActContext): string {
+  choose({ observation, actions, info }: PolicyInput): string {
     const goal = this.env.goal;
     if (!goal) throw new Error("oracle: the env has no running episode");
     const listed = new Set(actions ?? []);

@@ -23,7 +23,7 @@ test("abstract states list exactly the actions the real env accepts, on every pa
       assert.deepEqual(new Set(abs.actions(state)), new Set(env.availableActions()), `${kind} page:\n${state}`);
       pages++;
       if (kind === "done") break;
-      const action = policy.act({ observation, actions: env.availableActions(), task, info: {} });
+      const action = await policy.choose({ observation, actions: env.availableActions(), task, info: {}, history: [] });
       const r = await env.step(action);
       observation = r.observation;
       if (r.truncated) break;

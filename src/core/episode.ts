@@ -1,5 +1,7 @@
-import { Rng, type Env, type StepInfo, type Task } from "../core/index.ts";
+import type { Env } from "./env.ts";
 import type { Decision, PastStep, Policy } from "./policy.ts";
+import { Rng } from "./rng.ts";
+import type { StepInfo, Task, Trajectory } from "./types.ts";
 
 export interface EpisodeStep<R = unknown> {
   observation: string;
@@ -33,14 +35,20 @@ export interface PlayOptions {
   /** The policy's sampling stream for this episode. */
   rng: Rng;
   greedy?: boolean;
-  /** A total reward at or above this counts as success. @default 1 */
-  successThreshold?: number;
+  /** Whether a return counts as success (the env's rule). @default a return of at least 1 */
+  isSuccess?: (totalReward: number) => boolean;
 }
 
-/** Plays one episode of `policy` in `env`, keeping what each decision needs for the update. */
+const atLeastOne = (total: number) => total >= 1 - 1e-9;
+
+/**
+ * The episode loop, the one every caller uses: plays one episode of `policy` in `env`, keeping what
+ * each decision needs for an update.
+ */
 export async function playEpisode<R>(env: Env, policy: Policy<R>, opts: PlayOptions): Promise<Episode<R>> {
   const reset = await env.reset({ seed: opts.seed, task: opts.task });
   const task = (reset.info.task as Task | undefined) ?? opts.task ?? { id: "unknown", instruction: "" };
+  policy.reset?.(task);
   const steps: EpisodeStep<R>[] = [];
   const history: string[] = [];
   const trace: PastStep[] = [];
@@ -64,7 +72,7 @@ export async function playEpisode<R>(env: Env, policy: Policy<R>, opts: PlayOpti
     info = r.info;
     if (r.terminated || r.truncated) break;
   }
-  return { task, steps, totalReward: total, success: total >= (opts.successThreshold ?? 1) - 1e-9 };
+  return { task, steps, totalReward: total, success: (opts.isSuccess ?? atLeastOne)(total) };
 }
 
 export interface EpisodeJob {
@@ -80,7 +88,7 @@ export interface EpisodeJob {
  */
 export async function playEpisodes<R>(
   envs: readonly Env[], policy: Policy<R>, jobs: readonly EpisodeJob[],
-  opts: { greedy?: boolean; successThreshold?: number; onEpisode?: (e: Episode<R>, index: number) => void } = {},
+  opts: { greedy?: boolean; isSuccess?: (totalReward: number) => boolean; onEpisode?: (e: Episode<R>, index: number) => void } = {},
 ): Promise<Episode<R>[]> {
   const results: Episode<R>[] = new Array(jobs.length);
   let next = 0;
@@ -89,7 +97,7 @@ export async function playEpisodes<R>(
       const j = next++;
       const job = jobs[j];
       const episode = await playEpisode(env, policy, {
-        task: job.task, seed: job.seed, rng: new Rng(job.rngSeed), greedy: opts.greedy, successThreshold: opts.successThreshold,
+        task: job.task, seed: job.seed, rng: new Rng(job.rngSeed), greedy: opts.greedy, isSuccess: opts.isSuccess,
       });
       results[j] = episode;
       opts.onEpisode?.(episode, j);
@@ -110,4 +118,17 @@ export function deriveSeed(...parts: (string | number)[]): number {
     h2 = Math.imul(h2 ^ c, 0x5bd1e995) ^ (h2 >>> 15);
   }
   return (h1 >>> 0) * 0x100000 + ((h2 >>> 0) & 0xfffff);
+}
+
+/** An episode as a trajectory record (the JSONL wire format). */
+export function episodeTrajectory(e: Episode, meta: { env: string; policy?: string; source?: Trajectory["source"]; createdAt?: string }): Trajectory {
+  return {
+    env: meta.env, task: e.task, total_reward: e.totalReward, success: e.success, source: meta.source ?? "real",
+    ...(meta.policy !== undefined ? { policy: meta.policy } : {}),
+    created_at: meta.createdAt ?? new Date().toISOString(),
+    steps: e.steps.map((s) => ({
+      observation: s.observation, action: s.action, reward: s.reward, next_observation: s.next_observation, terminated: s.terminated, truncated: s.truncated,
+      ...(s.info ? { info: s.info } : {}),
+    })),
+  };
 }
