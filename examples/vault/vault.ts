@@ -4,7 +4,7 @@
  * the episode), four rooms per task laid out from the task's number. Load it into any command with
  * `dreamgym --env-module examples/vault/vault.ts <command> --env vault …`.
  */
-import { ClosedEnvironmentError, ResetNeededError, Rng, registerEnv, scripted, type Env, type ResetOptions, type StepResult, type Task } from "dreamgym";
+import { orderEnforcing, registerEnv, Rng, scripted, withTimeLimit, type Env, type ResetOptions, type StepResult, type Task } from "dreamgym";
 
 const ROOMS = ["hall", "library", "kitchen", "cellar", "garden", "study", "attic", "pantry"];
 const INSTRUCTION = "Find the key and open the chest; pick up every gem you see on the way.";
@@ -36,19 +36,16 @@ function describe(layout: Layout, at: number, items: string[][]): string {
   return `You are in the ${layout.rooms[at]}. Exits: ${Object.keys(EXITS[at]).join(", ")}. You see: ${seen}.`;
 }
 
+/** The game itself; `orderEnforcing` and `withTimeLimit` add the call-order checks and the step limit. */
 export class VaultEnv implements Env {
-  private task: Task | undefined;
   private layout!: Layout;
   private at = 0;
   private items: string[][] = [];
   private carried: string[] = [];
-  private steps = 0;
-  private done = true;
-  private closed = false;
   private rng = new Rng(0);
   private readonly taskList: Task[];
 
-  constructor(readonly opts: { split?: string; maxSteps?: number } = {}) {
+  constructor(opts: { split?: string } = {}) {
     const range = SPLITS[opts.split ?? "train"];
     if (!range) throw new Error(`vault has splits train and test, not ${opts.split}`);
     this.taskList = Array.from({ length: range[1] - range[0] }, (_, i) => ({ id: `vault:${range[0] + i}`, instruction: INSTRUCTION, layout: range[0] + i }));
@@ -65,22 +62,16 @@ export class VaultEnv implements Env {
   }
 
   async reset(opts: ResetOptions = {}): Promise<{ observation: string; info: { task: Task } }> {
-    if (this.closed) throw new ClosedEnvironmentError();
     if (opts.seed !== undefined) this.rng = new Rng(opts.seed);
-    this.task = opts.task ?? this.taskList[this.rng.randbelow(this.taskList.length)];
-    this.layout = layoutOf(this.task);
+    const task = opts.task ?? this.taskList[this.rng.randbelow(this.taskList.length)];
+    this.layout = layoutOf(task);
     this.items = this.layout.items.map((r) => [...r]);
     this.at = 0;
     this.carried = [];
-    this.steps = 0;
-    this.done = false;
-    return { observation: VaultEnv.intro(this.task), info: { task: this.task } };
+    return { observation: VaultEnv.intro(task), info: { task } };
   }
 
   async step(action: string): Promise<StepResult> {
-    if (this.closed) throw new ClosedEnvironmentError();
-    if (this.done || !this.task) throw new ResetNeededError();
-    this.steps++;
     const [verb, ...rest] = action.trim().toLowerCase().split(/\s+/);
     const object = rest.join(" ");
     let feedback: string;
@@ -115,19 +106,15 @@ export class VaultEnv implements Env {
       invalid = true;
       feedback = "I don't understand that.";
     }
-    const truncated = !terminated && this.steps >= (this.opts.maxSteps ?? 20);
-    this.done = terminated || truncated;
     const observation = `${feedback} ${describe(this.layout, this.at, this.items)}`;
-    return { observation, reward, terminated, truncated, info: invalid ? { invalid: true } : {} };
+    return { observation, reward, terminated, truncated: false, info: invalid ? { invalid: true } : {} };
   }
 
   availableActions(): undefined {
     return undefined; // a parser game: any text is a command
   }
 
-  async close(): Promise<void> {
-    this.closed = true;
-  }
+  async close(): Promise<void> {}
 
   /** The expert's next command: gems and the key where it stands, else towards the nearest one, else the chest. */
   expertAction(): string {
@@ -160,7 +147,7 @@ function wanderer(seed: number) {
 
 registerEnv<VaultEnv>("vault", {
   description: "vault (example): a four-room parser game, free-text commands, dense rewards",
-  create: (opts) => new VaultEnv(opts),
+  create: (opts) => orderEnforcing(withTimeLimit(new VaultEnv(opts), opts.maxSteps ?? 20)),
   splits: { train: "train", eval: "test" },
   rewards: { min: 0, max: 5, dense: true },
   // success: the default, a return at or above rewards.max (the chest's 5)

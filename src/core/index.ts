@@ -11,8 +11,8 @@ export {
 export { checkEnv } from "./check-env.ts";
 export type { CheckEnvOptions } from "./check-env.ts";
 export { abstractEnv, isAbstractState } from "./state-abstraction.ts";
-export { withActions } from "./with-actions.ts";
-export type { ActionSource } from "./with-actions.ts";
+export { withActions, withTimeLimit, orderEnforcing } from "./wrappers.ts";
+export type { ActionSource } from "./wrappers.ts";
 export type { StateAbstraction, Verifier } from "./state-abstraction.ts";
 export { ScriptedPolicy, scripted } from "./policy.ts";
 export type { Policy, PolicyInput, PastStep, Decision, ActOptions } from "./policy.ts";
