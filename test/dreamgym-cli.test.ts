@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { chatServer } from "../src/llm/test-chat-server.ts";
+import { chatServer } from "../src/testing/index.ts";
 import { killAfterCheckpoint, metricsOf, run, runAsync } from "./helpers.ts";
 
 /** Synthetic trajectories per iteration label, and transitions in all. */

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { chatServer } from "../src/llm/test-chat-server.ts";
+import { chatServer } from "../src/testing/index.ts";
 import { runAsync } from "./helpers.ts";
 
 

@@ -4,7 +4,7 @@ import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { chatServer } from "../src/llm/test-chat-server.ts";
+import { chatServer } from "../src/testing/index.ts";
 import { BIN, runAsync } from "./helpers.ts";
 
 

@@ -4,7 +4,7 @@ import { writeFileSync } from "node:fs";
 import { ReplayBuffer } from "./replay-buffer.ts";
 import { exportJsonl, fewShotTrajectories, importJsonl, parseTranscript } from "./importers.ts";
 import { parseTrajectory } from "./trajectory-schema.ts";
-import { makeTrajectory, tempFile } from "./test-helpers.ts";
+import { makeTrajectory, tempFile } from "../testing/index.ts";
 import { readJsonlAll, type Trajectory } from "../core/index.ts";
 import { resolveDataDir } from "../envs/index.ts";
 

@@ -5,7 +5,7 @@ import type { AddressInfo } from "node:net";
 import { OpenAIEmbedder } from "./openai-embedder.ts";
 import { ReplayBuffer } from "./replay-buffer.ts";
 import { createEmbedder } from "./create-embedder.ts";
-import { makeTrajectory, tempFile } from "./test-helpers.ts";
+import { makeTrajectory, tempFile } from "../testing/index.ts";
 import { ApiCallError, InvalidConfigError } from "../core/index.ts";
 
 type Fault = "500" | "429" | "bad-count" | null;

@@ -3,7 +3,7 @@ import { test } from "node:test";
 import { Rng, type Task } from "../core/index.ts";
 import { getReward, WebShopEnv, webshopGoalOf } from "../envs/webshop/index.ts";
 import { OpenAIChatModel } from "../llm/index.ts";
-import { chatServer } from "../llm/test-chat-server.ts";
+import { chatServer } from "../testing/index.ts";
 import { Curriculum, curriculumConfigSchema, LlmTaskGenerator, rewardVariance, WebShopTaskGenerator, type TaskGenerator } from "./index.ts";
 
 test("V_τ is the population variance of a group's rewards", () => {

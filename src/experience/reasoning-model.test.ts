@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { Rng, type Task } from "../core/index.ts";
 import { ReplayBuffer } from "../buffer/index.ts";
 import { OpenAIChatModel } from "../llm/index.ts";
-import { chatServer } from "../llm/test-chat-server.ts";
+import { chatServer } from "../testing/index.ts";
 import { RandomPolicy, runEpisode } from "../envs/index.ts";
 import { RulePolicy, WebShopEnv, webshopAbstraction, webshopStartPage } from "../envs/webshop/index.ts";
 import { ReasoningExperienceModel, SyntheticEnv } from "./index.ts";

@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import type { StateAbstraction } from "../core/index.ts";
-import type { ChatModel, ChatRequest } from "../llm/index.ts";
+import { ScriptedChatModel } from "../testing/index.ts";
 import { EmbeddedExperienceModel, ReasoningExperienceModel, type Demo } from "./index.ts";
 
 // A parser game's abstraction: states list no actions; a state is "room: <name>".
@@ -16,19 +16,7 @@ const parser: StateAbstraction = {
 const dense = { min: 0, max: 5, dense: true };
 const task = { id: "t:1", instruction: "collect gems" };
 
-/** Answers each request with the next scripted output, keeping the prompts. */
-function scripted(outputs: object[]): ChatModel & { prompts: ChatRequest[] } {
-  const prompts: ChatRequest[] = [];
-  return {
-    id: "scripted",
-    prompts,
-    async generate(req) {
-      prompts.push(req);
-      const text = JSON.stringify(outputs[Math.min(prompts.length - 1, outputs.length - 1)]);
-      return { model: "scripted", choices: [{ text, parsed: JSON.parse(text) }], usage: { promptTokens: 1, completionTokens: 1 }, latencyMs: 0, cached: false };
-    },
-  };
-}
+const scripted = (outputs: object[]) => new ScriptedChatModel(outputs.map((o) => JSON.stringify(o)));
 
 test("reasoning model, dense rewards: non-ending rewards are kept, the range is the env's, and the prompt says so", async () => {
   const chat = scripted([{ reasoning: "took a gem", next_state: "room: hall", reward: 1, terminated: false }]);
@@ -36,7 +24,7 @@ test("reasoning model, dense rewards: non-ending rewards are kept, the range is 
   const p = await model.predict({ task, history: [], state: "room: hall", action: "take gem", demos: [] });
   assert.equal(p.info.failed, undefined);
   assert.equal(p.reward, 1);
-  assert.match(chat.prompts[0].messages[0].content, /Rewards are dense: any step can earn a reward in \[0, 5\]/);
+  assert.match(chat.requests[0].messages[0].content, /Rewards are dense: any step can earn a reward in \[0, 5\]/);
 
   const outcome = new ReasoningExperienceModel({ chat: scripted([{ reasoning: "", next_state: "room: hall", reward: 1, terminated: false }]), abstraction: parser });
   assert.equal((await outcome.predict({ task, history: [], state: "room: hall", action: "take gem", demos: [] })).reward, 0, "outcome rewards: zero until the end");

@@ -7,7 +7,7 @@ import { readJsonlAll, type Trajectory } from "../core/index.ts";
 import { runEpisode } from "../envs/index.ts";
 import { OraclePolicy, WebShopEnv, webshopAbstraction } from "../envs/webshop/index.ts";
 import { OpenAIChatModel } from "../llm/index.ts";
-import { chatServer } from "../llm/test-chat-server.ts";
+import { chatServer } from "../testing/index.ts";
 import { buildSftData, isValTask } from "./sft-data.ts";
 
 const env = new WebShopEnv({ split: "train" });

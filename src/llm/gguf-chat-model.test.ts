@@ -4,7 +4,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { GgufChatModel } from "./gguf-chat-model.ts";
-import { writeTinyGguf } from "./tiny-gguf.ts";
+import { writeTinyGguf } from "../testing/index.ts";
 import { createChatModel } from "./create-chat-model.ts";
 import { DataError } from "../core/index.ts";
 

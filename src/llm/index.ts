@@ -7,4 +7,3 @@ export { Semaphore } from "./semaphore.ts";
 export { createChatModel } from "./create-chat-model.ts";
 export { GgufChatModel } from "./gguf-chat-model.ts";
 export type { GgufChatModelOptions } from "./gguf-chat-model.ts";
-export { writeTinyGguf } from "./tiny-gguf.ts";

@@ -8,7 +8,7 @@ import { createChatModel } from "./create-chat-model.ts";
 import { extractJson } from "./chat-model.ts";
 import { ResponseCache } from "./response-cache.ts";
 import { ApiCallError } from "../core/index.ts";
-import { chatServer } from "./test-chat-server.ts";
+import { chatServer } from "../testing/index.ts";
 
 const fast = { backoffMs: 1, maxBackoffMs: 5 };
 

@@ -3,10 +3,10 @@ import { describe, test } from "node:test";
 import { Rng } from "../core/index.ts";
 import type { Episode } from "../core/index.ts";
 import { groupAdvantages, grpoConfigSchema, grpoUpdate } from "./grpo.ts";
-import { learnToy } from "./learn-toy.ts";
+import { learnToy } from "../../test/fixtures/learn-toy.ts";
 import { gae, ppoConfigSchema, ppoUpdate } from "./ppo.ts";
 import type { Evaluation, OutputGradients, TrainablePolicy } from "./policy.ts";
-import { BanditEnv, ChainEnv, ShopToyEnv } from "./toy-envs.ts";
+import { BanditEnv, ChainEnv, ShopToyEnv } from "../testing/index.ts";
 
 const close = (a: readonly number[], b: readonly number[], tol = 1e-9) =>
   assert.ok(a.length === b.length && a.every((x, i) => Math.abs(x - b[i]) <= tol), `${JSON.stringify(a)} ≠ ${JSON.stringify(b)}`);

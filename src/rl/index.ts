@@ -13,7 +13,6 @@ export { parseConfig } from "./config.ts";
 export { train, resumeTraining, trainConfigSchema } from "./trainer.ts";
 export type { TrainConfig, TrainConfigInput, TrainSummary, IterationMetrics, EvalResult, TrainHooks } from "./trainer.ts";
 export { writeReport, lineChart, readMetrics } from "./report.ts";
-export { BanditEnv, ChainEnv, ShopToyEnv } from "./toy-envs.ts";
 export { LlmPolicy, parseActionLine, matchAction } from "./llm-policy.ts";
 export type { LlmPolicyOptions, LlmStepRecord } from "./llm-policy.ts";
 export { exportForTrainer } from "./llm-export.ts";

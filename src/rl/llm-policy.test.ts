@@ -7,7 +7,7 @@ import { abstractEnv, ApiCallError, Rng, type Task } from "../core/index.ts";
 import { createEnv, syntheticSupport } from "../envs/index.ts";
 import type { ChatMessage } from "../llm/chat-model.ts";
 import { OpenAIChatModel } from "../llm/openai-chat-model.ts";
-import { chatServer } from "../llm/test-chat-server.ts";
+import { chatServer } from "../testing/index.ts";
 import { playEpisode, playEpisodes, type Episode } from "../core/index.ts";
 import { exportForTrainer } from "./llm-export.ts";
 import { LlmPolicy, matchAction, parseActionLine, type LlmStepRecord } from "./llm-policy.ts";

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { InvalidConfigError, Rng } from "../core/index.ts";
 import { NeuralPolicy, type NeuralStepRecord } from "./neural-policy.ts";
-import { ShopToyEnv } from "./toy-envs.ts";
+import { ShopToyEnv } from "../testing/index.ts";
 import { playEpisodes } from "../core/index.ts";
 
 async function someRecords(policy: NeuralPolicy): Promise<NeuralStepRecord[]> {
