@@ -8,3 +8,5 @@ export { createChatModel } from "./create-chat-model.ts";
 export { GgufChatModel } from "./gguf-chat-model.ts";
 export type { GgufChatModelOptions } from "./gguf-chat-model.ts";
 export { writeTinyGguf } from "./tiny-gguf.ts";
+export { EndpointFailedError, FailureBreaker } from "./breaker.ts";
+export type { BreakerOptions } from "./breaker.ts";
