@@ -36,7 +36,7 @@ export class FailureBreaker {
   private steps = 0;
   private reachedOnce = false;
   private error: EndpointFailedError | null = null;
-  private readonly controller = new AbortController();
+  private readonly listeners = new Set<() => void>();
 
   constructor(readonly url: string, opts: BreakerOptions = {}) {
     this.maxFailures = opts.maxFailures ?? 10;
@@ -44,9 +44,13 @@ export class FailureBreaker {
     this.what = opts.what ?? "LLM endpoint";
   }
 
-  /** Aborts the calls in flight when the breaker trips. */
-  get signal(): AbortSignal {
-    return this.controller.signal;
+  /**
+   * Calls `fn` if it trips (e.g. to abort a call in flight); returns the unsubscribe. One listener
+   * per call, removed after it, so a long run does not pile listeners onto one signal.
+   */
+  onTrip(fn: () => void): () => void {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
   }
 
   /** The error that tripped it, if it has. */
@@ -80,7 +84,7 @@ export class FailureBreaker {
     this.check();
     this.calls++;
     if (opts.transport && !this.reachedOnce) this.trip(`cannot be reached`, error, opts.cause);
-    if (this.calls >= this.maxFailures) this.trip(`failed ${this.calls} calls in a row`, error, opts.cause);
+    if (this.calls >= this.maxFailures) this.trip(`failed ${this.calls} call${this.calls === 1 ? "" : "s"} in a row`, error, opts.cause);
   }
 
   /** A step got a valid answer. */
@@ -92,7 +96,7 @@ export class FailureBreaker {
   stepFailed(reason: string): void {
     this.check();
     this.steps++;
-    if (this.steps >= this.maxFailures) this.trip(`gave no valid answer ${this.steps} steps in a row`, reason);
+    if (this.steps >= this.maxFailures) this.trip(`gave no valid answer ${this.steps} step${this.steps === 1 ? "" : "s"} in a row`, reason);
   }
 
   private trip(what: string, last: string, cause?: unknown): never {
@@ -100,7 +104,8 @@ export class FailureBreaker {
       `${this.what} ${this.url} ${what}; last error: ${oneLine(last)} (stopped: check the server, or raise --request-timeout / --max-failures)`,
       this.url, cause,
     );
-    this.controller.abort(this.error);
+    for (const fn of [...this.listeners]) fn();
+    this.listeners.clear();
     throw this.error;
   }
 }

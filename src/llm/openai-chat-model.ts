@@ -125,6 +125,16 @@ export class OpenAIChatModel implements ChatModel {
   }
 
   private async once(request: ChatRequest): Promise<ChatResponse> {
+    const abort = new AbortController();
+    const off = this.breaker.onTrip(() => abort.abort());
+    try {
+      return await this.attempt(request, abort.signal);
+    } finally {
+      off();
+    }
+  }
+
+  private async attempt(request: ChatRequest, signal: AbortSignal): Promise<ChatResponse> {
     const res = await this.client.chat.completions.create({
       model: this.model,
       messages: request.messages,
@@ -134,7 +144,7 @@ export class OpenAIChatModel implements ChatModel {
       ...(request.n !== undefined ? { n: request.n } : {}),
       ...(request.stop ? { stop: request.stop } : {}),
       ...(request.schema ? { response_format: { type: "json_schema" as const, json_schema: { name: request.schema.name, schema: request.schema.schema, strict: true } } } : {}),
-    }, { signal: this.breaker.signal });
+    }, { signal });
     if (!res || !Array.isArray(res.choices)) throw new Error("the response has no choices");
     const choices: ChatChoice[] = res.choices.map((c) => {
       const text = c.message?.content ?? "";
