@@ -132,3 +132,16 @@ test("train --mode dreamgym stops, checkpointed, when its endpoint hangs mid-run
     await s.close();
   }
 });
+
+test("buffer import with a hanging embedder: exit 2, one line naming the URL, each attempt bounded by --request-timeout", async () => {
+  const s = await chatServer({ fault: () => "timeout" });
+  try {
+    const db = join(mkdtempSync(join(root, "embedder-")), "e.db");
+    const r = await runAsync(["buffer", "import", real, "--buffer", db, "--embedder", `${s.url}#embed`, "--request-timeout", "0.3"]);
+    assert.equal(r.status, 2, r.stderr);
+    assert.match(r.stderr, new RegExp(`^error: embeddings request failed after retries: Request timed out\\. \\(${s.url}/embeddings\\)\\n$`));
+    assert.equal(s.requests.length, 5, "one attempt and 4 retries, each cut at 0.3 s");
+  } finally {
+    await s.close();
+  }
+});
