@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync } from "node:fs";
+import { appendFileSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chatServer } from "../src/testing/index.ts";
@@ -91,6 +91,54 @@ test("rollout: groups of LLM episodes in real WebShop, exported for a trainer, r
       assert.equal(e.total_reward, rows[3 * i].episode_reward);
       assert.deepEqual(e.steps.map((x: { action: string }) => x.action), rows.slice(3 * i, 3 * i + 3).map((x) => x.action));
     });
+  } finally {
+    await s.close();
+  }
+});
+
+test("rollout appends whole groups as they finish: a bad --out fails before any call, a stopped run keeps its groups, a rerun continues to the same file", async () => {
+  let failFrom = Infinity;
+  const s = await chatServer({ reply: shopper, fault: (n) => (n >= failFrom ? "400" : undefined) });
+  try {
+    const dir = mkdtempSync(join(tmpdir(), "dreamgym-rollout-resume-"));
+    const args = ["rollout", "--env", "webshop", "--model", `${s.url}#tiny`, "--tasks", "4", "--group", "2", "--start", "3", "--concurrency", "2", "--max-failures", "1"];
+    const bad = await runAsync([...args, "--out", join(dir, "no-such-dir", "r.jsonl")]);
+    assert.equal(bad.status, 2);
+    assert.match(bad.stderr, /^error: .*no-such-dir\/r\.jsonl: cannot write the output: ENOENT[^\n]*\n$/);
+    assert.equal(s.requests.length, 0, "no model call before the output is known to be writable");
+
+    const whole = join(dir, "whole.jsonl");
+    const a = await runAsync([...args, "--out", whole]);
+    assert.equal(a.status, 0, a.stderr);
+    const calls = s.requests.length;
+    assert.equal(calls, 4 * 2 * 3);
+
+    // From its 11th call on, the server refuses every request: the first group (6 calls) is kept.
+    s.requests.length = 0;
+    failFrom = 11;
+    const part = join(dir, "part.jsonl");
+    const b = await runAsync([...args, "--out", part]);
+    assert.equal(b.status, 2, b.stderr);
+    assert.match(b.stderr, new RegExp(`^error: LLM endpoint ${s.url}/chat/completions failed 1 call in a row; last error: .*HTTP 400[^\n]*\n$`));
+    const kept = readFileSync(part, "utf8");
+    assert.ok(kept.length > 0 && readFileSync(whole, "utf8").startsWith(kept), "whole groups, in order, as the uninterrupted run wrote them");
+
+    // A killed run's torn last line is cut off; the rerun plays only what is missing.
+    appendFileSync(part, '{"env": "webshop", "task_id": "webs');
+    s.requests.length = 0;
+    failFrom = Infinity;
+    const c = await runAsync([...args, "--out", part]);
+    assert.equal(c.status, 0, c.stderr);
+    assert.match(c.stdout, /wrote 24 steps \(4 tasks × 2 rollouts, 24 steps\).*; continued a run that had done 1 of the tasks \(18 lines added\)/);
+    assert.equal(readFileSync(part, "utf8"), readFileSync(whole, "utf8"));
+    assert.equal(s.requests.length, calls - 6);
+
+    // Other options would mix two runs in one file: refused, before any call.
+    s.requests.length = 0;
+    const other = await runAsync([...args, "--seed", "7", "--out", part]);
+    assert.equal(other.status, 2);
+    assert.match(other.stderr, /holds other output/);
+    assert.equal(s.requests.length, 0);
   } finally {
     await s.close();
   }

@@ -8,11 +8,11 @@ import { OpenAIEmbedder } from "./openai-embedder.ts";
  * `http://127.0.0.1:8000/v1#bge-small` (any OpenAI-compatible server, `#` then the model);
  * `openai:text-embedding-3-small` (api.openai.com, key from `$OPENAI_API_KEY`).
  */
-export function createEmbedder(spec: string): Embedder {
+export function createEmbedder(spec: string, opts: { timeoutMs?: number } = {}): Embedder {
   const hashing = /^hashing(?::(\d+))?$/.exec(spec);
   if (hashing) return new HashingEmbedder({ dims: hashing[1] ? Number(hashing[1]) : undefined });
-  if (spec.startsWith("openai:")) return new OpenAIEmbedder({ baseURL: "https://api.openai.com/v1", model: spec.slice("openai:".length) });
+  if (spec.startsWith("openai:")) return new OpenAIEmbedder({ ...opts, baseURL: "https://api.openai.com/v1", model: spec.slice("openai:".length) });
   const url = /^(https?:\/\/[^#]+)#(.+)$/.exec(spec);
-  if (url) return new OpenAIEmbedder({ baseURL: url[1], model: url[2] });
+  if (url) return new OpenAIEmbedder({ ...opts, baseURL: url[1], model: url[2] });
   throw new InvalidConfigError(`unknown embedder "${spec}" (use hashing[:dims], openai:<model>, or http(s)://host/v1#<model>)`);
 }

@@ -5,10 +5,11 @@ import { parseTrajectory, ReplayBuffer } from "../buffer/index.ts";
 import { createEnv, syntheticSupport, type EnvName } from "../envs/index.ts";
 import { auditModel, EmbeddedExperienceModel, ReasoningExperienceModel } from "../experience/index.ts";
 import { createChatModel } from "../llm/index.ts";
+import { endpointOptions, endpointSettings } from "./endpoint-options.ts";
 import { parseIntOption } from "./episodes.ts";
 
 export function registerAudit(program: Command): void {
-  program
+  const cmd = program
     .command("audit")
     .description("how faithful is an experience model: replay held-out real trajectories and compare rewards and next states")
     .requiredOption("--env <name>", "environment")
@@ -18,7 +19,8 @@ export function registerAudit(program: Command): void {
     .option("--limit <n>", "audit at most this many trajectories", parseIntOption("limit", 1))
     .option("--cache <file>", "with a chat model: its response cache")
     .option("--data <dir>", "data folder")
-    .option("--json", "print the report as JSON")
+    .option("--json", "print the report as JSON");
+  endpointOptions(cmd)
     .action(async (o) => {
       if (!existsSync(o.trajectories)) throw new DataError("no such trajectory file", { file: o.trajectories });
       if (o.buffer && !existsSync(o.buffer)) throw new DataError("no such buffer file", { file: o.buffer });
@@ -27,7 +29,7 @@ export function registerAudit(program: Command): void {
       const all = await readJsonlAll<Trajectory>(o.trajectories, { parse: (v) => parseTrajectory(v) });
       const trajectories = all.filter((t) => t.env === o.env && t.source === "real").slice(0, o.limit ?? Infinity);
       if (trajectories.length === 0) throw new InvalidConfigError(`${o.trajectories} has no real ${o.env} trajectories`);
-      const chat = o.experience === "default" ? null : createChatModel(o.experience, { cache: o.cache });
+      const chat = o.experience === "default" ? null : createChatModel(o.experience, { cache: o.cache, ...endpointSettings(o) });
       const model = chat ? new ReasoningExperienceModel({ chat, abstraction: support.abstraction }) : new EmbeddedExperienceModel({ abstraction: support.abstraction });
       const buffer = o.buffer ? ReplayBuffer.open(o.buffer, { readonly: true }) : undefined;
       try {

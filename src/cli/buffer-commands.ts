@@ -7,6 +7,7 @@ import {
 import { DataError, InvalidConfigError, type ExperienceSource, type StateAbstraction, type Trajectory } from "../core/index.ts";
 import { createEnv, resolveDataDir, syntheticSupport, type EnvName } from "../envs/index.ts";
 import { abstractTrajectory } from "../experience/index.ts";
+import { parseSeconds } from "./endpoint-options.ts";
 import { parseIntOption } from "./episodes.ts";
 import { progressBar } from "./progress.ts";
 
@@ -26,9 +27,13 @@ function abstractionTransform(data?: string): (t: Trajectory) => Trajectory {
   };
 }
 
-function openBuffer(o: { buffer: string; embedder?: string; capacity?: number }, readonly = false): ReplayBuffer {
-  return ReplayBuffer.open(o.buffer, { embedder: o.embedder ? createEmbedder(o.embedder) : undefined, capacity: o.capacity, readonly });
+function openBuffer(o: { buffer: string; embedder?: string; capacity?: number; requestTimeout?: number }, readonly = false): ReplayBuffer {
+  const embedder = o.embedder ? createEmbedder(o.embedder, { timeoutMs: o.requestTimeout === undefined ? undefined : 1000 * o.requestTimeout }) : undefined;
+  return ReplayBuffer.open(o.buffer, { embedder, capacity: o.capacity, readonly });
 }
+
+/** An embedder endpoint's failure already stops the command (after its client's retries); this bounds each attempt. */
+const REQUEST_TIMEOUT = ["--request-timeout <seconds>", "with an http/openai embedder: how long one HTTP attempt may take (default 30; 4 retries)", parseSeconds("request-timeout")] as const;
 
 function filterOf(o: { env?: string; source?: string; task?: string }): SearchFilter {
   if (o.source !== undefined && o.source !== "real" && o.source !== "synthetic") throw new InvalidConfigError(`--source must be real or synthetic, got "${o.source}"`);
@@ -59,6 +64,7 @@ export function registerBufferCommands(program: Command): void {
     .option("--online", "mark as online experience, which capacity may evict (default: offline seed, never evicted)")
     .option("--abstract", "store observations as the env's abstract states (what synthetic envs read and write)")
     .option("--embedder <spec>", "hashing[:dims] | http://host/v1#model | openai:model (default: the buffer's, else hashing)")
+    .option(...REQUEST_TIMEOUT)
     .option("--capacity <n>", "most transitions to keep", parseIntOption("capacity", 1))
     .action(async (files: string[], o) => {
       if (files.length === 0 && !o.fewShot) throw new InvalidConfigError("give trajectory JSONL files to import, or --few-shot");
@@ -144,6 +150,7 @@ export function registerBufferCommands(program: Command): void {
     .option("--task <id>", "only this task id")
     .option("--exact", "exact search even for large buffers")
     .option("--embedder <spec>", "the buffer's embedder, when it is not the default")
+    .option(...REQUEST_TIMEOUT)
     .option("--json", "print as JSON")
     .action(async (text: string, o) => {
       const b = openBuffer(o, true);

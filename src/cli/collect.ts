@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import { JsonlWriter } from "../core/index.ts";
 import { InvalidConfigError } from "../core/index.ts";
 import { defaultSplits } from "../envs/index.ts";
+import { endpointOptions } from "./endpoint-options.ts";
 import { parseIntOption, playEpisodes } from "./episodes.ts";
 import { playSyntheticEpisodes, type SyntheticEpisodesOptions } from "./synthetic-episodes.ts";
 
@@ -20,7 +21,7 @@ async function collectSynthetic(o: SyntheticEpisodesOptions & { out: string; app
 }
 
 export function registerCollect(program: Command): void {
-  program
+  const cmd = program
     .command("collect")
     .description("collect offline trajectories of a scripted policy as JSONL (DESIGN.md trajectory format)")
     .requiredOption("--env <name>", "environment")
@@ -37,7 +38,8 @@ export function registerCollect(program: Command): void {
     .option("--buffer <file>", "with --experience: the replay buffer that grounds the model and receives the synthetic transitions")
     .option("--concurrency <n>", "with --experience: episodes at once", parseIntOption("concurrency", 1), 8)
     .option("--hybrid", "with --experience: terminal rewards from the real env's verifier")
-    .option("--cache <file>", "with a chat model: its response cache (SQLite)")
+    .option("--cache <file>", "with a chat model: its response cache (SQLite)");
+  endpointOptions(cmd)
     .action(async (o) => {
       o.split ??= defaultSplits(o.env).train;
       if (o.experience) return collectSynthetic(o);

@@ -1,10 +1,13 @@
 import type { Command } from "commander";
-import { abstractEnv, InvalidConfigError, type Env } from "../core/index.ts";
+import { createHash } from "node:crypto";
+import { closeSync, existsSync, fstatSync, ftruncateSync, openSync, readFileSync, writeSync } from "node:fs";
+import { abstractEnv, DataError, InvalidConfigError, type Env } from "../core/index.ts";
 import { createEnv, syntheticSupport, type EnvName } from "../envs/index.ts";
 import { createChatModel, type ModelStats } from "../llm/index.ts";
 import { deriveSeed, playEpisodes, type Episode, type EpisodeJob } from "../core/index.ts";
-import { exportForTrainer } from "../rl/llm-export.ts";
+import { groupLines } from "../rl/llm-export.ts";
 import { LlmPolicy, type LlmStepRecord } from "../rl/llm-policy.ts";
+import { endpointOptions, endpointSettings } from "./endpoint-options.ts";
 import { parseIntOption } from "./episodes.ts";
 import { progressBar } from "./progress.ts";
 
@@ -24,6 +27,130 @@ interface RolloutOptions {
   cache?: string;
   format: string;
   data?: string;
+  requestTimeout?: number;
+  maxFailures?: number;
+}
+
+/** What an episode in the output adds to the summary. */
+interface Done {
+  reward: number;
+  success: boolean;
+  steps: number;
+  failed: number;
+}
+
+/**
+ * The options that decide what a group's lines hold. Every line carries their hash, so a rerun with
+ * the same `--out` continues only its own run (`--tasks` may grow: a group does not depend on it).
+ */
+function runIdOf(o: RolloutOptions): string {
+  const key = [o.env, o.model, o.split, o.start, o.group, o.seed, o.temperature, o.maxSteps ?? null, o.maxTokens ?? null, o.format];
+  return createHash("sha256").update(JSON.stringify(key)).digest("hex").slice(0, 16);
+}
+
+/**
+ * The whole groups an earlier run with the same options left in `file`, in order. A torn line or a
+ * partial group at the end (a killed run) is cut off, to be played again.
+ */
+function readDone(file: string, o: RolloutOptions, runId: string): Done[][] {
+  if (!existsSync(file)) return [];
+  let buf: Buffer;
+  try {
+    buf = readFileSync(file);
+  } catch (e) {
+    throw new DataError(`cannot read the output to continue it: ${(e as Error).message}`, { file }, e);
+  }
+  type Group = { g: number; episodes: Map<number, Done & { lines: number }> };
+  const whole = (c: Group) => c.episodes.size === o.group && [...c.episodes.values()].every((e) => e.lines === (o.format === "steps" ? e.steps : 1));
+  const summaries = (c: Group) => [...c.episodes.entries()].sort((a, b) => a[0] - b[0]).map(([, { lines: _, ...e }]) => e);
+  const groups: Done[][] = [];
+  let wholeEnd = 0; // the byte after the last whole group
+  let current = null as Group | null;
+  let currentEnd = 0;
+  for (let pos = 0, n = 1; pos < buf.length; n++) {
+    const nl = buf.indexOf(10, pos);
+    if (nl < 0) break; // a torn last line
+    const line = buf.subarray(pos, nl).toString("utf8");
+    const lineStart = pos;
+    pos = nl + 1;
+    if (line.trim() === "") continue;
+    let row: Record<string, unknown>;
+    try {
+      row = JSON.parse(line) as Record<string, unknown>;
+    } catch {
+      throw new DataError("is not JSON, so this is no rollout output to continue: use another --out", { file, line: n });
+    }
+    if (row.run_id !== runId) {
+      throw new InvalidConfigError(`${file} holds other output (a rollout with other options, or not a rollout); continue it with the same options, or use another --out`);
+    }
+    const g = row.group as number;
+    if (current?.g !== g) {
+      if (current) {
+        if (!whole(current)) break;
+        groups.push(summaries(current));
+        wholeEnd = lineStart;
+      }
+      current = null;
+      if (g !== groups.length) break;
+      current = { g, episodes: new Map() };
+    }
+    const r = row.rollout as number;
+    const trajectory = o.format === "trajectories" ? (row.steps as { failed?: string }[]) : null;
+    const e = current.episodes.get(r) ?? {
+      reward: (trajectory ? row.total_reward : row.episode_reward) as number, success: row.success as boolean,
+      steps: trajectory ? trajectory.length : (row.episode_steps as number), failed: 0, lines: 0,
+    };
+    e.lines++;
+    e.failed += trajectory ? trajectory.filter((x) => x.failed).length : row.failed ? 1 : 0;
+    current.episodes.set(r, e);
+    currentEnd = pos;
+  }
+  if (current && whole(current)) {
+    groups.push(summaries(current));
+    wholeEnd = currentEnd;
+  }
+  if (wholeEnd < buf.length) {
+    try {
+      const fd = openSync(file, "r+");
+      try {
+        ftruncateSync(fd, wholeEnd);
+      } finally {
+        closeSync(fd);
+      }
+    } catch (e) {
+      throw new DataError(`cannot cut the unfinished group off the output: ${(e as Error).message}`, { file }, e);
+    }
+  }
+  return groups;
+}
+
+/** Appends whole groups to the output, each in one write; a write that fails is taken back. */
+class GroupAppender {
+  private readonly fd: number;
+  constructor(readonly file: string) {
+    try {
+      this.fd = openSync(file, "a");
+    } catch (e) {
+      throw new DataError(`cannot write the output: ${(e as Error).message}`, { file }, e);
+    }
+  }
+  append(rows: Record<string, unknown>[]): void {
+    const data = Buffer.from(rows.map((r) => JSON.stringify(r) + "\n").join(""));
+    const size = fstatSync(this.fd).size;
+    try {
+      for (let at = 0; at < data.length; ) at += writeSync(this.fd, data, at);
+    } catch (e) {
+      try {
+        ftruncateSync(this.fd, size);
+      } catch {
+        // the write's own error says more
+      }
+      throw new DataError(`cannot write the output: ${(e as Error).message}`, { file: this.file }, e);
+    }
+  }
+  close(): void {
+    closeSync(this.fd);
+  }
 }
 
 function parseTemperature(value: string): number {
@@ -39,55 +166,90 @@ async function rollout(o: RolloutOptions): Promise<void> {
   const real = Array.from({ length: o.concurrency }, () => createEnv(o.env as EnvName, { dataDir: o.data, split: o.split as never, maxSteps: o.maxSteps }));
   const { abstraction } = syntheticSupport(o.env, real[0]);
   const envs: Env[] = real.map((e) => abstractEnv(e, abstraction));
-  const model = createChatModel(o.model, { concurrency: o.concurrency, cache: o.cache });
-  const policy = new LlmPolicy({ model, temperature: o.temperature, maxTokens: o.maxTokens, profile: abstraction.profile });
-
   const all = real[0].tasks();
   const tasks = Array.from({ length: o.tasks }, (_, i) => all[(o.start + i) % all.length]);
+
+  // The output before the model: a bad --out fails before anything is paid for, and the whole
+  // groups of an earlier run with the same options are kept and not played again.
+  const runId = runIdOf(o);
+  let out: GroupAppender;
+  let done: Done[][];
+  try {
+    done = readDone(o.out, o, runId).slice(0, o.tasks);
+    out = new GroupAppender(o.out);
+  } catch (e) {
+    await Promise.all(envs.map((x) => x.close()));
+    throw e;
+  }
+  const resumed = done.length;
+  const model = createChatModel(o.model, { concurrency: o.concurrency, cache: o.cache, ...endpointSettings(o) });
+  const policy = new LlmPolicy({ model, temperature: o.temperature, maxTokens: o.maxTokens, profile: abstraction.profile });
+
   // Seeds from the run seed, task and rollout: a task's group does not depend on --start or scheduling.
-  const jobs: EpisodeJob[] = tasks.flatMap((task) =>
+  const jobs: EpisodeJob[] = tasks.slice(resumed).flatMap((task) =>
     Array.from({ length: o.group }, (_, g) => ({ task, seed: deriveSeed(o.seed, "env", task.id, g), rngSeed: deriveSeed(o.seed, "policy", task.id, g) })),
   );
+  const summary = (e: Episode<LlmStepRecord>): Done => ({ reward: e.totalReward, success: e.success, steps: e.steps.length, failed: e.steps.filter((s) => s.failed).length });
 
-  let done = 0;
-  let score = 0;
-  let success = 0;
-  const bar = progressBar(`rollout ${policy.name}`, jobs.length, { score: "0.0", success: "0.0%" });
-  let episodes: Episode<LlmStepRecord>[];
+  const bar = progressBar(`rollout ${policy.name}`, o.tasks * o.group, { score: "0.0", success: "0.0%" });
+  const finished = new Map<number, Done>(); // episodes of groups not yet written, by job
+  const show = () => {
+    const eps = [...done.flat(), ...finished.values()];
+    const n = Math.max(1, eps.length);
+    bar.update(eps.length, { score: ((100 * eps.reduce((a, e) => a + e.reward, 0)) / n).toFixed(1), success: `${((100 * eps.filter((e) => e.success).length) / n).toFixed(1)}%` });
+  };
+  show();
+  // Groups are appended whole and in task order as they complete: the file is the same however the
+  // episodes were scheduled, and a run that stops keeps every group it finished.
+  const pending = new Map<number, Episode<LlmStepRecord>[]>();
+  let lines = 0;
   try {
-    episodes = await playEpisodes(envs, policy, jobs, {
-      onEpisode: (e) => {
-        done++;
-        score += e.totalReward;
-        success += e.success ? 1 : 0;
-        bar.update(done, { score: ((100 * score) / done).toFixed(1), success: `${((100 * success) / done).toFixed(1)}%` });
+    await playEpisodes(envs, policy, jobs, {
+      onEpisode: (e, j) => {
+        const t = resumed + Math.floor(j / o.group);
+        const group = pending.get(t) ?? [];
+        group[j % o.group] = e;
+        pending.set(t, group);
+        finished.set(j, summary(e));
+        for (let next = done.length; pending.get(next)?.filter(Boolean).length === o.group; next = done.length) {
+          const episodes = pending.get(next)!;
+          pending.delete(next);
+          const rows = groupLines(episodes, next, { env: o.env, format, extra: { run_id: runId } });
+          out.append(rows);
+          lines += rows.length;
+          done.push(episodes.map(summary));
+          for (let r = 0; r < o.group; r++) finished.delete((next - resumed) * o.group + r);
+        }
+        show();
       },
     });
   } finally {
     bar.stop();
+    out.close();
     await Promise.all(envs.map((e) => e.close()));
     (model as { close?: () => void }).close?.();
   }
 
-  const groups = tasks.map((_, t) => episodes.slice(t * o.group, (t + 1) * o.group));
-  const written = exportForTrainer(groups, o.out, { env: o.env, format });
-  const steps = episodes.flatMap((e) => e.steps);
-  const failed = steps.filter((s) => s.failed).length;
+  const eps = done.flat();
+  const steps = eps.reduce((n, e) => n + e.steps, 0);
+  const failed = eps.reduce((n, e) => n + e.failed, 0);
+  const pct = (x: number) => ((100 * x) / Math.max(1, eps.length)).toFixed(1);
   const stats = (model as { stats?: ModelStats }).stats;
   const tokens = stats ? `, tokens ${stats.promptTokens} prompt + ${stats.completionTokens} completion (${stats.cacheHits} cached responses)` : "";
   console.log(
-    `wrote ${written.lines} ${format === "steps" ? "steps" : "trajectories"} (${o.tasks} tasks × ${o.group} rollouts, ${written.steps} steps) to ${o.out}: ` +
-      `score ${((100 * score) / jobs.length).toFixed(1)}, success ${((100 * success) / jobs.length).toFixed(1)}%, failed steps ${failed}${tokens}`,
+    `wrote ${format === "steps" ? `${steps} steps` : `${eps.length} trajectories`} (${o.tasks} tasks × ${o.group} rollouts, ${steps} steps) to ${o.out}: ` +
+      `score ${pct(eps.reduce((a, e) => a + e.reward, 0))}, success ${pct(eps.filter((e) => e.success).length)}%, failed steps ${failed}${tokens}` +
+      (resumed > 0 ? `; continued a run that had done ${resumed} of the tasks (${lines} lines added)` : ""),
   );
 }
 
 export function registerRollout(program: Command): void {
-  program
+  const cmd = program
     .command("rollout")
     .description("play groups of LLM-policy rollouts per task in a real env (abstract states) and export them for an external GRPO trainer")
     .requiredOption("--env <name>", "environment")
     .requiredOption("--model <model>", "chat model: http(s)://host:port/v1#<model>, openai:<model> or gguf:<file>")
-    .requiredOption("--out <file>", "output JSONL file (written whole, then renamed into place)")
+    .requiredOption("--out <file>", "output JSONL file: whole groups are appended as they finish; a rerun with the same options continues it")
     .option("--tasks <n>", "tasks, in split order from --start (wrapping around)", parseIntOption("tasks", 1), 10)
     .option("--group <n>", "rollouts per task (the GRPO group)", parseIntOption("group", 1), 4)
     .option("--split <split>", "task split", "test")
@@ -99,6 +261,6 @@ export function registerRollout(program: Command): void {
     .option("--max-tokens <n>", "completion tokens per model call", parseIntOption("max-tokens", 1))
     .option("--cache <file>", "the model's response cache (SQLite): a rerun replays it")
     .option("--format <format>", "steps (one line per step) | trajectories (one line per episode)", "steps")
-    .option("--data <dir>", "data folder")
-    .action(rollout);
+    .option("--data <dir>", "data folder");
+  endpointOptions(cmd).action(rollout);
 }

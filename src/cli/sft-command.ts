@@ -5,12 +5,13 @@ import { parseTrajectory, ReplayBuffer } from "../buffer/index.ts";
 import { createEnv, syntheticSupport, type EnvName } from "../envs/index.ts";
 import { buildSftData } from "../experience/index.ts";
 import { createChatModel } from "../llm/index.ts";
+import { endpointOptions, endpointSettings } from "./endpoint-options.ts";
 import { parseIntOption } from "./episodes.ts";
 import { progressBar } from "./progress.ts";
 
 export function registerSft(program: Command): void {
   const sft = program.command("sft").description("training data for the reasoning experience model");
-  sft
+  const build = sft
     .command("build")
     .description("a teacher model explains each real transition; writes chat JSONL (train/val split by task); resumable")
     .requiredOption("--env <name>", "environment")
@@ -22,14 +23,15 @@ export function registerSft(program: Command): void {
     .option("--concurrency <n>", "teacher calls at once", parseIntOption("concurrency", 1), 8)
     .option("--limit <n>", "annotate at most this many trajectories", parseIntOption("limit", 1))
     .option("--val <fraction>", "share of tasks held out for validation", (v: string) => Number(v), 0.1)
-    .option("--data <dir>", "data folder")
+    .option("--data <dir>", "data folder");
+  endpointOptions(build)
     .action(async (o) => {
       if (!existsSync(o.trajectories)) throw new DataError("no such trajectory file", { file: o.trajectories });
       const support = syntheticSupport(o.env, createEnv(o.env as EnvName, { dataDir: o.data }));
       const trajectories = (await readJsonlAll<Trajectory>(o.trajectories, { parse: (v) => parseTrajectory(v) }))
         .filter((t) => t.env === o.env && t.source === "real")
         .slice(0, o.limit ?? Infinity);
-      const teacher = createChatModel(o.teacher, { concurrency: o.concurrency, cache: o.cache });
+      const teacher = createChatModel(o.teacher, { concurrency: o.concurrency, cache: o.cache, ...endpointSettings(o) });
       const buffer = o.buffer ? ReplayBuffer.open(o.buffer, { readonly: true }) : undefined;
       const steps = trajectories.reduce((n, t) => n + t.steps.length, 0);
       const bar = progressBar("sft build", steps);

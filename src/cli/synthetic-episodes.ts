@@ -5,6 +5,7 @@ import { ReplayBuffer } from "../buffer/index.ts";
 import { createEnv, createPolicy, runEpisode, syntheticSupport, type EnvName } from "../envs/index.ts";
 import { EmbeddedExperienceModel, ReasoningExperienceModel, SyntheticEnv, type ExperienceModel } from "../experience/index.ts";
 import { createChatModel } from "../llm/index.ts";
+import { endpointSettings } from "./endpoint-options.ts";
 import { progressBar } from "./progress.ts";
 
 export interface SyntheticEpisodesOptions {
@@ -22,6 +23,9 @@ export interface SyntheticEpisodesOptions {
   hybrid?: boolean;
   /** With a chat model: its response cache file. */
   cache?: string;
+  /** With a chat model: seconds an HTTP attempt may take, and failures in a row that stop the run. */
+  requestTimeout?: number;
+  maxFailures?: number;
 }
 
 /**
@@ -43,7 +47,7 @@ export async function playSyntheticEpisodes(
     throw new InvalidConfigError(`buffer ${o.buffer} does not exist; the embedded model needs offline ${o.env} trajectories in it (dreamgym buffer import F.jsonl --buffer ${o.buffer} --abstract)`);
   }
   // The model first (a bad spec fails before anything is opened), then the buffer.
-  const chat = o.experience === "default" ? null : createChatModel(o.experience, { concurrency: o.concurrency, cache: o.cache });
+  const chat = o.experience === "default" ? null : createChatModel(o.experience, { concurrency: o.concurrency, cache: o.cache, ...endpointSettings(o) });
   const model: ExperienceModel = chat ? new ReasoningExperienceModel({ chat, abstraction: support.abstraction }) : new EmbeddedExperienceModel({ abstraction: support.abstraction });
   const closeChat = () => (chat as { close?: () => void } | null)?.close?.();
   let buffer: ReplayBuffer;

@@ -2,6 +2,7 @@ import { join } from "node:path";
 import type { Command } from "commander";
 import { InvalidConfigError, readJsonFile } from "../core/index.ts";
 import { resumeTraining, train, type IterationMetrics, type TrainConfig, type TrainSummary } from "../rl/index.ts";
+import { endpointOptions } from "./endpoint-options.ts";
 import { parseIntOption } from "./episodes.ts";
 import { progressBar } from "./progress.ts";
 
@@ -56,7 +57,7 @@ export function progressHook() {
 }
 
 export function registerTrain(program: Command): void {
-  program
+  const cmd = program
     .command("train")
     .description("train the neural policy with GRPO or PPO; writes a run folder (config, metrics, checkpoints, report)")
     .option("--env <name>", "environment (default webshop)")
@@ -83,16 +84,18 @@ export function registerTrain(program: Command): void {
     .option("--set <key=value>", "set any config key, e.g. --set grpo.klCoef=0.05 (repeatable)", (v: string, acc: string[]) => [...acc, v], [] as string[])
     .option("--out <dir>", "run folder (default runs/<env>-<mode>-<algo>-<time>)")
     .option("--resume <dir>", "continue the run in this folder from its last checkpoint")
-    .option("--data <dir>", "data folder")
+    .option("--data <dir>", "data folder");
+  // Allowed with --resume too: they decide when a run stops, not what it computes.
+  endpointOptions(cmd)
     .action(async (o, cmd: Command) => {
       const hook = progressHook();
       try {
         if (o.resume) {
-          const others = Object.keys(o).filter((k) => k !== "resume" && k !== "set" && cmd.getOptionValueSource(k) === "cli");
+          const others = Object.keys(o).filter((k) => !["resume", "set", "requestTimeout", "maxFailures"].includes(k) && cmd.getOptionValueSource(k) === "cli");
           if (others.length > 0 || (o.set as string[]).length > 0) {
             throw new InvalidConfigError(`--resume continues a run with its own config; drop ${[...others.map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`), ...((o.set as string[]).length ? ["--set"] : [])].join(", ")}`);
           }
-          printSummary(await resumeTraining(o.resume, hook));
+          printSummary(await resumeTraining(o.resume, hook, { requestTimeout: o.requestTimeout, maxFailures: o.maxFailures }));
           return;
         }
         const input: Record<string, unknown> = o.config ? ((await readJsonFile(o.config)) as Record<string, unknown>) : {};
@@ -101,7 +104,7 @@ export function registerTrain(program: Command): void {
           env: "env", mode: "mode", algo: "algo", budget: "budget", realBudget: "realBudget", maxSeconds: "maxSeconds", seed: "seed",
           tasksPerIter: "tasksPerIteration", group: "rolloutsPerTask", concurrency: "concurrency", evalEvery: "evalEvery", evalTasks: "evalTasks",
           finalEvalTasks: "finalEvalTasks", checkpointEvery: "checkpointEvery", data: "dataDir", buffer: "buffer", experience: "experience",
-          hybrid: "hybrid", replay: "replay", cache: "cache",
+          hybrid: "hybrid", replay: "replay", cache: "cache", requestTimeout: "requestTimeout", maxFailures: "maxFailures",
         };
         for (const [flag, key] of Object.entries(FLAG_KEYS)) if (cmd.getOptionValueSource(flag) === "cli") input[key] = o[flag];
         if (cmd.getOptionValueSource("curriculum") === "cli") applySet(input, `curriculum.enabled=${o.curriculum}`);

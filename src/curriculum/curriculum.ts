@@ -1,5 +1,6 @@
 import { z } from "zod";
 import type { Rng, Task } from "../core/index.ts";
+import { EndpointFailedError } from "../llm/breaker.ts";
 
 /**
  * DreamGym's curriculum: tasks where the policy sometimes succeeds and sometimes fails are the most
@@ -111,7 +112,9 @@ export class Curriculum {
       try {
         generated = await this.generator.generate(parent, this.config.variantsPerParent, rng);
       } catch (e) {
-        // A generator that keeps failing (its model is down) costs this iteration its new tasks, not the run.
+        // The model's breaker tripped: the endpoint is down, and the run stops.
+        if (e instanceof EndpointFailedError) throw e;
+        // A generator that fails now and then costs this iteration its new tasks, not the run.
         result.generatorFailures++;
         result.lastFailure = (e as Error).message;
         continue;

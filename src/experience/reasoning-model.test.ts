@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Rng, type Task } from "../core/index.ts";
 import { ReplayBuffer } from "../buffer/index.ts";
-import { OpenAIChatModel } from "../llm/index.ts";
+import { EndpointFailedError, OpenAIChatModel } from "../llm/index.ts";
 import { chatServer } from "../testing/index.ts";
 import { RandomPolicy, runEpisode } from "../envs/index.ts";
 import { RulePolicy, WebShopEnv, webshopAbstraction, webshopStartPage } from "../envs/webshop/index.ts";
@@ -133,10 +133,10 @@ test("cold start: with an empty buffer the model plays from the profile alone", 
   }
 });
 
-test("an unreachable model: the step fails cleanly", async () => {
-  const chat = new OpenAIChatModel({ baseURL: "http://127.0.0.1:9/v1", model: "m", maxRetries: 0 });
+test("an unreachable model stops the run at the first step, naming the URL", async () => {
+  const chat = new OpenAIChatModel({ baseURL: "http://127.0.0.1:9/v1", model: "m" });
   const model = new ReasoningExperienceModel({ chat, abstraction: abs });
-  const p = await model.predict({ task, history: [], state: start, action: "search[x]", demos: [] });
-  assert.match(p.info.failed!, /model call failed/);
-  assert.equal(p.nextState, start);
+  await assert.rejects(model.predict({ task, history: [], state: start, action: "search[x]", demos: [] }), (e: unknown) =>
+    e instanceof EndpointFailedError && /^LLM endpoint http:\/\/127\.0\.0\.1:9\/v1\/chat\/completions cannot be reached; last error: chat completion failed: Connection error/.test(e.message));
+  assert.equal(chat.stats.requests, 1, "not retried: it never answered");
 });

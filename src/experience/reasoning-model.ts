@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { isAbstractState, OUTCOME_REWARDS, type RewardSpec, type StateAbstraction } from "../core/index.ts";
-import type { ChatMessage, ChatModel } from "../llm/index.ts";
+import { EndpointFailedError, type ChatMessage, type ChatModel } from "../llm/index.ts";
 import type { Demo, ExperienceModel, HistoryStep, PredictInput, Prediction } from "./experience-model.ts";
 
 export interface ReasoningModelOptions {
@@ -48,7 +48,9 @@ function rewardRule({ min, max, dense }: RewardSpec): string {
  * reward and end. Outcome-based rewards: a step that does not end the episode has reward 0. With no
  * demos (an empty buffer) it plays from the profile alone. Output that is not valid JSON of that
  * shape is repaired where the intent is clear (numbers or booleans as strings, a fenced block), else
- * asked again with the error; after `maxAttempts` the step fails — it never throws and is never stored.
+ * asked again with the error; after `maxAttempts` the step fails and is never stored. A failed call
+ * fails the step too. It throws only when the chat model's breaker trips (the endpoint cannot be
+ * reached, or calls or steps kept failing): then the run must stop, not fill up with no-ops.
  */
 export class ReasoningExperienceModel implements ExperienceModel {
   readonly id: string;
@@ -110,6 +112,14 @@ export class ReasoningExperienceModel implements ExperienceModel {
   }
 
   async predict(input: PredictInput): Promise<Prediction> {
+    const p = await this.attempt(input);
+    const breaker = this.o.chat.breaker;
+    if (p.info.failed) breaker?.stepFailed(p.info.failed);
+    else breaker?.stepSucceeded();
+    return p;
+  }
+
+  private async attempt(input: PredictInput): Promise<Prediction> {
     const messages = this.messages(input);
     let lastError = "";
     for (let attempt = 0; attempt < this.o.maxAttempts; attempt++) {
@@ -120,6 +130,7 @@ export class ReasoningExperienceModel implements ExperienceModel {
         const res = await this.o.chat.generate({ messages, schema: OUTPUT_SCHEMA, temperature: this.o.temperature, maxTokens: this.o.maxTokens });
         ({ text, parsed, parseError } = res.choices[0] ?? { text: "", parseError: "no choices" });
       } catch (e) {
+        if (e instanceof EndpointFailedError) throw e;
         return { nextState: input.state, reward: 0, terminated: false, info: { failed: `model call failed: ${(e as Error).message}` } };
       }
       const checked: { value?: z.infer<typeof Output>; error?: string } = parseError ? { error: parseError } : this.validate(parsed);

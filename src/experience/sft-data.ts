@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { DataError, InvalidConfigError, JsonlWriter, readJsonl, repairJsonlTail, type StateAbstraction, type Trajectory } from "../core/index.ts";
 import { trajectoryContentId } from "../buffer/index.ts";
 import type { ReplayBuffer } from "../buffer/index.ts";
-import type { ChatMessage, ChatModel } from "../llm/index.ts";
+import { EndpointFailedError, type ChatMessage, type ChatModel } from "../llm/index.ts";
 import { retrieveDemos } from "./demos.ts";
 import type { HistoryStep } from "./experience-model.ts";
 import { ReasoningExperienceModel } from "./reasoning-model.ts";
@@ -106,15 +106,19 @@ export async function buildSftData(opts: SftBuildOptions): Promise<SftBuildRepor
         try {
           reasoning = (await opts.teacher.generate({ messages: teacherMessages, temperature: 0, maxTokens: 300 })).choices[0]?.text.trim() ?? "";
         } catch (e) {
+          if (e instanceof EndpointFailedError) throw e;
           report.failed++;
           report.firstFailure ??= (e as Error).message;
+          opts.teacher.breaker?.stepFailed((e as Error).message);
           return;
         }
         if (!reasoning) {
           report.failed++;
           report.firstFailure ??= "the teacher gave an empty answer";
+          opts.teacher.breaker?.stepFailed("the teacher gave an empty answer");
           return;
         }
+        opts.teacher.breaker?.stepSucceeded();
         const messages = student.messages({ task: t.task, history: past, state, action: s.action, demos });
         const answer = JSON.stringify({ reasoning, next_state: nextState, reward: s.terminated ? s.reward : 0, terminated: s.terminated });
         writers[split].write({ key, task: t.task.id, split, messages: [...messages, { role: "assistant", content: answer }] });

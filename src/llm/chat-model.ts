@@ -1,4 +1,5 @@
 /** The LLM layer's one small interface: every backend (HTTP, local GGUF) implements `ChatModel`. */
+import type { FailureBreaker } from "./breaker.ts";
 
 export interface ChatMessage {
   role: "system" | "user" | "assistant";
@@ -48,6 +49,11 @@ export interface ChatModel {
   /** Names the backend and model, e.g. `http://127.0.0.1:8000/v1#Qwen2.5-7B`. */
   readonly id: string;
   generate(request: ChatRequest): Promise<ChatResponse>;
+  /**
+   * A remote backend's circuit breaker. Users that check the output report each step to it
+   * (`stepSucceeded`/`stepFailed`), so a model that keeps answering garbage stops the run too.
+   */
+  readonly breaker?: FailureBreaker;
 }
 
 /** Counters every backend keeps. */

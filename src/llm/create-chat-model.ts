@@ -12,6 +12,7 @@ export function createChatModel(spec: string, opts: Omit<OpenAIChatModelOptions,
   if (spec.startsWith("openai:")) return new OpenAIChatModel({ ...opts, baseURL: "https://api.openai.com/v1", model: spec.slice("openai:".length) });
   const url = /^(https?:\/\/[^#]+)#(.+)$/.exec(spec);
   if (url) return new OpenAIChatModel({ ...opts, baseURL: url[1], model: url[2] });
+  // A local model has no endpoint to lose: no timeout, no breaker.
   if (spec.startsWith("gguf:")) return new GgufChatModel({ path: spec.slice("gguf:".length), cache: opts.cache });
   throw new InvalidConfigError(`unknown model "${spec}" (use openai:<model>, http(s)://host:port/v1#<model> or gguf:<file>)`);
 }

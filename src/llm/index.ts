@@ -7,3 +7,5 @@ export { Semaphore } from "./semaphore.ts";
 export { createChatModel } from "./create-chat-model.ts";
 export { GgufChatModel } from "./gguf-chat-model.ts";
 export type { GgufChatModelOptions } from "./gguf-chat-model.ts";
+export { EndpointFailedError, FailureBreaker } from "./breaker.ts";
+export type { BreakerOptions } from "./breaker.ts";

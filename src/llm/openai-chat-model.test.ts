@@ -7,6 +7,7 @@ import { OpenAIChatModel } from "./openai-chat-model.ts";
 import { createChatModel } from "./create-chat-model.ts";
 import { extractJson } from "./chat-model.ts";
 import { ResponseCache } from "./response-cache.ts";
+import { EndpointFailedError } from "./breaker.ts";
 import { ApiCallError } from "../core/index.ts";
 import { chatServer } from "../testing/index.ts";
 
@@ -45,15 +46,19 @@ test("structured output: the schema goes out as response_format, the JSON comes 
   }
 });
 
-test("429, 500, timeouts, cut connections and malformed bodies are retried", async () => {
-  const s = await chatServer({ faults: ["429", "500", "timeout", "cut", "malformed"] });
+test("429, 500, cut connections and malformed bodies are retried once the server has answered; a timeout is not", async () => {
+  const s = await chatServer({ faults: ["429", "500", "cut", "malformed", "ok", "timeout"] });
   try {
     const m = new OpenAIChatModel({ baseURL: s.url, model: "tiny", timeoutMs: 300, maxRetries: 5, ...fast });
     const r = await m.generate({ messages: [{ role: "user", content: "again" }] });
     assert.equal(r.choices[0].text, "echo again");
-    assert.equal(m.stats.retries, 5);
-    assert.equal(m.stats.requests, 6);
-    assert.equal(s.requests.length, 6);
+    assert.equal(m.stats.retries, 4);
+    assert.equal(m.stats.requests, 5);
+    // A timed-out attempt fails the call (a retry would multiply the wait); the next call is answered.
+    await assert.rejects(m.generate({ messages: [{ role: "user", content: "slow" }] }), (e: unknown) => e instanceof ApiCallError && /timed out/.test(e.message) && !(e instanceof EndpointFailedError));
+    assert.equal((await m.generate({ messages: [{ role: "user", content: "fast" }] })).choices[0].text, "echo fast");
+    assert.equal(s.requests.length, 7);
+    assert.equal(m.stats.failures, 1);
   } finally {
     await s.close();
   }
@@ -78,11 +83,61 @@ test("retries are bounded; the error names the URL and the status; a 400 is not 
   }
 });
 
-test("an unreachable server: retried, then an error naming the URL", async () => {
-  const s = await chatServer();
-  await s.close();
-  const m = new OpenAIChatModel({ baseURL: s.url, model: "tiny", maxRetries: 1, ...fast });
-  await assert.rejects(m.generate({ messages: [{ role: "user", content: "x" }] }), (e: unknown) => e instanceof ApiCallError && e.url === `${s.url}/chat/completions` && m.stats.requests === 2);
+test("a server that never answered (refused, hung, not the protocol) stops at the first call, naming the URL", async () => {
+  const dead = await chatServer();
+  await dead.close();
+  const hung = await chatServer({ faults: ["timeout"] });
+  const garbage = await chatServer({ faults: ["malformed"] });
+  try {
+    for (const [s, last] of [[dead, /Connection error\. \(ECONNREFUSED\)/], [hung, /Request timed out/], [garbage, /JSON|choices/]] as const) {
+      const m = new OpenAIChatModel({ baseURL: s.url, model: "tiny", timeoutMs: 200, maxRetries: 3, ...fast });
+      await assert.rejects(m.generate({ messages: [{ role: "user", content: "x" }] }), (e: unknown) => {
+        assert.ok(e instanceof EndpointFailedError && e instanceof ApiCallError);
+        assert.equal(e.url, `${s.url}/chat/completions`);
+        assert.match(e.message, new RegExp(`^LLM endpoint ${s.url}/chat/completions cannot be reached; last error: `));
+        assert.match(e.message, last);
+        assert.ok(!e.message.includes("\n"), "one line");
+        return true;
+      });
+      assert.equal(m.stats.requests, 1, "no retries for an endpoint that never answered");
+      await assert.rejects(m.generate({ messages: [{ role: "user", content: "y" }] }), EndpointFailedError);
+      assert.equal(m.stats.requests, 1, "tripped: no more calls");
+    }
+  } finally {
+    await hung.close();
+    await garbage.close();
+  }
+});
+
+test("a server that answered once and then keeps failing trips the breaker after maxFailures calls in a row", async () => {
+  const s = await chatServer({ faults: ["ok", "500", "ok", "400", "400", "400"] });
+  try {
+    const m = new OpenAIChatModel({ baseURL: s.url, model: "tiny", maxRetries: 0, maxFailures: 3, ...fast });
+    const call = () => m.generate({ messages: [{ role: "user", content: "x" }] });
+    await call();
+    await assert.rejects(call(), (e: unknown) => e instanceof ApiCallError && !(e instanceof EndpointFailedError) && e.status === 500);
+    await call(); // a success starts the count again
+    await assert.rejects(call(), (e: unknown) => !(e instanceof EndpointFailedError));
+    await assert.rejects(call(), (e: unknown) => !(e instanceof EndpointFailedError));
+    await assert.rejects(call(), (e: unknown) => e instanceof EndpointFailedError && /failed 3 calls in a row; last error: .*HTTP 400/.test(e.message));
+    assert.equal(s.requests.length, 6);
+  } finally {
+    await s.close();
+  }
+});
+
+test("a breaker that trips aborts the calls in flight", async () => {
+  const s = await chatServer({ faults: ["ok", "timeout", "400"] });
+  try {
+    const m = new OpenAIChatModel({ baseURL: s.url, model: "tiny", timeoutMs: 60_000, maxRetries: 0, maxFailures: 1, ...fast });
+    await m.generate({ messages: [{ role: "user", content: "x" }] });
+    const hanging = m.generate({ messages: [{ role: "user", content: "hang" }] });
+    while (s.requests.length < 2) await new Promise((r) => setImmediate(r));
+    await assert.rejects(m.generate({ messages: [{ role: "user", content: "bad" }] }), EndpointFailedError);
+    await assert.rejects(hanging, EndpointFailedError, "aborted, not left to its 60 s timeout");
+  } finally {
+    await s.close();
+  }
 });
 
 test("the concurrency limit holds: never more calls in flight than allowed", async () => {

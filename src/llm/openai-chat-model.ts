@@ -1,5 +1,6 @@
 import OpenAI from "openai";
 import { ApiCallError, InvalidConfigError } from "../core/index.ts";
+import { FailureBreaker } from "./breaker.ts";
 import { extractJson, type ChatChoice, type ChatModel, type ChatRequest, type ChatResponse, type ModelStats } from "./chat-model.ts";
 import { ResponseCache } from "./response-cache.ts";
 import { Semaphore } from "./semaphore.ts";
@@ -12,10 +13,12 @@ export interface OpenAIChatModelOptions {
   apiKey?: string;
   /** Calls in flight at once. @default 16 */
   concurrency?: number;
-  /** Per-attempt timeout. @default 60000 */
+  /** Per-attempt timeout. A timed-out attempt is not retried (the call fails): a retry would multiply the wait. @default 60000 */
   timeoutMs?: number;
-  /** Retries on 408/409/429/5xx, timeouts, cut connections and unreadable responses. @default 4 */
+  /** Retries on 408/409/429/5xx, cut connections and unreadable responses, once the endpoint has answered. @default 4 */
   maxRetries?: number;
+  /** Failed calls (or steps, counted by the model's users) in a row that stop the run: see `FailureBreaker`. @default 10 */
+  maxFailures?: number;
   /** First backoff; doubles each retry, with jitter, capped at `maxBackoffMs`. @default 500 */
   backoffMs?: number;
   /** @default 8000 */
@@ -29,6 +32,8 @@ const RETRYABLE_STATUS = (s: number) => s === 408 || s === 409 || s === 429 || s
 /** Any OpenAI-compatible chat server, through the official `openai` client. */
 export class OpenAIChatModel implements ChatModel {
   readonly id: string;
+  /** Stops the run when the endpoint cannot be reached or keeps failing. */
+  readonly breaker: FailureBreaker;
   readonly stats: ModelStats = { requests: 0, cacheHits: 0, retries: 0, failures: 0, promptTokens: 0, completionTokens: 0, latencyMs: 0 };
   private readonly client: OpenAI;
   private readonly model: string;
@@ -51,6 +56,8 @@ export class OpenAIChatModel implements ChatModel {
     this.maxRetries = opts.maxRetries ?? 4;
     this.backoffMs = opts.backoffMs ?? 500;
     this.maxBackoffMs = opts.maxBackoffMs ?? 8000;
+    if (!(this.timeoutMs > 0)) throw new InvalidConfigError(`the request timeout must be positive, got ${this.timeoutMs} ms`);
+    this.breaker = new FailureBreaker(this.url, { maxFailures: opts.maxFailures });
     this.cache = typeof opts.cache === "string" ? new ResponseCache(opts.cache) : (opts.cache ?? null);
     // Retries are ours (classification, jitter, counters), so the client makes one attempt.
     this.client = new OpenAI({ baseURL, apiKey: opts.apiKey ?? process.env.OPENAI_API_KEY ?? "not-needed", maxRetries: 0, timeout: this.timeoutMs });
@@ -62,6 +69,7 @@ export class OpenAIChatModel implements ChatModel {
   }
 
   async generate(request: ChatRequest): Promise<ChatResponse> {
+    this.breaker.check();
     const key = this.cache ? ResponseCache.key(this.id, request) : null;
     if (key) {
       const hit = this.cache!.get(key);
@@ -82,17 +90,25 @@ export class OpenAIChatModel implements ChatModel {
 
   private async withRetries(request: ChatRequest): Promise<ChatResponse> {
     for (let attempt = 0; ; attempt++) {
+      this.breaker.check(); // tripped while this call waited for a slot or backed off
       this.stats.requests++;
       try {
-        return await this.once(request);
+        const response = await this.once(request);
+        this.breaker.callSucceeded();
+        return response;
       } catch (e) {
+        if (this.breaker.tripped) throw this.breaker.tripped; // aborted by the trip
         const status = (e as { status?: number }).status;
-        const retryable = status === undefined ? true : RETRYABLE_STATUS(status); // no status: timeout, cut connection, unreadable body
+        if (status !== undefined) this.breaker.answered();
+        const timedOut = e instanceof OpenAI.APIConnectionTimeoutError;
+        // No status: no connection, a cut connection, no answer in time, or a body that is not the protocol.
+        const transport = status === undefined;
+        const retryable = transport ? !timedOut && this.breaker.reached : RETRYABLE_STATUS(status);
         if (!retryable || attempt >= this.maxRetries) {
           this.stats.failures++;
-          throw new ApiCallError(`chat completion failed${attempt > 0 ? ` after ${attempt + 1} attempts` : ""}: ${(e as Error).message}`, {
-            url: this.url, status, isRetryable: retryable, cause: e,
-          });
+          const message = `chat completion failed${attempt > 0 ? ` after ${attempt + 1} attempts` : ""}: ${describe(e)}`;
+          this.breaker.callFailed(`${message}${status ? ` (HTTP ${status})` : ""}`, { transport, cause: e });
+          throw new ApiCallError(message, { url: this.url, status, isRetryable: transport || RETRYABLE_STATUS(status), cause: e });
         }
         this.stats.retries++;
         await new Promise((r) => setTimeout(r, this.backoff(attempt, e)));
@@ -109,6 +125,16 @@ export class OpenAIChatModel implements ChatModel {
   }
 
   private async once(request: ChatRequest): Promise<ChatResponse> {
+    const abort = new AbortController();
+    const off = this.breaker.onTrip(() => abort.abort());
+    try {
+      return await this.attempt(request, abort.signal);
+    } finally {
+      off();
+    }
+  }
+
+  private async attempt(request: ChatRequest, signal: AbortSignal): Promise<ChatResponse> {
     const res = await this.client.chat.completions.create({
       model: this.model,
       messages: request.messages,
@@ -118,7 +144,7 @@ export class OpenAIChatModel implements ChatModel {
       ...(request.n !== undefined ? { n: request.n } : {}),
       ...(request.stop ? { stop: request.stop } : {}),
       ...(request.schema ? { response_format: { type: "json_schema" as const, json_schema: { name: request.schema.name, schema: request.schema.schema, strict: true } } } : {}),
-    });
+    }, { signal });
     if (!res || !Array.isArray(res.choices)) throw new Error("the response has no choices");
     const choices: ChatChoice[] = res.choices.map((c) => {
       const text = c.message?.content ?? "";
@@ -142,4 +168,14 @@ export class OpenAIChatModel implements ChatModel {
   close(): void {
     this.cache?.close();
   }
+}
+
+/** The error's message with the system error code under it, if any (e.g. "Connection error. (ECONNREFUSED)"). */
+function describe(e: unknown): string {
+  const message = (e as Error).message;
+  for (let c = (e as { cause?: unknown }).cause, depth = 0; c && depth < 4; c = (c as { cause?: unknown }).cause, depth++) {
+    const code = (c as { code?: unknown }).code;
+    if (typeof code === "string" && !message.includes(code)) return `${message} (${code})`;
+  }
+  return message;
 }

@@ -14,42 +14,50 @@ export interface TrainerExportOptions {
   advantageEps?: number;
 }
 
+/** A group's lines: its episodes' total rewards normalised within the group (GRPO), broadcast to their steps. */
+export function groupLines(
+  group: readonly Episode<LlmStepRecord>[], g: number, opts: TrainerExportOptions & { extra?: Record<string, unknown> },
+): Record<string, unknown>[] {
+  const advantages = groupAdvantages(group.map((e) => e.totalReward), opts.advantageEps);
+  const extra = opts.extra ?? {};
+  return group.flatMap((e, rollout): Record<string, unknown>[] => {
+    const advantage = advantages[rollout];
+    if ((opts.format ?? "steps") === "trajectories") {
+      return [{
+        env: opts.env, task: e.task, group: g, rollout, total_reward: e.totalReward, success: e.success, advantage,
+        steps: e.steps.map((s) => ({
+          prompt: s.record.messages, completion: s.record.completion, action: s.action, reward: s.reward, observation: s.observation,
+          ...(s.failed ? { failed: s.failed } : {}),
+        })),
+        ...extra,
+      }];
+    }
+    return e.steps.map((s, step) => ({
+      env: opts.env, task_id: e.task.id, group: g, rollout, step, prompt: s.record.messages, completion: s.record.completion, action: s.action,
+      reward: s.reward, advantage, episode_reward: e.totalReward, episode_steps: e.steps.length, success: e.success, ...(s.failed ? { failed: s.failed } : {}),
+      ...extra,
+    }));
+  });
+}
+
 /**
- * Writes LLM rollouts for an external trainer as JSONL: each group is the episodes of one task, and
- * each episode's total reward is normalised within its group (GRPO) and broadcast to its steps. The
- * file is written whole, then renamed into place, so a failed export leaves any old file as it was.
+ * Writes LLM rollouts for an external trainer as JSONL (see `groupLines`): each group is the
+ * episodes of one task. The file is written whole, then renamed into place, so a failed export
+ * leaves any old file as it was.
  */
 export function exportForTrainer(
   groups: readonly (readonly Episode<LlmStepRecord>[])[], file: string, opts: TrainerExportOptions,
 ): { groups: number; episodes: number; steps: number; lines: number } {
-  const format = opts.format ?? "steps";
   let episodes = 0;
   let steps = 0;
   let lines = 0;
   writeJsonlAtomic(file, (out) => {
     groups.forEach((group, g) => {
-      const advantages = groupAdvantages(group.map((e) => e.totalReward), opts.advantageEps);
-      group.forEach((e, rollout) => {
-        const advantage = advantages[rollout];
-        if (format === "trajectories") {
-          out.write({
-            env: opts.env, task: e.task, group: g, rollout, total_reward: e.totalReward, success: e.success, advantage,
-            steps: e.steps.map((s) => ({
-              prompt: s.record.messages, completion: s.record.completion, action: s.action, reward: s.reward, observation: s.observation,
-              ...(s.failed ? { failed: s.failed } : {}),
-            })),
-          });
-          lines++;
-        } else {
-          out.write(...e.steps.map((s, step) => ({
-            env: opts.env, task_id: e.task.id, group: g, rollout, step, prompt: s.record.messages, completion: s.record.completion, action: s.action,
-            reward: s.reward, advantage, episode_reward: e.totalReward, success: e.success, ...(s.failed ? { failed: s.failed } : {}),
-          })));
-          lines += e.steps.length;
-        }
-        episodes++;
-        steps += e.steps.length;
-      });
+      const rows = groupLines(group, g, opts);
+      out.write(...rows);
+      lines += rows.length;
+      episodes += group.length;
+      steps += group.reduce((n, e) => n + e.steps.length, 0);
     });
   });
   return { groups: groups.length, episodes, steps, lines };

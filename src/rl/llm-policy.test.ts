@@ -3,7 +3,8 @@ import assert from "node:assert/strict";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { abstractEnv, ApiCallError, Rng, type Task } from "../core/index.ts";
+import { abstractEnv, Rng, type Task } from "../core/index.ts";
+import { EndpointFailedError } from "../llm/breaker.ts";
 import { createEnv, syntheticSupport } from "../envs/index.ts";
 import type { ChatMessage } from "../llm/chat-model.ts";
 import { OpenAIChatModel } from "../llm/openai-chat-model.ts";
@@ -153,14 +154,36 @@ test("garbage all along in real WebShop: the episode runs to its step limit with
   }
 });
 
-test("errors of the model call itself propagate", async () => {
-  const s = await chatServer({ faults: ["500", "500"] });
+test("a failed call fails the step; failures in a row trip the breaker, which names the URL", async () => {
+  // One good step, then a call that fails after its retry (a counted no-op), a good step (the count
+  // starts again), then garbage until the breaker stops it at the third failed step in a row.
+  const s = await chatServer({ faults: ["ok", "500", "500"], reply: (b) => ((b.messages as ChatMessage[]).at(-1)!.content.includes("click[y]") && s.requests.length < 5 ? "Action: click[y]" : "no idea") });
   try {
-    const policy = new LlmPolicy({ model: new OpenAIChatModel({ baseURL: s.url, model: "tiny", maxRetries: 1, ...fast }) });
-    await assert.rejects(policy.act(input(["click[y]"]), { rng: new Rng(0) }), (e: unknown) => e instanceof ApiCallError && e.status === 500);
+    const model = new OpenAIChatModel({ baseURL: s.url, model: "tiny", maxRetries: 1, maxFailures: 3, ...fast });
+    const policy = new LlmPolicy({ model, maxAttempts: 1 });
+    const act = () => policy.act(input(["click[y]"]), { rng: new Rng(0) });
+    assert.equal((await act()).failed, undefined);
+    assert.match((await act()).failed!, /^model call failed: chat completion failed after 2 attempts: 500/);
+    assert.equal((await act()).failed, undefined);
+    assert.match((await act()).failed!, /no 'Action:' line/);
+    assert.match((await act()).failed!, /no 'Action:' line/);
+    await assert.rejects(act(), (e: unknown) => {
+      assert.ok(e instanceof EndpointFailedError);
+      assert.equal(e.url, `${s.url}/chat/completions`);
+      assert.match(e.message, new RegExp(`^LLM endpoint ${s.url}/chat/completions gave no valid answer 3 steps in a row; last error: no valid action after 1 attempt: there is no 'Action:' line`));
+      return true;
+    });
+    const calls = s.requests.length;
+    await assert.rejects(act(), EndpointFailedError);
+    assert.equal(s.requests.length, calls, "once tripped, no more calls");
   } finally {
     await s.close();
   }
+});
+
+test("without a breaker (a local model), errors of the model call propagate", async () => {
+  const failing = { id: "local", generate: async () => { throw new Error("out of memory"); } };
+  await assert.rejects(new LlmPolicy({ model: failing }).act(input(["click[y]"]), { rng: new Rng(0) }), /out of memory/);
 });
 
 test("the prompt shows recent steps with their observations, per episode, also when episodes run at once", async () => {
@@ -229,7 +252,7 @@ test("export for a trainer: group advantages broadcast to steps, in both formats
   rows.forEach((row, i) => assert.ok(Math.abs(row.advantage - expected[i]) < 1e-5, `line ${i}: ${row.advantage} vs ${expected[i]}`));
   assert.deepEqual(rows[1], {
     env: "webshop", task_id: "t:0", group: 0, rollout: 0, step: 1, prompt: [{ role: "user", content: "prompt for a1" }], completion: "Action: a1",
-    action: "a1", reward: 1, advantage: rows[1].advantage, episode_reward: 1, success: true,
+    action: "a1", reward: 1, advantage: rows[1].advantage, episode_reward: 1, episode_steps: 2, success: true,
   });
   assert.equal(rows[4].failed, "no valid action after 2 attempts: there is no 'Action:' line");
   assert.deepEqual(rows.map((x) => [x.group, x.rollout, x.step]), [[0, 0, 0], [0, 0, 1], [0, 1, 0], [0, 1, 1], [0, 1, 2], [0, 2, 0], [0, 3, 0], [0, 3, 1], [1, 0, 0], [1, 1, 0]]);

@@ -1,4 +1,5 @@
 import { FREE_TEXT_SLOT, InvalidConfigError } from "../core/index.ts";
+import { EndpointFailedError } from "../llm/breaker.ts";
 import type { ChatMessage, ChatModel } from "../llm/chat-model.ts";
 import type { ActOptions, Decision, Policy, PolicyInput } from "./policy.ts";
 
@@ -88,7 +89,9 @@ export function matchAction(action: string, actions: readonly string[] | undefin
  * A ReAct-style policy over any chat model: it prompts with the task, recent steps, the observation
  * and the listed actions, and takes the reply's last `Action:` line. Malformed output never throws:
  * the step is asked again, and after `maxAttempts` the decision carries `failed` (the env then treats
- * the action as an invalid no-op). Errors of the model call itself propagate.
+ * the action as an invalid no-op). With a model that has a breaker (a remote endpoint), a failed
+ * call fails the step the same way and each step is reported to the breaker, which throws when the
+ * endpoint cannot be reached or keeps failing; without one, errors of the model call propagate.
  */
 export class LlmPolicy implements Policy<LlmStepRecord> {
   readonly name: string;
@@ -139,6 +142,14 @@ export class LlmPolicy implements Policy<LlmStepRecord> {
   }
 
   async act(input: PolicyInput, opts: ActOptions): Promise<Decision<LlmStepRecord>> {
+    const breaker = this.o.model.breaker;
+    const d = await this.attempt(input, opts);
+    if (d.failed) breaker?.stepFailed(d.failed);
+    else breaker?.stepSucceeded();
+    return d;
+  }
+
+  private async attempt(input: PolicyInput, opts: ActOptions): Promise<Decision<LlmStepRecord>> {
     const messages = this.messages(input);
     const temperature = opts.greedy ? 0 : this.o.temperature;
     let completion = "";
@@ -152,7 +163,17 @@ export class LlmPolicy implements Policy<LlmStepRecord> {
         );
       }
       // A seed from the episode's stream: a caching backend then replays a run exactly.
-      const res = await this.o.model.generate({ messages, temperature, maxTokens: this.o.maxTokens, seed: opts.rng.randbelow(2 ** 31) });
+      const seed = opts.rng.randbelow(2 ** 31);
+      let res;
+      try {
+        res = await this.o.model.generate({ messages, temperature, maxTokens: this.o.maxTokens, seed });
+      } catch (e) {
+        if (!this.o.model.breaker || e instanceof EndpointFailedError) throw e;
+        return {
+          action: parsed ?? "", logProb: NaN, record: { messages: [...messages], completion, attempts: attempt },
+          failed: `model call failed: ${(e as Error).message}`,
+        };
+      }
       completion = res.choices[0]?.text ?? "";
       const action = parseActionLine(completion);
       if (action === null) {

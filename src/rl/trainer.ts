@@ -7,7 +7,7 @@ import { Curriculum, curriculumConfigSchema, LlmTaskGenerator, WebShopTaskGenera
 import { createEnv, defaultSplits, syntheticSupport, type EnvName } from "../envs/index.ts";
 import type { WebShopEnv } from "../envs/webshop/index.ts";
 import { EmbeddedExperienceModel, ReasoningExperienceModel, SyntheticEnv, type ExperienceModel } from "../experience/index.ts";
-import { createChatModel, type ChatModel, type ModelStats } from "../llm/index.ts";
+import { createChatModel, EndpointFailedError, type ChatModel, type ModelStats } from "../llm/index.ts";
 import { parseConfig } from "./config.ts";
 import { deriveSeed, playEpisodes, type Episode } from "../core/index.ts";
 import { grpoConfigSchema, grpoUpdate } from "./grpo.ts";
@@ -46,6 +46,13 @@ export const trainConfigSchema = z.strictObject({
   bufferCapacity: z.number().int().min(0).default(40_000),
   /** A chat model's response cache (SQLite). */
   cache: z.string().optional(),
+  /** Seconds a chat model's HTTP attempt may take (a timed-out attempt fails its call, not retried). */
+  requestTimeout: z.number().positive().max(86_400).default(60),
+  /**
+   * Failed chat calls, or synthetic steps without a valid answer, in a row that stop the run,
+   * checkpointed (an endpoint that never answered stops it at the first call).
+   */
+  maxFailures: z.number().int().min(1).default(10),
   curriculum: curriculumConfigSchema.prefault({}),
   seed: z.number().int().min(0).default(0),
   /** Tasks sampled per iteration, each rolled out `rolloutsPerTask` times (GRPO's group size G). */
@@ -139,6 +146,8 @@ interface RunState {
 
 interface LatestCheckpoint {
   iteration: number;
+  /** False for a checkpoint taken when the run stopped between scheduled ones: its buffer was not trimmed. */
+  trimmed?: boolean;
   policyFile: string;
   state: RunState;
   curriculum?: ReturnType<Curriculum["toJSON"]>;
@@ -197,12 +206,15 @@ export async function train(runDir: string, input: TrainConfigInput, hooks: Trai
   return runTraining(runDir, config, runId, undefined, hooks);
 }
 
+/** Settings a resumed run may change: they decide when it stops, not what it computes. */
+export type ResumeOverrides = Partial<Pick<TrainConfig, "requestTimeout" | "maxFailures">>;
+
 /** Continues the run in `runDir` from its last checkpoint; the results are those it would have had. */
-export async function resumeTraining(runDir: string, hooks: TrainHooks = {}): Promise<TrainSummary> {
+export async function resumeTraining(runDir: string, hooks: TrainHooks = {}, overrides: ResumeOverrides = {}): Promise<TrainSummary> {
   const configFile = join(runDir, "config.json");
   if (!existsSync(configFile)) throw new InvalidConfigError(`${runDir} holds no run (no config.json)`);
   const { createdAt: _, runId, ...stored } = JSON.parse(readFileSync(configFile, "utf8"));
-  const config = withSplits(parseConfig(trainConfigSchema, stored, `config of ${configFile}`));
+  const config = withSplits(parseConfig(trainConfigSchema, { ...stored, ...definedOnly(overrides) }, `config of ${configFile}`));
   const latestFile = join(runDir, "checkpoints", "latest.json");
   const latest: LatestCheckpoint | undefined = existsSync(latestFile) ? JSON.parse(readFileSync(latestFile, "utf8")) : undefined;
   truncateMetrics(runDir, latest?.iteration ?? 0);
@@ -242,7 +254,7 @@ async function runTraining(runDir: string, config: TrainConfig, runId: string, l
   if (latest?.curriculum && curriculum) curriculum.restore(latest.curriculum);
   // Contents evicted only at checkpoints (and again here, which repeats nothing if it already ran):
   // a resumed run then finds the buffer exactly as the checkpoint left it.
-  if (synthetic && latest) await synthetic.trim();
+  if (synthetic && latest && latest.trimmed !== false) await synthetic.trim();
   const tokensAtStart = state.tokens ?? 0;
   const metricsFile = join(runDir, "metrics.jsonl");
   /** The phase of the next iteration, or null when the budgets are spent (`pending`: seconds of this iteration not yet counted). */
@@ -253,6 +265,7 @@ async function runTraining(runDir: string, config: TrainConfig, runId: string, l
     return config.mode === "s2r" && state.realInteractions < config.realBudget ? "real" : null;
   };
   let finalEval: EvalResult | undefined;
+  let checkpointed = latest?.iteration ?? 0;
 
   try {
     for (let phase = budgetLeft(); phase !== null; phase = budgetLeft()) {
@@ -328,6 +341,7 @@ async function runTraining(runDir: string, config: TrainConfig, runId: string, l
       appendFileSync(metricsFile, JSON.stringify(m) + "\n");
       if (last || iteration % config.checkpointEvery === 0) {
         saveCheckpoint(runDir, policy, state, curriculum);
+        checkpointed = iteration;
         await synthetic?.trim();
         writeReport(runDir);
       }
@@ -337,6 +351,15 @@ async function runTraining(runDir: string, config: TrainConfig, runId: string, l
       // Resumed after the last iteration's checkpoint: evaluate again (deterministic: greedy).
       finalEval = await evaluate(policy, evaluation, config.finalEvalTasks);
     }
+  } catch (e) {
+    if (!(e instanceof EndpointFailedError)) throw e;
+    // The experience model's endpoint is down: stop instead of spending the budget on dropped
+    // episodes. The iterations done so far are kept (the interrupted one left nothing behind), so a
+    // resume gives what an uninterrupted run would have. The buffer is trimmed only at scheduled
+    // checkpoints, as in an uninterrupted run.
+    if (state.iteration > checkpointed) saveCheckpoint(runDir, policy, state, curriculum, false);
+    e.message += `; the run stopped after iteration ${state.iteration}${state.iteration > 0 ? ", checkpointed" : ""}: continue it with dreamgym train --resume ${runDir}`;
+    throw e;
   } finally {
     await Promise.all([...real.envs, ...evaluation.envs, ...(synthetic?.envs ?? [])].map((e) => e.close()));
     synthetic?.close();
@@ -373,7 +396,9 @@ function webshopGenerator(config: TrainConfig): TaskGenerator {
 function makeSynthetic(config: TrainConfig, runDir: string, tasks: Task[]) {
   const realEnv = createEnv(config.env as EnvName, { split: config.trainSplit as never, dataDir: config.dataDir });
   const support = syntheticSupport(config.env, realEnv);
-  const chat: ChatModel | undefined = config.experience === "default" ? undefined : createChatModel(config.experience, { concurrency: config.concurrency, cache: config.cache });
+  const chat: ChatModel | undefined = config.experience === "default" ? undefined : createChatModel(config.experience, {
+    concurrency: config.concurrency, cache: config.cache, timeoutMs: 1000 * config.requestTimeout, maxFailures: config.maxFailures,
+  });
   const model: ExperienceModel = chat ? new ReasoningExperienceModel({ chat, abstraction: support.abstraction }) : new EmbeddedExperienceModel({ abstraction: support.abstraction });
   const buffer = ReplayBuffer.open(join(runDir, "buffer.db"));
   // Without replay the reasoning model gets no demos; the embedded model is retrieval itself, so it
@@ -423,11 +448,11 @@ export async function evaluate(policy: NeuralPolicy, pool: { envs: Env[]; tasks:
   };
 }
 
-function saveCheckpoint(runDir: string, policy: NeuralPolicy, state: RunState, curriculum: Curriculum | undefined): void {
+function saveCheckpoint(runDir: string, policy: NeuralPolicy, state: RunState, curriculum: Curriculum | undefined, trimmed = true): void {
   const dir = join(runDir, "checkpoints");
   const policyFile = `iter-${String(state.iteration).padStart(6, "0")}.policy`;
   writeFileAtomic(join(dir, policyFile), policy.save());
-  const latest: LatestCheckpoint = { iteration: state.iteration, policyFile, state, ...(curriculum ? { curriculum: curriculum.toJSON() } : {}) };
+  const latest: LatestCheckpoint = { iteration: state.iteration, ...(trimmed ? {} : { trimmed }), policyFile, state, ...(curriculum ? { curriculum: curriculum.toJSON() } : {}) };
   writeFileAtomic(join(dir, "latest.json"), JSON.stringify(latest, null, 2) + "\n");
   // Keep the last two policy files.
   const old = readdirSync(dir).filter((f) => /^iter-\d+\.policy$/.test(f)).sort().slice(0, -2);
@@ -440,5 +465,7 @@ function truncateMetrics(runDir: string, iteration: number): void {
   const keep = readMetrics(runDir).filter((m) => m.iteration <= iteration);
   writeFileAtomic(join(runDir, "metrics.jsonl"), keep.map((m) => JSON.stringify(m) + "\n").join(""));
 }
+
+const definedOnly = (o: object) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
 
 const mean = (xs: number[]) => (xs.length === 0 ? 0 : xs.reduce((s, x) => s + x, 0) / xs.length);

@@ -14,10 +14,11 @@ export interface Served {
 
 /**
  * A local server speaking the OpenAI chat-completions protocol. `faults` are served first, one per
- * request; then it answers with `reply(body)`. With `hold`, a response waits while `hold()` is true
+ * request; then `fault(n)` (n: the request's number, from 1) when given, so a test can make it fail
+ * later or recover; else it answers with `reply(body)`. With `hold`, a response waits while `hold()` is true
  * (and not all `total` requests arrived), so the test controls concurrency without timers.
  */
-export async function chatServer(opts: { faults?: Fault[]; reply?: (body: Record<string, unknown>) => string; hold?: (pending: number) => boolean; total?: number } = {}): Promise<Served> {
+export async function chatServer(opts: { faults?: Fault[]; fault?: (n: number) => Fault | undefined; reply?: (body: Record<string, unknown>) => string; hold?: (pending: number) => boolean; total?: number } = {}): Promise<Served> {
   const faults = [...(opts.faults ?? [])];
   const requests: Record<string, unknown>[] = [];
   const pending: (() => void)[] = [];
@@ -30,7 +31,7 @@ export async function chatServer(opts: { faults?: Fault[]; reply?: (body: Record
     for await (const c of req) raw += c;
     const body = JSON.parse(raw) as Record<string, unknown>;
     requests.push(body);
-    const fault = faults.shift() ?? "ok";
+    const fault = faults.shift() ?? opts.fault?.(requests.length) ?? "ok";
     if (fault === "timeout") return void hung.push(res); // never answers; the client times out
     if (fault === "cut") return void req.socket.destroy();
     if (fault === "429" || fault === "500" || fault === "400") {
