@@ -12,5 +12,6 @@ export type { OpenAIEmbedderOptions } from "./openai-embedder.ts";
 export { createEmbedder } from "./create-embedder.ts";
 export { transitionText, EMBED_STATE_CHARS } from "./transition-text.ts";
 export { parseTrajectory, trajectoryContentId } from "./trajectory-schema.ts";
+export type { TrajectoryRules } from "./trajectory-schema.ts";
 export { importJsonl, exportJsonl, parseTranscript, fewShotTrajectories, offlineJsonlFiles } from "./importers.ts";
 export type { ImportReport, ImportOptions } from "./importers.ts";

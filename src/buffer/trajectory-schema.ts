@@ -1,8 +1,20 @@
 import { createHash } from "node:crypto";
 import type { Trajectory, Transition } from "../core/index.ts";
 
-/** Checks a parsed JSONL value against the DESIGN.md trajectory format; throws saying which field is wrong. */
-export function parseTrajectory(value: unknown): Trajectory {
+/**
+ * What the schema knows of the envs (the env registry supplies it; the buffer does not import envs):
+ * the known names and the range of each env's rewards (of a step, and of an episode's total).
+ */
+export interface TrajectoryRules {
+  envs: readonly string[];
+  rewardRange: (env: string) => readonly [number, number];
+}
+
+/**
+ * Checks a parsed JSONL value against the DESIGN.md trajectory format; throws saying which field is
+ * wrong. With `rules`, the env must be a known one and rewards in its range.
+ */
+export function parseTrajectory(value: unknown, rules?: TrajectoryRules): Trajectory {
   const fail = (what: string): never => {
     throw new Error(`not a trajectory: ${what}`);
   };
@@ -13,19 +25,25 @@ export function parseTrajectory(value: unknown): Trajectory {
   if (typeof task !== "object" || task === null) fail('"task" must be an object');
   if (typeof task!.id !== "string") fail('"task.id" must be a string');
   if (typeof task!.instruction !== "string") fail('"task.instruction" must be a string');
+  if (rules && !rules.envs.includes(v.env as string)) fail(`unknown env ${JSON.stringify(v.env).slice(0, 80)} (known: ${rules.envs.join(", ")})`);
+  const [lo, hi] = rules ? rules.rewardRange(v.env as string) : [-Infinity, Infinity];
+  const inRange = (r: number) => r >= lo && r <= hi;
   if (!Array.isArray(v.steps)) fail('"steps" must be an array');
   const steps = v.steps as unknown[];
+  if (steps.length === 0) fail('"steps" is empty (a trajectory has at least one step)');
   steps.forEach((s, i) => {
     const st = s as Record<string, unknown>;
     if (typeof st !== "object" || st === null) fail(`steps[${i}] must be an object`);
     for (const k of ["observation", "action", "next_observation"]) if (typeof st[k] !== "string") fail(`steps[${i}].${k} must be a string`);
     if (typeof st.reward !== "number" || !Number.isFinite(st.reward)) fail(`steps[${i}].reward must be a finite number`);
+    if (!inRange(st.reward as number)) fail(`steps[${i}].reward ${st.reward} is outside ${v.env}'s reward range [${lo}, ${hi}]`);
     for (const k of ["terminated", "truncated"]) if (typeof st[k] !== "boolean") fail(`steps[${i}].${k} must be a boolean`);
     if (st.reasoning !== undefined && typeof st.reasoning !== "string") fail(`steps[${i}].reasoning must be a string`);
     if (st.info !== undefined && (typeof st.info !== "object" || st.info === null)) fail(`steps[${i}].info must be an object`);
   });
   const total = v.total_reward ?? steps.reduce((a: number, s) => a + ((s as Transition).reward ?? 0), 0);
   if (typeof total !== "number" || !Number.isFinite(total)) fail('"total_reward" must be a finite number');
+  if (!inRange(total as number)) fail(`"total_reward" ${total} is outside ${v.env}'s reward range [${lo}, ${hi}]`);
   if (v.success !== undefined && typeof v.success !== "boolean") fail('"success" must be a boolean');
   const source = v.source ?? "real";
   if (source !== "real" && source !== "synthetic") fail('"source" must be "real" or "synthetic"');

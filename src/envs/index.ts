@@ -30,6 +30,7 @@ const REGISTRY = {
     description: "WebShop (small setting): 1,000 products, 6,910 synthetic goals, text observations",
     create: (opts: WebShopOptions) => new WebShopEnv(opts),
     splits: { train: "train", eval: "test" },
+    rewardRange: [0, 1],
     policies: ["oracle", "rule", "random"],
     synthetic: (env: WebShopEnv): SyntheticSupport => ({
       abstraction: webshopAbstraction(env.catalogue),
@@ -42,6 +43,7 @@ const REGISTRY = {
     description: "ALFWorld (text): household tasks from PDDL games, 134 unseen + 140 seen evaluation games, 200 training games",
     create: (opts: AlfWorldOptions) => new AlfWorldEnv(opts),
     splits: { train: "valid_train", eval: "valid_unseen" },
+    rewardRange: [0, 1],
     policies: ["expert", "random"],
     synthetic: (env: AlfWorldEnv): SyntheticSupport => ({
       abstraction: alfworldAbstraction,
@@ -79,6 +81,19 @@ export function syntheticSupport(envName: string, env: Env): SyntheticSupport {
 /** The splits an env trains and evaluates on when none is given (unknown envs: "train" / "test"; `createEnv` names them). */
 export function defaultSplits(envName: string): { train: string; eval: string } {
   return Object.hasOwn(REGISTRY, envName) ? REGISTRY[envName as EnvName].splits : { train: "train", eval: "test" };
+}
+
+/**
+ * The range of an env's rewards (of a step, and of an episode's total); imported trajectories
+ * outside it are refused.
+ */
+export function rewardRange(envName: string): readonly [number, number] {
+  return entry(envName).rewardRange;
+}
+
+/** What the trajectory schema checks against: the registry's envs and their reward ranges. */
+export function trajectoryRules(): { envs: readonly string[]; rewardRange: (env: string) => readonly [number, number] } {
+  return { envs: Object.keys(REGISTRY), rewardRange };
 }
 
 /** The scripted policies an env offers (for `collect` and `env eval`). */
