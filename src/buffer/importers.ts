@@ -3,6 +3,7 @@ import { basename, join, resolve } from "node:path";
 import { DataError, InvalidConfigError, readJsonFile, readJsonl, writeJsonlAtomic, type JsonlLineError, type Trajectory, type Transition } from "../core/index.ts";
 import type { SearchFilter } from "./buffer-types.ts";
 import type { ReplayBuffer } from "./replay-buffer.ts";
+import type { TrajectoryRules } from "../core/index.ts";
 import { parseTrajectory } from "./trajectory-schema.ts";
 
 export interface ImportReport {
@@ -24,6 +25,8 @@ export interface ImportOptions {
   onProgress?: (linesRead: number) => void;
   /** Applied to each trajectory before it is stored (e.g. turning observations into abstract states). */
   transform?: (t: Trajectory) => Trajectory;
+  /** Known envs and their reward ranges: lines outside them are malformed. */
+  rules?: TrajectoryRules;
 }
 
 /** Imports a trajectory JSONL file; malformed lines are reported with their numbers and skipped. */
@@ -42,7 +45,7 @@ export async function importJsonl(buffer: ReplayBuffer, file: string, opts: Impo
     batch = [];
     opts.onProgress?.(line);
   };
-  for await (const { value, line: n } of readJsonl(file, { parse: (v) => parseTrajectory(v), onError: (e) => report.malformed.push(e) })) {
+  for await (const { value, line: n } of readJsonl(file, { parse: (v) => parseTrajectory(v, opts.rules), onError: (e) => report.malformed.push(e) })) {
     line = n;
     batch.push(opts.transform ? opts.transform(value) : value);
     if (batch.length >= size) await flush();

@@ -459,6 +459,21 @@ export class ReplayBuffer {
     };
   }
 
+  /**
+   * SQLite's quick check of every page: [] when the file is sound, else the problems found (corrupt
+   * pages, broken indexes), at most `max`. Queries that miss a corrupt page still work, so a file
+   * can look fine until a search or an export reads the page.
+   */
+  integrityProblems(max = 100): string[] {
+    this.checkOpen();
+    try {
+      const rows = this.db.prepare(`PRAGMA quick_check(${Math.max(1, Math.floor(max))})`).all() as { quick_check: string }[];
+      return rows.map((r) => r.quick_check).filter((m) => m !== "ok");
+    } catch (e) {
+      return [(e as Error).message]; // damage so bad the check itself cannot read the file
+    }
+  }
+
   /** Streams trajectories (with all their steps) in insertion order. */
   trajectories(filter: { env?: string; source?: ExperienceSource } = {}): Generator<Trajectory> {
     this.checkOpen();

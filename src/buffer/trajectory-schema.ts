@@ -1,8 +1,11 @@
 import { createHash } from "node:crypto";
-import type { Trajectory, Transition } from "../core/index.ts";
+import type { TrajectoryRules, Trajectory, Transition } from "../core/index.ts";
 
-/** Checks a parsed JSONL value against the DESIGN.md trajectory format; throws saying which field is wrong. */
-export function parseTrajectory(value: unknown): Trajectory {
+/**
+ * Checks a parsed JSONL value against the DESIGN.md trajectory format; throws saying which field is
+ * wrong. With `rules`, the env must be a known one and rewards in its range.
+ */
+export function parseTrajectory(value: unknown, rules?: TrajectoryRules): Trajectory {
   const fail = (what: string): never => {
     throw new Error(`not a trajectory: ${what}`);
   };
@@ -13,19 +16,28 @@ export function parseTrajectory(value: unknown): Trajectory {
   if (typeof task !== "object" || task === null) fail('"task" must be an object');
   if (typeof task!.id !== "string") fail('"task.id" must be a string');
   if (typeof task!.instruction !== "string") fail('"task.instruction" must be a string');
+  if (rules && !rules.envs.includes(v.env as string)) fail(`unknown env ${JSON.stringify(v.env).slice(0, 80)} (known: ${rules.envs.join(", ")})`);
+  const spec = rules?.rewards(v.env as string);
+  const [lo, hi] = spec ? [spec.min, spec.max] : [-Infinity, Infinity];
+  const inRange = (r: number) => r >= lo && r <= hi;
   if (!Array.isArray(v.steps)) fail('"steps" must be an array');
   const steps = v.steps as unknown[];
+  if (steps.length === 0) fail('"steps" is empty (a trajectory has at least one step)');
   steps.forEach((s, i) => {
     const st = s as Record<string, unknown>;
     if (typeof st !== "object" || st === null) fail(`steps[${i}] must be an object`);
     for (const k of ["observation", "action", "next_observation"]) if (typeof st[k] !== "string") fail(`steps[${i}].${k} must be a string`);
     if (typeof st.reward !== "number" || !Number.isFinite(st.reward)) fail(`steps[${i}].reward must be a finite number`);
+    if (!inRange(st.reward as number)) fail(`steps[${i}].reward ${st.reward} is outside ${v.env}'s reward range [${lo}, ${hi}]`);
     for (const k of ["terminated", "truncated"]) if (typeof st[k] !== "boolean") fail(`steps[${i}].${k} must be a boolean`);
     if (st.reasoning !== undefined && typeof st.reasoning !== "string") fail(`steps[${i}].reasoning must be a string`);
     if (st.info !== undefined && (typeof st.info !== "object" || st.info === null)) fail(`steps[${i}].info must be an object`);
   });
   const total = v.total_reward ?? steps.reduce((a: number, s) => a + ((s as Transition).reward ?? 0), 0);
   if (typeof total !== "number" || !Number.isFinite(total)) fail('"total_reward" must be a finite number');
+  // Outcome rewards: the total is one step's reward; dense rewards add up over the steps.
+  const [tlo, thi] = spec?.dense ? [Math.min(0, lo * steps.length), Math.max(0, hi * steps.length)] : [lo, hi];
+  if (!((total as number) >= tlo && (total as number) <= thi)) fail(`"total_reward" ${total} is outside ${v.env}'s range for ${steps.length} steps [${tlo}, ${thi}]`);
   if (v.success !== undefined && typeof v.success !== "boolean") fail('"success" must be a boolean');
   const source = v.source ?? "real";
   if (source !== "real" && source !== "synthetic") fail('"source" must be "real" or "synthetic"');
@@ -37,7 +49,7 @@ export function parseTrajectory(value: unknown): Trajectory {
     task: task as Trajectory["task"],
     steps: steps as Transition[],
     total_reward: total as number,
-    success: (v.success as boolean | undefined) ?? (total as number) >= 1,
+    success: (v.success as boolean | undefined) ?? (rules ? rules.success(v.env as string, total as number) : (total as number) >= 1),
     source: source as Trajectory["source"],
     ...(typeof v.policy === "string" ? { policy: v.policy } : {}),
     created_at: created as string,

@@ -1,12 +1,13 @@
 import type { Command } from "commander";
-import { existsSync } from "node:fs";
+import { existsSync, statSync } from "node:fs";
 import { DataError, InvalidConfigError, readJsonlAll, type Trajectory } from "../core/index.ts";
 import { parseTrajectory, ReplayBuffer } from "../buffer/index.ts";
-import { createEnv, syntheticSupport, type EnvName } from "../envs/index.ts";
+import { createEnv, syntheticSupport, trajectoryRules, type EnvName } from "../envs/index.ts";
 import { auditModel, EmbeddedExperienceModel, ReasoningExperienceModel } from "../experience/index.ts";
 import { createChatModel } from "../llm/index.ts";
 import { endpointOptions, endpointSettings } from "./endpoint-options.ts";
 import { parseIntOption } from "./episodes.ts";
+import { inFile } from "./errors.ts";
 
 export function registerAudit(program: Command): void {
   const cmd = program
@@ -23,18 +24,22 @@ export function registerAudit(program: Command): void {
   endpointOptions(cmd)
     .action(async (o) => {
       if (!existsSync(o.trajectories)) throw new DataError("no such trajectory file", { file: o.trajectories });
+      if (!statSync(o.trajectories).isFile()) throw new DataError("not a file; give a trajectory JSONL file", { file: o.trajectories });
       if (o.buffer && !existsSync(o.buffer)) throw new DataError("no such buffer file", { file: o.buffer });
+      if (o.buffer && !statSync(o.buffer).isFile()) throw new DataError("not a file; give the buffer file", { file: o.buffer });
       if (o.experience === "default" && !o.buffer) throw new InvalidConfigError("the embedded model needs --buffer <file> to ground it");
       const support = syntheticSupport(o.env, createEnv(o.env as EnvName, { dataDir: o.data }));
-      const all = await readJsonlAll<Trajectory>(o.trajectories, { parse: (v) => parseTrajectory(v) });
+      const all = await readJsonlAll<Trajectory>(o.trajectories, { parse: (v) => parseTrajectory(v, trajectoryRules()) });
       const trajectories = all.filter((t) => t.env === o.env && t.source === "real").slice(0, o.limit ?? Infinity);
       if (trajectories.length === 0) throw new InvalidConfigError(`${o.trajectories} has no real ${o.env} trajectories`);
       const chat = o.experience === "default" ? null : createChatModel(o.experience, { cache: o.cache, ...endpointSettings(o) });
       const model = chat ? new ReasoningExperienceModel({ chat, abstraction: support.abstraction }) : new EmbeddedExperienceModel({ abstraction: support.abstraction });
-      const buffer = o.buffer ? ReplayBuffer.open(o.buffer, { readonly: true }) : undefined;
+      const buffer = o.buffer ? await inFile(o.buffer, () => ReplayBuffer.open(o.buffer, { readonly: true })) : undefined;
       try {
         const stats = (chat as { stats?: { promptTokens: number; completionTokens: number } } | null)?.stats;
-        const r = await auditModel(trajectories, { model, abstraction: support.abstraction, buffer, tokensUsed: stats ? () => stats.promptTokens + stats.completionTokens : undefined });
+        // Without a chat model (and its cache), the buffer is the only database a failure can come from.
+        const audit = () => auditModel(trajectories, { model, abstraction: support.abstraction, buffer, tokensUsed: stats ? () => stats.promptTokens + stats.completionTokens : undefined });
+        const r = chat ? await audit() : await inFile(o.buffer, audit);
         if (o.json) return console.log(JSON.stringify(r, null, 2));
         const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
         const rows: [string, string][] = [

@@ -1,14 +1,16 @@
 import type { Command } from "commander";
-import { createReadStream, existsSync } from "node:fs";
+import { closeSync, createReadStream, existsSync, openSync, readSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 import {
   createEmbedder, exportJsonl, fewShotTrajectories, importJsonl, offlineJsonlFiles, ReplayBuffer, type SearchFilter,
 } from "../buffer/index.ts";
 import { DataError, InvalidConfigError, type ExperienceSource, type StateAbstraction, type Trajectory } from "../core/index.ts";
-import { createEnv, resolveDataDir, syntheticSupport, type EnvName } from "../envs/index.ts";
+import { createEnv, resolveDataDir, syntheticSupport, trajectoryRules, type EnvName } from "../envs/index.ts";
 import { abstractTrajectory } from "../experience/index.ts";
 import { parseSeconds } from "./endpoint-options.ts";
 import { parseIntOption } from "./episodes.ts";
+import { inFile, safeText } from "./errors.ts";
+import { checkOutputFile } from "./output.ts";
 import { progressBar } from "./progress.ts";
 
 /** Abstracts each trajectory with its env's state abstraction (envs without one are stored as they are). */
@@ -27,9 +29,32 @@ function abstractionTransform(data?: string): (t: Trajectory) => Trajectory {
   };
 }
 
-function openBuffer(o: { buffer: string; embedder?: string; capacity?: number; requestTimeout?: number }, readonly = false): ReplayBuffer {
-  const embedder = o.embedder ? createEmbedder(o.embedder, { timeoutMs: o.requestTimeout === undefined ? undefined : 1000 * o.requestTimeout }) : undefined;
-  return ReplayBuffer.open(o.buffer, { embedder, capacity: o.capacity, readonly });
+function openBuffer(o: { buffer: string; embedder?: string; capacity?: number; requestTimeout?: number }, readonly = false): Promise<ReplayBuffer> {
+  if (existsSync(o.buffer) && statSync(o.buffer).isDirectory()) throw new DataError("--buffer is a folder; give the buffer file", { file: o.buffer });
+  if (!readonly) checkOutputFile(o.buffer, "--buffer");
+  return inFile(o.buffer, () => ReplayBuffer.open(o.buffer, { embedder: o.embedder ? createEmbedder(o.embedder, { timeoutMs: o.requestTimeout === undefined ? undefined : 1000 * o.requestTimeout }) : undefined, capacity: o.capacity, readonly }));
+}
+
+/** Refuses a file to import that is not there, not a file, or not text (its bytes would only come back as errors). */
+function checkImportFile(file: string): void {
+  if (!existsSync(file)) throw new DataError("no such file to import", { file });
+  if (!statSync(file).isFile()) throw new DataError("not a file; give trajectory JSONL files", { file });
+  const head = Buffer.alloc(1 << 16);
+  const fd = openSync(file, "r");
+  let n: number;
+  try {
+    n = readSync(fd, head, 0, head.length, 0);
+  } finally {
+    closeSync(fd);
+  }
+  const bytes = head.subarray(0, n);
+  let text = true;
+  try {
+    new TextDecoder("utf-8", { fatal: true }).decode(bytes, { stream: true }); // a character cut at the end is fine
+  } catch {
+    text = false;
+  }
+  if (!text || bytes.includes(0)) throw new DataError("not a text file (binary bytes); give trajectory JSONL files", { file });
 }
 
 /** An embedder endpoint's failure already stops the command (after its client's retries); this bounds each attempt. */
@@ -68,20 +93,28 @@ export function registerBufferCommands(program: Command): void {
     .option("--capacity <n>", "most transitions to keep", parseIntOption("capacity", 1))
     .action(async (files: string[], o) => {
       if (files.length === 0 && !o.fewShot) throw new InvalidConfigError("give trajectory JSONL files to import, or --few-shot");
-      for (const f of files) if (!existsSync(f)) throw new DataError("no such file to import", { file: f }); // before the buffer is created
-      const b = openBuffer(o);
+      for (const f of files) checkImportFile(f); // before the buffer is created
+      const created = !existsSync(o.buffer);
+      const b = await openBuffer(o);
       const seed = !o.online;
       const transform = o.abstract ? abstractionTransform(o.data) : undefined;
+      const rules = trajectoryRules();
+      let ok = false;
       try {
         const started = performance.now();
         let transitions = 0;
         const jsonl = [...files, ...(o.fewShot ? offlineJsonlFiles(resolveDataDir({ dataDir: o.data })) : [])];
         for (const file of jsonl) {
           const bar = progressBar(`import ${file}`, await countLines(file));
-          const r = await importJsonl(b, file, { seed, transform, onProgress: (line) => bar.update(line) }).finally(() => bar.stop());
+          const r = await inFile(o.buffer, () => importJsonl(b, file, { seed, transform, rules, onProgress: (line) => bar.update(line) })).finally(() => bar.stop());
+          // A file of which no line is a trajectory is the wrong file, not a file with a few bad lines.
+          if (r.added + r.duplicates === 0) {
+            const first = r.malformed[0];
+            throw new DataError(first ? `no line is a trajectory (${r.malformed.length} malformed; line ${first.line}: ${safeText(first.message, 160)})` : "no trajectories (the file is empty)", { file });
+          }
           transitions += r.transitions;
           console.log(`${file}: ${r.added} trajectories added (${r.transitions} transitions), ${r.duplicates} already present, ${r.malformed.length} malformed lines${r.evicted ? `, ${r.evicted} transitions evicted` : ""}`);
-          for (const m of r.malformed.slice(0, 20)) console.log(`  line ${m.line}: ${m.message}`);
+          for (const m of r.malformed.slice(0, 20)) console.log(`  line ${m.line}: ${safeText(m.message)}`);
           if (r.malformed.length > 20) console.log(`  … and ${r.malformed.length - 20} more`);
         }
         if (o.fewShot) {
@@ -91,11 +124,14 @@ export function registerBufferCommands(program: Command): void {
             console.log(`${file}: ${r.added} transcripts added (${r.transitions} transitions), ${r.duplicates} already present`);
           }
         }
-        b.buildIndex(); // large buffers: build and save the HNSW index now, not at the first search
+        await inFile(o.buffer, () => b.buildIndex()); // large buffers: build and save the HNSW index now, not at the first search
         const secs = (performance.now() - started) / 1000;
         console.log(`${transitions} transitions in ${secs.toFixed(1)} s (${Math.round(transitions / Math.max(secs, 1e-9))}/s); buffer holds ${b.count()} transitions`);
+        ok = true;
       } finally {
         b.close();
+        // A buffer this command created and could not fill goes (a rerun imports again; re-imports do not duplicate).
+        if (!ok && created) ReplayBuffer.remove(o.buffer);
       }
     });
 
@@ -106,12 +142,13 @@ export function registerBufferCommands(program: Command): void {
     .requiredOption("--out <file>", "output JSONL file")
     .option("--env <name>", "only this env")
     .option("--source <source>", "real | synthetic")
-    .action((o) => {
+    .action(async (o) => {
       if (resolve(o.out) === resolve(o.buffer)) throw new InvalidConfigError("--out is the buffer file itself; choose another file");
-      const b = openBuffer(o, true);
+      const f = filterOf(o);
+      checkOutputFile(o.out);
+      const b = await openBuffer(o, true);
       try {
-        const f = filterOf(o);
-        const n = exportJsonl(b, o.out, { env: f.env, source: f.source });
+        const n = await inFile(o.buffer, () => inFile(o.out, () => exportJsonl(b, o.out, { env: f.env, source: f.source }), "fs"));
         console.log(`wrote ${n} trajectories to ${o.out}`);
       } finally {
         b.close();
@@ -123,13 +160,18 @@ export function registerBufferCommands(program: Command): void {
     .description("counts by env, source, reward and success")
     .requiredOption("--buffer <file>", "buffer file")
     .option("--json", "print as JSON")
-    .action((o) => {
-      const b = openBuffer(o, true);
+    .action(async (o) => {
+      const b = await openBuffer(o, true);
       try {
-        const s = b.stats();
+        // Corrupt pages show only when read: check every page before saying anything about the file.
+        const problems = b.integrityProblems();
+        if (problems.length > 0) {
+          throw new DataError(`the buffer is corrupt: the integrity check found ${problems.length === 1 ? "a problem" : `${problems.length}${problems.length >= 100 ? "+" : ""} problems`} (first: ${safeText(problems[0], 160)}); restore it from a copy or rebuild it with buffer import`, { file: o.buffer });
+        }
+        const s = { ...(await inFile(o.buffer, () => b.stats())), integrity: "ok" };
         if (o.json) return console.log(JSON.stringify(s, null, 2));
         console.log(`${s.path}: ${s.trajectories} trajectories, ${s.transitions} transitions (${s.seedTrajectories} seed trajectories), ${(s.fileBytes / 2 ** 20).toFixed(1)} MB`);
-        console.log(`embedder: ${s.embedder ?? "(none yet)"}${s.dims ? `, ${s.dims} dims` : ""}; search: ${s.index}`);
+        console.log(`embedder: ${s.embedder ?? "(none yet)"}${s.dims ? `, ${s.dims} dims` : ""}; search: ${s.index}; integrity check: ok`);
         console.log("env\tsource\ttrajectories\ttransitions\tsuccess\tmean reward\treward=0\t0<reward<1\treward≥1");
         for (const g of s.groups) {
           console.log(`${g.env}\t${g.source}\t${g.trajectories}\t${g.transitions}\t${((100 * g.successes) / g.trajectories).toFixed(1)}%\t${g.meanReward.toFixed(3)}\t${g.rewardZero}\t${g.rewardPartial}\t${g.rewardFull}`);
@@ -153,9 +195,10 @@ export function registerBufferCommands(program: Command): void {
     .option(...REQUEST_TIMEOUT)
     .option("--json", "print as JSON")
     .action(async (text: string, o) => {
-      const b = openBuffer(o, true);
+      const filter = filterOf(o);
+      const b = await openBuffer(o, true);
       try {
-        const results = await b.search(text, { k: o.k, filter: filterOf(o), exact: Boolean(o.exact) });
+        const results = await inFile(o.buffer, () => b.search(text, { k: o.k, filter, exact: Boolean(o.exact) }));
         if (o.json) return console.log(JSON.stringify(results, null, 2));
         if (results.length === 0) console.log("no transitions match");
         for (const [i, r] of results.entries()) {

@@ -1,22 +1,23 @@
 import type { Command } from "commander";
-import { JsonlWriter } from "../core/index.ts";
 import { InvalidConfigError } from "../core/index.ts";
 import { defaultSplits } from "../envs/index.ts";
 import { endpointOptions } from "./endpoint-options.ts";
 import { parseIntOption, playEpisodes } from "./episodes.ts";
+import { checkOutputFile, JsonlOutput } from "./output.ts";
 import { playSyntheticEpisodes, type SyntheticEpisodesOptions } from "./synthetic-episodes.ts";
 
 async function collectSynthetic(o: SyntheticEpisodesOptions & { out: string; append?: boolean }): Promise<void> {
   if (!o.buffer) throw new InvalidConfigError("--experience needs --buffer <file> (the model is grounded in it, and the synthetic transitions go there)");
-  let out: JsonlWriter | null = null;
+  let out: JsonlOutput | null = null;
   try {
-    const r = await playSyntheticEpisodes(o, (t) => out!.write(t), () => (out = new JsonlWriter(o.out, { append: Boolean(o.append) })));
+    const r = await playSyntheticEpisodes(o, (t) => out!.write(t), () => (out = new JsonlOutput(o.out, { append: Boolean(o.append) })));
+    (out as JsonlOutput | null)?.commit();
     console.log(
       `wrote ${r.episodes} synthetic trajectories (${r.steps} steps, ${r.failedSteps} failed model steps) to ${o.out}: ` +
         `score ${(100 * r.score).toFixed(1)}, success ${(100 * r.success).toFixed(1)}% (${o.hybrid ? "hybrid: verified terminal rewards" : "model rewards"})`,
     );
   } finally {
-    (out as JsonlWriter | null)?.close();
+    (out as JsonlOutput | null)?.abort(); // a no-op after commit()
   }
 }
 
@@ -41,9 +42,14 @@ export function registerCollect(program: Command): void {
     .option("--cache <file>", "with a chat model: its response cache (SQLite)");
   endpointOptions(cmd)
     .action(async (o) => {
+      if (o.hybrid && !o.experience) throw new InvalidConfigError("--hybrid applies to synthetic episodes only: add --experience <model> --buffer <file>, or drop --hybrid");
+      for (const flag of ["buffer", "cache"] as const) {
+        if (o[flag] !== undefined && !o.experience) throw new InvalidConfigError(`--${flag} applies to synthetic episodes only: add --experience <model>, or drop --${flag}`);
+      }
+      checkOutputFile(o.out);
       o.split ??= defaultSplits(o.env).train;
       if (o.experience) return collectSynthetic(o);
-      let out: JsonlWriter | null = null;
+      let out: JsonlOutput | null = null;
       let steps = 0;
       try {
         const r = await playEpisodes(
@@ -53,11 +59,12 @@ export function registerCollect(program: Command): void {
             out!.write(t);
             steps += t.steps.length;
           },
-          () => (out = new JsonlWriter(o.out, { append: Boolean(o.append) })),
+          () => (out = new JsonlOutput(o.out, { append: Boolean(o.append) })),
         );
+        (out as JsonlOutput | null)?.commit();
         console.log(`wrote ${r.episodes} trajectories (${steps} steps) to ${o.out}: score ${(100 * r.score).toFixed(1)}, success ${(100 * r.success).toFixed(1)}%`);
       } finally {
-        (out as JsonlWriter | null)?.close();
+        (out as JsonlOutput | null)?.abort(); // a no-op after commit()
       }
     });
 }

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import type { Command } from "commander";
 import { train, type TrainSummary } from "../rl/index.ts";
 import { parseIntOption } from "./episodes.ts";
+import { checkOutputFolder } from "./output.ts";
 import { playScripted, seedWebShopBuffer } from "./seed-data.ts";
 import { progressHook } from "./train-command.ts";
 
@@ -78,6 +79,7 @@ export function registerDemo(program: Command): void {
     .option("--real-budget <n>", "real steps of the S2R phase", parseIntOption("real-budget", 1), 5_000)
     .option("--seed <n>", "seed", parseIntOption("seed"), 0)
     .action(async (o) => {
+      checkOutputFolder(o.out);
       // Only a folder the demo made (it leaves a marker) is replaced.
       if (existsSync(o.out) && readdirSync(o.out).length > 0 && !existsSync(join(o.out, MARKER))) {
         throw new InvalidConfigError(`${o.out} exists and is not a demo folder; choose another --out`);

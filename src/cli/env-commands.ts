@@ -64,12 +64,17 @@ export function registerEnvCommands(program: Command): void {
       };
       let { observation } = await e.reset({ seed: o.seed, task });
       let total = 0;
+      let step = 0;
+      const maxSteps = (e as unknown as { maxSteps?: number }).maxSteps;
       console.log(name === "webshop" ? "Type an action (search[words] or click[label]), its number, or 'quit'." : "Type a command, its number, or 'quit'.");
       for (;;) {
         console.log(`\n${observation.split(" [SEP] ").join("\n  ")}`);
         const actions = e.availableActions() ?? [];
         actions.forEach((a, i) => console.log(`  ${i + 1}. ${a}`));
-        const line = await ask("> ");
+        let line: string | null;
+        // An empty Enter is not an action: ask again without spending a step.
+        do line = await ask(`step ${step + 1}${maxSteps ? `/${maxSteps}` : ""} > `);
+        while (line !== null && line.trim() === "");
         if (line === null || line.trim() === "quit") break;
         let action = line.trim();
         const n = Number(action);
@@ -82,6 +87,7 @@ export function registerEnvCommands(program: Command): void {
           }
         }
         const r = await e.step(action);
+        step++;
         total += r.reward;
         observation = r.observation;
         if (r.info.invalid) console.log(`(invalid action: ${action})`);

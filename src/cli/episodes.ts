@@ -14,13 +14,7 @@ export interface EpisodesOptions {
   maxSteps?: number;
 }
 
-export function parseIntOption(name: string, min = 0) {
-  return (value: string): number => {
-    const n = Number(value);
-    if (!Number.isInteger(n) || n < min) throw new InvalidConfigError(`--${name} must be an integer ≥ ${min}, got "${value}"`);
-    return n;
-  };
-}
+export { parseIntOption } from "./options.ts";
 
 /**
  * Plays `episodes` episodes of a scripted policy over a split's tasks in order (wrapping around),

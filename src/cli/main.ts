@@ -1,19 +1,22 @@
+import { readFileSync } from "node:fs";
 import { Command, CommanderError } from "commander";
-import { DreamGymError } from "../core/index.ts";
 import { registerAudit } from "./audit-command.ts";
 import { registerBufferCommands } from "./buffer-commands.ts";
 import { registerCollect } from "./collect.ts";
+import { describeError } from "./errors.ts";
 import { registerSft } from "./sft-command.ts";
 import { registerTrain } from "./train-command.ts";
 import { registerRollout } from "./rollout-command.ts";
 import { registerDemo } from "./demo-command.ts";
 import { registerEnvCommands } from "./env-commands.ts";
 
+const { version } = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
+
 const program = new Command();
 program
   .name("dreamgym")
   .description("Train LLM agents with RL on synthetic experience (DreamGym).")
-  .showHelpAfterError()
+  .version(version, "-V, --version", "print the version")
   .exitOverride();
 registerEnvCommands(program);
 registerCollect(program);
@@ -24,13 +27,20 @@ registerTrain(program);
 registerRollout(program);
 registerDemo(program);
 
+// A usage error is one line that points to the command's help (not the whole help text).
+const withHelpHint = (cmd: Command, path: string): void => {
+  cmd.configureOutput({ outputError: (str, write) => write(`${str.trimEnd()} (see: ${path} --help)\n`) });
+  for (const sub of cmd.commands) withHelpHint(sub, `${path} ${sub.name()}`);
+};
+withHelpHint(program, "dreamgym");
+
 try {
   await program.parseAsync(process.argv);
 } catch (e) {
-  if (e instanceof CommanderError) process.exit(e.exitCode);
-  if (DreamGymError.isInstance(e)) {
-    console.error(`error: ${e.message}`);
-    process.exit(2);
-  }
-  throw e;
+  // Help and --version exit 0; a usage error is an input error: 2, as for every bad input.
+  if (e instanceof CommanderError) process.exit(e.exitCode === 0 ? 0 : 2);
+  const line = describeError(e);
+  if (line === null) throw e; // a bug: keep its stack trace
+  console.error(`error: ${line}`);
+  process.exit(2);
 }

@@ -2,13 +2,14 @@ import type { Command } from "commander";
 import { createHash } from "node:crypto";
 import { closeSync, existsSync, fstatSync, ftruncateSync, openSync, readFileSync, writeSync } from "node:fs";
 import { abstractEnv, DataError, InvalidConfigError, type Env } from "../core/index.ts";
-import { createEnv, syntheticSupport, type EnvName } from "../envs/index.ts";
+import { createEnv, defaultSplits, syntheticSupport, type EnvName } from "../envs/index.ts";
 import { createChatModel, type ModelStats } from "../llm/index.ts";
 import { deriveSeed, playEpisodes, type Episode, type EpisodeJob } from "../core/index.ts";
 import { groupLines } from "../rl/llm-export.ts";
 import { LlmPolicy, type LlmStepRecord } from "../rl/llm-policy.ts";
 import { endpointOptions, endpointSettings } from "./endpoint-options.ts";
 import { parseIntOption } from "./episodes.ts";
+import { checkOutputFile } from "./output.ts";
 import { progressBar } from "./progress.ts";
 
 interface RolloutOptions {
@@ -17,7 +18,7 @@ interface RolloutOptions {
   out: string;
   tasks: number;
   group: number;
-  split: string;
+  split?: string;
   start: number;
   concurrency: number;
   seed: number;
@@ -162,6 +163,8 @@ function parseTemperature(value: string): number {
 async function rollout(o: RolloutOptions): Promise<void> {
   if (o.format !== "steps" && o.format !== "trajectories") throw new InvalidConfigError(`--format must be steps or trajectories, got "${o.format}"`);
   const format = o.format;
+  o.split ??= defaultSplits(o.env).eval;
+  checkOutputFile(o.out); // a bad --out fails before any model call is paid for
   // Envs first (a bad env, split or data folder fails before the model's cache is opened).
   const real = Array.from({ length: o.concurrency }, () => createEnv(o.env as EnvName, { dataDir: o.data, split: o.split as never, maxSteps: o.maxSteps }));
   const { abstraction } = syntheticSupport(o.env, real[0]);
@@ -252,7 +255,7 @@ export function registerRollout(program: Command): void {
     .requiredOption("--out <file>", "output JSONL file: whole groups are appended as they finish; a rerun with the same options continues it")
     .option("--tasks <n>", "tasks, in split order from --start (wrapping around)", parseIntOption("tasks", 1), 10)
     .option("--group <n>", "rollouts per task (the GRPO group)", parseIntOption("group", 1), 4)
-    .option("--split <split>", "task split", "test")
+    .option("--split <split>", "task split (default: webshop test, alfworld valid_unseen)")
     .option("--start <n>", "first task index within the split", parseIntOption("start"), 0)
     .option("--concurrency <n>", "episodes at once (and model calls in flight)", parseIntOption("concurrency", 1), 4)
     .option("--seed <n>", "run seed (each episode's seeds derive from it, the task and the rollout)", parseIntOption("seed"), 0)

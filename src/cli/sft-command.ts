@@ -1,12 +1,15 @@
 import type { Command } from "commander";
-import { existsSync } from "node:fs";
-import { DataError, readJsonlAll, type Trajectory } from "../core/index.ts";
+import { existsSync, statSync } from "node:fs";
+import { DataError, InvalidConfigError, readJsonlAll, type Trajectory } from "../core/index.ts";
 import { parseTrajectory, ReplayBuffer } from "../buffer/index.ts";
-import { createEnv, syntheticSupport, type EnvName } from "../envs/index.ts";
+import { createEnv, syntheticSupport, trajectoryRules, type EnvName } from "../envs/index.ts";
 import { buildSftData } from "../experience/index.ts";
 import { createChatModel } from "../llm/index.ts";
 import { endpointOptions, endpointSettings } from "./endpoint-options.ts";
 import { parseIntOption } from "./episodes.ts";
+import { inFile } from "./errors.ts";
+import { parseNumberOption } from "./options.ts";
+import { checkOutputFolder } from "./output.ts";
 import { progressBar } from "./progress.ts";
 
 export function registerSft(program: Command): void {
@@ -22,23 +25,33 @@ export function registerSft(program: Command): void {
     .option("--cache <file>", "the teacher's response cache (a resumed build pays nothing for finished calls)")
     .option("--concurrency <n>", "teacher calls at once", parseIntOption("concurrency", 1), 8)
     .option("--limit <n>", "annotate at most this many trajectories", parseIntOption("limit", 1))
-    .option("--val <fraction>", "share of tasks held out for validation", (v: string) => Number(v), 0.1)
+    .option("--val <fraction>", "share of tasks held out for validation", parseNumberOption("val", 0, 1, { maxOpen: true }), 0.1)
     .option("--data <dir>", "data folder");
   endpointOptions(build)
     .action(async (o) => {
       if (!existsSync(o.trajectories)) throw new DataError("no such trajectory file", { file: o.trajectories });
+      if (!statSync(o.trajectories).isFile()) throw new DataError("not a file; give a trajectory JSONL file", { file: o.trajectories });
+      if (o.buffer && !existsSync(o.buffer)) throw new DataError("no such buffer file", { file: o.buffer });
+      checkOutputFolder(o.out);
       const support = syntheticSupport(o.env, createEnv(o.env as EnvName, { dataDir: o.data }));
-      const trajectories = (await readJsonlAll<Trajectory>(o.trajectories, { parse: (v) => parseTrajectory(v) }))
+      const trajectories = (await readJsonlAll<Trajectory>(o.trajectories, { parse: (v) => parseTrajectory(v, trajectoryRules()) }))
         .filter((t) => t.env === o.env && t.source === "real")
         .slice(0, o.limit ?? Infinity);
+      if (trajectories.length === 0) throw new InvalidConfigError(`${o.trajectories} has no real ${o.env} trajectories to annotate`);
       const teacher = createChatModel(o.teacher, { concurrency: o.concurrency, cache: o.cache, ...endpointSettings(o) });
-      const buffer = o.buffer ? ReplayBuffer.open(o.buffer, { readonly: true }) : undefined;
+      let buffer: ReplayBuffer | undefined;
+      try {
+        buffer = o.buffer ? await inFile(o.buffer, () => ReplayBuffer.open(o.buffer, { readonly: true })) : undefined;
+      } catch (e) {
+        (teacher as { close?: () => void }).close?.();
+        throw e;
+      }
       const steps = trajectories.reduce((n, t) => n + t.steps.length, 0);
       const bar = progressBar("sft build", steps);
       try {
         const r = await buildSftData({ teacher, abstraction: support.abstraction, trajectories, outDir: o.out, buffer, valFraction: o.val, concurrency: o.concurrency, onProgress: (d) => bar.update(d) });
         bar.stop();
-        console.log(`${r.examples} new examples (${r.train} train, ${r.val} val), ${r.skipped} already built, ${r.failed} failed teacher calls; in ${o.out}`);
+        console.log(`${r.examples} new examples (${r.train} train, ${r.val} val), ${r.skipped} already built, ${r.failed} failed teacher calls${r.dropped ? `, ${r.dropped} lines that were not examples removed` : ""}; in ${o.out}`);
         if (r.firstFailure) console.log(`first failure: ${r.firstFailure}`);
       } finally {
         bar.stop();

@@ -40,9 +40,13 @@ export async function playSyntheticEpisodes(
 ): Promise<{ score: number; success: number; episodes: number; failedSteps: number; steps: number }> {
   const real = createEnv(o.env as EnvName, { dataDir: o.data, split: o.split as never });
   const support = syntheticSupport(o.env, real);
+  if (support.policies.length === 0) {
+    throw new InvalidConfigError(`no scripted policy can play the synthetic ${o.env} env (its scripted policies need the real env's state); collect real ${o.env} trajectories without --experience`);
+  }
   if (!support.policies.includes(o.policy)) {
     throw new InvalidConfigError(`policy "${o.policy}" cannot play the synthetic ${o.env} env (it can: ${support.policies.join(", ")})`);
   }
+  if (o.hybrid && !support.verifier) throw new InvalidConfigError(`--hybrid needs a verifier of ${o.env}'s rewards; ${o.env} has none: drop --hybrid`);
   if (o.experience === "default" && !existsSync(o.buffer)) {
     throw new InvalidConfigError(`buffer ${o.buffer} does not exist; the embedded model needs offline ${o.env} trajectories in it (dreamgym buffer import F.jsonl --buffer ${o.buffer} --abstract)`);
   }

@@ -52,6 +52,7 @@ export function progressHook() {
     },
     stop() {
       bar?.stop();
+      bar = undefined;
     },
   };
 }
@@ -95,7 +96,9 @@ export function registerTrain(program: Command): void {
           if (others.length > 0 || (o.set as string[]).length > 0) {
             throw new InvalidConfigError(`--resume continues a run with its own config; drop ${[...others.map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`), ...((o.set as string[]).length ? ["--set"] : [])].join(", ")}`);
           }
-          printSummary(await resumeTraining(o.resume, hook, { requestTimeout: o.requestTimeout, maxFailures: o.maxFailures }));
+          const summary = await resumeTraining(o.resume, hook, { requestTimeout: o.requestTimeout, maxFailures: o.maxFailures });
+          hook.stop(); // the summary goes below the progress bar, not onto its line
+          printSummary(summary);
           return;
         }
         const input: Record<string, unknown> = o.config ? ((await readJsonFile(o.config)) as Record<string, unknown>) : {};
@@ -110,7 +113,9 @@ export function registerTrain(program: Command): void {
         if (cmd.getOptionValueSource("curriculum") === "cli") applySet(input, `curriculum.enabled=${o.curriculum}`);
         for (const s of o.set as string[]) applySet(input, s);
         const out = o.out ?? join("runs", `${input.env ?? "webshop"}-${input.mode ?? "real"}-${input.algo ?? "grpo"}-${new Date().toISOString().replace(/[:.]/g, "-")}`);
-        printSummary(await train(out, input, hook));
+        const summary = await train(out, input, hook);
+        hook.stop();
+        printSummary(summary);
       } finally {
         hook.stop();
       }

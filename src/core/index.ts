@@ -1,4 +1,4 @@
-export type { Action, Observation, StepInfo, Task, Transition, Trajectory, ExperienceSource, RewardSpec } from "./types.ts";
+export type { Action, Observation, StepInfo, Task, Transition, Trajectory, ExperienceSource, RewardSpec, TrajectoryRules } from "./types.ts";
 export { OUTCOME_REWARDS } from "./types.ts";
 export type { Env, ResetOptions, ResetResult, StepResult } from "./env.ts";
 export { FREE_TEXT_SLOT } from "./env.ts";

@@ -78,7 +78,9 @@ export class JsonlWriter {
   }
   write(...records: unknown[]): void {
     if (records.length === 0) return;
-    writeSync(this.fd, records.map((r) => JSON.stringify(r)).join("\n") + "\n");
+    const data = Buffer.from(records.map((r) => JSON.stringify(r)).join("\n") + "\n");
+    // A nearly full disk writes part of the buffer before it fails: write the rest, or fail.
+    for (let off = 0; off < data.length; ) off += writeSync(this.fd, data, off, data.length - off);
   }
   /** Flushes to disk (a no-op for files that cannot be synced, like /dev/null or a pipe). */
   sync(): void {
@@ -98,15 +100,28 @@ export class JsonlWriter {
 
 /** Writes a file beside its target, flushes it to disk, renames it over the target: readers see the old file or the new one. */
 export function writeFileAtomic(file: string, data: string | Uint8Array): void {
+  if (isSpecial(file)) return writeFileSync(file, data);
   const tmp = `${file}.${process.pid}.tmp`;
   const fd = openSync(tmp, "w");
   try {
     writeFileSync(fd, data);
     fsyncSync(fd);
-  } finally {
     closeSync(fd);
+    renameSync(tmp, file);
+  } catch (e) {
+    try {
+      closeSync(fd);
+    } catch {
+      // closed already
+    }
+    rmSync(tmp, { force: true });
+    throw e;
   }
-  renameSync(tmp, file);
+}
+
+/** A device or pipe (`/dev/null`): written in place, never replaced by a renamed file. */
+function isSpecial(file: string): boolean {
+  return existsSync(file) && !statSync(file).isFile();
 }
 
 /**
@@ -114,16 +129,20 @@ export function writeFileAtomic(file: string, data: string | Uint8Array): void {
  * appears whole or not at all, and a failure leaves any old one as it was.
  */
 export function writeJsonlAtomic<T>(file: string, write: (out: JsonlWriter) => T): T {
-  const tmp = `${file}.${process.pid}.tmp`;
+  const tmp = isSpecial(file) ? file : `${file}.${process.pid}.tmp`;
   const out = new JsonlWriter(tmp, { append: false });
   try {
     const result = write(out);
     out.close();
-    renameSync(tmp, file);
+    if (tmp !== file) renameSync(tmp, file);
     return result;
   } catch (e) {
-    out.close();
-    rmSync(tmp, { force: true });
+    try {
+      out.close();
+    } catch {
+      // a failed flush: the file goes anyway
+    }
+    if (tmp !== file) rmSync(tmp, { force: true });
     throw e;
   }
 }

@@ -67,3 +67,13 @@ export interface RewardSpec {
 
 /** Outcome rewards in [0, 1]: 1 only when the task is completed (WebShop, ALFWorld). */
 export const OUTCOME_REWARDS: RewardSpec = Object.freeze({ min: 0, max: 1, dense: false });
+
+/**
+ * What the trajectory schema checks an imported trajectory against (the env registry supplies it):
+ * the known env names, each env's reward spec, and its success rule.
+ */
+export interface TrajectoryRules {
+  envs: readonly string[];
+  rewards(env: string): RewardSpec;
+  success(env: string, totalReward: number): boolean;
+}

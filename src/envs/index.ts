@@ -1,7 +1,7 @@
-import type { Env } from "../core/index.ts";
+import type { Env, TrajectoryRules } from "../core/index.ts";
 import { OraclePolicy, RulePolicy, WebShopEnv, webshopAbstraction, webshopStartPage, webshopVerifier, type WebShopOptions } from "./webshop/index.ts";
 import { AlfWorldEnv, AlfWorldExpert, alfworldAbstraction, type AlfWorldOptions } from "./alfworld/index.ts";
-import { envEntry, registerBuiltin, type CommonEnvOptions } from "./registry.ts";
+import { envEntry, envNames, registerBuiltin, type CommonEnvOptions } from "./registry.ts";
 
 // The built-in envs register through the same door as a user's.
 registerBuiltin<WebShopEnv>("webshop", {
@@ -44,6 +44,18 @@ export function createEnv(name: string, options: CommonEnvOptions & Record<strin
 /** The splits an env trains and evaluates on when none is given. */
 export function defaultSplits(name: string): { train: string; eval: string } {
   return envEntry(name).splits;
+}
+
+/**
+ * What the trajectory schema checks against: the registered envs, their reward ranges (of a step;
+ * an episode's total within the step range times its steps for dense rewards) and success rules.
+ */
+export function trajectoryRules(): TrajectoryRules {
+  return {
+    envs: envNames(),
+    rewards: (name) => envEntry(name).rewards,
+    success: (name, total) => envEntry(name).success(total),
+  };
 }
 
 /** The scripted policies an env offers (for `collect` and `env eval`). */

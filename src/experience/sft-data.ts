@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { DataError, InvalidConfigError, JsonlWriter, readJsonl, repairJsonlTail, type StateAbstraction, type Trajectory } from "../core/index.ts";
+import { DataError, InvalidConfigError, JsonlWriter, readJsonFile, readJsonl, repairJsonlTail, writeFileAtomic, type StateAbstraction, type Trajectory } from "../core/index.ts";
 import { trajectoryContentId } from "../buffer/index.ts";
 import type { ReplayBuffer } from "../buffer/index.ts";
 import { EndpointFailedError, type ChatMessage, type ChatModel } from "../llm/index.ts";
@@ -33,8 +33,30 @@ export interface SftBuildReport {
   /** Already in the output from an earlier (interrupted) build: not paid for again. */
   skipped: number;
   failed: number;
+  /** Lines of the existing output that were not examples (garbage, torn or foreign lines), removed. */
+  dropped: number;
   /** Why the first failed teacher call failed. */
   firstFailure?: string;
+}
+
+/** An example line as this module writes it (anything else in the output is dropped on resume). */
+function isExample(v: unknown): v is { key: string } {
+  const e = v as { key?: unknown; messages?: unknown } | null;
+  return typeof e === "object" && e !== null && !Array.isArray(e) && typeof e.key === "string" && Array.isArray(e.messages);
+}
+
+/** Rewrites `file` keeping only its example lines (atomically); returns how many lines went. */
+function dropNonExamples(file: string): number {
+  const lines = readFileSync(file, "utf8").split("\n").filter((l) => l.trim() !== "");
+  const keep = lines.filter((l) => {
+    try {
+      return isExample(JSON.parse(l));
+    } catch {
+      return false;
+    }
+  });
+  if (keep.length < lines.length) writeFileAtomic(file, keep.map((l) => `${l}\n`).join(""));
+  return lines.length - keep.length;
 }
 
 /** Deterministic split by task id. */
@@ -56,29 +78,52 @@ const TEACHER_SYSTEM =
 export async function buildSftData(opts: SftBuildOptions): Promise<SftBuildReport> {
   const valFraction = opts.valFraction ?? 0.1;
   if (!(valFraction >= 0 && valFraction < 1)) throw new InvalidConfigError(`the validation share must be in [0, 1), got ${valFraction}`);
+  const manifest = join(opts.outDir, "manifest.json");
+  // The split must not change between a build and its resumption, or a task could land in both.
+  if (existsSync(manifest)) {
+    const saved = readJsonFile<{ valFraction?: unknown }>(manifest);
+    if (typeof saved !== "object" || saved === null || typeof saved.valFraction !== "number") {
+      throw new DataError("not an sft build manifest (no valFraction); remove the folder's files or use another --out", { file: manifest });
+    }
+    if (saved.valFraction !== valFraction) throw new InvalidConfigError(`${opts.outDir} was built with a validation share of ${saved.valFraction}; resume with the same, or use another folder`);
+  }
+  const created = !existsSync(opts.outDir);
   try {
     mkdirSync(opts.outDir, { recursive: true });
   } catch (e) {
     throw new DataError(`cannot use the output folder: ${(e as Error).message}`, { file: opts.outDir }, e);
   }
-  // The split must not change between a build and its resumption, or a task could land in both.
-  const manifest = join(opts.outDir, "manifest.json");
-  if (existsSync(manifest)) {
-    const saved = JSON.parse(readFileSync(manifest, "utf8")) as { valFraction: number };
-    if (saved.valFraction !== valFraction) throw new InvalidConfigError(`${opts.outDir} was built with a validation share of ${saved.valFraction}; resume with the same, or use another folder`);
-  } else writeFileSync(manifest, JSON.stringify({ valFraction }) + "\n");
+  try {
+    return await build(opts, valFraction, manifest);
+  } catch (e) {
+    // A folder this build made and put no example in goes, so a rerun starts clean.
+    if (created) removeIfNoExamples(opts.outDir);
+    throw e;
+  }
+}
+
+function removeIfNoExamples(dir: string): void {
+  for (const f of ["train.jsonl", "val.jsonl"]) if (existsSync(join(dir, f)) && readFileSync(join(dir, f)).length > 0) return;
+  rmSync(dir, { recursive: true, force: true });
+}
+
+async function build(opts: SftBuildOptions, valFraction: number, manifest: string): Promise<SftBuildReport> {
+  if (!existsSync(manifest)) writeFileAtomic(manifest, JSON.stringify({ valFraction }) + "\n");
   const files = { train: join(opts.outDir, "train.jsonl"), val: join(opts.outDir, "val.jsonl") };
   const done = new Set<string>();
+  let dropped = 0;
   for (const f of Object.values(files)) {
     if (!existsSync(f)) continue;
-    // A torn last line from a killed build is cut off here and its example built again.
+    // A torn last line from a killed build is cut off here and its example built again; lines that
+    // are not examples at all would break a fine-tuning run, so they go too.
     repairJsonlTail(f);
+    dropped += dropNonExamples(f);
     for await (const { value } of readJsonl<{ key?: string }>(f, { onError: () => {} })) if (value.key) done.add(value.key);
   }
   const writers = { train: new JsonlWriter(files.train), val: new JsonlWriter(files.val) };
   // The student's prompt is the reasoning model's own, so training and inference see the same text.
   const student = new ReasoningExperienceModel({ chat: opts.teacher, abstraction: opts.abstraction });
-  const report: SftBuildReport = { examples: 0, train: 0, val: 0, skipped: 0, failed: 0 };
+  const report: SftBuildReport = { examples: 0, train: 0, val: 0, skipped: 0, failed: 0, dropped };
   const jobs: (() => Promise<void>)[] = [];
   for (const t of opts.trajectories) {
     const history: HistoryStep[] = [];

@@ -1,13 +1,13 @@
-import { appendFileSync, copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { appendFileSync, copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
 import { z } from "zod";
-import { abstractEnv, DataError, InvalidConfigError, Rng, writeFileAtomic, type Env, type Task, type Trajectory } from "../core/index.ts";
+import { abstractEnv, DataError, InvalidConfigError, readJsonFile, Rng, writeFileAtomic, type Env, type Task, type Trajectory } from "../core/index.ts";
 import { ReplayBuffer } from "../buffer/index.ts";
 import { Curriculum, curriculumConfigSchema, LlmTaskGenerator, WebShopTaskGenerator, type TaskGenerator } from "../curriculum/index.ts";
 import { createEnv, defaultSplits, syntheticSupport, type EnvName } from "../envs/index.ts";
 import type { WebShopEnv } from "../envs/webshop/index.ts";
 import { EmbeddedExperienceModel, ReasoningExperienceModel, SyntheticEnv, type ExperienceModel } from "../experience/index.ts";
-import { createChatModel, EndpointFailedError, type ChatModel, type ModelStats } from "../llm/index.ts";
+import { createChatModel, EndpointFailedError, parseModelSpec, type ChatModel, type ModelStats } from "../llm/index.ts";
 import { parseConfig } from "./config.ts";
 import { deriveSeed, playEpisodes, type Episode } from "../core/index.ts";
 import { grpoConfigSchema, grpoUpdate } from "./grpo.ts";
@@ -170,17 +170,59 @@ export interface TrainHooks {
   onIteration?: (m: IterationMetrics, config: TrainConfig) => void;
 }
 
-/** Starts a new run in `runDir` (which must not hold one). */
+/**
+ * Starts a new run in `runDir` (which must not hold one). Everything is checked before the folder
+ * is made; a start that fails anyway (before the first iteration) removes what it created, so the
+ * same `--out` can be used again.
+ */
 export async function train(runDir: string, input: TrainConfigInput, hooks: TrainHooks = {}): Promise<TrainSummary> {
   const config = withSplits(parseConfig(trainConfigSchema, input, "training config"));
+  await checkStart(runDir, config);
+  const created = firstMissing(runDir);
+  const before = existsSync(runDir) ? new Set(readdirSync(runDir)) : null;
+  let started = false;
+  try {
+    mkdirSync(join(runDir, "checkpoints"), { recursive: true });
+    writeFileSync(join(runDir, "metrics.jsonl"), "");
+    // The run grows its own copy, so the seed buffer stays as it was and a resume finds the run's.
+    if (config.buffer && config.mode !== "real") copyFileSync(config.buffer, join(runDir, "buffer.db"));
+    // config.json last: a folder holds a run once it is whole.
+    const runId = `${Date.now().toString(36)}${process.pid.toString(36)}`;
+    writeFileAtomic(join(runDir, "config.json"), JSON.stringify({ ...config, runId, createdAt: new Date().toISOString() }, null, 2) + "\n");
+    return await runTraining(runDir, config, runId, undefined, hooks, () => (started = true));
+  } catch (e) {
+    if (!started) {
+      // Only what this start made: the folders it created, or the entries it added to an existing folder.
+      if (created) rmSync(created, { recursive: true, force: true });
+      else for (const f of readdirSync(runDir)) if (!before?.has(f)) rmSync(join(runDir, f), { recursive: true, force: true });
+    }
+    throw e;
+  }
+}
+
+/** The outermost folder of `dir` that does not exist yet (what `mkdir -p` would create), or null. */
+function firstMissing(dir: string): string | null {
+  let p = resolve(dir);
+  if (existsSync(p)) return null;
+  while (!existsSync(dirname(p))) p = dirname(p);
+  return p;
+}
+
+/** Every check a start can make without writing anything: the config, the folder, the files it names, the experience model. */
+async function checkStart(runDir: string, config: TrainConfig): Promise<void> {
+  if (existsSync(runDir) && !statSync(runDir).isDirectory()) throw new InvalidConfigError(`${runDir} is a file; --out must be a folder`);
   if (existsSync(join(runDir, "config.json"))) {
     throw new InvalidConfigError(`${runDir} already holds a run; resume it with --resume ${runDir} or choose another --out`);
   }
   // Fail on a bad env or split before the folder is made.
   for (const split of [config.trainSplit, config.evalSplit]) await Promise.all(makeEnvs({ ...config, concurrency: 1 }, split).envs.map((e) => e.close()));
-  if (config.initPolicy && !existsSync(config.initPolicy)) throw new InvalidConfigError(`initPolicy ${config.initPolicy} does not exist`);
+  if (config.initPolicy) {
+    if (!existsSync(config.initPolicy)) throw new InvalidConfigError(`initPolicy ${config.initPolicy} does not exist`);
+    new NeuralPolicy({ ...config.policy, seed: config.seed }).load(readFileSync(config.initPolicy), config.initPolicy);
+  }
   if (config.mode === "s2r" && config.realBudget === 0) throw new InvalidConfigError("invalid training config:\n  realBudget: mode s2r needs real steps after the synthetic phase (--real-budget N > 0)");
   if (config.mode !== "s2r" && config.realBudget > 0) throw new InvalidConfigError(`invalid training config:\n  realBudget: only mode s2r has a real phase (mode is ${config.mode})`);
+  if (config.mode === "real" && config.hybrid) throw new InvalidConfigError("--hybrid applies to the synthetic env (mode dreamgym or s2r); mode real has only the real env's rewards: drop --hybrid");
   if (config.mode !== "real") {
     const probe = createEnv(config.env as EnvName, { split: config.trainSplit as never, dataDir: config.dataDir });
     const support = syntheticSupport(config.env, probe);
@@ -191,19 +233,18 @@ export async function train(runDir: string, input: TrainConfigInput, hooks: Trai
     if (config.hybrid && !support.verifier) throw new InvalidConfigError(`--hybrid needs a verifier of ${config.env}'s rewards; ${config.env} has none`);
     if (!config.buffer) throw new InvalidConfigError(`mode ${config.mode} needs a buffer of offline ${config.env} trajectories (--buffer B.db; dreamgym buffer import F.jsonl --abstract --buffer B.db)`);
     if (!existsSync(config.buffer)) throw new InvalidConfigError(`buffer ${config.buffer} does not exist`);
+    ReplayBuffer.open(config.buffer, { readonly: true }).close(); // a corrupt or foreign file fails here
+    await checkExperienceModel(config);
   }
-  mkdirSync(join(runDir, "checkpoints"), { recursive: true });
-  writeFileSync(join(runDir, "metrics.jsonl"), "");
-  if (config.buffer && config.mode !== "real") {
-    // The run grows its own copy, so the seed buffer stays as it was and a resume finds the run's.
-    const src = ReplayBuffer.open(config.buffer, { readonly: true });
-    src.close();
-    copyFileSync(config.buffer, join(runDir, "buffer.db"));
-  }
-  // config.json last: a folder holds a run once it is whole.
-  const runId = `${Date.now().toString(36)}${process.pid.toString(36)}`;
-  writeFileAtomic(join(runDir, "config.json"), JSON.stringify({ ...config, runId, createdAt: new Date().toISOString() }, null, 2) + "\n");
-  return runTraining(runDir, config, runId, undefined, hooks);
+}
+
+/**
+ * The experience model, checked before the run folder exists: a well-formed model string (a
+ * liveness check of its endpoint belongs here too, so a dead server fails before anything is written).
+ */
+async function checkExperienceModel(config: TrainConfig): Promise<void> {
+  if (config.experience === "default") return;
+  parseModelSpec(config.experience);
 }
 
 /** Settings a resumed run may change: they decide when it stops, not what it computes. */
@@ -213,10 +254,17 @@ export type ResumeOverrides = Partial<Pick<TrainConfig, "requestTimeout" | "maxF
 export async function resumeTraining(runDir: string, hooks: TrainHooks = {}, overrides: ResumeOverrides = {}): Promise<TrainSummary> {
   const configFile = join(runDir, "config.json");
   if (!existsSync(configFile)) throw new InvalidConfigError(`${runDir} holds no run (no config.json)`);
-  const { createdAt: _, runId, ...stored } = JSON.parse(readFileSync(configFile, "utf8"));
+  const raw = readJsonFile<Record<string, unknown>>(configFile);
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw) || typeof raw.runId !== "string") {
+    throw new DataError("not a run's config (no runId); it may be damaged: start a new run with another --out", { file: configFile });
+  }
+  const { createdAt: _, runId, ...stored } = raw as Record<string, unknown> & { runId: string };
   const config = withSplits(parseConfig(trainConfigSchema, { ...stored, ...definedOnly(overrides) }, `config of ${configFile}`));
   const latestFile = join(runDir, "checkpoints", "latest.json");
-  const latest: LatestCheckpoint | undefined = existsSync(latestFile) ? JSON.parse(readFileSync(latestFile, "utf8")) : undefined;
+  const latest: LatestCheckpoint | undefined = existsSync(latestFile) ? readJsonFile<LatestCheckpoint>(latestFile) : undefined;
+  if (latest !== undefined && (typeof latest !== "object" || latest === null || !Number.isInteger(latest.iteration) || typeof latest.policyFile !== "string" || typeof latest.state !== "object")) {
+    throw new DataError("not a checkpoint record (iteration, policyFile, state); it may be damaged: restore it or start a new run", { file: latestFile });
+  }
   truncateMetrics(runDir, latest?.iteration ?? 0);
   if (config.mode !== "real") {
     // Synthetic episodes the killed run stored after its checkpoint are written again by the replay.
@@ -228,7 +276,9 @@ export async function resumeTraining(runDir: string, hooks: TrainHooks = {}, ove
   return runTraining(runDir, config, runId, latest, hooks);
 }
 
-async function runTraining(runDir: string, config: TrainConfig, runId: string, latest: LatestCheckpoint | undefined, hooks: TrainHooks): Promise<TrainSummary> {
+async function runTraining(
+  runDir: string, config: TrainConfig, runId: string, latest: LatestCheckpoint | undefined, hooks: TrainHooks, onStarted: () => void = () => {},
+): Promise<TrainSummary> {
   const started = performance.now();
   const policy = new NeuralPolicy({ ...config.policy, seed: config.seed });
   if (config.initPolicy) {
@@ -266,6 +316,7 @@ async function runTraining(runDir: string, config: TrainConfig, runId: string, l
   };
   let finalEval: EvalResult | undefined;
   let checkpointed = latest?.iteration ?? 0;
+  onStarted(); // everything is open: from here a failure leaves a run to resume
 
   try {
     for (let phase = budgetLeft(); phase !== null; phase = budgetLeft()) {

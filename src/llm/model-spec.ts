@@ -1,0 +1,40 @@
+import { existsSync, statSync } from "node:fs";
+import { DataError, InvalidConfigError } from "../core/index.ts";
+
+/** A chat model string, taken apart (the forms `createChatModel` accepts). */
+export type ModelSpec =
+  | { kind: "openai"; model: string }
+  | { kind: "http"; baseURL: string; model: string }
+  | { kind: "gguf"; path: string };
+
+const FORMS = "use openai:<model>, http(s)://host:port/v1#<model> or gguf:<file>";
+
+/**
+ * Checks a chat model string without contacting anything (a run can refuse a typo before it
+ * writes a file): a known form, a parseable URL, a model name, an existing GGUF file.
+ */
+export function parseModelSpec(spec: string): ModelSpec {
+  if (spec.startsWith("openai:")) {
+    const model = spec.slice("openai:".length).trim();
+    if (!model) throw new InvalidConfigError(`model "${spec}" names no model (${FORMS})`);
+    return { kind: "openai", model };
+  }
+  if (spec.startsWith("gguf:")) {
+    const path = spec.slice("gguf:".length);
+    if (!path) throw new InvalidConfigError(`model "${spec}" names no file (${FORMS})`);
+    if (!existsSync(path) || !statSync(path).isFile()) throw new DataError("no such GGUF model file", { file: path });
+    return { kind: "gguf", path };
+  }
+  const m = /^(https?:\/\/[^#]+)#(.*)$/.exec(spec);
+  if (m) {
+    if (!m[2].trim()) throw new InvalidConfigError(`model "${spec}" names no model after "#" (${FORMS})`);
+    try {
+      new URL(m[1]);
+    } catch {
+      throw new InvalidConfigError(`model "${spec}": "${m[1]}" is not a valid URL (${FORMS})`);
+    }
+    return { kind: "http", baseURL: m[1], model: m[2] };
+  }
+  if (/^https?:\/\//.test(spec)) throw new InvalidConfigError(`model "${spec}" names no model: add #<model> after the URL (${FORMS})`);
+  throw new InvalidConfigError(`unknown model "${spec}" (${FORMS})`);
+}
