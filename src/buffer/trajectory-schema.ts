@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import type { TrajectoryRules, Trajectory, Transition } from "../core/index.ts";
 
 /**
- * Checks a parsed JSONL value against the DESIGN.md trajectory format; throws saying which field is
+ * Checks a parsed JSONL value against the trajectory format (docs/data-formats.md); throws saying which field is
  * wrong. With `rules`, the env must be a known one and rewards in its range.
  */
 export function parseTrajectory(value: unknown, rules?: TrajectoryRules): Trajectory {

@@ -1,10 +1,9 @@
 import type { Command } from "commander";
 import { existsSync, statSync } from "node:fs";
-import { DataError, InvalidConfigError, readJsonlAll, type Trajectory } from "../core/index.ts";
+import { closing, DataError, InvalidConfigError, readJsonlAll, type Trajectory } from "../core/index.ts";
 import { parseTrajectory, ReplayBuffer } from "../buffer/index.ts";
-import { createEnv, syntheticSupport, trajectoryRules, type EnvName } from "../envs/index.ts";
-import { auditModel, EmbeddedExperienceModel, ReasoningExperienceModel } from "../experience/index.ts";
-import { createChatModel } from "../llm/index.ts";
+import { createEnv, syntheticSupport, trajectoryRules } from "../envs/index.ts";
+import { auditModel, createExperienceModel } from "../experience/index.ts";
 import { endpointOptions, endpointSettings } from "./endpoint-options.ts";
 import { parseIntOption } from "./episodes.ts";
 import { inFile } from "./errors.ts";
@@ -28,17 +27,16 @@ export function registerAudit(program: Command): void {
       if (o.buffer && !existsSync(o.buffer)) throw new DataError("no such buffer file", { file: o.buffer });
       if (o.buffer && !statSync(o.buffer).isFile()) throw new DataError("not a file; give the buffer file", { file: o.buffer });
       if (o.experience === "default" && !o.buffer) throw new InvalidConfigError("the embedded model needs --buffer <file> to ground it");
-      const support = syntheticSupport(o.env, createEnv(o.env as EnvName, { dataDir: o.data }));
+      const real = createEnv(o.env, { dataDir: o.data });
+      const support = await closing(real, () => syntheticSupport(o.env, real));
       const all = await readJsonlAll<Trajectory>(o.trajectories, { parse: (v) => parseTrajectory(v, trajectoryRules()) });
       const trajectories = all.filter((t) => t.env === o.env && t.source === "real").slice(0, o.limit ?? Infinity);
       if (trajectories.length === 0) throw new InvalidConfigError(`${o.trajectories} has no real ${o.env} trajectories`);
-      const chat = o.experience === "default" ? null : createChatModel(o.experience, { cache: o.cache, ...endpointSettings(o) });
-      const model = chat ? new ReasoningExperienceModel({ chat, abstraction: support.abstraction }) : new EmbeddedExperienceModel({ abstraction: support.abstraction });
+      const { model, chat, tokens, close } = createExperienceModel(o.experience, { abstraction: support.abstraction, rewards: support.rewards, chat: { cache: o.cache, ...endpointSettings(o) } });
       const buffer = o.buffer ? await inFile(o.buffer, () => ReplayBuffer.open(o.buffer, { readonly: true })) : undefined;
       try {
-        const stats = (chat as { stats?: { promptTokens: number; completionTokens: number } } | null)?.stats;
         // Without a chat model (and its cache), the buffer is the only database a failure can come from.
-        const audit = () => auditModel(trajectories, { model, abstraction: support.abstraction, buffer, tokensUsed: stats ? () => stats.promptTokens + stats.completionTokens : undefined });
+        const audit = () => auditModel(trajectories, { model, abstraction: support.abstraction, buffer, tokensUsed: chat ? tokens : undefined });
         const r = chat ? await audit() : await inFile(o.buffer, audit);
         if (o.json) return console.log(JSON.stringify(r, null, 2));
         const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
@@ -58,7 +56,7 @@ export function registerAudit(program: Command): void {
         if (r.firstFailure) console.log(`${"first failure".padEnd(40)} ${r.firstFailure}`);
       } finally {
         buffer?.close();
-        (chat as { close?: () => void } | null)?.close?.();
+        await close();
       }
     });
 }

@@ -24,7 +24,7 @@ async function collectSynthetic(o: SyntheticEpisodesOptions & { out: string; app
 export function registerCollect(program: Command): void {
   const cmd = program
     .command("collect")
-    .description("collect offline trajectories of a scripted policy as JSONL (DESIGN.md trajectory format)")
+    .description("collect offline trajectories of a scripted policy as JSONL (format: docs/data-formats.md)")
     .requiredOption("--env <name>", "environment")
     .requiredOption("--policy <name>", "scripted policy (oracle | rule | random)")
     .requiredOption("--out <file>", "output JSONL file")

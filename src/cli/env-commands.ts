@@ -1,7 +1,7 @@
 import { createInterface } from "node:readline";
 import type { Command } from "commander";
-import { createEnv, defaultSplits, listEnvs, listPolicies, type EnvName } from "../envs/index.ts";
-import { FREE_TEXT_SLOT, InvalidConfigError } from "../core/index.ts";
+import { createEnv, defaultSplits, envEntry, listEnvs, listPolicies, type EnvName } from "../envs/index.ts";
+import { checkEnv, FREE_TEXT_SLOT, InvalidConfigError } from "../core/index.ts";
 import { parseIntOption, playEpisodes } from "./episodes.ts";
 
 export function registerEnvCommands(program: Command): void {
@@ -10,6 +10,21 @@ export function registerEnvCommands(program: Command): void {
   env.command("list").description("list the environments and their scripted policies").action(() => {
     for (const e of listEnvs()) console.log(`${e.name}\t${e.description}\tpolicies: ${listPolicies(e.name).join(", ")}`);
   });
+
+  env
+    .command("check")
+    .description("check that an env keeps the Env contract (types, determinism under a seed, invalid actions as no-ops, close)")
+    .requiredOption("--env <name>", "environment")
+    .option("--split <split>", "task split (default: the env's training split)")
+    .option("--steps <n>", "steps per determinism rollout", parseIntOption("steps", 1), 5)
+    .option("--seed <n>", "seed of the determinism rollouts", parseIntOption("seed"), 0)
+    .option("--data <dir>", "data folder")
+    .action(async (o) => {
+      const entry = envEntry(o.env);
+      const split = o.split ?? entry.splits.train;
+      await checkEnv(createEnv(o.env, { split, dataDir: o.data }), { ...entry.spec.check, steps: o.steps, seed: o.seed });
+      console.log(`${o.env} (${split}): checkEnv passed (reset/step types, determinism under seed ${o.seed}, invalid actions as no-ops, close)`);
+    });
 
   env
     .command("eval")

@@ -9,6 +9,7 @@ import { registerTrain } from "./train-command.ts";
 import { registerRollout } from "./rollout-command.ts";
 import { registerDemo } from "./demo-command.ts";
 import { registerEnvCommands } from "./env-commands.ts";
+import { loadEnvModules } from "../envs/index.ts";
 
 const { version } = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
 
@@ -17,6 +18,7 @@ program
   .name("dreamgym")
   .description("Train LLM agents with RL on synthetic experience (DreamGym).")
   .version(version, "-V, --version", "print the version")
+  .option("--env-module <file>", "load a module that registers environments (registerEnv); repeatable; a dreamgym.config.{js,mjs,ts,mts} in the working folder is loaded too", (v: string, prev: string[] = []) => [...prev, v])
   .exitOverride();
 registerEnvCommands(program);
 registerCollect(program);
@@ -34,7 +36,19 @@ const withHelpHint = (cmd: Command, path: string): void => {
 };
 withHelpHint(program, "dreamgym");
 
+/** `--env-module` values, wherever they stand: envs must be registered before any command runs. */
+function envModules(argv: readonly string[]): string[] {
+  const files: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    if (argv[i] === "--") break;
+    if (argv[i] === "--env-module" && i + 1 < argv.length) files.push(argv[++i]);
+    else if (argv[i].startsWith("--env-module=")) files.push(argv[i].slice("--env-module=".length));
+  }
+  return files;
+}
+
 try {
+  await loadEnvModules(envModules(process.argv.slice(2)));
   await program.parseAsync(process.argv);
 } catch (e) {
   // Help and --version exit 0; a usage error is an input error: 2, as for every bad input.

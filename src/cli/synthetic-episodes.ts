@@ -1,10 +1,8 @@
 import { existsSync } from "node:fs";
-import type { Trajectory } from "../core/index.ts";
-import { InvalidConfigError } from "../core/index.ts";
+import { InvalidConfigError, type Task, type Trajectory } from "../core/index.ts";
 import { ReplayBuffer } from "../buffer/index.ts";
-import { createEnv, createPolicy, runEpisode, syntheticSupport, type EnvName } from "../envs/index.ts";
-import { EmbeddedExperienceModel, ReasoningExperienceModel, SyntheticEnv, type ExperienceModel } from "../experience/index.ts";
-import { createChatModel } from "../llm/index.ts";
+import { createEnv, createPolicy, envTasks, runEpisode, syntheticSupport } from "../envs/index.ts";
+import { createExperienceModel, SyntheticEnv } from "../experience/index.ts";
 import { endpointSettings } from "./endpoint-options.ts";
 import { progressBar } from "./progress.ts";
 
@@ -38,8 +36,16 @@ export async function playSyntheticEpisodes(
   onEpisode: (t: Trajectory) => void,
   onReady: () => void = () => {},
 ): Promise<{ score: number; success: number; episodes: number; failedSteps: number; steps: number }> {
-  const real = createEnv(o.env as EnvName, { dataDir: o.data, split: o.split as never });
-  const support = syntheticSupport(o.env, real);
+  // The real env only for its tasks and synthetic support; closed once they are read.
+  const real = createEnv(o.env, { dataDir: o.data, split: o.split });
+  let support: ReturnType<typeof syntheticSupport>;
+  let tasks: Task[];
+  try {
+    support = syntheticSupport(o.env, real);
+    tasks = envTasks(o.env, real);
+  } finally {
+    await real.close();
+  }
   if (support.policies.length === 0) {
     throw new InvalidConfigError(`no scripted policy can play the synthetic ${o.env} env (its scripted policies need the real env's state); collect real ${o.env} trajectories without --experience`);
   }
@@ -51,14 +57,15 @@ export async function playSyntheticEpisodes(
     throw new InvalidConfigError(`buffer ${o.buffer} does not exist; the embedded model needs offline ${o.env} trajectories in it (dreamgym buffer import F.jsonl --buffer ${o.buffer} --abstract)`);
   }
   // The model first (a bad spec fails before anything is opened), then the buffer.
-  const chat = o.experience === "default" ? null : createChatModel(o.experience, { concurrency: o.concurrency, cache: o.cache, ...endpointSettings(o) });
-  const model: ExperienceModel = chat ? new ReasoningExperienceModel({ chat, abstraction: support.abstraction }) : new EmbeddedExperienceModel({ abstraction: support.abstraction });
-  const closeChat = () => (chat as { close?: () => void } | null)?.close?.();
+  const handle = createExperienceModel(o.experience, {
+    abstraction: support.abstraction, rewards: support.rewards, chat: { concurrency: o.concurrency, cache: o.cache, ...endpointSettings(o) },
+  });
+  const model = handle.model;
   let buffer: ReplayBuffer;
   try {
     buffer = ReplayBuffer.open(o.buffer);
   } catch (e) {
-    closeChat();
+    await handle.close();
     throw e;
   }
   if (o.experience === "default" && buffer.count({ env: o.env }) === 0) {
@@ -66,7 +73,6 @@ export async function playSyntheticEpisodes(
     throw new InvalidConfigError(`buffer ${o.buffer} has no ${o.env} transitions to ground the embedded model: import offline trajectories first (dreamgym buffer import F.jsonl --buffer ${o.buffer} --abstract)`);
   }
   onReady();
-  const tasks = real.tasks();
   const start = o.start ?? 0;
   const seed = o.seed ?? 0;
   let next = 0;
@@ -108,7 +114,7 @@ export async function playSyntheticEpisodes(
   } finally {
     bar.stop();
     buffer.close();
-    closeChat();
+    await handle.close();
   }
   return { score: done ? score / done : 0, success: done ? success / done : 0, episodes: done, failedSteps, steps };
 }

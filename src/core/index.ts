@@ -11,7 +11,7 @@ export {
 export { checkEnv } from "./check-env.ts";
 export type { CheckEnvOptions } from "./check-env.ts";
 export { abstractEnv, isAbstractState } from "./state-abstraction.ts";
-export { withActions, withTimeLimit, orderEnforcing } from "./wrappers.ts";
+export { withActions, withTimeLimit, orderEnforcing, closing } from "./wrappers.ts";
 export type { ActionSource } from "./wrappers.ts";
 export type { StateAbstraction, Verifier } from "./state-abstraction.ts";
 export { ScriptedPolicy, scripted } from "./policy.ts";

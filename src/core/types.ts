@@ -1,5 +1,5 @@
 /**
- * Shared data types. Trajectory records mirror the JSONL wire format of DESIGN.md §2, so their
+ * Shared data types. Trajectory records mirror the JSONL wire format (docs/data-formats.md), so their
  * fields are snake_case; everything else in the library is camelCase.
  */
 

@@ -102,3 +102,12 @@ function wrap<E extends Env>(env: E, hooks: Partial<Env>): E {
     },
   });
 }
+
+/** Runs `fn` with `resource` and closes it afterwards, whatever happens (envs, models, buffers). */
+export async function closing<R extends { close(): unknown }, T>(resource: R, fn: (resource: R) => T | Promise<T>): Promise<T> {
+  try {
+    return await fn(resource);
+  } finally {
+    await resource.close();
+  }
+}

@@ -12,3 +12,5 @@ export { retrieveDemos } from "./demos.ts";
 export type { DemoOptions } from "./demos.ts";
 export { buildSftData, isValTask } from "./sft-data.ts";
 export type { SftBuildOptions, SftBuildReport } from "./sft-data.ts";
+export { createExperienceModel } from "./create-experience-model.ts";
+export type { CreateExperienceModelOptions, ExperienceModelHandle } from "./create-experience-model.ts";

@@ -68,7 +68,7 @@ const TEACHER_SYSTEM =
   "You explain environment dynamics. Given a state, an action and the state that really followed, explain briefly (2-4 sentences) why the action led to that next state and that reward. Do not restate the next state; explain the mechanism.";
 
 /**
- * Training data for the reasoning experience model (DESIGN.md §1's joint objective): for each real
+ * Training data for the reasoning experience model (the paper's joint objective): for each real
  * transition, a teacher explains why the action led to the next state; each example is the same
  * prompt the model gets at inference, answered with `{reasoning, next_state, reward, terminated}` —
  * reasoning first. Chat-format JSONL (`{"messages": [...]}`), split by task into train/val, ready

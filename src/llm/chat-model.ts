@@ -54,6 +54,10 @@ export interface ChatModel {
    * (`stepSucceeded`/`stepFailed`), so a model that keeps answering garbage stops the run too.
    */
   readonly breaker?: FailureBreaker;
+  /** Calls, tokens and latency so far, where the backend counts them. */
+  readonly stats?: ModelStats;
+  /** Releases what the model holds (its response cache, a local model). */
+  close?(): void | Promise<void>;
 }
 
 /** Counters every backend keeps. */
