@@ -42,7 +42,8 @@ const cerModel = (model as unknown as ModelParts).metaCER();
 function build(): void {
   // wink-nlp builds its lexicon by calling `core()`, a fresh copy each time; keep a handle on it.
   const tracked = { ...model, metaCER: () => cerModel, core: () => (core = (model as unknown as ModelParts).core()) };
-  nlp = winkNLP(tracked as unknown as typeof model);
+  // Part-of-speech tags read no other annotation (sentences, entities, negation, sentiment): skip them.
+  nlp = winkNLP(tracked as unknown as typeof model, ["pos"]);
   intrinsicWords = core.features.lexeme.list.length;
 }
 
