@@ -5,7 +5,7 @@
 //
 //   npm run check:resume -- [--budget 20000] [--seed 3] [--kills 2] [--kill-seed N] [--out DIR]
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, statSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { isDeepStrictEqual, parseArgs } from "node:util";
@@ -128,5 +128,9 @@ if (a.length !== b.length || first >= 0) {
   failed = true;
 }
 console.log(failed ? "MISMATCH" : "same summary.json and metrics.jsonl (timings aside)");
-if (existsSync(root) && args.out === undefined) console.log(`(run folders kept in ${root})`);
+// A temporary folder (about 50 MB) is kept only to look into a mismatch.
+if (args.out === undefined) {
+  if (failed) console.log(`(run folders kept in ${root})`);
+  else rmSync(root, { recursive: true, force: true });
+}
 process.exit(failed ? 1 : 0);
