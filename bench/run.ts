@@ -3,6 +3,7 @@
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
 import { OraclePolicy, WebShopEnv, loadCatalogue, getReward } from "../src/envs/webshop/index.ts";
+import { tagNouns } from "../src/envs/webshop/title-nouns.ts";
 import { runEpisode } from "../src/envs/index.ts";
 import { benchBuffer } from "./buffer.ts";
 import { benchSynthetic } from "./synthetic.ts";
@@ -92,6 +93,15 @@ for (const g of catalogue.goals.slice(0, 2000)) {
   rewardMs.push(performance.now() - s);
 }
 report("webshop: reward of a purchase p50 / p99", `${fmt(quantile(rewardMs, 0.5))} / ${fmt(quantile(rewardMs, 0.99))} ms`);
+
+// Tagging a title the reward has not met before (the reward caches each title's nouns).
+const tagMs: number[] = [];
+for (const p of catalogue.products) {
+  const s = performance.now();
+  tagNouns(p.name);
+  tagMs.push(performance.now() - s);
+}
+report("webshop: title nouns, uncached, p50 / p99", `${fmt(quantile(tagMs, 0.5))} / ${fmt(quantile(tagMs, 0.99))} ms (${catalogue.products.length} titles)`);
 
 // Memory: separate processes, so each starts clean.
 const memory = (n: number) =>

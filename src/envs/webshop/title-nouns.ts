@@ -5,21 +5,88 @@ import model from "wink-eng-lite-web-model";
  * The lower-cased nouns and proper nouns of a product title, as WebShop's `get_type_reward` takes
  * them from spaCy's `en_core_web_lg` (tags NOUN / PROPN). We use wink-nlp's English model, which
  * tags in the same Universal POS set; the README lists how close it comes to spaCy.
+ *
+ * Tags must be a function of the title alone, whatever the process read before. wink-nlp (2.4.0)
+ * adds every out-of-vocabulary token it meets to its model's lexicon, and its tokenizer looks a whole
+ * word up there before splitting it: once a document had "Women's" as one token, every later
+ * "Women's" stays one token instead of "Women" + "'s", and an unknown word keeps the features of
+ * the token category it was first met with. So after each document we hide the words it added from
+ * the lexicon's lookup table: each title is then tagged as by a fresh instance (a test compares).
  */
-const nlp = winkNLP(model);
-const its = nlp.its;
+
+/** The part of the model's lexicon that wink-nlp grows (`features.lexeme` of the core model). */
+interface Feature {
+  list?: unknown[];
+  maxIndex?: number;
+}
+interface Lexeme extends Feature {
+  list: string[];
+  hash: Record<string, number>;
+}
+interface CoreModel {
+  features: Record<string, Feature> & { lexeme: Lexeme };
+}
+
+// A new instance costs ~100 ms; hidden words only cost memory, so rebuild rarely.
+const REBUILD_AFTER_WORDS = 200_000;
+
+let nlp: ReturnType<typeof winkNLP>;
+let core: CoreModel;
+let intrinsicWords = 0;
+
+type ModelParts = { core: () => CoreModel; metaCER: () => unknown };
+// The model's `metaCER()` stringifies its module's copy again on each call (wink-eng-lite-web-model
+// 1.8.1), so that a third instance overflows the string length: call it once for all instances.
+const cerModel = (model as unknown as ModelParts).metaCER();
+
+function build(): void {
+  // wink-nlp builds its lexicon by calling `core()`, a fresh copy each time; keep a handle on it.
+  const tracked = { ...model, metaCER: () => cerModel, core: () => (core = (model as unknown as ModelParts).core()) };
+  // Part-of-speech tags read no other annotation (sentences, entities, negation, sentiment): skip them.
+  nlp = winkNLP(tracked as unknown as typeof model, ["pos"]);
+  intrinsicWords = core.features.lexeme.list.length;
+}
+
+// Other features an unknown word adds (prefix, suffix, shape) are bit fields of fixed width.
+function nearlyFull(): boolean {
+  if (core.features.lexeme.list.length - intrinsicWords > REBUILD_AFTER_WORDS) return true;
+  for (const f of Object.values(core.features)) {
+    if (f.maxIndex !== undefined && f.list !== undefined && f.list.length > f.maxIndex / 2) return true;
+  }
+  return false;
+}
+
+build();
+const its = nlp!.its;
+
+/** The nouns of `title`, uncached. */
+export function tagNouns(title: string): string[] {
+  if (nearlyFull()) build();
+  const lexeme = core.features.lexeme;
+  const known = lexeme.list.length;
+  try {
+    const tokens = nlp.readDoc(title).tokens();
+    const values = tokens.out(its.value);
+    const pos = tokens.out(its.pos);
+    const nouns: string[] = [];
+    for (let i = 0; i < values.length; i++) {
+      if (pos[i] === "NOUN" || pos[i] === "PROPN") nouns.push(values[i].toLowerCase());
+    }
+    return nouns;
+  } finally {
+    // The list keeps the words (indexes stay valid); only lookups by text stop finding them.
+    for (let i = known; i < lexeme.list.length; i++) {
+      if (lexeme.hash[lexeme.list[i]] === i) delete lexeme.hash[lexeme.list[i]];
+    }
+  }
+}
+
 const cache = new Map<string, string[]>();
 
 export function titleNouns(title: string): string[] {
   let nouns = cache.get(title);
   if (nouns === undefined) {
-    const tokens = nlp.readDoc(title).tokens();
-    const values = tokens.out(its.value);
-    const pos = tokens.out(its.pos);
-    nouns = [];
-    for (let i = 0; i < values.length; i++) {
-      if (pos[i] === "NOUN" || pos[i] === "PROPN") nouns.push(values[i].toLowerCase());
-    }
+    nouns = tagNouns(title);
     if (cache.size < 50_000) cache.set(title, nouns);
   }
   return nouns;
