@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { IterationMetrics } from "../src/rl/index.ts";
+import type { IterationMetrics } from "../src/train/index.ts";
 import { killAfterCheckpoint, metricsOf, run } from "./helpers.ts";
 
 const ARGS = [

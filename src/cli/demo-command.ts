@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync
 import { InvalidConfigError } from "../core/index.ts";
 import { join } from "node:path";
 import type { Command } from "commander";
-import { train, type TrainSummary } from "../rl/index.ts";
+import { train, type TrainSummary } from "../train/index.ts";
 import { parseIntOption } from "./episodes.ts";
 import { checkOutputFolder } from "./output.ts";
 import { playScripted, seedWebShopBuffer } from "./seed-data.ts";

@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import type { Command } from "commander";
 import { InvalidConfigError, readJsonFile } from "../core/index.ts";
-import { resumeTraining, train, type IterationMetrics, type TrainConfig, type TrainSummary } from "../rl/index.ts";
+import { resumeTraining, train, type IterationMetrics, type TrainConfig, type TrainSummary } from "../train/index.ts";
 import { endpointOptions } from "./endpoint-options.ts";
 import { parseIntOption } from "./episodes.ts";
 import { progressBar } from "./progress.ts";

@@ -18,3 +18,4 @@ export { ScriptedPolicy, scripted } from "./policy.ts";
 export type { Policy, PolicyInput, PastStep, Decision, ActOptions } from "./policy.ts";
 export { playEpisode, playEpisodes, deriveSeed, episodeTrajectory } from "./episode.ts";
 export type { Episode, EpisodeStep, EpisodeJob, PlayOptions } from "./episode.ts";
+export { parseConfig } from "./parse-config.ts";

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { InvalidConfigError } from "../core/index.ts";
+import { InvalidConfigError } from "./errors.ts";
 
 /**
  * Parses `input` with `schema`; on failure throws one InvalidConfigError that names every bad key

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { writeFileAtomic } from "../core/index.ts";
 import { join } from "node:path";
-import type { IterationMetrics } from "./trainer.ts";
+import type { IterationMetrics } from "./config.ts";
 
 /**
  * report.html for a run folder: self-contained (inline SVG, no scripts, no network) so it opens

@@ -1,0 +1,146 @@
+import { z } from "zod";
+import { parseConfig } from "../core/index.ts";
+import { curriculumConfigSchema } from "../curriculum/index.ts";
+import { defaultSplits } from "../envs/index.ts";
+import { grpoConfigSchema, ppoConfigSchema } from "../rl/index.ts";
+
+/** Every setting of a training run, each with its default: what `config.json` stores. */
+export const trainConfigSchema = z.strictObject({
+  env: z.string().default("webshop"),
+  /** real: RL in the real env; dreamgym: RL in the synthetic env; s2r: dreamgym, then RL in the real env. */
+  mode: z.enum(["real", "dreamgym", "s2r"]).default("real"),
+  algo: z.enum(["grpo", "ppo"]).default("grpo"),
+  /**
+   * Training interactions of the first phase: real env steps (real), synthetic steps (dreamgym, and
+   * s2r's synthetic phase). The last iteration may run past it by less than one iteration.
+   */
+  budget: z.number().int().min(1).default(20_000),
+  /** s2r: real env steps of the second phase. */
+  realBudget: z.number().int().min(0).default(0),
+  /** Stop after this much training wall time too (0: no limit), e.g. to compare at equal wall time. */
+  maxSeconds: z.number().min(0).default(0),
+  /** dreamgym/s2r: the buffer with offline trajectories (abstract states) that grounds the experience model; copied into the run folder. */
+  buffer: z.string().optional(),
+  /** dreamgym/s2r: "default" (the embedded model) or a chat model (http://host/v1#model, openai:model, gguf:file). */
+  experience: z.string().default("default"),
+  /** Terminal rewards from the real env's verifier instead of the experience model. */
+  hybrid: z.boolean().default(false),
+  /** Grow the buffer with the synthetic episodes and give the model retrieved demos (off: the ablation). */
+  replay: z.boolean().default(true),
+  /** Retrieved demos per synthetic step. */
+  demos: z.number().int().min(0).default(5),
+  /**
+   * Synthetic transitions the run's buffer keeps besides the offline seed (which always stays): the
+   * oldest episodes go first, at each checkpoint. Bounds retrieval time as the buffer grows (0: no bound).
+   */
+  bufferCapacity: z.number().int().min(0).default(40_000),
+  /** A chat model's response cache (SQLite). */
+  cache: z.string().optional(),
+  /** Seconds a chat model's HTTP attempt may take (a timed-out attempt fails its call, not retried). */
+  requestTimeout: z.number().positive().max(86_400).default(60),
+  /**
+   * Failed chat calls, or synthetic steps without a valid answer, in a row that stop the run,
+   * checkpointed (an endpoint that never answered stops it at the first call).
+   */
+  maxFailures: z.number().int().min(1).default(10),
+  curriculum: curriculumConfigSchema.prefault({}),
+  seed: z.number().int().min(0).default(0),
+  /** Tasks sampled per iteration, each rolled out `rolloutsPerTask` times (GRPO's group size G). */
+  tasksPerIteration: z.number().int().min(1).default(16),
+  rolloutsPerTask: z.number().int().min(2).default(8),
+  /** Episodes played at once (envs in the pool). */
+  concurrency: z.number().int().min(1).default(4),
+  /** Tasks to train on (default: webshop train, alfworld valid_train). */
+  trainSplit: z.string().optional(),
+  /** Tasks to evaluate on (default: webshop test, alfworld valid_unseen). */
+  evalSplit: z.string().optional(),
+  /** Evaluate every this many iterations (0: only at the end). */
+  evalEvery: z.number().int().min(0).default(10),
+  /** Tasks (the first of the eval split) in an interval evaluation. */
+  evalTasks: z.number().int().min(1).default(100),
+  /** Tasks in the final evaluation. */
+  finalEvalTasks: z.number().int().min(1).default(500),
+  checkpointEvery: z.number().int().min(1).default(5),
+  maxSteps: z.number().int().min(1).optional(),
+  dataDir: z.string().optional(),
+  /** Start from this policy file (a run's `checkpoints/iter-*.policy`) instead of fresh weights, e.g. S2R from a DreamGym run. */
+  initPolicy: z.string().optional(),
+  policy: z.strictObject({ dim: z.number().int().min(16).default(32768), hidden: z.number().int().min(1).default(16) }).prefault({}),
+  grpo: grpoConfigSchema.prefault({}),
+  ppo: ppoConfigSchema.prefault({}),
+});
+/** The config with each env's default splits filled in (what config.json stores). */
+export type TrainConfig = z.infer<typeof trainConfigSchema> & { trainSplit: string; evalSplit: string };
+
+/** Parses a training config (one error naming every bad key) and fills in the env's default splits. */
+export function resolveTrainConfig(input: unknown, what = "training config"): TrainConfig {
+  const c = parseConfig(trainConfigSchema, input, what);
+  const d = defaultSplits(c.env);
+  return { ...c, trainSplit: c.trainSplit ?? d.train, evalSplit: c.evalSplit ?? d.eval };
+}
+export type TrainConfigInput = z.input<typeof trainConfigSchema>;
+
+export interface EvalResult {
+  tasks: number;
+  /** Real env steps the evaluation took (not training interaction). */
+  steps: number;
+  /** Mean reward × 100 (WebShop's score). */
+  score: number;
+  /** Share of episodes with reward 1. */
+  success: number;
+}
+
+/** One line of metrics.jsonl. */
+export interface IterationMetrics {
+  iteration: number;
+  episodes: number;
+  steps: number;
+  meanReward: number;
+  success: number;
+  /** Real env steps used for training so far (evaluation is not counted here). */
+  realInteractions: number;
+  /** Real env steps of evaluations so far. */
+  evalInteractions: number;
+  /** Synthetic env steps used for training so far. */
+  syntheticInteractions: number;
+  /** "real" or "synthetic": where this iteration's episodes ran. */
+  phase: "real" | "synthetic";
+  /** Episodes left out of the update because the experience model kept failing in them (all so far). */
+  droppedEpisodes: number;
+  /** LLM tokens so far (experience model and task generator). */
+  tokens: number;
+  curriculum?: { meanVariance: number; selected: number; added: number; infeasible: number; duplicates: number; pool: number; generatorFailures: number; lastFailure?: string; generatedInBatch: number };
+  policyLoss: number;
+  valueLoss?: number;
+  entropy: number;
+  kl?: number;
+  approxKl: number;
+  clipFraction: number;
+  gradNorm: number;
+  rolloutSeconds: number;
+  updateSeconds: number;
+  evalSeconds: number;
+  /** Seconds of training so far (across resumes). */
+  wallSeconds: number;
+  eval?: EvalResult;
+}
+
+export interface TrainSummary {
+  runDir: string;
+  config: TrainConfig;
+  iterations: number;
+  realInteractions: number;
+  syntheticInteractions: number;
+  droppedEpisodes: number;
+  wallSeconds: number;
+  final: EvalResult;
+  /** The iteration the run resumed from, if it did. */
+  resumedFrom?: number;
+}
+
+export interface TrainHooks {
+  onIteration?: (m: IterationMetrics, config: TrainConfig) => void;
+}
+
+/** Settings a resumed run may change: they decide when it stops, not what it computes. */
+export type ResumeOverrides = Partial<Pick<TrainConfig, "requestTimeout" | "maxFailures">>;

@@ -1,0 +1,138 @@
+import { appendFileSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { DataError, InvalidConfigError, readJsonFile, writeFileAtomic } from "../core/index.ts";
+import { resolveTrainConfig, type IterationMetrics, type ResumeOverrides, type TrainConfig } from "./config.ts";
+import { readMetrics, writeReport } from "./report.ts";
+
+/** Counters a run carries across iterations and resumes. */
+export interface RunState {
+  iteration: number;
+  /** LLM tokens so far, across resumes. */
+  tokens?: number;
+  realInteractions: number;
+  evalInteractions: number;
+  syntheticInteractions: number;
+  droppedEpisodes: number;
+  episodes: number;
+  wallSeconds: number;
+}
+
+export const NEW_RUN: RunState = Object.freeze({ iteration: 0, realInteractions: 0, evalInteractions: 0, syntheticInteractions: 0, droppedEpisodes: 0, episodes: 0, wallSeconds: 0 });
+
+/** `checkpoints/latest.json`: where a resume starts. */
+export interface Checkpoint {
+  iteration: number;
+  /** False for a checkpoint taken when the run stopped between scheduled ones: its buffer was not trimmed. */
+  trimmed?: boolean;
+  policyFile: string;
+  state: RunState;
+  curriculum?: unknown;
+}
+
+/**
+ * A run folder: `config.json` (written last, so a folder holds a run once it is whole),
+ * `metrics.jsonl` (one line per iteration), `checkpoints/` (the last two policies and
+ * `latest.json`), `buffer.db` (the run's own copy of the seed buffer), `report.html`, `summary.json`.
+ */
+export class RunFolder {
+  private constructor(readonly dir: string, readonly config: TrainConfig, readonly runId: string) {}
+
+  get bufferFile(): string {
+    return join(this.dir, "buffer.db");
+  }
+
+  /**
+   * Makes the folder of a new run (which must not hold one). `start` runs with the folder in place;
+   * if it throws before calling `started()`, only what this call created is removed again, so the
+   * same folder can be used for another try.
+   */
+  static async create<T>(dir: string, config: TrainConfig, start: (folder: RunFolder, started: () => void) => Promise<T>): Promise<T> {
+    if (existsSync(dir) && !statSync(dir).isDirectory()) throw new InvalidConfigError(`${dir} is a file; --out must be a folder`);
+    if (existsSync(join(dir, "config.json"))) throw new InvalidConfigError(`${dir} already holds a run; resume it with --resume ${dir} or choose another --out`);
+    const created = firstMissing(dir);
+    const before = existsSync(dir) ? new Set(readdirSync(dir)) : null;
+    let started = false;
+    try {
+      mkdirSync(join(dir, "checkpoints"), { recursive: true });
+      writeFileSync(join(dir, "metrics.jsonl"), "");
+      // The run grows its own copy, so the seed buffer stays as it was and a resume finds the run's.
+      if (config.buffer && config.mode !== "real") copyFileSync(config.buffer, join(dir, "buffer.db"));
+      const runId = `${Date.now().toString(36)}${process.pid.toString(36)}`;
+      writeFileAtomic(join(dir, "config.json"), JSON.stringify({ ...config, runId, createdAt: new Date().toISOString() }, null, 2) + "\n");
+      return await start(new RunFolder(dir, config, runId), () => (started = true));
+    } catch (e) {
+      if (!started) {
+        // Only what this start made: the folders it created, or the entries it added to an existing folder.
+        if (created) rmSync(created, { recursive: true, force: true });
+        else for (const f of readdirSync(dir)) if (!before?.has(f)) rmSync(join(dir, f), { recursive: true, force: true });
+      }
+      throw e;
+    }
+  }
+
+  /** Opens a run to resume it: its config (with `overrides`) and its last checkpoint. Metrics past the checkpoint go. */
+  static open(dir: string, overrides: ResumeOverrides = {}): { folder: RunFolder; latest: Checkpoint | undefined } {
+    const configFile = join(dir, "config.json");
+    if (!existsSync(configFile)) throw new InvalidConfigError(`${dir} holds no run (no config.json)`);
+    const raw = readJsonFile<Record<string, unknown>>(configFile);
+    if (typeof raw !== "object" || raw === null || Array.isArray(raw) || typeof raw.runId !== "string") {
+      throw new DataError("not a run's config (no runId); it may be damaged: start a new run with another --out", { file: configFile });
+    }
+    const { createdAt: _, runId, ...stored } = raw as Record<string, unknown> & { runId: string };
+    const defined = Object.fromEntries(Object.entries(overrides).filter(([, v]) => v !== undefined));
+    const config = resolveTrainConfig({ ...stored, ...defined }, `config of ${configFile}`);
+    const latestFile = join(dir, "checkpoints", "latest.json");
+    const latest = existsSync(latestFile) ? readJsonFile<Checkpoint>(latestFile) : undefined;
+    if (latest !== undefined && (typeof latest !== "object" || latest === null || !Number.isInteger(latest.iteration) || typeof latest.policyFile !== "string" || typeof latest.state !== "object")) {
+      throw new DataError("not a checkpoint record (iteration, policyFile, state); it may be damaged: restore it or start a new run", { file: latestFile });
+    }
+    const folder = new RunFolder(dir, config, runId);
+    // Lines after the checkpoint are replayed, so they go (and a torn last line with them).
+    const keep = readMetrics(dir).filter((m) => m.iteration <= (latest?.iteration ?? 0));
+    writeFileAtomic(join(dir, "metrics.jsonl"), keep.map((m) => JSON.stringify(m) + "\n").join(""));
+    return { folder, latest };
+  }
+
+  /** The policy label of the run's synthetic episodes of one iteration (so a resume can find them). */
+  episodeLabel(iteration: number): string {
+    return `neural@${this.runId}#${iteration}`;
+  }
+
+  /** The saved policy bytes a checkpoint names. */
+  checkpointPolicy(latest: Checkpoint): Uint8Array {
+    const file = join(this.dir, "checkpoints", latest.policyFile);
+    if (!existsSync(file)) throw new DataError(`checkpoint ${file} named by latest.json is missing`, { file });
+    return readFileSync(file);
+  }
+
+  appendMetrics(m: IterationMetrics): void {
+    appendFileSync(join(this.dir, "metrics.jsonl"), JSON.stringify(m) + "\n");
+  }
+
+  /** Writes the policy, then `latest.json` pointing at it; keeps the last two policy files. */
+  saveCheckpoint(policy: Uint8Array, state: RunState, curriculum: unknown, trimmed = true): void {
+    const dir = join(this.dir, "checkpoints");
+    const policyFile = `iter-${String(state.iteration).padStart(6, "0")}.policy`;
+    writeFileAtomic(join(dir, policyFile), policy);
+    const latest: Checkpoint = { iteration: state.iteration, ...(trimmed ? {} : { trimmed }), policyFile, state, ...(curriculum ? { curriculum } : {}) };
+    writeFileAtomic(join(dir, "latest.json"), JSON.stringify(latest, null, 2) + "\n");
+    const old = readdirSync(dir).filter((f) => /^iter-\d+\.policy$/.test(f)).sort().slice(0, -2);
+    for (const f of old) rmSync(join(dir, f), { force: true });
+  }
+
+  writeSummary(summary: object): void {
+    writeFileAtomic(join(this.dir, "summary.json"), JSON.stringify(summary, null, 2) + "\n");
+  }
+
+  writeReport(): void {
+    writeReport(this.dir);
+  }
+}
+
+/** The outermost folder of `dir` that does not exist yet (what `mkdir -p` would create), or null. */
+function firstMissing(dir: string): string | null {
+  let p = resolve(dir);
+  if (existsSync(p)) return null;
+  while (!existsSync(dirname(p))) p = dirname(p);
+  return p;
+}

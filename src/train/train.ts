@@ -1,0 +1,127 @@
+import { existsSync, readFileSync } from "node:fs";
+import { closing, InvalidConfigError, type ActionSource } from "../core/index.ts";
+import { ReplayBuffer } from "../buffer/index.ts";
+import { Curriculum } from "../curriculum/index.ts";
+import { createEnv, envEntry, envTasks, hasSyntheticSupport, syntheticSupport } from "../envs/index.ts";
+import { parseModelSpec } from "../llm/index.ts";
+import { NeuralPolicy } from "../rl/index.ts";
+import { resolveTrainConfig, type ResumeOverrides, type TrainConfig, type TrainConfigInput, type TrainHooks, type TrainSummary } from "./config.ts";
+import { candidateSource, makeEnvPool, makePolicy, makeSyntheticPool, type Parts, type TrainParts } from "./compose.ts";
+import { trainingLoop } from "./loop.ts";
+import { NEW_RUN, RunFolder, type Checkpoint } from "./run-folder.ts";
+
+/**
+ * Starts a new run in `runDir` (which must not hold one): `train(dir, { env: "webshop", mode:
+ * "dreamgym", buffer: "b.db" })`. Everything is checked before the folder is made; a start that
+ * fails anyway (before the first iteration) removes what it created. `parts` passes ready objects
+ * (a policy, an experience model, a task generator, candidate actions) instead of config names.
+ */
+export async function train(runDir: string, input: TrainConfigInput, hooks: TrainHooks = {}, parts: TrainParts = {}): Promise<TrainSummary> {
+  const config = resolveTrainConfig(input);
+  await checkStart(config, parts);
+  return RunFolder.create(runDir, config, (run, started) => run_(run, undefined, hooks, parts, started));
+}
+
+/** Continues the run in `runDir` from its last checkpoint; the results are those it would have had. */
+export async function resumeTraining(runDir: string, hooks: TrainHooks = {}, overrides: ResumeOverrides = {}, parts: TrainParts = {}): Promise<TrainSummary> {
+  const { folder, latest } = RunFolder.open(runDir, overrides);
+  if (folder.config.mode !== "real") {
+    // Synthetic episodes the killed run stored after its checkpoint are written again by the replay.
+    const buffer = ReplayBuffer.open(folder.bufferFile);
+    const from = (latest?.iteration ?? 0) + 1;
+    await buffer.deleteTrajectories({ policies: Array.from({ length: folder.config.checkpointEvery }, (_, i) => folder.episodeLabel(from + i)) });
+    buffer.close();
+  }
+  return run_(folder, latest, hooks, parts);
+}
+
+/** Composes the run's parts, runs the loop, writes the summary; closes everything it opened. */
+async function run_(run: RunFolder, latest: Checkpoint | undefined, hooks: TrainHooks, given: TrainParts, started = () => {}): Promise<TrainSummary> {
+  const config = run.config;
+  const t0 = performance.now();
+  const parts = await compose(config, run, latest, given);
+  let final;
+  const state = latest ? { ...latest.state } : { ...NEW_RUN };
+  try {
+    started(); // everything is open: from here a failure leaves a run to resume
+    final = await trainingLoop(config, run, parts, state, hooks);
+  } finally {
+    await parts.close();
+  }
+  const summary: TrainSummary = {
+    runDir: run.dir, config, iterations: state.iteration, realInteractions: state.realInteractions, syntheticInteractions: state.syntheticInteractions,
+    droppedEpisodes: state.droppedEpisodes, wallSeconds: state.wallSeconds, final,
+    ...(latest ? { resumedFrom: latest.iteration } : {}),
+  };
+  run.writeSummary({ ...summary, runSeconds: (performance.now() - t0) / 1000 });
+  run.writeReport();
+  return summary;
+}
+
+/** Builds what the config names (and takes what `given` holds): policy, env pools, synthetic env, curriculum. */
+async function compose(config: TrainConfig, run: RunFolder, latest: Checkpoint | undefined, given: TrainParts): Promise<Parts> {
+  const policy = makePolicy(config, given, config.initPolicy ? readFileSync(config.initPolicy) : undefined);
+  // GRPO's reference is the initial policy, which the seed (or initPolicy) recreates exactly on resume.
+  const reference = config.algo === "grpo" && config.grpo.klCoef > 0 ? policy.clone() : undefined;
+  if (latest) policy.load(run.checkpointPolicy(latest), latest.policyFile);
+  const actions = candidateSource(config, config.mode === "real" ? config.buffer : run.bufferFile, given);
+  const opened: { close(): Promise<void> }[] = [];
+  const closeAll = async () => {
+    await Promise.all(opened.flatMap((o) => [o.close()]));
+  };
+  try {
+    const real = makeEnvPool(config, config.trainSplit, actions);
+    opened.push(...real.envs);
+    const evaluation = makeEnvPool(config, config.evalSplit, actions);
+    opened.push(...evaluation.envs);
+    const synthetic = config.mode === "real" ? undefined : await makeSyntheticPool(config, run.bufferFile, real.tasks, given, actions);
+    if (synthetic) opened.push(synthetic, ...synthetic.envs);
+    // The curriculum belongs to the synthetic phase, where there is a task generator.
+    const curriculum = synthetic?.generator ? new Curriculum(config.curriculum, synthetic.generator, [...real.tasks, ...evaluation.tasks]) : undefined;
+    if (latest?.curriculum && curriculum) curriculum.restore(latest.curriculum as ReturnType<Curriculum["toJSON"]>);
+    // Contents evicted only at checkpoints (and again here, which repeats nothing if it already ran):
+    // a resumed run then finds the buffer exactly as the checkpoint left it.
+    if (synthetic && latest && latest.trimmed !== false) await synthetic.trim();
+    return { policy, reference, real, evaluation, synthetic, curriculum, isSuccess: envEntry(config.env).success, close: closeAll };
+  } catch (e) {
+    await closeAll();
+    throw e;
+  }
+}
+
+/** Every check a start can make without writing anything: the config, the env and splits, the files it names, the experience model. */
+async function checkStart(config: TrainConfig, parts: TrainParts): Promise<void> {
+  if (config.mode === "s2r" && config.realBudget === 0) throw new InvalidConfigError("invalid training config:\n  realBudget: mode s2r needs real steps after the synthetic phase (--real-budget N > 0)");
+  if (config.mode !== "s2r" && config.realBudget > 0) throw new InvalidConfigError(`invalid training config:\n  realBudget: only mode s2r has a real phase (mode is ${config.mode})`);
+  if (config.mode === "real" && config.hybrid) throw new InvalidConfigError("--hybrid applies to the synthetic env (mode dreamgym or s2r); mode real has only the real env's rewards: drop --hybrid");
+  if (config.initPolicy) {
+    if (!existsSync(config.initPolicy)) throw new InvalidConfigError(`initPolicy ${config.initPolicy} does not exist`);
+    (parts.policy ?? new NeuralPolicy({ ...config.policy, seed: config.seed })).load(readFileSync(config.initPolicy), config.initPolicy);
+  }
+  if (config.buffer) {
+    if (!existsSync(config.buffer)) throw new InvalidConfigError(`buffer ${config.buffer} does not exist`);
+    ReplayBuffer.open(config.buffer, { readonly: true }).close(); // a corrupt or foreign file fails here
+  }
+  if (config.mode !== "real") {
+    if (!hasSyntheticSupport(config.env)) throw new InvalidConfigError(`mode ${config.mode} needs a synthetic ${config.env}: its env spec has no synthetic(env) (a state abstraction and start states); use --mode real`);
+    if (!config.buffer) throw new InvalidConfigError(`mode ${config.mode} needs a buffer of offline ${config.env} trajectories (--buffer B.db; dreamgym buffer import F.jsonl --abstract --buffer B.db)`);
+    if (config.experience !== "default" && !parts.experienceModel) parseModelSpec(config.experience);
+  }
+  // Each split opens, has tasks, and offers the policy something to pick from at its first state.
+  const actions: ActionSource | undefined = candidateSource(config, config.buffer, parts);
+  for (const split of [config.trainSplit, config.evalSplit]) {
+    await closing(createEnv(config.env, { split, dataDir: config.dataDir, maxSteps: config.maxSteps }), async (env) => {
+      const tasks = envTasks(config.env, env);
+      if (tasks.length === 0) throw new InvalidConfigError(`${config.env} split ${split} has no tasks`);
+      if (split !== config.trainSplit) return;
+      const support = config.mode !== "real" ? syntheticSupport(config.env, env) : undefined;
+      if (config.hybrid && !support?.verifier) throw new InvalidConfigError(`--hybrid needs a verifier of ${config.env}'s rewards; ${config.env} has none`);
+      const listed = support
+        ? support.abstraction.actions(support.abstraction.abstract(support.initialState(tasks[0])))
+        : (await env.reset({ task: tasks[0], seed: 0 }), env.availableActions());
+      if (listed === undefined && actions === undefined) {
+        throw new InvalidConfigError(`${config.env} lists no actions, so the policy has no candidates: give its env spec candidateActions, or a --buffer of its trajectories to learn a command vocabulary from`);
+      }
+    });
+  }
+}
