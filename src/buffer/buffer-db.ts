@@ -106,7 +106,14 @@ export function textKey(text: string): bigint {
   return hash("sha1", text, "buffer").readBigInt64LE(0) & 0x7fffffffffffffffn;
 }
 
-export function prepareStatements(db: Database.Database) {
+/** The buffer's prepared statements, typed by name (the build's `.d.ts` cannot name the inferred type). */
+export type Statements = Record<
+  | "insertText" | "selectText" | "findTrajectory" | "insertTrajectory" | "bumpTrajectory"
+  | "insertTransition" | "countTransitions" | "bumpGeneration" | "putMeta" | "getMeta",
+  Database.Statement
+>;
+
+export function prepareStatements(db: Database.Database): Statements {
   return {
     insertText: db.prepare("INSERT INTO texts(hash, text) VALUES (?, ?) ON CONFLICT(hash) DO NOTHING RETURNING id"),
     selectText: db.prepare("SELECT id, text FROM texts WHERE hash = ?"),
@@ -129,7 +136,6 @@ export function prepareStatements(db: Database.Database) {
     getMeta: db.prepare("SELECT value FROM meta WHERE key = ?"),
   };
 }
-export type Statements = ReturnType<typeof prepareStatements>;
 
 /** Selects full transitions; `x` is the transitions table. */
 export const SELECT_TRANSITIONS = `SELECT x.id, x.step, x.env, x.task_id, ti.text AS instruction, ts.text AS state, x.action, x.reward,
