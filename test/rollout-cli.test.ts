@@ -104,7 +104,7 @@ test("rollout appends whole groups as they finish: a bad --out fails before any 
     const args = ["rollout", "--env", "webshop", "--model", `${s.url}#tiny`, "--tasks", "4", "--group", "2", "--start", "3", "--concurrency", "2", "--max-failures", "1"];
     const bad = await runAsync([...args, "--out", join(dir, "no-such-dir", "r.jsonl")]);
     assert.equal(bad.status, 2);
-    assert.match(bad.stderr, /^error: .*no-such-dir\/r\.jsonl: cannot write the output: ENOENT[^\n]*\n$/);
+    assert.match(bad.stderr, /^error: .*no-such-dir\/r\.jsonl: --out: the folder .*no-such-dir does not exist[^\n]*\n$/);
     assert.equal(s.requests.length, 0, "no model call before the output is known to be writable");
 
     const whole = join(dir, "whole.jsonl");

@@ -15,7 +15,8 @@ export interface EmbeddedModelOptions {
  * with a small preference for the same task), else of the most similar demo with the same kind of
  * action — another `search[...]`, another value of an option group, another item of a list (see
  * {@link elementKind}) — rewritten to the current task's instruction; a demo whose action left the
- * page unchanged predicts no change. With neither, the step fails (a no-op). Whether the step ends
+ * page unchanged predicts no change. With neither, the step fails (a no-op), except in a free-text
+ * env (states that list no actions), where a command never recorded is an invalid no-op step. Whether the step ends
  * the episode follows that demo; the reward of an ending step is a nearest-neighbour reward model:
  * the similarity-weighted mean reward of the ending demos taken with the same action.
  *
@@ -45,7 +46,12 @@ export class EmbeddedExperienceModel implements ExperienceModel {
     const kind = elementKind(state, action);
     const sameKind = kind === undefined ? [] : usable.filter((d) => elementKind(this.abstraction.abstract(d.state), d.action) === kind);
     const pool = sameAction.length > 0 ? sameAction : sameKind;
-    if (pool.length === 0) return { nextState: state, reward: 0, terminated: false, info: { failed: `no recorded transition with the action ${action}` } };
+    if (pool.length === 0) {
+      // A free-text env (its states list no actions) takes any text; a command never recorded there
+      // is most likely one it does not understand: an invalid no-op, as the Env contract has it.
+      if (this.abstraction.actions(state) === undefined) return { nextState: state, reward: 0, terminated: false, info: { invalid: true, unknown_command: action } };
+      return { nextState: state, reward: 0, terminated: false, info: { failed: `no recorded transition with the action ${action}` } };
+    }
     const rank = (d: Demo) => d.score + (d.task.id === task.id ? 0.05 : 0);
     const best = pool.reduce((a, b) => (rank(b) > rank(a) ? b : a));
     let nextState = this.abstraction.abstract(best.nextState);
