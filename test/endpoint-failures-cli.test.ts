@@ -68,7 +68,7 @@ test("a dead, garbage or hanging endpoint stops collect, rollout, audit and trai
       assert.match(lines[0], last, what);
       // The default timeout is 60 s: stopping well before it shows the flag took effect.
       assert.ok(seconds < 60, `${what}: ${seconds.toFixed(1)} s`);
-      if (command === "train") assert.match(lines[0], /the run stopped after iteration 0: continue it with dreamgym train --resume /);
+      if (command === "train") assert.match(lines[0], /the run stopped, checkpointed at iteration 0: continue it with dreamgym train --resume /);
     }));
     assert.ok(hung.requests.length >= 4 && garbage.requests.length >= 1, "the endpoints were called");
   } finally {
@@ -113,7 +113,7 @@ test("train --mode dreamgym stops, checkpointed, when its endpoint hangs mid-run
     assert.equal(b.status, 2, b.stderr);
     const line = b.stderr.trim();
     assert.ok(!line.includes("\n"), JSON.stringify(b.stderr));
-    assert.match(line, new RegExp(`^error: LLM endpoint ${s.url}/chat/completions failed 2 calls in a row; last error: .*Request timed out.*the run stopped after iteration 2, checkpointed: continue it with dreamgym train --resume ${stopped}$`));
+    assert.match(line, new RegExp(`^error: LLM endpoint ${s.url}/chat/completions failed 2 calls in a row; last error: .*Request timed out.*the run stopped, checkpointed at iteration 2: continue it with dreamgym train --resume ${stopped}$`));
     assert.equal(JSON.parse(readFileSync(join(stopped, "checkpoints", "latest.json"), "utf8")).iteration, 2, "the iterations done are kept");
     assert.equal(metricsOf(stopped).length, 2);
     assert.ok(!existsSync(join(stopped, "summary.json")));

@@ -92,8 +92,9 @@ export async function playEpisodes<R>(
 ): Promise<Episode<R>[]> {
   const results: Episode<R>[] = new Array(jobs.length);
   let next = 0;
+  let failed = false;
   const worker = async (env: Env) => {
-    while (next < jobs.length) {
+    while (next < jobs.length && !failed) {
       const j = next++;
       const job = jobs[j];
       const episode = await playEpisode(env, policy, {
@@ -103,7 +104,14 @@ export async function playEpisodes<R>(
       opts.onEpisode?.(episode, j);
     }
   };
-  await Promise.all(envs.map(worker));
+  // After a failure no new episode starts, and every worker ends before the error is raised: the
+  // caller may then close the envs and outputs with nothing still running against them.
+  let first: unknown;
+  await Promise.allSettled(envs.map((env) => worker(env).catch((e) => {
+    if (!failed) first = e;
+    failed = true;
+  })));
+  if (failed) throw first;
   return results;
 }
 

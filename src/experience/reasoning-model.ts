@@ -114,7 +114,7 @@ export class ReasoningExperienceModel implements ExperienceModel {
   async predict(input: PredictInput): Promise<Prediction> {
     const p = await this.attempt(input);
     const breaker = this.o.chat.breaker;
-    if (p.info.failed) breaker?.stepFailed(p.info.failed);
+    if (p.info.failed) breaker?.stepFailed(p.info.failed, input.task.id);
     else breaker?.stepSucceeded();
     return p;
   }

@@ -154,13 +154,13 @@ async function build(opts: SftBuildOptions, valFraction: number, manifest: strin
           if (e instanceof EndpointFailedError) throw e;
           report.failed++;
           report.firstFailure ??= (e as Error).message;
-          opts.teacher.breaker?.stepFailed((e as Error).message);
+          opts.teacher.breaker?.stepFailed((e as Error).message, t.task.id);
           return;
         }
         if (!reasoning) {
           report.failed++;
           report.firstFailure ??= "the teacher gave an empty answer";
-          opts.teacher.breaker?.stepFailed("the teacher gave an empty answer");
+          opts.teacher.breaker?.stepFailed("the teacher gave an empty answer", t.task.id);
           return;
         }
         opts.teacher.breaker?.stepSucceeded();

@@ -13,7 +13,7 @@ export class EndpointFailedError extends ApiCallError {
 }
 
 export interface BreakerOptions {
-  /** Failed calls, or failed steps, in a row that stop the run. @default 10 */
+  /** Failed calls in a row, or tasks failed in a row, that stop the run. @default 10 */
   maxFailures?: number;
   /** What the endpoint is, for the message. @default "LLM endpoint" */
   what?: string;
@@ -22,18 +22,22 @@ export interface BreakerOptions {
 const oneLine = (s: string) => s.replace(/\s+/g, " ").trim();
 
 /**
- * A circuit breaker for one endpoint. Two counts of consecutive failures, each reset by a success
- * of its kind: calls (the HTTP layer: a call that failed after its retries) and steps (the users
- * that check the output: a step with no valid answer after its repairs). Either reaching
- * `maxFailures` trips it; so does a transport failure (no connection, no answer in time, not the
- * protocol) before the endpoint ever answered, because then it is down or misconfigured and waiting
- * buys nothing. Once tripped, every call fails at once and calls in flight are aborted.
+ * A circuit breaker for one endpoint. Two counts of failures in a row, each reset by a success of
+ * its kind: calls (the HTTP layer: a call that failed after its retries) and steps (the users that
+ * check the output: a step with no valid answer after its repairs). Failed steps count by task: the
+ * distinct tasks with a failed step since the last good step. One hard task can fail every step of
+ * its episodes (the state does not move, so the same question comes back) without meaning the model
+ * is broken; failures on `maxFailures` different tasks with no good step between do. Either count
+ * reaching `maxFailures` trips it; so does a transport failure (no connection, no answer in time,
+ * not the protocol) before the endpoint ever answered, because then it is down or misconfigured and
+ * waiting buys nothing. Once tripped, every call fails at once and calls in flight are aborted.
  */
 export class FailureBreaker {
   readonly maxFailures: number;
   private readonly what: string;
   private calls = 0;
-  private steps = 0;
+  private readonly failedTasks = new Set<string>();
+  private anonymous = 0;
   private reachedOnce = false;
   private error: EndpointFailedError | null = null;
   private readonly listeners = new Set<() => void>();
@@ -89,14 +93,18 @@ export class FailureBreaker {
 
   /** A step got a valid answer. */
   stepSucceeded(): void {
-    this.steps = 0;
+    this.failedTasks.clear();
   }
 
-  /** A step got no valid answer; throws `EndpointFailedError` when that trips the breaker. */
-  stepFailed(reason: string): void {
+  /**
+   * A step of `task` got no valid answer (without a task, each failure counts); throws
+   * `EndpointFailedError` when that trips the breaker.
+   */
+  stepFailed(reason: string, task?: string): void {
     this.check();
-    this.steps++;
-    if (this.steps >= this.maxFailures) this.trip(`gave no valid answer ${this.steps} step${this.steps === 1 ? "" : "s"} in a row`, reason);
+    this.failedTasks.add(task ?? `\0${this.anonymous++}`);
+    const n = this.failedTasks.size;
+    if (n >= this.maxFailures) this.trip(`gave no valid answer on ${n} task${n === 1 ? "" : "s"} in a row`, reason);
   }
 
   private trip(what: string, last: string, cause?: unknown): never {

@@ -17,7 +17,7 @@ export interface OpenAIChatModelOptions {
   timeoutMs?: number;
   /** Retries on 408/409/429/5xx, cut connections and unreadable responses, once the endpoint has answered. @default 4 */
   maxRetries?: number;
-  /** Failed calls (or steps, counted by the model's users) in a row that stop the run: see `FailureBreaker`. @default 10 */
+  /** Failed calls in a row (or failed tasks, reported by the model's users) that stop the run: see `FailureBreaker`. @default 10 */
   maxFailures?: number;
   /** First backoff; doubles each retry, with jitter, capped at `maxBackoffMs`. @default 500 */
   backoffMs?: number;

@@ -154,23 +154,22 @@ test("garbage all along in real WebShop: the episode runs to its step limit with
   }
 });
 
-test("a failed call fails the step; failures in a row trip the breaker, which names the URL", async () => {
+test("a failed call fails the step; failures on tasks in a row trip the breaker, which names the URL", async () => {
   // One good step, then a call that fails after its retry (a counted no-op), a good step (the count
-  // starts again), then garbage until the breaker stops it at the third failed step in a row.
+  // starts again), then garbage: failed steps of one task count once, and the third task stops it.
   const s = await chatServer({ faults: ["ok", "500", "500"], reply: (b) => ((b.messages as ChatMessage[]).at(-1)!.content.includes("click[y]") && s.requests.length < 5 ? "Action: click[y]" : "no idea") });
   try {
     const model = new OpenAIChatModel({ baseURL: s.url, model: "tiny", maxRetries: 1, maxFailures: 3, ...fast });
     const policy = new LlmPolicy({ model, maxAttempts: 1 });
-    const act = () => policy.act(input(["click[y]"]), { rng: new Rng(0) });
+    const act = (id = "t:0") => policy.act(input(["click[y]"], { task: { id, instruction: `do ${id}` } }), { rng: new Rng(0) });
     assert.equal((await act()).failed, undefined);
     assert.match((await act()).failed!, /^model call failed: chat completion failed after 2 attempts: 500/);
     assert.equal((await act()).failed, undefined);
-    assert.match((await act()).failed!, /no 'Action:' line/);
-    assert.match((await act()).failed!, /no 'Action:' line/);
-    await assert.rejects(act(), (e: unknown) => {
+    for (const id of ["t:1", "t:1", "t:1", "t:2", "t:1", "t:2"]) assert.match((await act(id)).failed!, /no 'Action:' line/);
+    await assert.rejects(act("t:3"), (e: unknown) => {
       assert.ok(e instanceof EndpointFailedError);
       assert.equal(e.url, `${s.url}/chat/completions`);
-      assert.match(e.message, new RegExp(`^LLM endpoint ${s.url}/chat/completions gave no valid answer 3 steps in a row; last error: no valid action after 1 attempt: there is no 'Action:' line`));
+      assert.match(e.message, new RegExp(`^LLM endpoint ${s.url}/chat/completions gave no valid answer on 3 tasks in a row; last error: no valid action after 1 attempt: there is no 'Action:' line`));
       return true;
     });
     const calls = s.requests.length;

@@ -144,7 +144,7 @@ export class LlmPolicy implements Policy<LlmStepRecord> {
   async act(input: PolicyInput, opts: ActOptions): Promise<Decision<LlmStepRecord>> {
     const breaker = this.o.model.breaker;
     const d = await this.attempt(input, opts);
-    if (d.failed) breaker?.stepFailed(d.failed);
+    if (d.failed) breaker?.stepFailed(d.failed, input.task.id);
     else breaker?.stepSucceeded();
     return d;
   }

@@ -39,7 +39,7 @@ export const trainConfigSchema = z.strictObject({
   /** Seconds a chat model's HTTP attempt may take (a timed-out attempt fails its call, not retried). */
   requestTimeout: z.number().positive().max(86_400).default(60),
   /**
-   * Failed chat calls, or synthetic steps without a valid answer, in a row that stop the run,
+   * Failed chat calls in a row, or tasks with failed synthetic steps and no good step between, that stop the run,
    * checkpointed (an endpoint that never answered stops it at the first call).
    */
   maxFailures: z.number().int().min(1).default(10),
