@@ -8,7 +8,7 @@ import { orderEnforcing, registerEnv, Rng, scripted, withTimeLimit, type Env, ty
 
 const ROOMS = ["hall", "library", "kitchen", "cellar", "garden", "study", "attic", "pantry"];
 const INSTRUCTION = "Find the key and open the chest; pick up every gem you see on the way.";
-const SPLITS: Record<string, [number, number]> = { train: [0, 300], test: [1000, 1100] };
+const SPLITS: Record<string, [number, number]> = { train: [0, 200], test: [1000, 1100] };
 
 interface Layout {
   rooms: string[]; // grid cells 0 1 / 2 3; the agent starts in rooms[0]

@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { InvalidConfigError } from "../core/index.ts";
 import { defaultSplits } from "../envs/index.ts";
 import { endpointOptions } from "./endpoint-options.ts";
-import { parseIntOption, playEpisodes } from "./episodes.ts";
+import { parseIntOption, playScriptedEpisodes } from "./episodes.ts";
 import { checkOutputFile, JsonlOutput } from "./output.ts";
 import { playSyntheticEpisodes, type SyntheticEpisodesOptions } from "./synthetic-episodes.ts";
 
@@ -52,7 +52,7 @@ export function registerCollect(program: Command): void {
       let out: JsonlOutput | null = null;
       let steps = 0;
       try {
-        const r = await playEpisodes(
+        const r = await playScriptedEpisodes(
           o,
           `collect ${o.policy}`,
           (t) => {

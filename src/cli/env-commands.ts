@@ -2,7 +2,7 @@ import { createInterface } from "node:readline";
 import type { Command } from "commander";
 import { createEnv, defaultSplits, envEntry, listEnvs, listPolicies, type EnvName } from "../envs/index.ts";
 import { checkEnv, FREE_TEXT_SLOT, InvalidConfigError } from "../core/index.ts";
-import { parseIntOption, playEpisodes } from "./episodes.ts";
+import { parseIntOption, playScriptedEpisodes } from "./episodes.ts";
 
 export function registerEnvCommands(program: Command): void {
   const env = program.command("env").description("work with the real environments");
@@ -35,13 +35,14 @@ export function registerEnvCommands(program: Command): void {
     .option("--episodes <n>", "episodes (default: every task of the split once)", parseIntOption("episodes", 1))
     .option("--seed <n>", "seed of stochastic policies", parseIntOption("seed"), 0)
     .option("--max-steps <n>", "steps before truncation", parseIntOption("max-steps", 1))
+    .option("--actions-from <buffer>", "an env that lists no actions: random picks among the commands this buffer recorded")
     .option("--data <dir>", "data folder")
     .option("--json", "print the result as JSON")
     .action(async (o) => {
       const split = o.split ?? defaultSplits(o.env).eval;
       // Success per task type, where tasks have one (ALFWorld's six).
       const byType = new Map<string, [number, number]>();
-      const r = await playEpisodes({ ...o, split, env: o.env, policy: o.policy }, `eval ${o.policy}`, (t) => {
+      const r = await playScriptedEpisodes({ ...o, split, env: o.env, policy: o.policy }, `eval ${o.policy}`, (t) => {
         if (typeof t.task.task_type !== "string") return;
         const c = byType.get(t.task.task_type) ?? [0, 0];
         byType.set(t.task.task_type, [c[0] + (t.success ? 1 : 0), c[1] + 1]);

@@ -1,6 +1,6 @@
-import { createEnv, createPolicy, runEpisode, type EnvName } from "../envs/index.ts";
-import type { Trajectory } from "../core/index.ts";
-import { InvalidConfigError } from "../core/index.ts";
+import { actionVocabulary, createEnv, createPolicy, envTasks, runEpisode } from "../envs/index.ts";
+import { ReplayBuffer } from "../buffer/index.ts";
+import { closing, type ActionSource, type Trajectory } from "../core/index.ts";
 import { progressBar } from "./progress.ts";
 
 export interface EpisodesOptions {
@@ -12,6 +12,8 @@ export interface EpisodesOptions {
   seed?: number;
   data?: string;
   maxSteps?: number;
+  /** A buffer whose recorded commands the random policy picks from, for an env that lists no actions. */
+  actionsFrom?: string;
 }
 
 export { parseIntOption } from "./options.ts";
@@ -20,18 +22,20 @@ export { parseIntOption } from "./options.ts";
  * Plays `episodes` episodes of a scripted policy over a split's tasks in order (wrapping around),
  * starting at task `start`; each episode gets seed `seed + i`. Calls `onEpisode` as they finish.
  */
-export async function playEpisodes(
+export async function playScriptedEpisodes(
   o: EpisodesOptions,
   label: string,
   onEpisode: (t: Trajectory) => void,
   onReady: () => void = () => {},
 ): Promise<{ score: number; success: number; episodes: number }> {
-  const env = createEnv(o.env as EnvName, { dataDir: o.data, split: o.split as never, maxSteps: o.maxSteps });
-  const tasks = env.tasks();
+  const candidates: ActionSource | undefined = o.actionsFrom === undefined ? undefined
+    : await closing(ReplayBuffer.open(o.actionsFrom, { readonly: true }), (b) => actionVocabulary(b.actions({ env: o.env, source: "real" })));
+  const env = createEnv(o.env, { dataDir: o.data, split: o.split, maxSteps: o.maxSteps });
+  const tasks = envTasks(o.env, env);
   const episodes = o.episodes ?? tasks.length;
   const start = o.start ?? 0;
   const seed = o.seed ?? 0;
-  const policy = createPolicy(o.env, o.policy, env, { seed });
+  const policy = createPolicy(o.env, o.policy, env, { seed, candidates });
   onReady(); // everything is valid: now outputs may be opened
   let score = 0;
   let success = 0;

@@ -4,13 +4,13 @@ import { ReplayBuffer } from "../buffer/index.ts";
 import { importJsonl } from "../buffer/importers.ts";
 import { createEnv, syntheticSupport } from "../envs/index.ts";
 import { abstractTrajectory } from "../experience/index.ts";
-import { playEpisodes } from "./episodes.ts";
+import { playScriptedEpisodes } from "./episodes.ts";
 
 /** Plays `episodes` of a scripted policy over a WebShop split, in task order; returns score ×100 and success. */
 export async function playScripted(policyName: string, split: "train" | "test", episodes: number, out?: string): Promise<{ score: number; success: number }> {
   const writer = out ? new JsonlWriter(out, { append: false }) : undefined;
   try {
-    const r = await playEpisodes({ env: "webshop", policy: policyName, split, episodes }, `${policyName} ${split}`, (t) => writer?.write(t));
+    const r = await playScriptedEpisodes({ env: "webshop", policy: policyName, split, episodes }, `${policyName} ${split}`, (t) => writer?.write(t));
     return { score: 100 * r.score, success: r.success };
   } finally {
     writer?.close();

@@ -158,12 +158,12 @@ export function hasSyntheticSupport(name: string): boolean {
   return envEntry(name).spec.synthetic !== undefined;
 }
 
-/** Builds a scripted policy for an env instance. */
-export function createPolicy(name: string, policy: string, env: Env, opts: { seed?: number } = {}): Policy {
+/** Builds a scripted policy for an env instance (`candidates`: what `random` picks from where the env lists no actions). */
+export function createPolicy(name: string, policy: string, env: Env, opts: { seed?: number; candidates?: ActionSource } = {}): Policy {
   const e = envEntry(name);
   if (!e.policies.includes(policy)) throw new InvalidConfigError(`unknown policy "${policy}" for ${name} (known: ${e.policies.join(", ")})`);
   const seed = opts.seed ?? 0;
   const make = e.spec.policies?.[policy];
   if (make) return make(env, { seed });
-  return new RandomPolicy(seed, e.spec.candidateActions);
+  return new RandomPolicy(seed, opts.candidates ?? e.spec.candidateActions);
 }

@@ -15,8 +15,9 @@ export interface EmbeddedModelOptions {
  * with a small preference for the same task), else of the most similar demo with the same kind of
  * action — another `search[...]`, another value of an option group, another item of a list (see
  * {@link elementKind}) — rewritten to the current task's instruction; a demo whose action left the
- * page unchanged predicts no change. With neither, the step fails (a no-op), except in a free-text
- * env (states that list no actions), where a command never recorded is an invalid no-op step. Whether the step ends
+ * page unchanged predicts no change. With neither, the step fails (a no-op). In a free-text env
+ * (states that list no actions) only the same command recorded in the same state is replayed;
+ * any other command is an invalid no-op step. Whether the step ends
  * the episode follows that demo; the reward of an ending step is a nearest-neighbour reward model:
  * the similarity-weighted mean reward of the ending demos taken with the same action.
  *
@@ -40,18 +41,27 @@ export class EmbeddedExperienceModel implements ExperienceModel {
     const usable = demos.filter((d) => d.score >= this.minScore);
     if (usable.length === 0) return { nextState: state, reward: 0, terminated: false, info: { failed: "no similar transition in the buffer" } };
     const norm = (a: string) => a.trim().toLowerCase();
+    // A free-text env (a parser game: its states list no actions) takes any text, and what a command
+    // does there depends on the exact state (is the gem here?): only a demo of this very command in
+    // this very state is trusted. Anything else is a command it cannot vouch for, an invalid no-op,
+    // so a policy cannot harvest a reward recorded elsewhere.
+    if (this.abstraction.actions(state) === undefined) {
+      const here = usable.filter((d) => norm(d.action) === norm(action) && this.abstraction.abstract(d.state) === state);
+      if (here.length === 0) return { nextState: state, reward: 0, terminated: false, info: { invalid: true, unrecorded: true } };
+      return this.replay(here, task, state);
+    }
     const sameAction = usable.filter((d) => norm(d.action) === norm(action));
     // Else a demo whose action did the same kind of thing: another search, another option or
     // another item of a list — never a different button (a size click must not act as "buy now").
     const kind = elementKind(state, action);
     const sameKind = kind === undefined ? [] : usable.filter((d) => elementKind(this.abstraction.abstract(d.state), d.action) === kind);
     const pool = sameAction.length > 0 ? sameAction : sameKind;
-    if (pool.length === 0) {
-      // A free-text env (its states list no actions) takes any text; a command never recorded there
-      // is most likely one it does not understand: an invalid no-op, as the Env contract has it.
-      if (this.abstraction.actions(state) === undefined) return { nextState: state, reward: 0, terminated: false, info: { invalid: true, unknown_command: action } };
-      return { nextState: state, reward: 0, terminated: false, info: { failed: `no recorded transition with the action ${action}` } };
-    }
+    if (pool.length === 0) return { nextState: state, reward: 0, terminated: false, info: { failed: `no recorded transition with the action ${action}` } };
+    return this.replay(pool, task, state, sameAction.length > 0);
+  }
+
+  /** The best demo of `pool` carried over to this task and state: next state, end and reward. */
+  private replay(pool: Demo[], task: PredictInput["task"], state: string, sameAction = true): Prediction {
     const rank = (d: Demo) => d.score + (d.task.id === task.id ? 0.05 : 0);
     const best = pool.reduce((a, b) => (rank(b) > rank(a) ? b : a));
     let nextState = this.abstraction.abstract(best.nextState);
@@ -62,7 +72,7 @@ export class EmbeddedExperienceModel implements ExperienceModel {
     let reward = 0;
     if (this.rewards.dense && !terminated) {
       // Dense rewards: what the same action earned where it was taken (a same-kind demo earns nothing sure).
-      reward = sameAction.length > 0 ? best.reward : 0;
+      reward = sameAction ? best.reward : 0;
     } else if (terminated) {
       const ending = pool.filter((d) => d.terminated);
       const weight = (d: Demo) => Math.max(d.score, 0) ** 2;
