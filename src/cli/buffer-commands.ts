@@ -5,7 +5,7 @@ import {
   createEmbedder, exportJsonl, fewShotTrajectories, importJsonl, offlineJsonlFiles, ReplayBuffer, type SearchFilter,
 } from "../buffer/index.ts";
 import { DataError, InvalidConfigError, type ExperienceSource, type StateAbstraction, type Trajectory } from "../core/index.ts";
-import { createEnv, resolveDataDir, syntheticSupport, trajectoryRules, type EnvName } from "../envs/index.ts";
+import { createEnv, hasSyntheticSupport, resolveDataDir, syntheticSupport, trajectoryRules } from "../envs/index.ts";
 import { abstractTrajectory } from "../experience/index.ts";
 import { parseSeconds } from "./endpoint-options.ts";
 import { parseIntOption } from "./episodes.ts";
@@ -13,19 +13,26 @@ import { inFile, safeText } from "./errors.ts";
 import { checkOutputFile } from "./output.ts";
 import { progressBar } from "./progress.ts";
 
-/** Abstracts each trajectory with its env's state abstraction (envs without one are stored as they are). */
+/**
+ * Abstracts each trajectory with its env's state abstraction. An env without one is an error (its
+ * trajectories would be stored raw, where synthetic envs cannot read them). The envs it opens to
+ * read their abstractions are closed at once.
+ */
 function abstractionTransform(data?: string): (t: Trajectory) => Trajectory {
-  const cache = new Map<string, StateAbstraction | null>();
+  const cache = new Map<string, StateAbstraction>();
   return (t) => {
-    if (!cache.has(t.env)) {
+    let a = cache.get(t.env);
+    if (!a) {
+      if (!hasSyntheticSupport(t.env)) throw new InvalidConfigError(`--abstract: ${t.env} has no state abstraction (its env spec has no synthetic(env)); import without --abstract`);
+      const env = createEnv(t.env, { dataDir: data });
       try {
-        cache.set(t.env, syntheticSupport(t.env, createEnv(t.env as EnvName, { dataDir: data })).abstraction);
-      } catch {
-        cache.set(t.env, null);
+        a = syntheticSupport(t.env, env).abstraction;
+      } finally {
+        void env.close();
       }
+      cache.set(t.env, a);
     }
-    const a = cache.get(t.env);
-    return a ? abstractTrajectory(t, a) : t;
+    return abstractTrajectory(t, a);
   };
 }
 

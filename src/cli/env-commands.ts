@@ -1,6 +1,6 @@
 import { createInterface } from "node:readline";
 import type { Command } from "commander";
-import { createEnv, defaultSplits, envEntry, listEnvs, listPolicies, type EnvName } from "../envs/index.ts";
+import { createEnv, defaultSplits, envEntry, envTasks, listEnvs, listPolicies } from "../envs/index.ts";
 import { checkEnv, FREE_TEXT_SLOT, InvalidConfigError } from "../core/index.ts";
 import { parseIntOption, playScriptedEpisodes } from "./episodes.ts";
 
@@ -66,10 +66,13 @@ export function registerEnvCommands(program: Command): void {
     .option("--data <dir>", "data folder")
     .action(async (name: string, o) => {
       o.split ??= defaultSplits(name).eval;
-      const e = createEnv(name as EnvName, { dataDir: o.data, split: o.split });
-      const tasks = e.tasks();
+      const e = createEnv(name, { dataDir: o.data, split: o.split });
+      const tasks = envTasks(name, e);
       const task = o.task === undefined ? undefined : tasks[o.task];
-      if (o.task !== undefined && !task) throw new InvalidConfigError(`--task ${o.task} is out of range for split ${o.split} (0..${tasks.length - 1})`);
+      if (o.task !== undefined && !task) {
+        await e.close();
+        throw new InvalidConfigError(`--task ${o.task} is out of range for split ${o.split} (0..${tasks.length - 1})`);
+      }
       // Read lines through one iterator: with piped input, lines that arrive before a prompt are kept.
       const rl = createInterface({ input: process.stdin, terminal: false });
       const lines = rl[Symbol.asyncIterator]();

@@ -1,8 +1,8 @@
 import type { Command } from "commander";
 import { createHash } from "node:crypto";
 import { closeSync, existsSync, fstatSync, ftruncateSync, openSync, readFileSync, writeSync } from "node:fs";
-import { abstractEnv, DataError, InvalidConfigError, type Env } from "../core/index.ts";
-import { createEnv, defaultSplits, syntheticSupport, type EnvName } from "../envs/index.ts";
+import { abstractEnv, DataError, InvalidConfigError, type Env, type StateAbstraction, type Task } from "../core/index.ts";
+import { createEnv, defaultSplits, envTasks, syntheticSupport } from "../envs/index.ts";
 import { createChatModel, type ModelStats } from "../llm/index.ts";
 import { deriveSeed, playEpisodes, type Episode, type EpisodeJob } from "../core/index.ts";
 import { groupLines } from "../rl/llm-export.ts";
@@ -166,10 +166,17 @@ async function rollout(o: RolloutOptions): Promise<void> {
   o.split ??= defaultSplits(o.env).eval;
   checkOutputFile(o.out); // a bad --out fails before any model call is paid for
   // Envs first (a bad env, split or data folder fails before the model's cache is opened).
-  const real = Array.from({ length: o.concurrency }, () => createEnv(o.env as EnvName, { dataDir: o.data, split: o.split as never, maxSteps: o.maxSteps }));
-  const { abstraction } = syntheticSupport(o.env, real[0]);
+  const real = Array.from({ length: o.concurrency }, () => createEnv(o.env, { dataDir: o.data, split: o.split, maxSteps: o.maxSteps }));
+  let abstraction: StateAbstraction;
+  let all: Task[];
+  try {
+    abstraction = syntheticSupport(o.env, real[0]).abstraction;
+    all = envTasks(o.env, real[0]);
+  } catch (e) {
+    await Promise.all(real.map((x) => x.close()));
+    throw e;
+  }
   const envs: Env[] = real.map((e) => abstractEnv(e, abstraction));
-  const all = real[0].tasks();
   const tasks = Array.from({ length: o.tasks }, (_, i) => all[(o.start + i) % all.length]);
 
   // The output before the model: a bad --out fails before anything is paid for, and the whole

@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { JsonlWriter } from "../core/index.ts";
+import { closing, JsonlWriter } from "../core/index.ts";
 import { ReplayBuffer } from "../buffer/index.ts";
 import { importJsonl } from "../buffer/importers.ts";
 import { createEnv, syntheticSupport } from "../envs/index.ts";
@@ -27,7 +27,7 @@ export async function seedWebShopBuffer(dir: string, bufferFile: string): Promis
   ReplayBuffer.remove(bufferFile);
   const buffer = ReplayBuffer.open(bufferFile);
   try {
-    const abstraction = syntheticSupport("webshop", createEnv("webshop", {})).abstraction;
+    const abstraction = await closing(createEnv("webshop", {}), (env) => syntheticSupport("webshop", env).abstraction);
     for (const f of ["oracle.jsonl", "random.jsonl"]) await importJsonl(buffer, join(dir, f), { seed: true, transform: (t) => abstractTrajectory(t, abstraction) });
     return buffer.count();
   } finally {

@@ -1,8 +1,8 @@
 import type { Command } from "commander";
 import { existsSync, statSync } from "node:fs";
-import { DataError, InvalidConfigError, readJsonlAll, type Trajectory } from "../core/index.ts";
+import { closing, DataError, InvalidConfigError, readJsonlAll, type Trajectory } from "../core/index.ts";
 import { parseTrajectory, ReplayBuffer } from "../buffer/index.ts";
-import { createEnv, syntheticSupport, trajectoryRules, type EnvName } from "../envs/index.ts";
+import { createEnv, syntheticSupport, trajectoryRules } from "../envs/index.ts";
 import { buildSftData } from "../experience/index.ts";
 import { createChatModel } from "../llm/index.ts";
 import { endpointOptions, endpointSettings } from "./endpoint-options.ts";
@@ -33,7 +33,7 @@ export function registerSft(program: Command): void {
       if (!statSync(o.trajectories).isFile()) throw new DataError("not a file; give a trajectory JSONL file", { file: o.trajectories });
       if (o.buffer && !existsSync(o.buffer)) throw new DataError("no such buffer file", { file: o.buffer });
       checkOutputFolder(o.out);
-      const support = syntheticSupport(o.env, createEnv(o.env as EnvName, { dataDir: o.data }));
+      const support = await closing(createEnv(o.env, { dataDir: o.data }), (env) => syntheticSupport(o.env, env));
       const trajectories = (await readJsonlAll<Trajectory>(o.trajectories, { parse: (v) => parseTrajectory(v, trajectoryRules()) }))
         .filter((t) => t.env === o.env && t.source === "real")
         .slice(0, o.limit ?? Infinity);
