@@ -1,6 +1,5 @@
 import { createEnv, createPolicy, runEpisode, type EnvName } from "../envs/index.ts";
 import type { Trajectory } from "../core/index.ts";
-import { InvalidConfigError } from "../core/index.ts";
 import { progressBar } from "./progress.ts";
 
 export interface EpisodesOptions {
