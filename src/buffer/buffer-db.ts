@@ -69,7 +69,7 @@ export function openDatabase(path: string, opts: OpenDbOptions): Database.Databa
   try {
     db = new Database(path, { readonly: opts.readonly ?? false, fileMustExist: opts.readonly ?? false, timeout: opts.busyTimeoutMs ?? 5000 });
   } catch (e) {
-    throw new DataError(`cannot open buffer: ${(e as Error).message}`, { file: path }, e);
+    throw new DataError(`cannot open buffer: ${(e as Error).message}${openHint((e as Error).message)}`, { file: path }, e);
   }
   try {
     // A read proves the file is a database before anything is written to it.
@@ -92,13 +92,16 @@ export function openDatabase(path: string, opts: OpenDbOptions): Database.Databa
     db.close();
     if (e instanceof InvalidConfigError) throw e;
     const msg = (e as Error).message;
-    const hint = /locked|busy/i.test(msg)
-      ? " (another process holds the file; close it or wait)"
-      : /not a database|malformed|corrupt|no such table/i.test(msg)
-        ? " (the file is not a dreamgym buffer or is corrupt; it was not modified)"
-        : "";
-    throw new DataError(`cannot open buffer: ${msg}${hint}`, { file: path }, e);
+    throw new DataError(`cannot open buffer: ${msg}${openHint(msg)}`, { file: path }, e);
   }
+}
+
+/** What to do about a buffer that does not open. */
+function openHint(msg: string): string {
+  if (/locked|busy/i.test(msg)) return " (another process holds the file; close it or wait)";
+  if (/not a database|malformed|corrupt|no such table/i.test(msg)) return " (the file is not a dreamgym buffer or is corrupt; it was not modified)";
+  if (/unable to open/i.test(msg)) return " (check the path, and that its folder exists and is writable)";
+  return "";
 }
 
 /** A 63-bit key for a text, from SHA-1 (a collision is detected and probed past by the caller). */

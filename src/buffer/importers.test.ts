@@ -87,3 +87,16 @@ test("export refuses to overwrite the buffer file", async () => {
   assert.throws(() => exportJsonl(b, file), /cannot export over the buffer file itself/);
   b.close();
 });
+
+test("the trajectory schema: with the env registry's rules, unknown envs and rewards out of range are refused; steps are never empty", () => {
+  const rules = { envs: ["webshop"], rewardRange: (env: string) => (env === "webshop" ? [0, 1] as const : [0, 0] as const) };
+  const t = makeTrajectory(1, { env: "webshop" });
+  assert.doesNotThrow(() => parseTrajectory(t, rules));
+  const bad = (over: Record<string, unknown>) => ({ ...t, ...over });
+  assert.throws(() => parseTrajectory(bad({ env: "nowhere" }), rules), /unknown env "nowhere" \(known: webshop\)/);
+  assert.throws(() => parseTrajectory(bad({ steps: [{ ...t.steps[0], reward: 1e308 }], total_reward: 1 }), rules), /steps\[0\]\.reward 1e\+308 is outside webshop's reward range \[0, 1\]/);
+  assert.throws(() => parseTrajectory(bad({ steps: [{ ...t.steps[0], reward: 0 }], total_reward: -5 }), rules), /"total_reward" -5 is outside/);
+  assert.throws(() => parseTrajectory(bad({ steps: [], total_reward: 0 })), /"steps" is empty/);
+  // Without rules (library use with other envs) only the structure is checked.
+  assert.doesNotThrow(() => parseTrajectory(bad({ env: "toy-env", steps: [{ ...t.steps[0], reward: 7 }], total_reward: 7 })));
+});

@@ -56,10 +56,6 @@ export class JsonlOutput {
   private fd: number;
   private readonly tmp: string | null;
   private committed: number;
-  private readonly onSignal = () => {
-    this.abort();
-    process.exit(130);
-  };
   constructor(readonly file: string, opts: { append?: boolean } = {}) {
     const special = existsSync(file) && !statSync(file).isFile();
     this.tmp = special || opts.append ? null : `${file}.${process.pid}.tmp`;
@@ -71,8 +67,8 @@ export class JsonlOutput {
       throw e;
     }
     this.committed = special ? 0 : fstatSync(this.fd).size;
-    // A Ctrl-C must not leave the temporary file behind.
-    if (this.tmp) for (const s of ["SIGINT", "SIGTERM"] as const) process.once(s, this.onSignal);
+    // No signal handler removes the temporary file on Ctrl-C: episode loops that never yield to the
+    // event loop would then not stop at all. A killed run leaves `<out>.<pid>.tmp`, never a cut-off `<out>`.
   }
   write(record: unknown): void {
     const data = Buffer.from(JSON.stringify(record) + "\n");
@@ -120,6 +116,5 @@ export class JsonlOutput {
   private close(): void {
     closeSync(this.fd);
     this.fd = -1;
-    if (this.tmp) for (const s of ["SIGINT", "SIGTERM"] as const) process.off(s, this.onSignal);
   }
 }

@@ -58,6 +58,14 @@ test("SFT data: one example per transition, reasoning first, split by task, resu
     assert.equal(repaired.length, train.length);
     // The split cannot change on resume.
     await assert.rejects(buildSftData({ teacher, abstraction: abs, trajectories, outDir: out, valFraction: 0.5 }), /built with a validation share of 0.25/);
+
+    // Lines that are not examples (garbage, a foreign record) go on resume; the examples stay.
+    writeFileSync(file, `not json\n${readFileSync(file, "utf8")}{"note":"foreign"}\n\u0000\u0001binary\n`);
+    const cleaned = await buildSftData({ teacher, abstraction: abs, trajectories, outDir: out, valFraction: 0.25 });
+    assert.deepEqual([cleaned.examples, cleaned.dropped], [0, 3]);
+    const kept = await readJsonlAll<Example>(file);
+    assert.equal(kept.length, train.length);
+    assert.ok(kept.every((x) => typeof x.key === "string" && Array.isArray(x.messages)));
   } finally {
     await s.close();
   }

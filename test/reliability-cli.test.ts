@@ -1,0 +1,59 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { run } from "./helpers.ts";
+
+test("--version prints package.json's version", () => {
+  const r = run(["--version"]);
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stdout.trim(), JSON.parse(readFileSync(join(import.meta.dirname, "..", "package.json"), "utf8")).version);
+});
+
+test("env play: an empty Enter spends no step; the prompt counts steps", () => {
+  const r = run(["env", "play", "webshop", "--task", "0"], ["search[pillow]", "", "  ", "3", "quit"].join("\n") + "\n");
+  assert.equal(r.status, 0, r.stderr);
+  const prompts = [...r.stdout.matchAll(/step (\d+)\/15 > /g)].map((m) => Number(m[1]));
+  assert.deepEqual(prompts, [1, 2, 2, 2, 3]);
+});
+
+test("train: a start that fails removes only what it created, and the folder can be used again", () => {
+  const dir = mkdtempSync(join(tmpdir(), "dreamgym-start-"));
+  const trajectories = join(dir, "o.jsonl");
+  assert.equal(run(["collect", "--env", "webshop", "--policy", "oracle", "--episodes", "5", "--out", trajectories]).status, 0);
+  const seed = join(dir, "seed.db");
+  assert.equal(run(["buffer", "import", trajectories, "--buffer", seed, "--abstract"]).status, 0);
+  // The run folder exists with the user's file and a folder where the run's buffer copy would go: the copy fails.
+  const out = join(dir, "run");
+  mkdirSync(join(out, "buffer.db"), { recursive: true });
+  writeFileSync(join(out, "mine.txt"), "keep\n");
+  const r = run(["train", "--mode", "dreamgym", "--buffer", seed, "--budget", "50", "--out", out]);
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, /^error: cannot copy .*buffer\.db.*EISDIR/);
+  assert.deepEqual(readdirSync(out).sort(), ["buffer.db", "mine.txt"]);
+  // A failed start in a new folder leaves no folder; the same --out then starts (not "already holds a run").
+  const fresh = join(dir, "runs", "fresh");
+  const bad = run(["train", "--mode", "real", "--budget", "50", "--set", `initPolicy=${trajectories}`, "--out", fresh]);
+  assert.equal(bad.status, 2);
+  assert.equal(existsSync(join(dir, "runs")), false);
+  const good = run(["train", "--mode", "real", "--budget", "50", "--tasks-per-iter", "2", "--group", "2", "--final-eval-tasks", "3", "--out", fresh]);
+  assert.equal(good.status, 0, good.stderr);
+  assert.match(good.stdout, /final evaluation on 3 test tasks/);
+});
+
+test("buffer stats reports the integrity check; collect --append keeps what was there when it fails", () => {
+  const dir = mkdtempSync(join(tmpdir(), "dreamgym-rel-"));
+  const file = join(dir, "o.jsonl");
+  assert.equal(run(["collect", "--env", "webshop", "--policy", "rule", "--episodes", "3", "--out", file]).status, 0);
+  const db = join(dir, "b.db");
+  assert.equal(run(["buffer", "import", file, "--buffer", db]).status, 0);
+  const s = run(["buffer", "stats", "--buffer", db, "--json"]);
+  assert.equal(s.status, 0, s.stderr);
+  assert.equal(JSON.parse(s.stdout).integrity, "ok");
+  // A failing append (a bad option value is caught before; an unknown policy after the file is checked) leaves the file as it was.
+  const before = readFileSync(file, "utf8");
+  const r = run(["collect", "--env", "webshop", "--policy", "nobody", "--episodes", "3", "--out", file, "--append"]);
+  assert.equal(r.status, 2);
+  assert.equal(readFileSync(file, "utf8"), before);
+});
