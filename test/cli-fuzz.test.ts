@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { ReplayBuffer } from "../src/buffer/index.ts";
-import { makeTrajectory } from "../src/buffer/test-helpers.ts";
+import { makeTrajectory } from "../src/testing/index.ts";
 import { BIN } from "./helpers.ts";
 
 interface Case {

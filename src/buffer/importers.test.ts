@@ -89,7 +89,7 @@ test("export refuses to overwrite the buffer file", async () => {
 });
 
 test("the trajectory schema: with the env registry's rules, unknown envs and rewards out of range are refused; steps are never empty", () => {
-  const rules = { envs: ["webshop"], rewardRange: (env: string) => (env === "webshop" ? [0, 1] as const : [0, 0] as const) };
+  const rules = { envs: ["webshop", "counter"], rewards: (env: string) => ({ min: 0, max: env === "counter" ? 2 : 1, dense: env === "counter" }), success: (_env: string, total: number) => total >= 1 };
   const t = makeTrajectory(1, { env: "webshop" });
   assert.doesNotThrow(() => parseTrajectory(t, rules));
   const bad = (over: Record<string, unknown>) => ({ ...t, ...over });
@@ -97,6 +97,10 @@ test("the trajectory schema: with the env registry's rules, unknown envs and rew
   assert.throws(() => parseTrajectory(bad({ steps: [{ ...t.steps[0], reward: 1e308 }], total_reward: 1 }), rules), /steps\[0\]\.reward 1e\+308 is outside webshop's reward range \[0, 1\]/);
   assert.throws(() => parseTrajectory(bad({ steps: [{ ...t.steps[0], reward: 0 }], total_reward: -5 }), rules), /"total_reward" -5 is outside/);
   assert.throws(() => parseTrajectory(bad({ steps: [], total_reward: 0 })), /"steps" is empty/);
+  // Dense rewards add up: a total above one step's maximum is fine, up to the steps' sum.
+  const dense = { ...t, env: "counter", steps: [{ ...t.steps[0], reward: 2 }, { ...t.steps[0], reward: 2 }], total_reward: 4 };
+  assert.equal(parseTrajectory(dense, rules).total_reward, 4);
+  assert.throws(() => parseTrajectory({ ...dense, total_reward: 5 }, rules), /"total_reward" 5 is outside counter's range for 2 steps \[0, 4\]/);
   // Without rules (library use with other envs) only the structure is checked.
   assert.doesNotThrow(() => parseTrajectory(bad({ env: "toy-env", steps: [{ ...t.steps[0], reward: 7 }], total_reward: 7 })));
 });
