@@ -31,9 +31,9 @@ const EXITS: Record<number, Record<string, number>> = {
   0: { east: 1, south: 2 }, 1: { west: 0, south: 3 }, 2: { north: 0, east: 3 }, 3: { north: 1, west: 2 },
 };
 
-function describe(layout: Layout, at: number, items: string[][]): string {
-  const seen = items[at].length ? items[at].map((i) => `a ${i}`).join(", ") : "nothing";
-  return `You are in the ${layout.rooms[at]}. Exits: ${Object.keys(EXITS[at]).join(", ")}. You see: ${seen}.`;
+function describe(layout: Layout, at: number, items: string[][], carried: string[]): string {
+  const list = (xs: string[]) => (xs.length ? xs.map((i) => `a ${i}`).join(", ") : "nothing");
+  return `You are in the ${layout.rooms[at]}. Exits: ${Object.keys(EXITS[at]).join(", ")}. You see: ${list(items[at])}. You carry: ${list(carried)}.`;
 }
 
 /** The game itself; `orderEnforcing` and `withTimeLimit` add the call-order checks and the step limit. */
@@ -58,7 +58,7 @@ export class VaultEnv implements Env {
   /** The first observation of a task, without playing it (the synthetic env's start state). */
   static intro(task: Task): string {
     const layout = layoutOf(task);
-    return `You wake up. ${describe(layout, 0, layout.items)}`;
+    return `You wake up. ${describe(layout, 0, layout.items, [])}`;
   }
 
   async reset(opts: ResetOptions = {}): Promise<{ observation: string; info: { task: Task } }> {
@@ -101,12 +101,12 @@ export class VaultEnv implements Env {
     } else if (verb === "look" && object === "") {
       feedback = "You look around.";
     } else if (verb === "inventory" && object === "") {
-      feedback = `You carry: ${this.carried.length ? this.carried.join(", ") : "nothing"}.`;
+      feedback = "You check your pockets.";
     } else {
       invalid = true;
       feedback = "I don't understand that.";
     }
-    const observation = `${feedback} ${describe(this.layout, this.at, this.items)}`;
+    const observation = `${feedback} ${describe(this.layout, this.at, this.items, this.carried)}`;
     return { observation, reward, terminated, truncated: false, info: invalid ? { invalid: true } : {} };
   }
 
@@ -158,11 +158,14 @@ registerEnv<VaultEnv>("vault", {
   synthetic: () => ({
     abstraction: {
       env: "vault",
-      abstract: (observation: string) => observation, // the text is already compact
+      // The state without the last command's feedback (the room, its exits and items, what the agent
+      // carries), so the same situation reads the same in every layout; the end has a state of its own.
+      abstract: (observation: string) =>
+        observation.startsWith("You unlock the chest") ? "You found the treasure." : observation.slice(Math.max(0, observation.indexOf("You are in the "))),
       actions: () => undefined,
-      isState: (state: string) => /You are in the \w+\. Exits: [a-z, ]+\. You see: [a-z, ]+\.$/.test(state),
-      isTerminal: (state: string) => state.startsWith("You unlock the chest"),
-      profile: "vault, a four-room parser game. A state is the last command's feedback, then \"You are in the <room>. Exits: <directions>. You see: <items or nothing>.\" Commands: go <direction>, take <item>, open chest, look, inventory. Taking a gem or the key gives 1; opening the chest with the key gives 5 and ends the episode.",
+      isState: (state: string) => state === "You found the treasure." || /^You are in the \w+\. Exits: [a-z, ]+\. You see: [a-z, ]+\. You carry: [a-z, ]+\.$/.test(state),
+      isTerminal: (state: string) => state === "You found the treasure.",
+      profile: "vault, a four-room parser game. A state is \"You are in the <room>. Exits: <directions>. You see: <items or nothing>. You carry: <items or nothing>.\", or \"You found the treasure.\" at the end. Commands: go <direction>, take <item>, open chest, look, inventory. Taking a gem or the key gives 1; opening the chest while carrying the key gives 5 and ends the episode.",
     },
     initialState: (task: Task) => VaultEnv.intro(task),
     policies: ["wander"],

@@ -47,6 +47,9 @@ function envModules(argv: readonly string[]): string[] {
   return files;
 }
 
+// Output piped into a program that stops reading (`| head`) ends the command quietly, as Unix tools do.
+for (const stream of [process.stdout, process.stderr]) stream.on("error", (e: NodeJS.ErrnoException) => (e.code === "EPIPE" ? process.exit(0) : undefined));
+
 try {
   await loadEnvModules(envModules(process.argv.slice(2)));
   await program.parseAsync(process.argv);

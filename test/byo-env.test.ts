@@ -1,0 +1,58 @@
+// Bring your own environment, end to end from the command line: the vault example (a parser game with
+// free-text commands and dense rewards, examples/vault/vault.ts) goes through every step a user takes.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { run } from "./helpers.ts";
+
+const MODULE = ["--env-module", join(import.meta.dirname, "..", "examples", "vault", "vault.ts")];
+const cli = (...args: string[]) => {
+  const r = run([...MODULE, ...args]);
+  assert.equal(r.status, 0, `dreamgym ${args.join(" ")}\n${r.stderr}`);
+  return r.stdout;
+};
+
+test("a registered free-text, dense-reward env: check → collect → buffer → audit → DreamGym training beats random in the real env", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "dreamgym-byo-"));
+  const buffer = join(dir, "b.db");
+
+  // Registered from a module: listed, and it keeps the Env contract.
+  assert.match(cli("env", "list"), /^vault\tvault \(example\).*policies: expert, wander, random$/m);
+  assert.match(cli("env", "check", "--env", "vault"), /checkEnv passed/);
+
+  // Offline data: an expert and a wanderer on the training layouts; the expert on held-out layouts for the audit.
+  assert.match(cli("collect", "--env", "vault", "--policy", "expert", "--episodes", "200", "--out", join(dir, "expert.jsonl")), /200 trajectories .* success 9\d\.\d%/);
+  for (const seed of ["1", "2"]) cli("collect", "--env", "vault", "--policy", "wander", "--seed", seed, "--episodes", "200", "--out", join(dir, `wander${seed}.jsonl`));
+  cli("collect", "--env", "vault", "--policy", "expert", "--split", "test", "--episodes", "50", "--out", join(dir, "heldout.jsonl"));
+  cli("buffer", "import", join(dir, "expert.jsonl"), join(dir, "wander1.jsonl"), join(dir, "wander2.jsonl"), "--abstract", "--buffer", buffer);
+  const stats = JSON.parse(cli("buffer", "stats", "--buffer", buffer, "--json"));
+  assert.equal(stats.groups[0].env, "vault");
+  assert.equal(stats.groups[0].trajectories, 600);
+  assert.ok(stats.groups[0].meanReward > 1, "dense rewards are stored as they are (gems and the key earn 1 each)");
+  // Abstract states: the feedback line is gone, the situation stays.
+  const stored = cli("buffer", "search", "take gem", "--buffer", buffer, "-k", "1");
+  assert.match(stored, /You are in the \w+\. Exits:/);
+  assert.doesNotMatch(stored, /You wake up\./);
+
+  // The embedded model on held-out layouts: dense rewards predicted step by step, valid states.
+  const audit = JSON.parse(cli("audit", "--env", "vault", "--trajectories", join(dir, "heldout.jsonl"), "--buffer", buffer, "--json"));
+  assert.equal(audit.invalidRate, 0);
+  assert.ok(audit.rewardErrorRate < 0.25, `ε_R ${audit.rewardErrorRate}`);
+
+  // The baseline: random over the same command vocabulary (learned from the buffer) the trained policy picks from.
+  const random = JSON.parse(cli("env", "eval", "--env", "vault", "--policy", "random", "--actions-from", buffer, "--json"));
+
+  // DreamGym: 0 real interactions, 15k synthetic; greedy in the real env on unseen layouts.
+  const out = join(dir, "run");
+  cli("train", "--env", "vault", "--mode", "dreamgym", "--buffer", buffer, "--budget", "15000", "--set", "finalEvalTasks=100", "--out", out);
+  const summary = JSON.parse(readFileSync(join(out, "summary.json"), "utf8"));
+  assert.equal(summary.realInteractions, 0);
+  assert.equal(summary.droppedEpisodes, 0);
+  // Mean real return (score = 100 × mean return): the policy learned to collect the intermediate rewards.
+  // Measured: 1.66 against random's 0.80; the margin asked for is 0.5.
+  const trained = summary.final.score / 100;
+  const baseline = random.score / 100;
+  assert.ok(trained >= baseline + 0.5, `DreamGym's greedy return ${trained} vs random's ${baseline}`);
+});
