@@ -1,7 +1,7 @@
 /** dreamgym's library API. Subpaths (`dreamgym/core`, `dreamgym/envs`, `dreamgym/envs/webshop`, `dreamgym/buffer`, `dreamgym/llm`, `dreamgym/experience`) give the rest. */
 export * from "./core/index.ts";
 export {
-  createEnv, registerEnv, unregisterEnv, listEnvs, listPolicies, createPolicy, syntheticSupport, envTasks, defaultSplits, loadEnvModules,
+  createEnv, registerEnv, unregisterEnv, envEntry, listEnvs, listPolicies, createPolicy, syntheticSupport, envTasks, defaultSplits, loadEnvModules,
   actionVocabulary, runEpisode, RandomPolicy, resolveDataDir,
 } from "./envs/index.ts";
 export type { EnvName, EnvSpec, CommonEnvOptions, SyntheticSupport, EpisodeOptions } from "./envs/index.ts";
