@@ -1,12 +1,12 @@
 import type { Command } from "commander";
-import { existsSync, statSync } from "node:fs";
-import { closing, DataError, InvalidConfigError, readJsonlAll, type Trajectory } from "../core/index.ts";
+import { closing, InvalidConfigError, readJsonlAll, type Trajectory } from "../core/index.ts";
 import { parseTrajectory, ReplayBuffer } from "../buffer/index.ts";
 import { createEnv, syntheticSupport, trajectoryRules } from "../envs/index.ts";
 import { auditModel, createExperienceModel } from "../experience/index.ts";
 import { endpointOptions, endpointSettings } from "./endpoint-options.ts";
 import { parseIntOption } from "./episodes.ts";
 import { inFile } from "./errors.ts";
+import { checkInputFile } from "./output.ts";
 
 export function registerAudit(program: Command): void {
   const cmd = program
@@ -22,10 +22,8 @@ export function registerAudit(program: Command): void {
     .option("--json", "print the report as JSON");
   endpointOptions(cmd)
     .action(async (o) => {
-      if (!existsSync(o.trajectories)) throw new DataError("no such trajectory file", { file: o.trajectories });
-      if (!statSync(o.trajectories).isFile()) throw new DataError("not a file; give a trajectory JSONL file", { file: o.trajectories });
-      if (o.buffer && !existsSync(o.buffer)) throw new DataError("no such buffer file", { file: o.buffer });
-      if (o.buffer && !statSync(o.buffer).isFile()) throw new DataError("not a file; give the buffer file", { file: o.buffer });
+      checkInputFile(o.trajectories, "trajectory file", "give a trajectory JSONL file");
+      if (o.buffer) checkInputFile(o.buffer, "buffer file", "give the buffer file");
       if (o.experience === "default" && !o.buffer) throw new InvalidConfigError("the embedded model needs --buffer <file> to ground it");
       const real = createEnv(o.env, { dataDir: o.data });
       const support = await closing(real, () => syntheticSupport(o.env, real));

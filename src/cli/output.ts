@@ -118,3 +118,9 @@ export class JsonlOutput {
     this.fd = -1;
   }
 }
+
+/** An input file must be there and be a file (`what`: e.g. "trajectory file"; `hint`: what to give instead). */
+export function checkInputFile(file: string, what: string, hint: string): void {
+  if (!existsSync(file)) throw new DataError(`no such ${what}`, { file });
+  if (!statSync(file).isFile()) throw new DataError(`not a file; ${hint}`, { file });
+}

@@ -1,6 +1,5 @@
 import type { Command } from "commander";
-import { existsSync, statSync } from "node:fs";
-import { closing, DataError, InvalidConfigError, readJsonlAll, type Trajectory } from "../core/index.ts";
+import { closing, InvalidConfigError, readJsonlAll, type Trajectory } from "../core/index.ts";
 import { parseTrajectory, ReplayBuffer } from "../buffer/index.ts";
 import { createEnv, syntheticSupport, trajectoryRules } from "../envs/index.ts";
 import { buildSftData } from "../experience/index.ts";
@@ -9,7 +8,7 @@ import { endpointOptions, endpointSettings } from "./endpoint-options.ts";
 import { parseIntOption } from "./episodes.ts";
 import { inFile } from "./errors.ts";
 import { parseNumberOption } from "./options.ts";
-import { checkOutputFolder } from "./output.ts";
+import { checkInputFile, checkOutputFolder } from "./output.ts";
 import { progressBar } from "./progress.ts";
 
 export function registerSft(program: Command): void {
@@ -29,9 +28,8 @@ export function registerSft(program: Command): void {
     .option("--data <dir>", "data folder");
   endpointOptions(build)
     .action(async (o) => {
-      if (!existsSync(o.trajectories)) throw new DataError("no such trajectory file", { file: o.trajectories });
-      if (!statSync(o.trajectories).isFile()) throw new DataError("not a file; give a trajectory JSONL file", { file: o.trajectories });
-      if (o.buffer && !existsSync(o.buffer)) throw new DataError("no such buffer file", { file: o.buffer });
+      checkInputFile(o.trajectories, "trajectory file", "give a trajectory JSONL file");
+      if (o.buffer) checkInputFile(o.buffer, "buffer file", "give the buffer file");
       checkOutputFolder(o.out);
       const support = await closing(createEnv(o.env, { dataDir: o.data }), (env) => syntheticSupport(o.env, env));
       const trajectories = (await readJsonlAll<Trajectory>(o.trajectories, { parse: (v) => parseTrajectory(v, trajectoryRules()) }))
