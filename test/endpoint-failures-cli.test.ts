@@ -77,6 +77,17 @@ test("a dead, garbage or hanging endpoint stops collect, rollout, audit and trai
   }
 });
 
+test("train refuses an endpoint that does not answer before it writes anything", async () => {
+  const dead = await chatServer();
+  await dead.close();
+  const dir = mkdtempSync(join(root, "train-dead-"));
+  const out = join(dir, "run"); // where the train command writes
+  const r = await runAsync([...commands(`${dead.url}#tiny`, dir).train, "--request-timeout", "1"]);
+  assert.equal(r.status, 2, r.stderr);
+  assert.match(r.stderr, new RegExp(`^error: LLM endpoint does not answer: ECONNREFUSED; start the server or fix the model URL \\(${dead.url}/models\\)\n$`));
+  assert.equal(existsSync(out), false, "no run folder");
+});
+
 test("single failures stay counted no-op steps: collect --experience against an endpoint that fails now and then", async () => {
   // Every 5th call is refused with HTTP 400 (not retried): that step fails, the next ones do not.
   const s = await chatServer({ fault: (n) => (n % 5 === 0 ? "400" : undefined), reply: experience });

@@ -5,7 +5,7 @@ export type { OpenAIChatModelOptions } from "./openai-chat-model.ts";
 export { ResponseCache } from "./response-cache.ts";
 export { Semaphore } from "./semaphore.ts";
 export { createChatModel } from "./create-chat-model.ts";
-export { parseModelSpec } from "./model-spec.ts";
+export { parseModelSpec, probeEndpoint } from "./model-spec.ts";
 export type { ModelSpec } from "./model-spec.ts";
 export { GgufChatModel } from "./gguf-chat-model.ts";
 export type { GgufChatModelOptions } from "./gguf-chat-model.ts";

@@ -1,5 +1,5 @@
 import { existsSync, statSync } from "node:fs";
-import { DataError, InvalidConfigError } from "../core/index.ts";
+import { ApiCallError, DataError, InvalidConfigError } from "../core/index.ts";
 
 /** A chat model string, taken apart (the forms `createChatModel` accepts). */
 export type ModelSpec =
@@ -37,4 +37,24 @@ export function parseModelSpec(spec: string): ModelSpec {
   }
   if (/^https?:\/\//.test(spec)) throw new InvalidConfigError(`model "${spec}" names no model: add #<model> after the URL (${FORMS})`);
   throw new InvalidConfigError(`unknown model "${spec}" (${FORMS})`);
+}
+
+/**
+ * Checks that a model's endpoint answers HTTP at all (`GET <baseURL>/models`, which OpenAI-compatible
+ * servers serve; any status will do), without paying for a completion: a dead or wrong URL fails a
+ * command before it writes anything. Local GGUF models have no endpoint.
+ */
+export async function probeEndpoint(spec: string, timeoutMs: number): Promise<void> {
+  const m = parseModelSpec(spec);
+  if (m.kind === "gguf") return;
+  const base = m.kind === "openai" ? "https://api.openai.com/v1" : m.baseURL.replace(/\/+$/, "");
+  const url = `${base}/models`;
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs), headers: process.env.OPENAI_API_KEY ? { authorization: `Bearer ${process.env.OPENAI_API_KEY}` } : {} });
+    await res.body?.cancel();
+  } catch (e) {
+    const cause = e as Error & { cause?: { code?: string; message?: string } };
+    const why = cause.name === "TimeoutError" ? `no answer within ${timeoutMs / 1000} s` : (cause.cause?.code ?? cause.cause?.message ?? cause.message);
+    throw new ApiCallError(`LLM endpoint does not answer: ${why}; start the server or fix the model URL`, { url, isRetryable: false, cause: e });
+  }
 }

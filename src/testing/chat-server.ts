@@ -27,6 +27,11 @@ export async function chatServer(opts: { faults?: Fault[]; fault?: (n: number) =
   let arrived = 0;
   const served: Served = { url: "", requests, maxInFlight: 0, close: async () => {} };
   const server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
+    if (req.method === "GET" && req.url?.endsWith("/models")) {
+      // The model list, as OpenAI-compatible servers give it (a liveness probe; not counted as a request).
+      res.writeHead(200, { "content-type": "application/json" });
+      return void res.end(JSON.stringify({ object: "list", data: [{ id: "fake", object: "model", owned_by: "test" }] }));
+    }
     let raw = "";
     for await (const c of req) raw += c;
     const body = JSON.parse(raw) as Record<string, unknown>;

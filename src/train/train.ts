@@ -3,7 +3,7 @@ import { closing, InvalidConfigError, type ActionSource } from "../core/index.ts
 import { ReplayBuffer } from "../buffer/index.ts";
 import { Curriculum } from "../curriculum/index.ts";
 import { createEnv, envEntry, envTasks, hasSyntheticSupport, syntheticSupport } from "../envs/index.ts";
-import { parseModelSpec } from "../llm/index.ts";
+import { probeEndpoint } from "../llm/index.ts";
 import { NeuralPolicy } from "../rl/index.ts";
 import { resolveTrainConfig, type ResumeOverrides, type TrainConfig, type TrainConfigInput, type TrainHooks, type TrainSummary } from "./config.ts";
 import { candidateSource, makeEnvPool, makePolicy, makeSyntheticPool, type Parts, type TrainParts } from "./compose.ts";
@@ -105,7 +105,7 @@ async function checkStart(config: TrainConfig, parts: TrainParts): Promise<void>
   if (config.mode !== "real") {
     if (!hasSyntheticSupport(config.env)) throw new InvalidConfigError(`mode ${config.mode} needs a synthetic ${config.env}: its env spec has no synthetic(env) (a state abstraction and start states); use --mode real`);
     if (!config.buffer) throw new InvalidConfigError(`mode ${config.mode} needs a buffer of offline ${config.env} trajectories (--buffer B.db; dreamgym buffer import F.jsonl --abstract --buffer B.db)`);
-    if (config.experience !== "default" && !parts.experienceModel) parseModelSpec(config.experience);
+    if (config.experience !== "default" && !parts.experienceModel) await probeEndpoint(config.experience, 1000 * config.requestTimeout);
   }
   // Each split opens, has tasks, and offers the policy something to pick from at its first state.
   const actions: ActionSource | undefined = candidateSource(config, config.buffer, parts);
