@@ -3,7 +3,7 @@ import { createHash } from "node:crypto";
 import { closeSync, existsSync, fstatSync, ftruncateSync, openSync, readFileSync, writeSync } from "node:fs";
 import { abstractEnv, DataError, InvalidConfigError, type Env, type StateAbstraction, type Task } from "../core/index.ts";
 import { createEnv, defaultSplits, envTasks, syntheticSupport } from "../envs/index.ts";
-import { createChatModel, type ModelStats } from "../llm/index.ts";
+import { createChatModel } from "../llm/index.ts";
 import { deriveSeed, playEpisodes, type Episode, type EpisodeJob } from "../core/index.ts";
 import { groupLines } from "../rl/llm-export.ts";
 import { LlmPolicy, type LlmStepRecord } from "../rl/llm-policy.ts";
@@ -237,14 +237,14 @@ async function rollout(o: RolloutOptions): Promise<void> {
     bar.stop();
     out.close();
     await Promise.all(envs.map((e) => e.close()));
-    (model as { close?: () => void }).close?.();
+    await model.close?.();
   }
 
   const eps = done.flat();
   const steps = eps.reduce((n, e) => n + e.steps, 0);
   const failed = eps.reduce((n, e) => n + e.failed, 0);
   const pct = (x: number) => ((100 * x) / Math.max(1, eps.length)).toFixed(1);
-  const stats = (model as { stats?: ModelStats }).stats;
+  const stats = model.stats;
   const tokens = stats ? `, tokens ${stats.promptTokens} prompt + ${stats.completionTokens} completion (${stats.cacheHits} cached responses)` : "";
   console.log(
     `wrote ${format === "steps" ? `${steps} steps` : `${eps.length} trajectories`} (${o.tasks} tasks × ${o.group} rollouts, ${steps} steps) to ${o.out}: ` +

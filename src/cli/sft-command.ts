@@ -41,7 +41,7 @@ export function registerSft(program: Command): void {
       try {
         buffer = o.buffer ? await inFile(o.buffer, () => ReplayBuffer.open(o.buffer, { readonly: true })) : undefined;
       } catch (e) {
-        (teacher as { close?: () => void }).close?.();
+        await teacher.close?.();
         throw e;
       }
       const steps = trajectories.reduce((n, t) => n + t.steps.length, 0);
@@ -54,7 +54,7 @@ export function registerSft(program: Command): void {
       } finally {
         bar.stop();
         buffer?.close();
-        (teacher as { close?: () => void }).close?.();
+        await teacher.close?.();
       }
     });
 }

@@ -4,7 +4,7 @@ import { curriculumConfigSchema } from "../curriculum/index.ts";
 import { defaultSplits } from "../envs/index.ts";
 import { grpoConfigSchema, ppoConfigSchema } from "../rl/index.ts";
 
-/** Every setting of a training run, each with its default: what `config.json` stores. */
+/** Every setting of a training run, each with its default and its bounds: what `config.json` stores. */
 export const trainConfigSchema = z.strictObject({
   env: z.string().default("webshop"),
   /** real: RL in the real env; dreamgym: RL in the synthetic env; s2r: dreamgym, then RL in the real env. */
@@ -14,11 +14,11 @@ export const trainConfigSchema = z.strictObject({
    * Training interactions of the first phase: real env steps (real), synthetic steps (dreamgym, and
    * s2r's synthetic phase). The last iteration may run past it by less than one iteration.
    */
-  budget: z.number().int().min(1).default(20_000),
+  budget: z.number().int().min(1).max(1e9).default(20_000),
   /** s2r: real env steps of the second phase. */
-  realBudget: z.number().int().min(0).default(0),
+  realBudget: z.number().int().min(0).max(1e9).default(0),
   /** Stop after this much training wall time too (0: no limit), e.g. to compare at equal wall time. */
-  maxSeconds: z.number().min(0).default(0),
+  maxSeconds: z.number().min(0).max(1e7).default(0),
   /** dreamgym/s2r: the buffer with offline trajectories (abstract states) that grounds the experience model; copied into the run folder. */
   buffer: z.string().optional(),
   /** dreamgym/s2r: "default" (the embedded model) or a chat model (http://host/v1#model, openai:model, gguf:file). */
@@ -28,12 +28,12 @@ export const trainConfigSchema = z.strictObject({
   /** Grow the buffer with the synthetic episodes and give the model retrieved demos (off: the ablation). */
   replay: z.boolean().default(true),
   /** Retrieved demos per synthetic step. */
-  demos: z.number().int().min(0).default(5),
+  demos: z.number().int().min(0).max(100).default(5),
   /**
    * Synthetic transitions the run's buffer keeps besides the offline seed (which always stays): the
    * oldest episodes go first, at each checkpoint. Bounds retrieval time as the buffer grows (0: no bound).
    */
-  bufferCapacity: z.number().int().min(0).default(40_000),
+  bufferCapacity: z.number().int().min(0).max(1e9).default(40_000),
   /** A chat model's response cache (SQLite). */
   cache: z.string().optional(),
   /** Seconds a chat model's HTTP attempt may take (a timed-out attempt fails its call, not retried). */
@@ -42,30 +42,30 @@ export const trainConfigSchema = z.strictObject({
    * Failed chat calls in a row, or tasks with failed synthetic steps and no good step between, that stop the run,
    * checkpointed (an endpoint that never answered stops it at the first call).
    */
-  maxFailures: z.number().int().min(1).default(10),
+  maxFailures: z.number().int().min(1).max(1e6).default(10),
   curriculum: curriculumConfigSchema.prefault({}),
-  seed: z.number().int().min(0).default(0),
+  seed: z.number().int().min(0).max(2 ** 52).default(0),
   /** Tasks sampled per iteration, each rolled out `rolloutsPerTask` times (GRPO's group size G). */
-  tasksPerIteration: z.number().int().min(1).default(16),
-  rolloutsPerTask: z.number().int().min(2).default(8),
+  tasksPerIteration: z.number().int().min(1).max(1e5).default(16),
+  rolloutsPerTask: z.number().int().min(2).max(1e4).default(8),
   /** Episodes played at once (envs in the pool). */
-  concurrency: z.number().int().min(1).default(4),
+  concurrency: z.number().int().min(1).max(1024).default(4),
   /** Tasks to train on (default: webshop train, alfworld valid_train). */
   trainSplit: z.string().optional(),
   /** Tasks to evaluate on (default: webshop test, alfworld valid_unseen). */
   evalSplit: z.string().optional(),
   /** Evaluate every this many iterations (0: only at the end). */
-  evalEvery: z.number().int().min(0).default(10),
+  evalEvery: z.number().int().min(0).max(1e9).default(10),
   /** Tasks (the first of the eval split) in an interval evaluation. */
-  evalTasks: z.number().int().min(1).default(100),
+  evalTasks: z.number().int().min(1).max(1e6).default(100),
   /** Tasks in the final evaluation. */
-  finalEvalTasks: z.number().int().min(1).default(500),
-  checkpointEvery: z.number().int().min(1).default(5),
-  maxSteps: z.number().int().min(1).optional(),
+  finalEvalTasks: z.number().int().min(1).max(1e6).default(500),
+  checkpointEvery: z.number().int().min(1).max(1e9).default(5),
+  maxSteps: z.number().int().min(1).max(1e6).optional(),
   dataDir: z.string().optional(),
   /** Start from this policy file (a run's `checkpoints/iter-*.policy`) instead of fresh weights, e.g. S2R from a DreamGym run. */
   initPolicy: z.string().optional(),
-  policy: z.strictObject({ dim: z.number().int().min(16).default(32768), hidden: z.number().int().min(1).default(16) }).prefault({}),
+  policy: z.strictObject({ dim: z.number().int().min(16).max(1 << 24).default(32768), hidden: z.number().int().min(1).max(4096).default(16) }).prefault({}),
   grpo: grpoConfigSchema.prefault({}),
   ppo: ppoConfigSchema.prefault({}),
 });
