@@ -246,7 +246,7 @@ function cases(): Case[] {
   add(tr("t-model-url", "--mode", "dreamgym", "--buffer", f("good.db"), "--experience", "http://127.0.0.1:9/v1"), /names no model/, [o("t-model-url")]);
   add(tr("t-hybrid", "--mode", "real", "--hybrid"), /--hybrid applies to the synthetic env/, [o("t-hybrid")]);
   add(tr("t-s2r", "--mode", "s2r", "--buffer", f("good.db")), /realBudget/, [o("t-s2r")]);
-  add(tr("t-alf", "--env", "alfworld", "--mode", "dreamgym", "--buffer", f("good.db")), /use --mode real/, [o("t-alf")]);
+  add(tr("t-alf", "--env", "alfworld", "--mode", "dreamgym", "--buffer", f("good.db")), /lists no actions, so the policy has no candidates/, [o("t-alf")]);
   add(["train", "--resume", f("no-such-run")], /holds no run/, [f("no-such-run")]);
   add(["train", "--resume", f("run-bad-config")], /config\.json:1:\d+: corrupt JSON/);
   add(["train", "--resume", f("run-bad-latest")], /latest\.json:1:\d+: corrupt JSON/);

@@ -3,7 +3,7 @@ import { createHash } from "node:crypto";
 import { closeSync, existsSync, fstatSync, ftruncateSync, openSync, readFileSync, writeSync } from "node:fs";
 import { abstractEnv, DataError, InvalidConfigError, type Env, type StateAbstraction, type Task } from "../core/index.ts";
 import { createEnv, defaultSplits, envTasks, syntheticSupport } from "../envs/index.ts";
-import { createChatModel } from "../llm/index.ts";
+import { createChatModel, parseModelSpec } from "../llm/index.ts";
 import { deriveSeed, playEpisodes, type Episode, type EpisodeJob } from "../core/index.ts";
 import { groupLines } from "../rl/llm-export.ts";
 import { LlmPolicy, type LlmStepRecord } from "../rl/llm-policy.ts";
@@ -165,6 +165,7 @@ async function rollout(o: RolloutOptions): Promise<void> {
   const format = o.format;
   o.split ??= defaultSplits(o.env).eval;
   checkOutputFile(o.out); // a bad --out fails before any model call is paid for
+  parseModelSpec(o.model); // and a malformed model string before the output is opened
   // Envs first (a bad env, split or data folder fails before the model's cache is opened).
   const real = Array.from({ length: o.concurrency }, () => createEnv(o.env, { dataDir: o.data, split: o.split, maxSteps: o.maxSteps }));
   let abstraction: StateAbstraction;
