@@ -1,4 +1,4 @@
-// `npm run bench`: prints the figures the README quotes. Timings, never assertions.
+// `npm run bench`: prints the figures docs/benchmarks.md quotes. Timings, never assertions.
 // `npm run bench -- --large` adds the 1M-transition buffer (a few minutes, ~1.5 GB of disk).
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";

@@ -7,7 +7,7 @@ import { run } from "./helpers.ts";
 import { readJsonlAll, type Trajectory } from "../src/core/index.ts";
 
 
-test("collect writes trajectories in the DESIGN.md format", async () => {
+test("collect writes trajectories in the documented format (docs/data-formats.md)", async () => {
   const out = join(mkdtempSync(join(tmpdir(), "dreamgym-cli-")), "oracle.jsonl");
   const r = run(["collect", "--env", "webshop", "--policy", "oracle", "--episodes", "12", "--split", "train", "--out", out]);
   assert.equal(r.status, 0, r.stderr);

@@ -7,7 +7,7 @@ import { DataError } from "../core/index.ts";
 export const PACKAGE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
 
 const HOW_TO_GET =
-  "Get the data pack (WebShop, ALFWorld, WebArena files; see the README's 'Data' section) and pass " +
+  "Get the data pack (WebShop, ALFWorld, WebArena files; see docs/data-formats.md) and pass " +
   "--data <folder>, set DREAMGYM_DATA=<folder>, or place it at ../shared/data beside the project.";
 
 /**

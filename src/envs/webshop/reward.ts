@@ -129,7 +129,7 @@ export interface GetRewardOptions {
   verbose?: boolean;
   /**
    * Compare goal option *values* instead of the reference's `(name, value)` pairs. The pairs make
-   * some exact purchases score below 1 (see the README); the default keeps the reference's rule.
+   * some exact purchases score below 1 (see docs/webshop-fidelity.md); the default keeps the reference's rule.
    */
   goalOptionValues?: boolean;
 }

@@ -5,7 +5,7 @@ import { stemmer } from "stemmer";
  * (standard tokenizer, possessive removal, lower case, the 33 English stop words, Porter stemming)
  * and Lucene's BM25 (k1 = 0.9, b = 0.4, document lengths stored lossily in one byte, ties by
  * document order). We write this small engine ourselves because the npm BM25 libraries neither
- * expose Lucene's length encoding nor meet the 0.5 ms search budget; see the README.
+ * expose Lucene's length encoding nor meet the 0.5 ms search budget; see docs/dev/dependencies.md.
  */
 
 /** Lucene's EnglishAnalyzer stop set. */

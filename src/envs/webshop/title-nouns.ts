@@ -4,7 +4,7 @@ import model from "wink-eng-lite-web-model";
 /**
  * The lower-cased nouns and proper nouns of a product title, as WebShop's `get_type_reward` takes
  * them from spaCy's `en_core_web_lg` (tags NOUN / PROPN). We use wink-nlp's English model, which
- * tags in the same Universal POS set; the README lists how close it comes to spaCy.
+ * tags in the same Universal POS set; docs/webshop-fidelity.md lists how close it comes to spaCy.
  *
  * Tags must be a function of the title alone, whatever the process read before. wink-nlp (2.4.0)
  * adds every out-of-vocabulary token it meets to its model's lexicon, and its tokenizer looks a whole
