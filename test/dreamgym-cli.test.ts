@@ -110,6 +110,17 @@ test("s2r trains in the synthetic env, then the real one; configs that cannot ru
   const phases = metrics.map((m) => m.phase);
   assert.ok(phases.indexOf("real") > 0 && phases.lastIndexOf("synthetic") < phases.indexOf("real"), phases.join(","));
   assert.ok((metrics.at(-1)!.realInteractions as number) >= 600 && (metrics.at(-1)!.syntheticInteractions as number) >= 600);
+
+  // The same S2R as a DreamGym run that goes on in the real env: `--resume DIR --mode s2r --real-budget N`.
+  const dg = join(root, "dg");
+  const common = ["--hybrid", "--buffer", join(root, "seed.db"), "--budget", "600", "--tasks-per-iter", "4", "--group", "2", "--eval-every", "0", "--final-eval-tasks", "10", "--set", "policy.dim=1024"];
+  assert.equal(run(["train", "--mode", "dreamgym", ...common, "--out", dg]).status, 0);
+  assert.match(run(["train", "--resume", dg, "--mode", "real"]).stderr, /a resumed run can only go on to a real phase/);
+  const more = run(["train", "--resume", dg, "--mode", "s2r", "--real-budget", "600"]);
+  assert.equal(more.status, 0, more.stderr);
+  const a = JSON.parse(readFileSync(join(dir, "summary.json"), "utf8"));
+  const b = JSON.parse(readFileSync(join(dg, "summary.json"), "utf8"));
+  assert.deepEqual([b.config.mode, b.realInteractions, b.syntheticInteractions, b.final], [a.config.mode, a.realInteractions, a.syntheticInteractions, a.final], "the same policy, counters and final evaluation as the S2R run");
   const refuse = (args: string[], message: RegExp) => {
     const out = join(root, `refused-${Math.random().toString(36).slice(2)}`);
     const x = run(["train", ...args, "--out", out]);

@@ -1,8 +1,8 @@
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { InvalidConfigError } from "../core/index.ts";
 import { join } from "node:path";
 import type { Command } from "commander";
-import { train, type TrainSummary } from "../train/index.ts";
+import { resumeTraining, train, type TrainSummary } from "../train/index.ts";
 import { parseIntOption } from "./episodes.ts";
 import { checkOutputFolder } from "./output.ts";
 import { playScripted, seedWebShopBuffer } from "./seed-data.ts";
@@ -46,11 +46,17 @@ async function demo(o: DemoOptions): Promise<void> {
   const hybrid = await run("dreamgym", `3. DreamGym: GRPO in the synthetic env (embedded model; purchase rewards from WebShop's reward function), ${o.budget} synthetic steps, 0 real`, { ...common, mode: "dreamgym", hybrid: true, budget: o.budget });
   // 4. Real-env RL given the same wall time as DreamGym.
   const realRl = await run("real", `4. real-env GRPO for the same wall time (${hybrid.wallSeconds.toFixed(0)} s)`, { ...common, mode: "real", budget: 10_000_000, maxSeconds: hybrid.wallSeconds });
-  // 5. Sim-to-real: DreamGym's policy, then a small real budget.
-  const latest = JSON.parse(readFileSync(join(o.out, "dreamgym", "checkpoints", "latest.json"), "utf8")) as { policyFile: string };
-  const s2r = await run("s2r", `5. DreamGym-S2R: DreamGym's policy, then ${o.realBudget} real steps`, {
-    ...common, mode: "real", budget: o.realBudget, initPolicy: join(o.out, "dreamgym", "checkpoints", latest.policyFile),
-  });
+  // 5. Sim-to-real: the DreamGym run (a copy) goes on in the real env for a small real budget, as
+  //    `train --resume <copy> --mode s2r --real-budget N` does.
+  console.log(`5. DreamGym-S2R: the DreamGym run goes on with ${o.realBudget} real steps`);
+  cpSync(join(o.out, "dreamgym"), join(o.out, "s2r"), { recursive: true });
+  const s2rHook = progressHook();
+  let s2r: TrainSummary;
+  try {
+    s2r = await resumeTraining(join(o.out, "s2r"), s2rHook, { mode: "s2r", realBudget: o.realBudget });
+  } finally {
+    s2rHook.stop();
+  }
   // 6. Real-env RL with as many real steps as S2R used.
   const realSmall = await run("real-small", `6. real-env GRPO with S2R's real steps (${s2r.realInteractions})`, { ...common, mode: "real", budget: s2r.realInteractions });
 
@@ -59,7 +65,7 @@ async function demo(o: DemoOptions): Promise<void> {
     ["real-env GRPO (same wall time as DreamGym)", realRl.final.score, realRl.final.success, realRl.realInteractions, 0, realRl.wallSeconds],
     ["real-env GRPO (same real steps as S2R)", realSmall.final.score, realSmall.final.success, realSmall.realInteractions, 0, realSmall.wallSeconds],
     ["DreamGym (0 real)", hybrid.final.score, hybrid.final.success, 0, hybrid.syntheticInteractions, hybrid.wallSeconds],
-    ["DreamGym-S2R", s2r.final.score, s2r.final.success, s2r.realInteractions, hybrid.syntheticInteractions, hybrid.wallSeconds + s2r.wallSeconds],
+    ["DreamGym-S2R", s2r.final.score, s2r.final.success, s2r.realInteractions, s2r.syntheticInteractions, s2r.wallSeconds],
   ];
   const table = [
     "| method | test score | test success | real training steps | synthetic steps | training wall time |",

@@ -142,5 +142,9 @@ export interface TrainHooks {
   onIteration?: (m: IterationMetrics, config: TrainConfig) => void;
 }
 
-/** Settings a resumed run may change: they decide when it stops, not what it computes. */
-export type ResumeOverrides = Partial<Pick<TrainConfig, "requestTimeout" | "maxFailures">>;
+/**
+ * Settings a resumed run may change: when it stops (`requestTimeout`, `maxFailures`), and, for a
+ * DreamGym run, a real phase after its synthetic one (`mode: "s2r"` with `realBudget`): sim-to-real
+ * continuing the same run, its policy, optimiser and counters.
+ */
+export type ResumeOverrides = Partial<Pick<TrainConfig, "requestTimeout" | "maxFailures" | "realBudget">> & { mode?: "s2r" };
