@@ -98,7 +98,13 @@ export async function makeSyntheticPool(config: TrainConfig, bufferFile: string,
     abstraction: support.abstraction, rewards: support.rewards,
     chat: { concurrency: config.concurrency, cache: config.cache, timeoutMs: 1000 * config.requestTimeout, maxFailures: config.maxFailures },
   });
-  const buffer = ReplayBuffer.open(bufferFile);
+  let buffer: ReplayBuffer;
+  try {
+    buffer = ReplayBuffer.open(bufferFile);
+  } catch (e) {
+    await model.close();
+    throw e;
+  }
   // Without replay the reasoning model gets no demos; the embedded model is retrieval itself, so it
   // keeps reading the offline seed, which then never grows.
   const demos = config.replay || !model.chat ? config.demos : 0;
@@ -110,7 +116,11 @@ export async function makeSyntheticPool(config: TrainConfig, bufferFile: string,
     return actions ? withActions(env, actions) : env;
   });
   const generator = parts.taskGenerator
-    ?? (model.chat ? new LlmTaskGenerator({ chat: model.chat, profile: support.abstraction.profile }) : await envTaskGenerator(config));
+    ?? (model.chat ? new LlmTaskGenerator({ chat: model.chat, profile: support.abstraction.profile }) : await envTaskGenerator(config).catch(async (e) => {
+      buffer.close();
+      await model.close();
+      throw e;
+    }));
   return {
     envs, tasks, buffer, generator, tokens: model.tokens,
     trim: async () => {
