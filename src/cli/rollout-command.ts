@@ -5,8 +5,7 @@ import { abstractEnv, DataError, InvalidConfigError, type Env, type StateAbstrac
 import { createEnv, defaultSplits, envTasks, syntheticSupport } from "../envs/index.ts";
 import { createChatModel, parseModelSpec } from "../llm/index.ts";
 import { deriveSeed, playEpisodes, type Episode, type EpisodeJob } from "../core/index.ts";
-import { groupLines } from "../rl/llm-export.ts";
-import { LlmPolicy, type LlmStepRecord } from "../rl/llm-policy.ts";
+import { groupLines, LlmPolicy, type LlmStepRecord } from "../rl/index.ts";
 import { endpointOptions, endpointSettings } from "./endpoint-options.ts";
 import { parseIntOption } from "./episodes.ts";
 import { checkOutputFile } from "./output.ts";

@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { closing, JsonlWriter } from "../core/index.ts";
 import { ReplayBuffer } from "../buffer/index.ts";
-import { importJsonl } from "../buffer/importers.ts";
+import { importJsonl } from "../buffer/index.ts";
 import { createEnv, syntheticSupport } from "../envs/index.ts";
 import { abstractTrajectory } from "../experience/index.ts";
 import { playScriptedEpisodes } from "./episodes.ts";

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { Rng, Task } from "../core/index.ts";
-import { EndpointFailedError } from "../llm/breaker.ts";
+import { EndpointFailedError } from "../llm/index.ts";
 
 /**
  * DreamGym's curriculum: tasks where the policy sometimes succeeds and sometimes fails are the most

@@ -1,6 +1,6 @@
 import { FREE_TEXT_SLOT, InvalidConfigError } from "../core/index.ts";
-import { EndpointFailedError } from "../llm/breaker.ts";
-import type { ChatMessage, ChatModel } from "../llm/chat-model.ts";
+import { EndpointFailedError } from "../llm/index.ts";
+import type { ChatMessage, ChatModel } from "../llm/index.ts";
 import type { ActOptions, Decision, Policy, PolicyInput } from "./policy.ts";
 
 export interface LlmPolicyOptions {
