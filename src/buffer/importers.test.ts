@@ -93,7 +93,7 @@ test("the trajectory schema: with the env registry's rules, unknown envs and rew
   const t = makeTrajectory(1, { env: "webshop" });
   assert.doesNotThrow(() => parseTrajectory(t, rules));
   const bad = (over: Record<string, unknown>) => ({ ...t, ...over });
-  assert.throws(() => parseTrajectory(bad({ env: "nowhere" }), rules), /unknown env "nowhere" \(known: webshop\)/);
+  assert.throws(() => parseTrajectory(bad({ env: "nowhere" }), rules), /unknown env "nowhere" \(known: webshop, counter\)/);
   assert.throws(() => parseTrajectory(bad({ steps: [{ ...t.steps[0], reward: 1e308 }], total_reward: 1 }), rules), /steps\[0\]\.reward 1e\+308 is outside webshop's reward range \[0, 1\]/);
   assert.throws(() => parseTrajectory(bad({ steps: [{ ...t.steps[0], reward: 0 }], total_reward: -5 }), rules), /"total_reward" -5 is outside/);
   assert.throws(() => parseTrajectory(bad({ steps: [], total_reward: 0 })), /"steps" is empty/);
