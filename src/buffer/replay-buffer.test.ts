@@ -342,3 +342,19 @@ test("deleteTrajectories removes whole trajectories by policy label, never the s
   assert.equal((await again.appendTrajectories(online.slice(1))).added, 2);
   again.close();
 });
+
+test("findExact: the steps of exactly this action in exactly this state, the task's own first, without a search", async () => {
+  const b = ReplayBuffer.open(tempFile("exact.db"));
+  const step = (task: string, action: string, reward: number) => ({
+    env: "toy", task: { id: task, instruction: "collect" }, source: "real" as const, total_reward: reward, success: false, created_at: new Date(0).toISOString(),
+    steps: [{ observation: "room: hall", action, reward, next_observation: `room: hall after ${action} in ${task}`, terminated: false, truncated: false }],
+  });
+  await b.appendTrajectories([step("a", "take gem", 1), step("b", "take gem", 2), step("c", "look", 0)]);
+  assert.deepEqual(b.findExact({ state: "room: hall", action: "take gem" }).map((t) => t.task.id), ["a", "b"]);
+  assert.deepEqual(b.findExact({ state: "room: hall", action: "take gem" }, { preferTask: "b" }).map((t) => t.task.id), ["b", "a"]);
+  assert.deepEqual(b.findExact({ state: "room: hall", action: "take gem" }, { excludeTask: "a", env: "toy" }).map((t) => t.reward), [2]);
+  assert.deepEqual(b.findExact({ state: "room: hall", action: "take gem" }, { env: "other" }), []);
+  assert.deepEqual(b.findExact({ state: "room: attic", action: "take gem" }), []);
+  assert.deepEqual(b.findExact({ state: "room: hall", action: "take key" }), []);
+  b.close();
+});

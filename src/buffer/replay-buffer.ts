@@ -480,6 +480,37 @@ export class ReplayBuffer {
     return readTrajectories(this.db, filter);
   }
 
+  /**
+   * The transitions that took exactly `action` in exactly `state` (oldest first, at most `limit`), by
+   * the stored texts' keys, without embedding anything: what a model that only replays recorded steps
+   * needs, at a cost that does not grow with the buffer's vectors.
+   */
+  findExact(query: { state: string; action: string }, opts: { env?: string; excludeTask?: string; preferTask?: string; limit?: number } = {}): StoredTransition[] {
+    this.checkOpen();
+    this.followOtherWriters();
+    let key = textKey(query.state);
+    let stateId: number | undefined;
+    for (;;) {
+      const found = this.stmts.selectText.get(key) as Row | undefined;
+      if (!found) break;
+      if (found.text === query.state) {
+        stateId = Number(found.id);
+        break;
+      }
+      key = (key + 1n) & 0x7fffffffffffffffn; // as textId probes past a colliding key
+    }
+    if (stateId === undefined) return [];
+    const conds = ["x.state_id = ?", "x.action = ?"];
+    const args: (string | number)[] = [stateId, query.action];
+    if (opts.env !== undefined) conds.push("x.env = ?"), args.push(opts.env);
+    if (opts.excludeTask !== undefined) conds.push("x.task_id != ?"), args.push(opts.excludeTask);
+    // The task's own steps first (`preferTask`), then the oldest.
+    const order = opts.preferTask !== undefined ? "ORDER BY x.task_id = ? DESC, x.id" : "ORDER BY x.id";
+    if (opts.preferTask !== undefined) args.push(opts.preferTask);
+    const rows = this.sql(`${SELECT_TRANSITIONS} WHERE ${conds.join(" AND ")} ${order} LIMIT ?`).all(...args, opts.limit ?? 10) as Row[];
+    return rows.map(toTransition);
+  }
+
   /** Builds the search index now instead of at the first search (HNSW for buffers above the threshold, then saved). */
   buildIndex(): void {
     this.checkOpen();

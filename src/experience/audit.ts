@@ -90,7 +90,7 @@ export async function auditModel(trajectories: Trajectory[], opts: AuditOptions)
     for (const s of t.steps) {
       const state = a.abstract(s.observation);
       const real = a.abstract(s.next_observation, s.info);
-      const demos = opts.buffer ? await retrieveDemos(opts.buffer, a, { state, action: s.action }, { k, excludeTask: t.task.id }) : [];
+      const demos = opts.buffer ? await retrieveDemos(opts.buffer, a, { state, action: s.action }, { k, excludeTask: t.task.id, exact: opts.model.exactDemos?.(state) }) : [];
       const started = performance.now();
       const p = await opts.model.predict({ task: t.task, history, state, action: s.action, demos });
       latency += performance.now() - started;

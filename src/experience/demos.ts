@@ -9,6 +9,10 @@ export interface DemoOptions {
   sameAction?: boolean;
   /** Leave out demos of this task (held-out evaluation). */
   excludeTask?: string;
+  /** Only the recorded steps of this very action in this very state (a model that replays, not transfers). */
+  exact?: boolean;
+  /** With `exact`: this task's own steps first. */
+  preferTask?: string;
 }
 
 /**
@@ -18,6 +22,12 @@ export interface DemoOptions {
  */
 export async function retrieveDemos(buffer: ReplayBuffer, abstraction: StateAbstraction, query: { state: string; action: string }, opts: DemoOptions): Promise<Demo[]> {
   if (buffer.transitions === 0) return [];
+  if (opts.exact) {
+    return buffer.findExact(query, { env: abstraction.env, excludeTask: opts.excludeTask, preferTask: opts.preferTask, limit: opts.k }).map((t) => ({
+      state: abstraction.abstract(t.state), action: t.action, nextState: abstraction.abstract(t.nextState, t.info),
+      reward: t.reward, terminated: t.terminated, task: t.task, source: t.source, score: 1,
+    }));
+  }
   const vector = await buffer.embedQuery(query);
   const env = abstraction.env;
   const fetch = opts.excludeTask === undefined ? opts.k : opts.k * 3; // room for the excluded task's own transitions

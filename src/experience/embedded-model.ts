@@ -37,19 +37,24 @@ export class EmbeddedExperienceModel implements ExperienceModel {
     this.minScore = opts.minScore ?? 0.2;
   }
 
+  /** A free-text env's steps are replayed only from the same command in the same state (see `predict`). */
+  exactDemos(state: string): boolean {
+    return this.abstraction.actions(state) === undefined;
+  }
+
   async predict({ task, state, action, demos }: PredictInput): Promise<Prediction> {
-    const usable = demos.filter((d) => d.score >= this.minScore);
-    if (usable.length === 0) return { nextState: state, reward: 0, terminated: false, info: { failed: "no similar transition in the buffer" } };
     const norm = (a: string) => a.trim().toLowerCase();
     // A free-text env (a parser game: its states list no actions) takes any text, and what a command
     // does there depends on the exact state (is the gem here?): only a demo of this very command in
     // this very state is trusted. Anything else is a command it cannot vouch for, an invalid no-op,
     // so a policy cannot harvest a reward recorded elsewhere.
     if (this.abstraction.actions(state) === undefined) {
-      const here = usable.filter((d) => norm(d.action) === norm(action) && this.abstraction.abstract(d.state) === state);
+      const here = demos.filter((d) => norm(d.action) === norm(action) && this.abstraction.abstract(d.state) === state);
       if (here.length === 0) return { nextState: state, reward: 0, terminated: false, info: { invalid: true, unrecorded: true } };
       return this.replay(here, task, state);
     }
+    const usable = demos.filter((d) => d.score >= this.minScore);
+    if (usable.length === 0) return { nextState: state, reward: 0, terminated: false, info: { failed: "no similar transition in the buffer" } };
     const sameAction = usable.filter((d) => norm(d.action) === norm(action));
     // Else a demo whose action did the same kind of thing: another search, another option or
     // another item of a list — never a different button (a size click must not act as "buy now").

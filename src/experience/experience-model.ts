@@ -42,4 +42,6 @@ export interface Prediction {
 export interface ExperienceModel {
   readonly id: string;
   predict(input: PredictInput): Promise<Prediction>;
+  /** Whether, in this state, the model reads only exact recorded steps (then retrieval looks them up instead of searching by similarity). */
+  exactDemos?(state: string): boolean;
 }
