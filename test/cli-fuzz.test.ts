@@ -57,7 +57,7 @@ before(async () => {
   writeFileSync(f("reward-negative.jsonl"), line(traj({ total_reward: -5, steps: [{ ...good[1].steps[0], reward: -5 }] })) + "\n");
   writeFileSync(f("unknown-env.jsonl"), line(traj({ env: "nowhere" })) + "\n");
   writeFileSync(f("no-steps.jsonl"), line(traj({ steps: [], total_reward: 0 })) + "\n");
-  // Buffers: a good one, one with corrupt pages (opens fine; reading its texts fails), and files that are not buffers.
+  // Buffers: a good one, one with corrupt pages (opens fine; reading or looking up its texts fails), and files that are not buffers.
   const b = ReplayBuffer.open(f("good.db"));
   await b.appendTrajectories(Array.from({ length: 300 }, (_, i) => makeTrajectory(i, { env: "webshop", steps: 4 })));
   b.close();
@@ -67,7 +67,8 @@ before(async () => {
   const db = new Database(f("corrupt.db"));
   db.pragma("wal_checkpoint(TRUNCATE)");
   const pageSize = Number(db.pragma("page_size", { simple: true }));
-  const pages = (db.prepare("SELECT pageno FROM dbstat WHERE name = 'texts' AND pagetype = 'leaf'").all() as { pageno: number }[]).map((r) => r.pageno);
+  // The texts and their key index: any read of a text, or lookup of one by its key, meets a corrupt page.
+  const pages = (db.prepare("SELECT pageno FROM dbstat WHERE name IN ('texts', 'sqlite_autoindex_texts_1') AND pagetype = 'leaf'").all() as { pageno: number }[]).map((r) => r.pageno);
   db.close();
   assert.ok(pages.length >= 3, "the corrupt buffer's texts span pages");
   const fd = openSync(f("corrupt.db"), "r+");
