@@ -1,18 +1,13 @@
 import type { Command } from "commander";
-import { InvalidConfigError } from "../core/index.ts";
 import { parseIntOption } from "./episodes.ts";
+import { parseNumberOption } from "./options.ts";
 
 /** The defaults, shared with the training config. */
 export const DEFAULT_REQUEST_TIMEOUT_S = 60;
 export const DEFAULT_MAX_FAILURES = 10;
 
-export function parseSeconds(name: string) {
-  return (value: string): number => {
-    const s = Number(value);
-    if (value.trim() === "" || !Number.isFinite(s) || s <= 0 || s > 86_400) throw new InvalidConfigError(`--${name} must be a number of seconds in (0, 86400], got "${value}"`);
-    return s;
-  };
-}
+/** Seconds in (0, 86400]. */
+export const parseSeconds = (name: string) => parseNumberOption(name, 0, 86_400, { minOpen: true });
 
 /** `--request-timeout` and `--max-failures`, for every command that calls an LLM or embedder endpoint. */
 export function endpointOptions(cmd: Command): Command {

@@ -26,12 +26,12 @@ export function parseIntOption(name: string, min = 0, max = MAX[name] ?? DEFAULT
   };
 }
 
-/** A commander parser for a number flag in [min, max] (`maxOpen`: max itself is excluded). */
-export function parseNumberOption(name: string, min: number, max: number, opts: { maxOpen?: boolean } = {}) {
+/** A commander parser for a number flag in [min, max] (`minOpen`/`maxOpen`: that end itself is excluded). */
+export function parseNumberOption(name: string, min: number, max: number, opts: { minOpen?: boolean; maxOpen?: boolean } = {}) {
   return (value: string): number => {
     const n = value.trim() === "" ? NaN : Number(value);
-    if (!Number.isFinite(n) || n < min || n > max || (opts.maxOpen && n === max)) {
-      throw new InvalidConfigError(`${flagName(name)} must be a number in [${min}, ${max}${opts.maxOpen ? ")" : "]"}, got "${value}"`);
+    if (!Number.isFinite(n) || n < min || n > max || (opts.minOpen && n === min) || (opts.maxOpen && n === max)) {
+      throw new InvalidConfigError(`${flagName(name)} must be a number in ${opts.minOpen ? "(" : "["}${min}, ${max}${opts.maxOpen ? ")" : "]"}, got "${value}"`);
     }
     return n;
   };

@@ -1,6 +1,6 @@
-import { accessSync, closeSync, constants, existsSync, fstatSync, fsyncSync, ftruncateSync, openSync, renameSync, rmSync, statSync, writeSync } from "node:fs";
+import { accessSync, closeSync, constants, existsSync, fstatSync, fsyncSync, ftruncateSync, openSync, renameSync, rmSync, statSync } from "node:fs";
 import { dirname, resolve } from "node:path";
-import { DataError } from "../core/index.ts";
+import { DataError, writeAll } from "../core/index.ts";
 import { tagFile } from "./errors.ts";
 
 /** The nearest folder on the way up from `path` that exists (the one a mkdir -p would write into). */
@@ -39,11 +39,6 @@ export function checkOutputFile(file: string, flag = "--out"): void {
 export function checkOutputFolder(dir: string, flag = "--out"): void {
   if (existsSync(dir) && !statSync(dir).isDirectory()) throw new DataError(`${flag} is a file, not a folder; give a folder path`, { file: dir });
   checkWritableFolder(nearestExisting(dir), dir, flag);
-}
-
-/** Writes all of `data` (a full disk first writes part of a buffer, then fails). */
-function writeAll(fd: number, data: Buffer): void {
-  for (let off = 0; off < data.length; ) off += writeSync(fd, data, off, data.length - off);
 }
 
 /**

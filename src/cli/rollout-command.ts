@@ -1,13 +1,13 @@
 import type { Command } from "commander";
 import { createHash } from "node:crypto";
-import { closeSync, existsSync, fstatSync, ftruncateSync, openSync, readFileSync, writeSync } from "node:fs";
-import { abstractEnv, DataError, InvalidConfigError, type Env, type StateAbstraction, type Task } from "../core/index.ts";
+import { closeSync, existsSync, fstatSync, ftruncateSync, openSync, readFileSync } from "node:fs";
+import { abstractEnv, DataError, deriveSeed, InvalidConfigError, playEpisodes, writeAll, type Env, type Episode, type EpisodeJob, type StateAbstraction, type Task } from "../core/index.ts";
 import { createEnv, defaultSplits, envTasks, syntheticSupport } from "../envs/index.ts";
 import { createChatModel, parseModelSpec } from "../llm/index.ts";
-import { deriveSeed, playEpisodes, type Episode, type EpisodeJob } from "../core/index.ts";
 import { groupLines, LlmPolicy, type LlmStepRecord } from "../rl/index.ts";
 import { endpointOptions, endpointSettings } from "./endpoint-options.ts";
 import { parseIntOption } from "./episodes.ts";
+import { parseNumberOption } from "./options.ts";
 import { checkOutputFile } from "./output.ts";
 import { progressBar } from "./progress.ts";
 
@@ -138,7 +138,7 @@ class GroupAppender {
     const data = Buffer.from(rows.map((r) => JSON.stringify(r) + "\n").join(""));
     const size = fstatSync(this.fd).size;
     try {
-      for (let at = 0; at < data.length; ) at += writeSync(this.fd, data, at);
+      writeAll(this.fd, data);
     } catch (e) {
       try {
         ftruncateSync(this.fd, size);
@@ -153,11 +153,6 @@ class GroupAppender {
   }
 }
 
-function parseTemperature(value: string): number {
-  const t = Number(value);
-  if (value.trim() === "" || !Number.isFinite(t) || t < 0 || t > 2) throw new InvalidConfigError(`--temperature must be a number in [0, 2], got "${value}"`);
-  return t;
-}
 
 async function rollout(o: RolloutOptions): Promise<void> {
   if (o.format !== "steps" && o.format !== "trajectories") throw new InvalidConfigError(`--format must be steps or trajectories, got "${o.format}"`);
@@ -266,7 +261,7 @@ export function registerRollout(program: Command): void {
     .option("--start <n>", "first task index within the split", parseIntOption("start"), 0)
     .option("--concurrency <n>", "episodes at once (and model calls in flight)", parseIntOption("concurrency", 1), 4)
     .option("--seed <n>", "run seed (each episode's seeds derive from it, the task and the rollout)", parseIntOption("seed"), 0)
-    .option("--temperature <t>", "sampling temperature", parseTemperature, 0.7)
+    .option("--temperature <t>", "sampling temperature", parseNumberOption("temperature", 0, 2), 0.7)
     .option("--max-steps <n>", "steps before truncation", parseIntOption("max-steps", 1))
     .option("--max-tokens <n>", "completion tokens per model call", parseIntOption("max-tokens", 1))
     .option("--cache <file>", "the model's response cache (SQLite): a rerun replays it")

@@ -78,9 +78,7 @@ export class JsonlWriter {
   }
   write(...records: unknown[]): void {
     if (records.length === 0) return;
-    const data = Buffer.from(records.map((r) => JSON.stringify(r)).join("\n") + "\n");
-    // A nearly full disk writes part of the buffer before it fails: write the rest, or fail.
-    for (let off = 0; off < data.length; ) off += writeSync(this.fd, data, off, data.length - off);
+    writeAll(this.fd, Buffer.from(records.map((r) => JSON.stringify(r)).join("\n") + "\n"));
   }
   /** Flushes to disk (a no-op for files that cannot be synced, like /dev/null or a pipe). */
   sync(): void {
@@ -96,6 +94,11 @@ export class JsonlWriter {
     closeSync(this.fd);
     this.fd = -1;
   }
+}
+
+/** Writes all of `data` to `fd`: a nearly full disk writes part of it before it fails, so write the rest, or fail. */
+export function writeAll(fd: number, data: Uint8Array): void {
+  for (let off = 0; off < data.length; ) off += writeSync(fd, data, off, data.length - off);
 }
 
 /** Writes a file beside its target, flushes it to disk, renames it over the target: readers see the old file or the new one. */

@@ -119,9 +119,14 @@ export function registerBuiltin<E extends Env>(name: string, spec: EnvSpec<E>): 
   builtins.set(name, makeEntry(name, spec as unknown as EnvSpec, true));
 }
 
+/** The registered env `name`, or undefined. */
+export function findEnv(name: string): EnvEntry | undefined {
+  return builtins.get(name) ?? table.get(name);
+}
+
 /** The registered env `name`, or an error that lists the known ones. */
 export function envEntry(name: string): EnvEntry {
-  const e = builtins.get(name) ?? table.get(name);
+  const e = findEnv(name);
   if (!e) {
     throw new InvalidConfigError(`unknown environment "${name}" (known: ${envNames().join(", ")}); register yours with registerEnv() and load it with --env-module <file>`);
   }

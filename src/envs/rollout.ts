@@ -1,5 +1,5 @@
 import { episodeTrajectory, playEpisode, Rng, type Env, type Policy, type Task, type Trajectory } from "../core/index.ts";
-import { envEntry, envNames } from "./registry.ts";
+import { findEnv } from "./registry.ts";
 
 export interface EpisodeOptions {
   /** The env's registry name, recorded in the trajectory. */
@@ -12,7 +12,7 @@ export interface EpisodeOptions {
 
 /** The env's success rule when it is registered, else a return of at least 1. */
 export function successRule(envName: string): (totalReward: number) => boolean {
-  return envNames().includes(envName) ? envEntry(envName).success : (total) => total >= 1 - 1e-9;
+  return findEnv(envName)?.success ?? ((total) => total >= 1 - 1e-9);
 }
 
 /** Plays one episode of `policy` in `env` (the one episode loop) and returns it as a trajectory record. */

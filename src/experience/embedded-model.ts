@@ -48,7 +48,7 @@ export class EmbeddedExperienceModel implements ExperienceModel {
     // does there depends on the exact state (is the gem here?): only a demo of this very command in
     // this very state is trusted. Anything else is a command it cannot vouch for, an invalid no-op,
     // so a policy cannot harvest a reward recorded elsewhere.
-    if (this.abstraction.actions(state) === undefined) {
+    if (this.exactDemos(state)) {
       const here = demos.filter((d) => norm(d.action) === norm(action) && this.abstraction.abstract(d.state) === state);
       if (here.length === 0) return { nextState: state, reward: 0, terminated: false, info: { invalid: true, unrecorded: true } };
       return this.replay(here, task, state);

@@ -1,6 +1,6 @@
-import { InvalidConfigError } from "../core/index.ts";
 import type { ChatModel } from "./chat-model.ts";
 import { GgufChatModel } from "./gguf-chat-model.ts";
+import { OPENAI_BASE_URL, parseModelSpec } from "./model-spec.ts";
 import { OpenAIChatModel, type OpenAIChatModelOptions } from "./openai-chat-model.ts";
 
 /**
@@ -9,10 +9,11 @@ import { OpenAIChatModel, type OpenAIChatModelOptions } from "./openai-chat-mode
  * `gguf:./models/x.gguf` (a local model through node-llama-cpp, an optional dependency).
  */
 export function createChatModel(spec: string, opts: Omit<OpenAIChatModelOptions, "baseURL" | "model"> = {}): ChatModel {
-  if (spec.startsWith("openai:")) return new OpenAIChatModel({ ...opts, baseURL: "https://api.openai.com/v1", model: spec.slice("openai:".length) });
-  const url = /^(https?:\/\/[^#]+)#(.+)$/.exec(spec);
-  if (url) return new OpenAIChatModel({ ...opts, baseURL: url[1], model: url[2] });
-  // A local model has no endpoint to lose: no timeout, no breaker.
-  if (spec.startsWith("gguf:")) return new GgufChatModel({ path: spec.slice("gguf:".length), cache: opts.cache });
-  throw new InvalidConfigError(`unknown model "${spec}" (use openai:<model>, http(s)://host:port/v1#<model> or gguf:<file>)`);
+  const m = parseModelSpec(spec, { checkFile: false }); // a GGUF file is read when the model is first used
+  switch (m.kind) {
+    case "openai": return new OpenAIChatModel({ ...opts, baseURL: OPENAI_BASE_URL, model: m.model });
+    case "http": return new OpenAIChatModel({ ...opts, baseURL: m.baseURL, model: m.model });
+    // A local model has no endpoint to lose: no timeout, no breaker.
+    case "gguf": return new GgufChatModel({ path: m.path, cache: opts.cache });
+  }
 }

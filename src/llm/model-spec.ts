@@ -7,13 +7,17 @@ export type ModelSpec =
   | { kind: "http"; baseURL: string; model: string }
   | { kind: "gguf"; path: string };
 
+/** Where `openai:<model>` goes. */
+export const OPENAI_BASE_URL = "https://api.openai.com/v1";
+
 const FORMS = "use openai:<model>, http(s)://host:port/v1#<model> or gguf:<file>";
 
 /**
  * Checks a chat model string without contacting anything (a run can refuse a typo before it
- * writes a file): a known form, a parseable URL, a model name, an existing GGUF file.
+ * writes a file): a known form, a parseable URL, a model name, an existing GGUF file (unless
+ * `checkFile` is false).
  */
-export function parseModelSpec(spec: string): ModelSpec {
+export function parseModelSpec(spec: string, opts: { checkFile?: boolean } = {}): ModelSpec {
   if (spec.startsWith("openai:")) {
     const model = spec.slice("openai:".length).trim();
     if (!model) throw new InvalidConfigError(`model "${spec}" names no model (${FORMS})`);
@@ -22,7 +26,7 @@ export function parseModelSpec(spec: string): ModelSpec {
   if (spec.startsWith("gguf:")) {
     const path = spec.slice("gguf:".length);
     if (!path) throw new InvalidConfigError(`model "${spec}" names no file (${FORMS})`);
-    if (!existsSync(path) || !statSync(path).isFile()) throw new DataError("no such GGUF model file", { file: path });
+    if ((opts.checkFile ?? true) && (!existsSync(path) || !statSync(path).isFile())) throw new DataError("no such GGUF model file", { file: path });
     return { kind: "gguf", path };
   }
   const m = /^(https?:\/\/[^#]+)#(.*)$/.exec(spec);
@@ -47,7 +51,7 @@ export function parseModelSpec(spec: string): ModelSpec {
 export async function probeEndpoint(spec: string, timeoutMs: number): Promise<void> {
   const m = parseModelSpec(spec);
   if (m.kind === "gguf") return;
-  const base = m.kind === "openai" ? "https://api.openai.com/v1" : m.baseURL.replace(/\/+$/, "");
+  const base = m.kind === "openai" ? OPENAI_BASE_URL : m.baseURL.replace(/\/+$/, "");
   const url = `${base}/models`;
   try {
     const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs), headers: process.env.OPENAI_API_KEY ? { authorization: `Bearer ${process.env.OPENAI_API_KEY}` } : {} });

@@ -5,7 +5,7 @@ import { Curriculum } from "../curriculum/index.ts";
 import { createEnv, envEntry, envTasks, hasSyntheticSupport, syntheticSupport } from "../envs/index.ts";
 import { probeEndpoint } from "../llm/index.ts";
 import { NeuralPolicy } from "../rl/index.ts";
-import { resolveTrainConfig, type ResumeOverrides, type TrainConfig, type TrainConfigInput, type TrainHooks, type TrainSummary } from "./config.ts";
+import { resolveTrainConfig, type EvalResult, type ResumeOverrides, type TrainConfig, type TrainConfigInput, type TrainHooks, type TrainSummary } from "./config.ts";
 import { candidateSource, makeEnvPool, makePolicy, makeSyntheticPool, type Parts, type TrainParts } from "./compose.ts";
 import { trainingLoop } from "./loop.ts";
 import { NEW_RUN, RunFolder, type Checkpoint } from "./run-folder.ts";
@@ -40,7 +40,7 @@ async function run_(run: RunFolder, latest: Checkpoint | undefined, hooks: Train
   const config = run.config;
   const t0 = performance.now();
   const parts = await compose(config, run, latest, given);
-  let final;
+  let final: EvalResult;
   const state = latest ? { ...latest.state } : { ...NEW_RUN };
   try {
     started(); // everything is open: from here a failure leaves a run to resume
@@ -67,7 +67,7 @@ async function compose(config: TrainConfig, run: RunFolder, latest: Checkpoint |
   const actions = candidateSource(config, config.mode === "real" ? config.buffer : run.bufferFile, given);
   const opened: { close(): Promise<void> }[] = [];
   const closeAll = async () => {
-    await Promise.all(opened.flatMap((o) => [o.close()]));
+    await Promise.all(opened.map((o) => o.close()));
   };
   try {
     const real = makeEnvPool(config, config.trainSplit, actions);
