@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { createHash } from "node:crypto";
-import { closeSync, existsSync, fstatSync, ftruncateSync, openSync, readFileSync } from "node:fs";
+import { closeSync, existsSync, fstatSync, ftruncateSync, openSync, readFileSync, rmSync } from "node:fs";
 import { abstractEnv, DataError, deriveSeed, InvalidConfigError, playEpisodes, writeAll, type Env, type Episode, type EpisodeJob, type StateAbstraction, type Task } from "../core/index.ts";
 import { createEnv, defaultSplits, envTasks, syntheticSupport } from "../envs/index.ts";
 import { createChatModel, parseModelSpec } from "../llm/index.ts";
@@ -127,7 +127,10 @@ function readDone(file: string, o: RolloutOptions, runId: string): Done[][] {
 /** Appends whole groups to the output, each in one write; a write that fails is taken back. */
 class GroupAppender {
   private readonly fd: number;
+  /** This run made the file (a run that stops before its first group leaves nothing behind). */
+  private readonly created: boolean;
   constructor(readonly file: string) {
+    this.created = !existsSync(file);
     try {
       this.fd = openSync(file, "a");
     } catch (e) {
@@ -149,7 +152,9 @@ class GroupAppender {
     }
   }
   close(): void {
+    const empty = fstatSync(this.fd).size === 0;
     closeSync(this.fd);
+    if (this.created && empty) rmSync(this.file, { force: true });
   }
 }
 
