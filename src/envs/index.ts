@@ -74,4 +74,3 @@ export type { EpisodeOptions } from "./rollout.ts";
 export { loadEnvModules } from "./env-modules.ts";
 export { actionVocabulary } from "./action-vocabulary.ts";
 export type { ActionVocabularyOptions } from "./action-vocabulary.ts";
-export { successRule } from "./rollout.ts";

@@ -11,7 +11,7 @@ export interface EpisodeOptions {
 }
 
 /** The env's success rule when it is registered, else a return of at least 1. */
-export function successRule(envName: string): (totalReward: number) => boolean {
+function successRule(envName: string): (totalReward: number) => boolean {
   return findEnv(envName)?.success ?? ((total) => total >= 1 - 1e-9);
 }
 
