@@ -20,7 +20,7 @@ export function runAsync(args: string[]): Promise<{ status: number | null; stdou
   });
 }
 
-const TIMING = new Set(["rolloutSeconds", "updateSeconds", "evalSeconds", "wallSeconds"]);
+const TIMING = new Set(["rolloutSeconds", "updateSeconds", "evalSeconds", "auditSeconds", "wallSeconds"]);
 
 /** A run's metrics lines without their timings (which differ between runs that are otherwise equal). */
 export const metricsOf = (dir: string) =>

@@ -7,13 +7,16 @@ import { endpointOptions, endpointSettings } from "./endpoint-options.ts";
 import { parseIntOption } from "./episodes.ts";
 import { inFile } from "./errors.ts";
 import { checkInputFile } from "./output.ts";
+import { auditRun } from "./audit-run.ts";
 
 export function registerAudit(program: Command): void {
   const cmd = program
     .command("audit")
-    .description("how faithful is an experience model: replay held-out real trajectories and compare rewards and next states")
-    .requiredOption("--env <name>", "environment")
-    .requiredOption("--trajectories <file>", "held-out real trajectories (JSONL), of tasks the buffer has not seen")
+    .description("how faithful is an experience model: replay held-out real trajectories and compare rewards and next states; or, with --run, replay a run's synthetic episodes in the real env")
+    .option("--env <name>", "environment")
+    .option("--trajectories <file>", "held-out real trajectories (JSONL), of tasks the buffer has not seen")
+    .option("--run <dir>", "on-policy audit of a finished run: replay its synthetic episodes (from its buffer.db) in the real env, per iteration")
+    .option("--episodes <n>", "with --run: episodes replayed per iteration (a sample fixed by the run's seed)", parseIntOption("episodes", 1), 16)
     .option("--experience <model>", "default (embedded model) or a chat model (http://host/v1#model, openai:model)", "default")
     .option("--buffer <file>", "the buffer that grounds the model (demos of the audited task are left out)")
     .option("--limit <n>", "audit at most this many trajectories", parseIntOption("limit", 1))
@@ -21,7 +24,13 @@ export function registerAudit(program: Command): void {
     .option("--data <dir>", "data folder")
     .option("--json", "print the report as JSON");
   endpointOptions(cmd)
-    .action(async (o) => {
+    .action(async (o, cmd: Command) => {
+      if (o.run) {
+        const others = ["env", "trajectories", "experience", "buffer", "limit", "cache"].filter((k) => cmd.getOptionValueSource(k) === "cli");
+        if (others.length > 0) throw new InvalidConfigError(`--run audits the run with its own config, env and buffer; drop ${others.map((k) => `--${k}`).join(", ")}`);
+        return auditRun(o.run, { episodes: o.episodes, dataDir: o.data, json: o.json });
+      }
+      if (!o.env || !o.trajectories) throw new InvalidConfigError("audit needs --env and --trajectories (an experience model on held-out trajectories), or --run DIR (a run's synthetic episodes in the real env)");
       checkInputFile(o.trajectories, "trajectory file", "give a trajectory JSONL file");
       if (o.buffer) checkInputFile(o.buffer, "buffer file", "give the buffer file");
       if (o.experience === "default" && !o.buffer) throw new InvalidConfigError("the embedded model needs --buffer <file> to ground it");

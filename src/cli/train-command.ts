@@ -30,7 +30,7 @@ export function printSummary(s: TrainSummary): void {
   const f = s.final;
   console.log(
     `${s.config.env} ${s.config.mode} ${s.config.algo}: ${s.iterations} iterations, ${s.realInteractions} real interactions` +
-      (s.config.mode === "real" ? "" : `, ${s.syntheticInteractions} synthetic (${s.droppedEpisodes} episodes dropped)`) + `, ${s.wallSeconds.toFixed(1)} s` +
+      (s.config.mode === "real" ? "" : `, ${s.syntheticInteractions} synthetic (${s.droppedEpisodes} episodes dropped), ${s.auditInteractions} audit`) + `, ${s.wallSeconds.toFixed(1)} s` +
       (s.resumedFrom !== undefined ? ` (resumed from iteration ${s.resumedFrom})` : ""),
   );
   console.log(`final evaluation on ${f.tasks} ${s.config.evalSplit} tasks: score ${f.score.toFixed(1)}, success ${(100 * f.success).toFixed(1)}%`);

@@ -10,6 +10,8 @@ export interface CreateExperienceModelOptions {
   rewards?: RewardSpec;
   /** How the chat model of a reasoning model is built: concurrency, cache, timeouts, breaker. */
   chat?: Omit<OpenAIChatModelOptions, "baseURL" | "model">;
+  /** A reasoning model's predictions sampled per step, whose disagreement is its uncertainty `u` (n× the tokens). @default 1 */
+  samples?: number;
 }
 
 /** An experience model and what it holds open. */
@@ -34,7 +36,7 @@ export function createExperienceModel(spec: string | ExperienceModel, opts: Crea
   parseModelSpec(spec); // a clear error for a malformed string, before anything is built
   const chat = createChatModel(spec, opts.chat);
   return {
-    model: new ReasoningExperienceModel({ chat, abstraction: opts.abstraction, rewards }),
+    model: new ReasoningExperienceModel({ chat, abstraction: opts.abstraction, rewards, samples: opts.samples }),
     chat,
     tokens: () => (chat.stats ? chat.stats.promptTokens + chat.stats.completionTokens : 0),
     close: async () => {

@@ -65,7 +65,7 @@ export class EmbeddedExperienceModel implements ExperienceModel {
     return this.replay(pool, task, state, sameAction.length > 0);
   }
 
-  /** The best demo of `pool` carried over to this task and state: next state, end and reward. */
+  /** The best demo of `pool` carried over to this task and state: next state, end and reward, and how sure that is (`u`). */
   private replay(pool: Demo[], task: PredictInput["task"], state: string, sameAction = true): Prediction {
     const rank = (d: Demo) => d.score + (d.task.id === task.id ? 0.05 : 0);
     const best = pool.reduce((a, b) => (rank(b) > rank(a) ? b : a));
@@ -74,17 +74,48 @@ export class EmbeddedExperienceModel implements ExperienceModel {
     if (nextState === this.abstraction.abstract(best.state)) nextState = state;
     else if (best.task.instruction && best.task.instruction !== task.instruction) nextState = nextState.split(best.task.instruction).join(task.instruction);
     const terminated = best.terminated || this.abstraction.isTerminal(nextState);
+    const weight = (d: Demo) => Math.max(d.score, 0) ** 2;
+    // The demos the reward is read from: the ending ones for an ending step, the same-action ones for a dense reward.
+    let rewardDemos: Demo[] = [];
     let reward = 0;
     if (this.rewards.dense && !terminated) {
       // Dense rewards: what the same action earned where it was taken (a same-kind demo earns nothing sure).
       reward = sameAction ? best.reward : 0;
+      rewardDemos = sameAction ? pool : [];
     } else if (terminated) {
       const ending = pool.filter((d) => d.terminated);
-      const weight = (d: Demo) => Math.max(d.score, 0) ** 2;
       const total = ending.reduce((s, d) => s + weight(d), 0);
       reward = total > 0 ? ending.reduce((s, d) => s + weight(d) * d.reward, 0) / total : best.reward;
+      rewardDemos = ending;
     }
-    return { nextState, reward, terminated, info: { grounding: best.score, demo_task: best.task.id } };
+    const u = this.uncertainty(pool, rewardDemos, best, weight);
+    return { nextState, reward, terminated, info: { grounding: best.score, demo_task: best.task.id, ...u } };
+  }
+
+  /**
+   * How unsure a prediction is, from its neighbours (each part in [0, 1]): `u_reward`, the
+   * similarity-weighted spread (standard deviation) of the rewards it was read from, over half the
+   * reward range (neighbours that pay 0 and 1 alike give 1); `u_outcome`, how split the neighbours are
+   * on ending the episode (2·min(p, 1 − p), p the weighted share that ended); `u_grounding`,
+   * 1 − the best neighbour's similarity (a step seen exactly gives 0). `u` is the largest: a prediction
+   * is as sure as its least sure part. A transfer from another action of the same kind counts its
+   * neighbours' similarity like any other (their action differs, so their score is lower).
+   */
+  private uncertainty(pool: Demo[], rewardDemos: Demo[], best: Demo, weight: (d: Demo) => number): { u: number; u_reward: number; u_outcome: number; u_grounding: number } {
+    const wsum = (ds: Demo[], f: (d: Demo) => number) => ds.reduce((s, d) => s + weight(d) * f(d), 0);
+    const rw = wsum(rewardDemos, () => 1);
+    let uReward = 0;
+    if (rw > 0 && rewardDemos.length > 1) {
+      const m = wsum(rewardDemos, (d) => d.reward) / rw;
+      const sd = Math.sqrt(wsum(rewardDemos, (d) => (d.reward - m) ** 2) / rw);
+      uReward = Math.min(1, sd / Math.max((this.rewards.max - this.rewards.min) / 2, 1e-9));
+    }
+    const pw = wsum(pool, () => 1);
+    const p = pw > 0 ? wsum(pool, (d) => (d.terminated ? 1 : 0)) / pw : 0;
+    const uOutcome = 2 * Math.min(p, 1 - p);
+    const uGrounding = Math.min(1, Math.max(0, 1 - best.score));
+    const round = (x: number) => Math.round(x * 1e6) / 1e6;
+    return { u: round(Math.max(uReward, uOutcome, uGrounding)), u_reward: round(uReward), u_outcome: round(uOutcome), u_grounding: round(uGrounding) };
   }
 }
 

@@ -34,8 +34,12 @@ export interface Prediction {
   nextState: string;
   reward: number;
   terminated: boolean;
-  /** `info.failed` says why the model could not give a valid step (the step is then a no-op, never stored). */
-  info: StepInfo & { failed?: string };
+  /**
+   * `info.failed` says why the model could not give a valid step (the step is then a no-op, never
+   * stored). `info.u`, when the model can tell, is its uncertainty about this step in [0, 1] (0: sure),
+   * what pessimism reads (see `SyntheticEnvOptions.pessimism`).
+   */
+  info: StepInfo & { failed?: string; u?: number };
 }
 
 /** DreamGym's experience model M_exp: plays the environment in abstract states. */

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { isAbstractState, OUTCOME_REWARDS, type RewardSpec, type StateAbstraction } from "../core/index.ts";
-import { EndpointFailedError, type ChatMessage, type ChatModel } from "../llm/index.ts";
+import { EndpointFailedError, type ChatChoice, type ChatMessage, type ChatModel } from "../llm/index.ts";
+import { elementF1 } from "./audit.ts";
 import type { Demo, ExperienceModel, HistoryStep, PredictInput, Prediction } from "./experience-model.ts";
 
 export interface ReasoningModelOptions {
@@ -21,6 +22,11 @@ export interface ReasoningModelOptions {
   temperature?: number;
   /** @default 1200 */
   maxTokens?: number;
+  /**
+   * Predictions sampled per step (one call with n choices, n× the tokens): the first valid one is the
+   * step, and their disagreement is its uncertainty `info.u`. 1: no `u`. @default 1
+   */
+  samples?: number;
 }
 
 /** The structured output: the reasoning first, then the next state, reward and end. */
@@ -31,6 +37,14 @@ const Output = z.object({
   terminated: z.boolean(),
 });
 const OUTPUT_SCHEMA = { name: "experience_step", schema: z.toJSONSchema(Output) as Record<string, unknown> };
+
+/** A valid predicted step. */
+interface Step {
+  reasoning: string;
+  nextState: string;
+  reward: number;
+  terminated: boolean;
+}
 
 const cut = (text: string, n: number) => (text.length > n ? `${text.slice(0, n)}\n…(cut)` : text);
 
@@ -57,7 +71,7 @@ export class ReasoningExperienceModel implements ExperienceModel {
   private readonly o: Required<Omit<ReasoningModelOptions, "temperature">> & { temperature?: number };
 
   constructor(opts: ReasoningModelOptions) {
-    this.o = { recentSteps: 4, demos: 5, maxAttempts: 3, maxStateChars: 8000, promptStateChars: 3000, maxTokens: 1200, rewards: OUTCOME_REWARDS, ...opts };
+    this.o = { recentSteps: 4, demos: 5, maxAttempts: 3, maxStateChars: 8000, promptStateChars: 3000, maxTokens: 1200, rewards: OUTCOME_REWARDS, samples: 1, ...opts };
     this.id = `reasoning:${opts.chat.id}`;
   }
 
@@ -111,6 +125,37 @@ export class ReasoningExperienceModel implements ExperienceModel {
     return { value: v };
   }
 
+  /** A choice as a step (next state in the env's format, reward and end as outcome or dense rewards allow), or why it is not one. */
+  private check(c: { text: string; parsed?: unknown; parseError?: string }): { value?: Step; error: string } {
+    if (c.parseError) return { error: c.parseError };
+    const checked = this.validate(c.parsed);
+    if (!checked.value) return { error: checked.error! };
+    const nextState = this.o.abstraction.abstract(checked.value.next_state);
+    // A state the env's format does not know (prose, an unknown page kind) is invalid output.
+    if (!isAbstractState(this.o.abstraction, nextState)) return { error: "next_state is not a state in this environment's format (see the states shown)" };
+    const v = checked.value;
+    const terminated = v.terminated || this.o.abstraction.isTerminal(nextState);
+    // Outcome rewards: a step that does not end the episode has none, whatever the model said.
+    const reward = terminated || this.o.rewards.dense ? v.reward : 0;
+    return { value: { reasoning: v.reasoning, nextState, reward, terminated }, error: "" };
+  }
+
+  /**
+   * Disagreement of n sampled steps, in [0, 1]: the largest of the rewards' spread (standard
+   * deviation over half the reward range), the split on ending (2·min(p, 1 − p)) and how far the
+   * other next states are from the chosen one (1 − mean element F1).
+   */
+  private disagreement(chosen: Step, others: Step[]): number {
+    const all = [chosen, ...others];
+    const mean = (xs: number[]) => xs.reduce((a, x) => a + x, 0) / xs.length;
+    const m = mean(all.map((s) => s.reward));
+    const sd = Math.sqrt(mean(all.map((s) => (s.reward - m) ** 2)));
+    const uReward = Math.min(1, sd / Math.max((this.o.rewards.max - this.o.rewards.min) / 2, 1e-9));
+    const p = mean(all.map((s) => (s.terminated ? 1 : 0)));
+    const uState = 1 - mean(others.map((s) => elementF1(s.nextState, chosen.nextState)));
+    return Math.round(Math.max(uReward, 2 * Math.min(p, 1 - p), uState) * 1e6) / 1e6;
+  }
+
   async predict(input: PredictInput): Promise<Prediction> {
     const p = await this.attempt(input);
     const breaker = this.o.chat.breaker;
@@ -126,28 +171,24 @@ export class ReasoningExperienceModel implements ExperienceModel {
       let text: string;
       let parsed: unknown;
       let parseError: string | undefined;
+      let others: ChatChoice[] = [];
       try {
-        const res = await this.o.chat.generate({ messages, schema: OUTPUT_SCHEMA, temperature: this.o.temperature, maxTokens: this.o.maxTokens });
+        const res = await this.o.chat.generate({ messages, schema: OUTPUT_SCHEMA, temperature: this.o.temperature, maxTokens: this.o.maxTokens, ...(this.o.samples > 1 ? { n: this.o.samples } : {}) });
         ({ text, parsed, parseError } = res.choices[0] ?? { text: "", parseError: "no choices" });
+        others = res.choices.slice(1);
       } catch (e) {
         if (e instanceof EndpointFailedError) throw e;
         return { nextState: input.state, reward: 0, terminated: false, info: { failed: `model call failed: ${(e as Error).message}` } };
       }
-      const checked: { value?: z.infer<typeof Output>; error?: string } = parseError ? { error: parseError } : this.validate(parsed);
-      let nextState = "";
+      const checked = this.check(parseError ? { text, parseError } : { text, parsed });
       if (checked.value) {
-        nextState = this.o.abstraction.abstract(checked.value.next_state);
-        // A state the env's format does not know (prose, an unknown page kind) is invalid output.
-        if (!isAbstractState(this.o.abstraction, nextState)) checked.error = "next_state is not a state in this environment's format (see the states shown)";
+        const { reasoning, nextState, reward, terminated } = checked.value;
+        // The other samples that are valid steps too: how much they disagree with this one is u.
+        const valid = others.map((c) => this.check(c).value).filter((v) => v !== undefined);
+        const u = valid.length > 0 ? this.disagreement(checked.value, valid) : undefined;
+        return { reasoning, nextState, reward, terminated, info: { attempts: attempt + 1, ...(u !== undefined ? { u, samples: valid.length + 1 } : {}) } };
       }
-      if (checked.value && !checked.error) {
-        const v = checked.value;
-        const terminated = v.terminated || this.o.abstraction.isTerminal(nextState);
-        // Outcome rewards: a step that does not end the episode has none, whatever the model said.
-        const reward = terminated || this.o.rewards.dense ? v.reward : 0;
-        return { reasoning: v.reasoning, nextState, reward, terminated, info: { attempts: attempt + 1 } };
-      }
-      lastError = checked.error!;
+      lastError = checked.error;
       // Ask again, showing the model what was wrong with its answer.
       messages.push({ role: "assistant", content: cut(text, 2000) }, { role: "user", content: `That answer was invalid (${lastError}). Reply with the JSON object only.` });
     }

@@ -30,6 +30,27 @@ export interface SyntheticEnvOptions {
   verifier?: Verifier;
   /** Seed of task sampling. @default 0 */
   seed?: number;
+  /** Pessimism where the model reports its uncertainty `u` (MOPO's penalty, MOReL's halt). @default none */
+  pessimism?: Pessimism;
+}
+
+/**
+ * Pessimism about the model's own uncertainty `u` (its prediction's `info.u`, in [0, 1]): the reward
+ * becomes r − beta·u (MOPO), and where u passes `halt` the episode ends there with reward 0 (MOReL's
+ * HALT state), so a policy gains nothing from steps the model cannot vouch for.
+ */
+export interface Pessimism {
+  /** The penalty per unit of u. 0: none. */
+  beta: number;
+  /** Above this u the episode halts. @default never */
+  halt?: number;
+}
+
+/** A step's reward and end under pessimism (u undefined: the model cannot tell, the step stays as it is). */
+export function pessimisticStep(reward: number, terminated: boolean, u: number | undefined, p: Pessimism | undefined): { reward: number; terminated: boolean; halted: boolean } {
+  if (u === undefined || p === undefined) return { reward, terminated, halted: false };
+  if (p.halt !== undefined && u > p.halt) return { reward: 0, terminated: true, halted: true };
+  return { reward: reward - p.beta * u, terminated, halted: false };
 }
 
 let episodeCounter = 0;
@@ -38,7 +59,10 @@ let episodeCounter = 0;
  * An `Env` played by an experience model: `reset` starts a task in its abstract start state; `step`
  * retrieves similar transitions, asks the model for the next state, reward and end, records the
  * transition, and truncates at the step cap. Interchangeable with a real env wrapped in
- * `abstractEnv`. A model failure is a no-op step with `info.model_failed`, never recorded.
+ * `abstractEnv`. A model failure is a no-op step with `info.model_failed`, never recorded. With
+ * `pessimism`, the reward the policy gets is lowered by the model's uncertainty and an unsure step
+ * halts the episode (`info.halted`); the model's own reward stays in `info.model_reward`, and it is
+ * what gets recorded (a halted step is not recorded: it is not what the model predicted).
  */
 export class SyntheticEnv implements Env {
   private readonly o: SyntheticEnvOptions & { k: number; maxSteps: number };
@@ -107,6 +131,14 @@ export class SyntheticEnv implements Env {
     let { reward, terminated, nextState } = prediction;
     const verified = this.o.verifier?.(task, this.history, this.state, action) ?? null;
     if (verified) ({ reward, terminated, nextState = nextState } = verified);
+    // A verified step is the real env's verdict: nothing to be unsure of.
+    const u = verified ? undefined : prediction.info.u;
+    const p = pessimisticStep(reward, terminated, u, this.o.pessimism);
+    if (p.halted) {
+      // MOReL's HALT: the episode ends here, in the state it was in, with nothing earned.
+      this.done = true;
+      return { observation: this.state, reward: 0, terminated: true, truncated: false, info: { ...prediction.info, halted: true, model_reward: reward } };
+    }
     const truncated = !terminated && truncatedNow();
     const step: HistoryStep = { state: this.state, action, nextState, reward };
     if (this.o.buffer && (this.o.record ?? true)) {
@@ -119,7 +151,8 @@ export class SyntheticEnv implements Env {
     this.history.push(step);
     this.state = nextState;
     this.done = terminated || truncated;
-    return { observation: this.state, reward, terminated, truncated, info: { ...prediction.info, ...(verified ? { verified: true } : {}), ...(prediction.reasoning ? { reasoning: prediction.reasoning } : {}) } };
+    const info = { ...prediction.info, ...(verified ? { verified: true } : {}), ...(prediction.reasoning ? { reasoning: prediction.reasoning } : {}), ...(p.reward !== reward ? { model_reward: reward } : {}) };
+    return { observation: this.state, reward: p.reward, terminated, truncated, info };
   }
 
   async close(): Promise<void> {

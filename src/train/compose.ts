@@ -97,6 +97,7 @@ export async function makeSyntheticPool(config: TrainConfig, bufferFile: string,
   const model = createExperienceModel(parts.experienceModel ?? config.experience, {
     abstraction: support.abstraction, rewards: support.rewards,
     chat: { concurrency: config.concurrency, cache: config.cache, timeoutMs: 1000 * config.requestTimeout, maxFailures: config.maxFailures },
+    samples: config.experienceSamples,
   });
   let buffer: ReplayBuffer;
   try {
@@ -112,6 +113,7 @@ export async function makeSyntheticPool(config: TrainConfig, bufferFile: string,
     const env = new SyntheticEnv({
       model: model.model, abstraction: support.abstraction, tasks, initialState: support.initialState, buffer, k: demos, maxSteps: config.maxSteps, record: false,
       verifier: config.hybrid ? support.verifier : undefined,
+      pessimism: config.pessimism.beta > 0 || config.pessimism.halt !== undefined ? config.pessimism : undefined,
     });
     return actions ? withActions(env, actions) : env;
   });

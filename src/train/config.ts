@@ -2,6 +2,7 @@ import { z } from "zod";
 import { parseConfig } from "../core/index.ts";
 import { curriculumConfigSchema } from "../curriculum/index.ts";
 import { defaultSplits } from "../envs/index.ts";
+import type { OnPolicyAuditSummary } from "../experience/index.ts";
 import { grpoConfigSchema, ppoConfigSchema } from "../rl/index.ts";
 
 /** Every setting of a training run, each with its default and its bounds: what `config.json` stores. */
@@ -43,6 +44,26 @@ export const trainConfigSchema = z.strictObject({
    * checkpointed (an endpoint that never answered stops it at the first call).
    */
   maxFailures: z.number().int().min(1).max(1e6).default(10),
+  /**
+   * The on-policy audit (synthetic phases): every `every` iterations, and at the last synthetic one,
+   * `episodes` of that iteration's synthetic episodes (a sample fixed by the seed) are replayed action by
+   * action in the real env, to see whether what the policy learned holds there (0: off). Its real steps
+   * are counted as `auditInteractions`, apart from training and evaluation.
+   */
+  onPolicyAudit: z.strictObject({
+    every: z.number().int().min(0).max(1e9).default(5),
+    episodes: z.number().int().min(1).max(1e6).default(8),
+  }).prefault({}),
+  /**
+   * Pessimism where the experience model reports its uncertainty u in [0, 1]: the reward becomes
+   * r − beta·u (MOPO), and an episode halts with reward 0 where u > halt (MOReL; unset: never).
+   */
+  pessimism: z.strictObject({
+    beta: z.number().min(0).max(1e6).default(0),
+    halt: z.number().min(0).max(1e6).optional(),
+  }).prefault({}),
+  /** A reasoning model's predictions sampled per step: their disagreement is u (n× the tokens; 1: no u). */
+  experienceSamples: z.number().int().min(1).max(64).default(1),
   curriculum: curriculumConfigSchema.prefault({}),
   seed: z.number().int().min(0).max(2 ** 52).default(0),
   /** Tasks sampled per iteration, each rolled out `rolloutsPerTask` times (GRPO's group size G). */
@@ -103,6 +124,8 @@ export interface IterationMetrics {
   evalInteractions: number;
   /** Synthetic env steps used for training so far. */
   syntheticInteractions: number;
+  /** Real env steps of on-policy audits so far (neither training nor evaluation). */
+  auditInteractions: number;
   /** "real" or "synthetic": where this iteration's episodes ran. */
   phase: "real" | "synthetic";
   /** Episodes left out of the update because the experience model kept failing in them (all so far). */
@@ -120,9 +143,14 @@ export interface IterationMetrics {
   rolloutSeconds: number;
   updateSeconds: number;
   evalSeconds: number;
+  auditSeconds: number;
   /** Seconds of training so far (across resumes). */
   wallSeconds: number;
   eval?: EvalResult;
+  /** This iteration's synthetic episodes replayed in the real env (audited iterations only). */
+  onPolicyAudit?: OnPolicyAuditSummary;
+  /** The experience model's uncertainty over this iteration's synthetic steps (where it reports one): mean u, largest u, steps with u, halted episodes. */
+  uncertainty?: { mean: number; max: number; steps: number; halts: number };
 }
 
 export interface TrainSummary {
@@ -131,6 +159,7 @@ export interface TrainSummary {
   iterations: number;
   realInteractions: number;
   syntheticInteractions: number;
+  auditInteractions: number;
   droppedEpisodes: number;
   wallSeconds: number;
   final: EvalResult;

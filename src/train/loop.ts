@@ -1,5 +1,6 @@
 import { deriveSeed, playEpisodes, Rng, type Env, type Episode, type Task, type Trajectory } from "../core/index.ts";
 import { EndpointFailedError } from "../llm/index.ts";
+import { replayInRealEnv, summarizeReplays, type OnPolicyAuditSummary, type SyntheticRecord } from "../experience/index.ts";
 import { grpoUpdate, ppoUpdate, type TrainablePolicy } from "../rl/index.ts";
 import type { EvalResult, IterationMetrics, TrainConfig, TrainHooks } from "./config.ts";
 import type { Parts } from "./compose.ts";
@@ -9,8 +10,9 @@ import type { RunFolder, RunState } from "./run-folder.ts";
  * The DreamGym loop, top to bottom: each iteration samples tasks (the curriculum mixes in generated
  * ones), plays G rollouts of each in the synthetic env (or the real one: real mode, S2R's second
  * phase), updates the policy with GRPO or PPO, grows the buffer with the synthetic episodes, lets
- * the curriculum vary the tasks of highest reward variance, evaluates on the real eval split, and
- * logs and checkpoints. It runs until the budgets are spent and returns the final evaluation.
+ * the curriculum vary the tasks of highest reward variance, replays a sample of the synthetic
+ * episodes in the real env (the on-policy audit), evaluates on the real eval split, and logs and
+ * checkpoints. It runs until the budgets are spent and returns the final evaluation.
  */
 export async function trainingLoop(config: TrainConfig, run: RunFolder, parts: Parts, state: RunState, hooks: TrainHooks = {}): Promise<EvalResult> {
   const { policy, reference, real, evaluation, synthetic, curriculum } = parts;
@@ -51,6 +53,7 @@ export async function trainingLoop(config: TrainConfig, run: RunFolder, parts: P
       const groups = tasks.map((_, t) => played.slice(t * config.rolloutsPerTask, (t + 1) * config.rolloutsPerTask).filter((e) => !failed(e)));
       const kept = groups.flat();
       state.droppedEpisodes += played.length - kept.length;
+      const uncertainty = phase === "synthetic" ? uncertaintyOf(played) : undefined;
       const t1 = performance.now();
 
       // 3. Update the policy.
@@ -64,7 +67,8 @@ export async function trainingLoop(config: TrainConfig, run: RunFolder, parts: P
       // 4. The buffer grows with the synthetic episodes (one transaction, labelled by iteration so a
       //    resume can take back what a killed run wrote after its checkpoint).
       if (phase === "synthetic" && config.replay && kept.length > 0) {
-        await synthetic!.buffer.appendTrajectories(kept.map((e) => syntheticTrajectory(e, config.env, run.episodeLabel(iteration))));
+        const trajectories = kept.map((e) => syntheticTrajectory(e, config.env, run.episodeLabel(iteration), parts.isSuccess)).filter((t) => t.steps.length > 0);
+        await synthetic!.buffer.appendTrajectories(trajectories);
       }
 
       // 5. The curriculum scores the groups by reward variance and varies the most informative tasks.
@@ -72,14 +76,22 @@ export async function trainingLoop(config: TrainConfig, run: RunFolder, parts: P
         ? await curriculum.update(groups.filter((g) => g.length > 0).map((g) => ({ task: g[0].task, rewards: g.map((e) => e.totalReward) })), new Rng(deriveSeed(config.seed, "curriculum", iteration)))
         : undefined;
 
-      // 6. Evaluate on the real eval split (not training interaction; counted apart).
+      // 6. On-policy audit: replay a sample of this iteration's synthetic episodes in the real env (its
+      //    steps counted apart), every `onPolicyAudit.every` iterations and at the last synthetic one.
+      const a = config.onPolicyAudit;
+      const audited = phase === "synthetic" && a.every > 0 && (iteration % a.every === 0 || state.syntheticInteractions >= config.budget);
+      const audit = audited ? await onPolicyAudit(played.map((e, i) => ({ e, seed: jobs[i].seed })).filter(({ e }) => !failed(e)), real.envs, a.episodes, new Rng(deriveSeed(config.seed, "audit", iteration)), parts.isSuccess) : undefined;
+      state.auditInteractions = (state.auditInteractions ?? 0) + (audit?.steps ?? 0);
+      const tAudit = performance.now();
+
+      // 7. Evaluate on the real eval split (not training interaction; counted apart).
       const last = nextPhase((performance.now() - t0) / 1000) === null;
       let evalResult: EvalResult | undefined;
       if (last) evalResult = finalEval = await evaluate(policy, evaluation, config.finalEvalTasks, parts.isSuccess);
       else if (config.evalEvery > 0 && iteration % config.evalEvery === 0) evalResult = await evaluate(policy, evaluation, config.evalTasks, parts.isSuccess);
       const t3 = performance.now();
 
-      // 7. Log and checkpoint.
+      // 8. Log and checkpoint.
       state.iteration = iteration;
       state.evalInteractions += evalResult?.steps ?? 0;
       state.wallSeconds += (t3 - t0) / 1000;
@@ -89,16 +101,18 @@ export async function trainingLoop(config: TrainConfig, run: RunFolder, parts: P
         meanReward: mean(played.map((e) => e.totalReward)),
         success: mean(played.map((e) => (e.success ? 1 : 0))),
         realInteractions: state.realInteractions, evalInteractions: state.evalInteractions, syntheticInteractions: state.syntheticInteractions,
-        droppedEpisodes: state.droppedEpisodes, tokens: state.tokens,
+        auditInteractions: state.auditInteractions, droppedEpisodes: state.droppedEpisodes, tokens: state.tokens,
         policyLoss: stats.policyLoss,
         ...("valueLoss" in stats ? { valueLoss: stats.valueLoss } : {}),
         entropy: stats.entropy,
         ...("kl" in stats && stats.kl !== undefined ? { kl: stats.kl } : {}),
         approxKl: stats.approxKl, clipFraction: stats.clipFraction, gradNorm: stats.gradNorm,
         ...(cur ? { curriculum: { ...cur, generatedInBatch: tasks.filter((t) => "lineage" in t).length } } : {}),
-        rolloutSeconds: (t1 - t0) / 1000, updateSeconds: (t2 - t1) / 1000, evalSeconds: (t3 - t2) / 1000,
+        rolloutSeconds: (t1 - t0) / 1000, updateSeconds: (t2 - t1) / 1000, auditSeconds: (tAudit - t2) / 1000, evalSeconds: (t3 - tAudit) / 1000,
         wallSeconds: state.wallSeconds,
         ...(evalResult ? { eval: evalResult } : {}),
+        ...(uncertainty ? { uncertainty } : {}),
+        ...(audit ? { onPolicyAudit: audit } : {}),
       };
       run.appendMetrics(m);
       if (last || iteration % config.checkpointEvery === 0) {
@@ -141,12 +155,44 @@ export async function evaluate(
   };
 }
 
-/** A synthetic episode as the buffer stores it (the model's reasoning kept; a fixed time, so content ids repeat on resume). */
-function syntheticTrajectory(e: Episode, env: string, policy: string): Trajectory {
+/**
+ * Replays up to `count` of the episodes (in an order drawn from `rng`) in the real envs: same task,
+ * same env seed, the same actions. An episode's synthetic return is the model's rewards before any
+ * pessimism penalty (a halted step earns 0): what the model told the policy the actions were worth.
+ */
+async function onPolicyAudit(
+  episodes: { e: Episode; seed: number | undefined }[], envs: Env[], count: number, rng: Rng, isSuccess: (totalReward: number) => boolean,
+): Promise<OnPolicyAuditSummary> {
+  const sample = rng.sample(episodes, Math.min(count, episodes.length));
+  const records: SyntheticRecord[] = sample.map(({ e, seed }) => ({
+    task: e.task, seed, observation: e.steps[0]?.observation ?? "",
+    steps: e.steps.map((s) => ({ action: s.action, nextObservation: s.next_observation, terminated: s.terminated, reward: modelReward(s) })),
+  }));
+  return summarizeReplays(await replayInRealEnv(envs, records, isSuccess));
+}
+
+/** The experience model's own reward of a step (before the pessimism penalty; a halted step earns nothing). */
+const modelReward = (s: Episode["steps"][number]) => (s.info?.halted ? 0 : typeof s.info?.model_reward === "number" ? s.info.model_reward : s.reward);
+
+/** Mean and largest u over the steps whose model reported one, and the episodes pessimism halted (undefined: no u at all). */
+function uncertaintyOf(episodes: Episode[]): IterationMetrics["uncertainty"] {
+  const us = episodes.flatMap((e) => e.steps.map((s) => s.info?.u).filter((u): u is number => typeof u === "number"));
+  if (us.length === 0) return undefined;
+  return { mean: mean(us), max: Math.max(...us), steps: us.length, halts: episodes.filter((e) => e.steps.at(-1)?.info?.halted === true).length };
+}
+
+/**
+ * A synthetic episode as the buffer stores it (the model's reasoning kept; a fixed time, so content
+ * ids repeat on resume). It keeps what the model predicted: its rewards before the pessimism penalty,
+ * and not a halted step (which the model did not predict; a later demo must not teach "this ends it").
+ */
+function syntheticTrajectory(e: Episode, env: string, policy: string, isSuccess: (totalReward: number) => boolean): Trajectory {
+  const steps = e.steps.filter((s) => s.info?.halted !== true);
+  const total = steps.reduce((a, s) => a + modelReward(s), 0);
   return {
-    env, task: e.task, source: "synthetic", policy, total_reward: e.totalReward, success: e.success, created_at: new Date(0).toISOString(),
-    steps: e.steps.map((s) => ({
-      observation: s.observation, action: s.action, reward: s.reward, next_observation: s.next_observation, terminated: s.terminated, truncated: s.truncated,
+    env, task: e.task, source: "synthetic", policy, total_reward: total, success: isSuccess(total), created_at: new Date(0).toISOString(),
+    steps: steps.map((s) => ({
+      observation: s.observation, action: s.action, reward: modelReward(s), next_observation: s.next_observation, terminated: s.terminated, truncated: s.truncated,
       ...(s.info?.reasoning ? { reasoning: String(s.info.reasoning) } : {}),
     })),
   };

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { writeFileAtomic } from "../core/index.ts";
 import { join } from "node:path";
+import type { OnPolicyAuditSummary } from "../experience/index.ts";
 import type { IterationMetrics } from "./config.ts";
 
 /**
@@ -32,6 +33,22 @@ export function writeReport(runDir: string): void {
       ]),
     ].join("\n");
   });
+  const audited = metrics.filter((m) => m.onPolicyAudit);
+  const withU = metrics.filter((m) => m.uncertainty);
+  const auditSection = audited.length === 0 ? "" : `<h2>On-policy audit</h2>
+<p>A sample of the audited iterations' synthetic episodes replayed action by action in the real env (same tasks and seeds). Exploitation rate: the share of synthetic successes that fail for real.</p>
+<div class="grid">${lineChart("Synthetic vs real, audited episodes", "iteration", [
+    { name: "synthetic success", color: "#1f77b4", points: audited.map((m) => [m.iteration, m.onPolicyAudit!.syntheticSuccess]) },
+    { name: "real success", color: "#2ca02c", points: audited.map((m) => [m.iteration, m.onPolicyAudit!.realSuccess]) },
+    { name: "exploitation rate", color: "#d62728", points: audited.filter((m) => m.onPolicyAudit!.exploitationRate !== null).map((m) => [m.iteration, m.onPolicyAudit!.exploitationRate!]) },
+    { name: "success agreement", color: "#9467bd", points: audited.map((m) => [m.iteration, m.onPolicyAudit!.successAgreement]) },
+  ])}</div>
+<table class="rows"><tr><th>iteration</th><th>episodes</th><th>return syn / real</th><th>success syn / real</th><th>agreement</th><th>exploitation</th><th>first divergent step: mean</th><th>episodes at step</th></tr>
+${audited.map((m) => auditRow(m.iteration, m.onPolicyAudit!)).join("\n")}</table>`;
+  const uncertaintySection = withU.length === 0 ? "" : `<h2>Model uncertainty</h2><div class="grid">${lineChart("Experience model's uncertainty u per step", "iteration", [
+    { name: "mean u", color: "#ff7f0e", points: withU.map((m) => [m.iteration, m.uncertainty!.mean]) },
+    { name: "halted episodes share", color: "#8c564b", points: withU.map((m) => [m.iteration, m.uncertainty!.halts / Math.max(1, m.episodes)]) },
+  ])}</div>`;
   const last = metrics.at(-1);
   const final = summary?.final as { score: number; success: number; tasks: number } | undefined;
   const rows: [string, string][] = [
@@ -40,20 +57,34 @@ export function writeReport(runDir: string): void {
     ["real interactions (training)", String(last?.realInteractions ?? 0)],
     ["synthetic interactions (training)", String(last?.syntheticInteractions ?? 0)],
     ["real interactions (evaluation)", String(last?.evalInteractions ?? 0)],
+    ["real interactions (on-policy audit)", String(last?.auditInteractions ?? 0)],
     ["wall time", `${(last?.wallSeconds ?? 0).toFixed(1)} s`],
     ["final evaluation", final ? `score ${final.score.toFixed(1)}, success ${(100 * final.success).toFixed(1)}% on ${final.tasks} tasks` : "not yet"],
   ];
   const html = `<!doctype html>
 <html><head><meta charset="utf-8"><title>dreamgym run ${escape(runDir)}</title>
 <style>body{font:14px system-ui,sans-serif;margin:24px;color:#222}table{border-collapse:collapse}td{padding:2px 12px 2px 0}
-svg{margin:8px 16px 8px 0;background:#fff;border:1px solid #ddd}.grid{display:flex;flex-wrap:wrap}pre{background:#f6f6f6;padding:8px;overflow:auto}</style></head>
+table.rows td,table.rows th{padding:2px 10px;border-bottom:1px solid #eee;text-align:right}svg{margin:8px 16px 8px 0;background:#fff;border:1px solid #ddd}.grid{display:flex;flex-wrap:wrap}pre{background:#f6f6f6;padding:8px;overflow:auto}</style></head>
 <body><h1>dreamgym run</h1><p>${escape(runDir)}</p>
 <table>${rows.map(([k, v]) => `<tr><td>${escape(k)}</td><td><b>${escape(v)}</b></td></tr>`).join("")}</table>
 ${axes.map((x, i) => `<h2>Against ${x === "iteration" ? "iterations" : LABELS[x]}</h2><div class="grid">${charts[i]}</div>`).join("\n")}
+${auditSection}
+${uncertaintySection}
 <h2>Config</h2><pre>${escape(JSON.stringify(config, null, 2))}</pre>
 </body></html>
 `;
   writeFileAtomic(join(runDir, "report.html"), html);
+}
+
+/** One audited iteration as a table row. */
+function auditRow(iteration: number, a: OnPolicyAuditSummary): string {
+  const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
+  const at = Object.entries(a.divergence.atStep).sort(([x], [y]) => (x === "never" ? 1 : y === "never" ? -1 : Number(x) - Number(y))).map(([k, n]) => `${k}:${n}`).join(" ");
+  const cells = [
+    String(iteration), String(a.episodes), `${a.syntheticReturn.toFixed(3)} / ${a.realReturn.toFixed(3)}`, `${pct(a.syntheticSuccess)} / ${pct(a.realSuccess)}`,
+    pct(a.successAgreement), a.exploitationRate === null ? "-" : pct(a.exploitationRate), a.divergence.mean === null ? "-" : a.divergence.mean.toFixed(2), at,
+  ];
+  return `<tr>${cells.map((c) => `<td>${escape(c)}</td>`).join("")}</tr>`;
 }
 
 /** The metrics of a run folder, in order (a torn last line, left by a kill, is skipped). */

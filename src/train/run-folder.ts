@@ -12,12 +12,14 @@ export interface RunState {
   realInteractions: number;
   evalInteractions: number;
   syntheticInteractions: number;
+  /** Real env steps of on-policy audits (absent in checkpoints of runs from before the audit). */
+  auditInteractions?: number;
   droppedEpisodes: number;
   episodes: number;
   wallSeconds: number;
 }
 
-export const NEW_RUN: RunState = Object.freeze({ iteration: 0, realInteractions: 0, evalInteractions: 0, syntheticInteractions: 0, droppedEpisodes: 0, episodes: 0, wallSeconds: 0 });
+export const NEW_RUN: RunState = Object.freeze({ iteration: 0, realInteractions: 0, evalInteractions: 0, syntheticInteractions: 0, auditInteractions: 0, droppedEpisodes: 0, episodes: 0, wallSeconds: 0 });
 
 /** `checkpoints/latest.json`: where a resume starts. */
 export interface Checkpoint {

@@ -50,7 +50,7 @@ async function run_(run: RunFolder, latest: Checkpoint | undefined, hooks: Train
   }
   const summary: TrainSummary = {
     runDir: run.dir, config, iterations: state.iteration, realInteractions: state.realInteractions, syntheticInteractions: state.syntheticInteractions,
-    droppedEpisodes: state.droppedEpisodes, wallSeconds: state.wallSeconds, final,
+    auditInteractions: state.auditInteractions ?? 0, droppedEpisodes: state.droppedEpisodes, wallSeconds: state.wallSeconds, final,
     ...(latest ? { resumedFrom: latest.iteration } : {}),
   };
   run.writeSummary({ ...summary, runSeconds: (performance.now() - t0) / 1000 });

@@ -1,0 +1,125 @@
+import { InvalidConfigError, type Env, type Task } from "../core/index.ts";
+
+/** A synthetic episode to replay in the real env: its task, its actions and what the model said each did. */
+export interface SyntheticRecord {
+  task: Task;
+  /** The real env's seed (the one the synthetic episode was played with, where the env uses one). */
+  seed?: number;
+  /** The first state the policy saw (abstract). */
+  observation: string;
+  steps: { action: string; nextObservation: string; terminated: boolean; reward: number }[];
+}
+
+/** One synthetic episode replayed action by action in the real env. */
+export interface ReplayResult {
+  syntheticReturn: number;
+  realReturn: number;
+  syntheticSuccess: boolean;
+  realSuccess: boolean;
+  /** The first step (1-based) whose real state or end differs from the synthetic one; 0: the start states differ; null: never. */
+  divergedAt: number | null;
+  /** Real env steps taken. */
+  steps: number;
+}
+
+/** What an on-policy audit found, over the episodes it replayed (metrics.jsonl's `onPolicyAudit`). */
+export interface OnPolicyAuditSummary {
+  /** Episodes replayed (those whose task the real env cannot play are left out and counted in `skipped`). */
+  episodes: number;
+  skipped: number;
+  /** Real env steps the replays took (`auditInteractions` adds them up). */
+  steps: number;
+  syntheticReturn: number;
+  realReturn: number;
+  syntheticSuccess: number;
+  realSuccess: number;
+  /** Share of episodes whose success the model and the real env agree on. */
+  successAgreement: number;
+  /** Synthetic successes that fail for real, as a share of the synthetic successes (null: there were none). */
+  exploitationRate: number | null;
+  /** The first step where the states diverge: the mean over the episodes that diverge, and how many diverge at each step ("never" too). */
+  divergence: { mean: number | null; atStep: Record<string, number> };
+}
+
+/**
+ * Replays synthetic episodes in real envs (abstracted as the synthetic ones are), over a pool, one
+ * episode per env at a time; results come back in input order. The replay takes the recorded actions
+ * until they or the real episode end, so it shows what the policy's synthetic episode would have
+ * earned for real. A task the real env cannot play (an LLM-generated one with no goal behind it) gives
+ * null instead.
+ */
+export async function replayInRealEnv(envs: readonly Env[], records: readonly SyntheticRecord[], isSuccess: (totalReward: number) => boolean): Promise<(ReplayResult | null)[]> {
+  const results: (ReplayResult | null)[] = new Array(records.length).fill(null);
+  let next = 0;
+  const worker = async (env: Env) => {
+    while (next < records.length) {
+      const i = next++;
+      results[i] = await replayOne(env, records[i], isSuccess);
+    }
+  };
+  await Promise.all(envs.map(worker));
+  return results;
+}
+
+async function replayOne(env: Env, r: SyntheticRecord, isSuccess: (totalReward: number) => boolean): Promise<ReplayResult | null> {
+  let start;
+  try {
+    start = await env.reset({ task: r.task, seed: r.seed });
+  } catch (e) {
+    if (e instanceof InvalidConfigError) return null;
+    throw e;
+  }
+  let divergedAt: number | null = start.observation === r.observation ? null : 0;
+  let realReturn = 0;
+  let steps = 0;
+  for (const s of r.steps) {
+    const x = await env.step(s.action);
+    steps++;
+    realReturn += x.reward;
+    if (divergedAt === null && (x.observation !== s.nextObservation || x.terminated !== s.terminated)) divergedAt = steps;
+    if (x.terminated || x.truncated) break;
+  }
+  const syntheticReturn = r.steps.reduce((a, s) => a + s.reward, 0);
+  return { syntheticReturn, realReturn, syntheticSuccess: isSuccess(syntheticReturn), realSuccess: isSuccess(realReturn), divergedAt, steps };
+}
+
+/** The audit's figures over replayed episodes (`skipped`: the nulls, tasks the real env could not play). */
+export function summarizeReplays(results: readonly (ReplayResult | null)[]): OnPolicyAuditSummary {
+  const done = results.filter((r): r is ReplayResult => r !== null);
+  const mean = (xs: number[]) => (xs.length === 0 ? 0 : xs.reduce((a, x) => a + x, 0) / xs.length);
+  const synSuccesses = done.filter((r) => r.syntheticSuccess);
+  const diverged = done.map((r) => r.divergedAt).filter((d): d is number => d !== null);
+  const atStep: Record<string, number> = {};
+  for (const r of done) {
+    const key = r.divergedAt === null ? "never" : String(r.divergedAt);
+    atStep[key] = (atStep[key] ?? 0) + 1;
+  }
+  return {
+    episodes: done.length,
+    skipped: results.length - done.length,
+    steps: done.reduce((a, r) => a + r.steps, 0),
+    syntheticReturn: mean(done.map((r) => r.syntheticReturn)),
+    realReturn: mean(done.map((r) => r.realReturn)),
+    syntheticSuccess: mean(done.map((r) => (r.syntheticSuccess ? 1 : 0))),
+    realSuccess: mean(done.map((r) => (r.realSuccess ? 1 : 0))),
+    successAgreement: mean(done.map((r) => (r.syntheticSuccess === r.realSuccess ? 1 : 0))),
+    exploitationRate: synSuccesses.length === 0 ? null : synSuccesses.filter((r) => !r.realSuccess).length / synSuccesses.length,
+    divergence: { mean: diverged.length === 0 ? null : mean(diverged), atStep },
+  };
+}
+
+/** The audit as table rows (label, value), one row per figure: what `dreamgym audit --run` prints. */
+export function auditRows(s: OnPolicyAuditSummary): [string, string][] {
+  const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
+  const steps = Object.entries(s.divergence.atStep).sort(([a], [b]) => (a === "never" ? 1 : b === "never" ? -1 : Number(a) - Number(b)));
+  return [
+    ["episodes replayed (skipped)", `${s.episodes} (${s.skipped})`],
+    ["return synthetic / real", `${s.syntheticReturn.toFixed(3)} / ${s.realReturn.toFixed(3)}`],
+    ["success synthetic / real", `${pct(s.syntheticSuccess)} / ${pct(s.realSuccess)}`],
+    ["success agreement", pct(s.successAgreement)],
+    ["exploitation rate", s.exploitationRate === null ? "- (no synthetic success)" : pct(s.exploitationRate)],
+    ["first divergent step: mean", s.divergence.mean === null ? "- (none diverged)" : s.divergence.mean.toFixed(2)],
+    ["first divergent step: episodes at", steps.map(([k, n]) => `${k}:${n}`).join(" ")],
+    ["real steps", String(s.steps)],
+  ];
+}
