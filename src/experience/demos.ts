@@ -13,6 +13,12 @@ export interface DemoOptions {
   exact?: boolean;
   /** With `exact`: this task's own steps first. */
   preferTask?: string;
+  /**
+   * Also the most similar *real* transition with the same action, marked `anchor` when it is not
+   * among the others: how well the offline data backs the step, however many synthetic transitions
+   * crowd the top k (a model's uncertainty reads it; it grounds no prediction).
+   */
+  realAnchor?: boolean;
 }
 
 /**
@@ -35,11 +41,15 @@ export async function retrieveDemos(buffer: ReplayBuffer, abstraction: StateAbst
   const similar = pick(buffer.searchVector(vector, { k: fetch, filter: { env } }));
   const sameAction = opts.sameAction === false ? [] : pick(buffer.searchVector(vector, { k: fetch, filter: { env, action: query.action } }));
   const seen = new Set<number>();
-  return [...sameAction, ...similar]
+  const demo = (h: SearchResult): Demo => ({
+    state: abstraction.abstract(h.transition.state), action: h.transition.action, nextState: abstraction.abstract(h.transition.nextState, h.transition.info),
+    reward: h.transition.reward, terminated: h.transition.terminated, task: h.transition.task, source: h.transition.source, score: h.score,
+  });
+  const demos = [...sameAction, ...similar]
     .filter((h) => !seen.has(h.transition.id) && seen.add(h.transition.id))
     .sort((a, b) => b.score - a.score)
-    .map((h) => ({
-      state: abstraction.abstract(h.transition.state), action: h.transition.action, nextState: abstraction.abstract(h.transition.nextState, h.transition.info),
-      reward: h.transition.reward, terminated: h.transition.terminated, task: h.transition.task, source: h.transition.source, score: h.score,
-    }));
+    .map(demo);
+  if (!opts.realAnchor) return demos;
+  const anchor = pick(buffer.searchVector(vector, { k: fetch, filter: { env, source: "real", action: query.action } }))[0];
+  return anchor && !seen.has(anchor.transition.id) ? [...demos, { ...demo(anchor), anchor: true }] : demos;
 }

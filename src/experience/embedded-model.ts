@@ -42,7 +42,10 @@ export class EmbeddedExperienceModel implements ExperienceModel {
     return this.abstraction.actions(state) === undefined;
   }
 
-  async predict({ task, state, action, demos }: PredictInput): Promise<Prediction> {
+  async predict({ task, state, action, demos: all }: PredictInput): Promise<Prediction> {
+    // Anchors (the best real same-action transition) only tell how well real data backs the step.
+    const demos = all.filter((d) => !d.anchor);
+    const anchors = all.filter((d) => d.anchor);
     const norm = (a: string) => a.trim().toLowerCase();
     // A free-text env (a parser game: its states list no actions) takes any text, and what a command
     // does there depends on the exact state (is the gem here?): only a demo of this very command in
@@ -51,7 +54,7 @@ export class EmbeddedExperienceModel implements ExperienceModel {
     if (this.exactDemos(state)) {
       const here = demos.filter((d) => norm(d.action) === norm(action) && this.abstraction.abstract(d.state) === state);
       if (here.length === 0) return { nextState: state, reward: 0, terminated: false, info: { invalid: true, unrecorded: true } };
-      return this.replay(here, task, state);
+      return this.replay(here, task, state, true, anchors);
     }
     const usable = demos.filter((d) => d.score >= this.minScore);
     if (usable.length === 0) return { nextState: state, reward: 0, terminated: false, info: { failed: "no similar transition in the buffer" } };
@@ -62,11 +65,11 @@ export class EmbeddedExperienceModel implements ExperienceModel {
     const sameKind = kind === undefined ? [] : usable.filter((d) => elementKind(this.abstraction.abstract(d.state), d.action) === kind);
     const pool = sameAction.length > 0 ? sameAction : sameKind;
     if (pool.length === 0) return { nextState: state, reward: 0, terminated: false, info: { failed: `no recorded transition with the action ${action}` } };
-    return this.replay(pool, task, state, sameAction.length > 0);
+    return this.replay(pool, task, state, sameAction.length > 0, anchors);
   }
 
   /** The best demo of `pool` carried over to this task and state: next state, end and reward, and how sure that is (`u`). */
-  private replay(pool: Demo[], task: PredictInput["task"], state: string, sameAction = true): Prediction {
+  private replay(pool: Demo[], task: PredictInput["task"], state: string, sameAction: boolean, anchors: Demo[]): Prediction {
     const rank = (d: Demo) => d.score + (d.task.id === task.id ? 0.05 : 0);
     const best = pool.reduce((a, b) => (rank(b) > rank(a) ? b : a));
     let nextState = this.abstraction.abstract(best.nextState);
@@ -88,7 +91,7 @@ export class EmbeddedExperienceModel implements ExperienceModel {
       reward = total > 0 ? ending.reduce((s, d) => s + weight(d) * d.reward, 0) / total : best.reward;
       rewardDemos = ending;
     }
-    const u = this.uncertainty(pool, rewardDemos, best, weight);
+    const u = this.uncertainty(pool, rewardDemos, anchors, weight);
     return { nextState, reward, terminated, info: { grounding: best.score, demo_task: best.task.id, ...u } };
   }
 
@@ -97,11 +100,13 @@ export class EmbeddedExperienceModel implements ExperienceModel {
    * similarity-weighted spread (standard deviation) of the rewards it was read from, over half the
    * reward range (neighbours that pay 0 and 1 alike give 1); `u_outcome`, how split the neighbours are
    * on ending the episode (2·min(p, 1 − p), p the weighted share that ended); `u_grounding`,
-   * 1 − the best neighbour's similarity (a step seen exactly gives 0). `u` is the largest: a prediction
-   * is as sure as its least sure part. A transfer from another action of the same kind counts its
-   * neighbours' similarity like any other (their action differs, so their score is lower).
+   * 1 − the similarity of the best *real* neighbour, among the demos and the anchor retrieval adds
+   * (see `DemoOptions.realAnchor`) (a step seen exactly in the offline data gives 0,
+   * one backed only by synthetic transitions 1: the model's own earlier outputs must not make it sure
+   * of them, or a policy's exploit, once recorded, would vouch for itself). `u` is the largest: a
+   * prediction is as sure as its least sure part.
    */
-  private uncertainty(pool: Demo[], rewardDemos: Demo[], best: Demo, weight: (d: Demo) => number): { u: number; u_reward: number; u_outcome: number; u_grounding: number } {
+  private uncertainty(pool: Demo[], rewardDemos: Demo[], anchors: Demo[], weight: (d: Demo) => number): { u: number; u_reward: number; u_outcome: number; u_grounding: number } {
     const wsum = (ds: Demo[], f: (d: Demo) => number) => ds.reduce((s, d) => s + weight(d) * f(d), 0);
     const rw = wsum(rewardDemos, () => 1);
     let uReward = 0;
@@ -113,7 +118,8 @@ export class EmbeddedExperienceModel implements ExperienceModel {
     const pw = wsum(pool, () => 1);
     const p = pw > 0 ? wsum(pool, (d) => (d.terminated ? 1 : 0)) / pw : 0;
     const uOutcome = 2 * Math.min(p, 1 - p);
-    const uGrounding = Math.min(1, Math.max(0, 1 - best.score));
+    const real = [...pool, ...anchors].filter((d) => d.source === "real");
+    const uGrounding = Math.min(1, Math.max(0, 1 - Math.max(0, ...real.map((d) => d.score))));
     const round = (x: number) => Math.round(x * 1e6) / 1e6;
     return { u: round(Math.max(uReward, uOutcome, uGrounding)), u_reward: round(uReward), u_outcome: round(uOutcome), u_grounding: round(uGrounding) };
   }

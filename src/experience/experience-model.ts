@@ -19,6 +19,8 @@ export interface Demo {
   source: ExperienceSource;
   /** Cosine similarity of its (state, action) to the query's. */
   score: number;
+  /** Retrieved only to tell how well real data backs the step (`realAnchor`): not a demo to predict from or show. */
+  anchor?: boolean;
 }
 
 export interface PredictInput {

@@ -93,7 +93,7 @@ export class ReasoningExperienceModel implements ExperienceModel {
       recent.forEach((h, i) => lines.push(`${older.length + i + 1}. state:\n${cut(h.state, n)}\naction: ${h.action}`));
       parts.push(`History (${history.length} steps):\n${lines.join("\n")}`);
     }
-    const shown = demos.slice(0, this.o.demos);
+    const shown = demos.filter((d) => !d.anchor).slice(0, this.o.demos);
     if (shown.length > 0) {
       parts.push(
         `Similar recorded transitions:\n${shown

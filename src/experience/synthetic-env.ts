@@ -122,7 +122,7 @@ export class SyntheticEnv implements Env {
       return { observation: this.state, reward: 0, terminated: false, truncated: this.done, info: { invalid: true } };
     }
     const task = this.task;
-    const demos = this.o.buffer ? await retrieveDemos(this.o.buffer, this.o.abstraction, { state: this.state, action }, { k: this.o.k, sameAction: this.o.sameActionDemos, exact: this.o.model.exactDemos?.(this.state), preferTask: task.id }) : [];
+    const demos = this.o.buffer ? await retrieveDemos(this.o.buffer, this.o.abstraction, { state: this.state, action }, { k: this.o.k, sameAction: this.o.sameActionDemos, exact: this.o.model.exactDemos?.(this.state), preferTask: task.id, realAnchor: true }) : [];
     const prediction = await this.o.model.predict({ task, history: this.history, state: this.state, action, demos });
     if (prediction.info.failed) {
       this.done = truncatedNow();

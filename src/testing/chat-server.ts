@@ -15,10 +15,10 @@ export interface Served {
 /**
  * A local server speaking the OpenAI chat-completions protocol. `faults` are served first, one per
  * request; then `fault(n)` (n: the request's number, from 1) when given, so a test can make it fail
- * later or recover; else it answers with `reply(body)`. With `hold`, a response waits while `hold()` is true
+ * later or recover; else it answers with `reply(body)` (an array: one content per choice, for `n`). With `hold`, a response waits while `hold()` is true
  * (and not all `total` requests arrived), so the test controls concurrency without timers.
  */
-export async function chatServer(opts: { faults?: Fault[]; fault?: (n: number) => Fault | undefined; reply?: (body: Record<string, unknown>) => string; hold?: (pending: number) => boolean; total?: number } = {}): Promise<Served> {
+export async function chatServer(opts: { faults?: Fault[]; fault?: (n: number) => Fault | undefined; reply?: (body: Record<string, unknown>) => string | string[]; hold?: (pending: number) => boolean; total?: number } = {}): Promise<Served> {
   const faults = [...(opts.faults ?? [])];
   const requests: Record<string, unknown>[] = [];
   const pending: (() => void)[] = [];
@@ -54,7 +54,7 @@ export async function chatServer(opts: { faults?: Fault[]; fault?: (n: number) =
       res.writeHead(200, { "content-type": "application/json" });
       res.end(JSON.stringify({
         id: "cmpl-1", object: "chat.completion", created: 0, model: body.model,
-        choices: Array.from({ length: n }, (_, index) => ({ index, message: { role: "assistant", content }, finish_reason: "stop" })),
+        choices: Array.from({ length: n }, (_, index) => ({ index, message: { role: "assistant", content: Array.isArray(content) ? content[index % content.length] : content }, finish_reason: "stop" })),
         usage: { prompt_tokens: 11, completion_tokens: 7, total_tokens: 18 },
       }));
     };

@@ -1,0 +1,113 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { StateAbstraction, Task, Trajectory } from "../core/index.ts";
+import { ReplayBuffer } from "../buffer/index.ts";
+import { registerEnv } from "../envs/index.ts";
+import type { ExperienceModel } from "../experience/index.ts";
+import { BanditEnv } from "../testing/index.ts";
+import { readMetrics, train, type IterationMetrics, type TrainConfigInput } from "./index.ts";
+
+// A bandit of 5 arms where arm 3 pays 1 for real, registered with synthetic support so that the real
+// training loop can run it in dreamgym mode and audit it against the real bandit.
+const ENV = "audit-bandit";
+const start = (instruction: string) => `page: bandit\ninstruction: ${instruction}\n[arm 0] [arm 1] [arm 2] [arm 3] [arm 4]`;
+const abstraction: StateAbstraction = {
+  env: ENV,
+  abstract: (o) => o,
+  actions: (s) => [...s.matchAll(/\[(arm \d)\]/g)].map((m) => `click[${m[1]}]`),
+  isTerminal: () => false,
+  profile: "a bandit: click[arm i] ends the episode",
+};
+registerEnv(ENV, {
+  create: () => new BanditEnv(5, 3),
+  tasks: (env) => env.tasks(4),
+  synthetic: () => ({ abstraction, initialState: (task: Task) => start(task.instruction) }),
+});
+
+/** One bandit pull as an offline (real) trajectory of the seed buffer. */
+const pull = (instruction: string, arm: number, reward: number): Trajectory => ({
+  env: ENV, task: { id: `bandit:${instruction}`, instruction }, source: "real", total_reward: reward, success: reward >= 1, created_at: new Date(0).toISOString(),
+  steps: [{ observation: start(instruction), action: `click[arm ${arm}]`, reward, next_observation: start(instruction), terminated: true, truncated: false }],
+});
+
+async function seedBuffer(file: string, trajectories: Trajectory[]): Promise<string> {
+  const b = ReplayBuffer.open(file);
+  if (trajectories.length > 0) await b.appendTrajectories(trajectories, { seed: true });
+  b.close();
+  return file;
+}
+
+const COMMON: TrainConfigInput = {
+  env: ENV, mode: "dreamgym", budget: 32 * 16, tasksPerIteration: 4, rolloutsPerTask: 8, concurrency: 2, evalEvery: 0, finalEvalTasks: 4,
+  checkpointEvery: 4, seed: 1, policy: { dim: 1024 }, grpo: { learningRate: 0.05 }, curriculum: { enabled: false },
+  onPolicyAudit: { every: 2, episodes: 16 },
+};
+
+const audits = (dir: string) => readMetrics(dir).filter((m): m is IterationMetrics & Required<Pick<IterationMetrics, "onPolicyAudit">> => m.onPolicyAudit !== undefined);
+
+test("the on-policy audit detects a planted exploit: a model that pays 1 for a wrong arm gives an exploitation rate of 1; a faithful one 0", async () => {
+  const root = mkdtempSync(join(tmpdir(), "dreamgym-exploit-"));
+  const buffer = await seedBuffer(join(root, "empty.db"), []);
+  const paying = (arm: number): ExperienceModel => ({
+    id: `pays-arm-${arm}`,
+    predict: async ({ state, action }) => ({ nextState: state, reward: action === `click[arm ${arm}]` ? 1 : 0, terminated: true, info: {} }),
+  });
+  const planted = join(root, "planted");
+  const s = await train(planted, { ...COMMON, buffer }, {}, { experienceModel: paying(1) });
+  const a = audits(planted);
+  assert.ok(a.length >= 4, `${a.length} audited iterations`);
+  const first = a[0].onPolicyAudit;
+  const last = a.at(-1)!.onPolicyAudit;
+  // The policy found the exploit: it succeeds in the model almost always, never for real.
+  assert.ok(last.syntheticSuccess >= 0.8 && last.syntheticSuccess > first.syntheticSuccess, `synthetic success ${first.syntheticSuccess} → ${last.syntheticSuccess}`);
+  assert.equal(last.realSuccess, 0);
+  assert.equal(last.exploitationRate, 1);
+  assert.equal(last.successAgreement, 1 - last.syntheticSuccess);
+  // The states agree (the page stays, the pull ends the episode): the exploit is in the reward alone.
+  assert.deepEqual(last.divergence, { mean: null, atStep: { never: 16 } });
+  assert.equal(s.final.success, 0, "the policy pulls the wrong arm for real too");
+  // One real step per replayed pull, counted apart from training and evaluation.
+  assert.equal(s.auditInteractions, a.reduce((n, m) => n + m.onPolicyAudit.steps, 0));
+  assert.equal(s.auditInteractions, 16 * a.length);
+  assert.equal(readMetrics(planted).at(-1)!.realInteractions, 0);
+  assert.match(readFileSync(join(planted, "report.html"), "utf8"), /On-policy audit[\s\S]*exploitation rate/);
+
+  const faithful = join(root, "faithful");
+  await train(faithful, { ...COMMON, buffer }, {}, { experienceModel: paying(3) });
+  const f = audits(faithful).at(-1)!.onPolicyAudit;
+  assert.ok(f.syntheticSuccess >= 0.8, `faithful synthetic success ${f.syntheticSuccess}`);
+  assert.equal(f.exploitationRate, 0);
+  assert.equal(f.successAgreement, 1);
+});
+
+test("pessimism (β > 0) keeps the policy from learning an exploit the embedded model is unsure of", async () => {
+  const root = mkdtempSync(join(tmpdir(), "dreamgym-pessimism-"));
+  const task = "pull the arm that pays";
+  // The offline data: in this game arm 3 is recorded paying 0.8 (the model undervalues the right arm)
+  // and the others 0; arm 1 was only ever recorded in another game, paying 1. The kNN model copies
+  // that reward — an exploit, but one it can only ground in a dissimilar state (high u).
+  const seed = [pull(task, 0, 0), pull(task, 2, 0), pull(task, 3, 0.8), pull(task, 4, 0), pull("a different game with its own rules entirely", 1, 1)];
+  const buffer = await seedBuffer(join(root, "seed.db"), seed);
+  const run = async (name: string, pessimism: TrainConfigInput["pessimism"]) => {
+    const dir = join(root, name);
+    const s = await train(dir, { ...COMMON, buffer, pessimism });
+    return { s, metrics: readMetrics(dir), last: audits(dir).at(-1)!.onPolicyAudit };
+  };
+  const off = await run("off", { beta: 0 });
+  const on = await run("on", { beta: 2 });
+  // Without pessimism the policy pulls the exploit arm: the model's successes all fail for real.
+  assert.ok(off.last.syntheticSuccess >= 0.8, `β=0: synthetic success ${off.last.syntheticSuccess}`);
+  assert.equal(off.last.exploitationRate, 1);
+  assert.equal(off.s.final.success, 0);
+  // With it, arm 1's unsure reward (u ≈ 0.19: its only real neighbour is in another game) is worth 1 − 2u ≈ 0.61,
+  // less than the sure 0.8 of arm 3: the policy learns arm 3.
+  assert.ok(on.last.realSuccess >= 0.8, `β=2: real success of the audited episodes ${on.last.realSuccess}`);
+  assert.equal(on.s.final.success, 1);
+  const u = on.metrics.map((m) => m.uncertainty!);
+  assert.ok(u.every((x) => x !== undefined && x.steps > 0 && x.halts === 0));
+  // As the policy leaves the unsure arm, the mean u of its steps falls.
+  assert.ok(u.at(-1)!.mean < u[0].mean, `mean u ${u[0].mean} → ${u.at(-1)!.mean}`);
+});
