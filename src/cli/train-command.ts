@@ -72,6 +72,7 @@ export function registerTrain(program: Command): void {
     .option("--hybrid", "terminal rewards from the real env's verifier (WebShop's reward) instead of the model's")
     .option("--no-replay", "ablation: no retrieved demos for the model, and the buffer does not grow")
     .option("--no-curriculum", "ablation: seed tasks only")
+    .option("--no-pessimism", "ablation: no penalty for the experience model's uncertainty, no halt")
     .option("--cache <file>", "a chat model's response cache (SQLite)")
     .option("--seed <n>", "seed", parseIntOption("seed"))
     .option("--tasks-per-iter <n>", "tasks per iteration", parseIntOption("tasks-per-iter", 1))
@@ -114,6 +115,7 @@ export function registerTrain(program: Command): void {
         };
         for (const [flag, key] of Object.entries(FLAG_KEYS)) if (cmd.getOptionValueSource(flag) === "cli") input[key] = o[flag];
         if (cmd.getOptionValueSource("curriculum") === "cli") applySet(input, `curriculum.enabled=${o.curriculum}`);
+        if (cmd.getOptionValueSource("pessimism") === "cli") input.pessimism = { beta: 0 };
         for (const s of o.set as string[]) applySet(input, s);
         const out = o.out ?? join("runs", `${input.env ?? "webshop"}-${input.mode ?? "real"}-${input.algo ?? "grpo"}-${new Date().toISOString().replace(/[:.]/g, "-")}`);
         const summary = await train(out, input, hook);
