@@ -38,6 +38,15 @@ test("dreamgym mode trains in the synthetic env; killed with SIGKILL and resumed
   assert.equal(last.realInteractions, 0);
   assert.ok((last.syntheticInteractions as number) >= 3000);
   assert.ok((last.evalInteractions as number) > 0, "the final evaluation ran in the real env");
+  // The on-policy audit ran (its real steps counted apart) and is part of what the resume below must repeat.
+  const audited = metrics.filter((m) => m.onPolicyAudit);
+  assert.ok(audited.length >= 2 && (last.auditInteractions as number) > 0, `${audited.length} audits, ${last.auditInteractions} audit steps`);
+  assert.equal(last.auditInteractions, audited.reduce((n, m) => n + (m.onPolicyAudit as { steps: number }).steps, 0));
+  // The same audit of the finished run, from its buffer.
+  const table = run(["audit", "--run", whole, "--episodes", "4"]);
+  assert.equal(table.status, 0, table.stderr);
+  assert.match(table.stdout, /^iteration\s+episodes\s+return syn\/real\s+success syn\/real\s+agreement\s+exploitation/m);
+  assert.match(table.stdout, /^all\s+\d+\s+\d\.\d{3}\/\d\.\d{3}/m);
   assert.ok(metrics.every((m) => m.phase === "synthetic"));
   // The buffer grew with the kept episodes, labelled by iteration, and was trimmed to the seed + 400
   // synthetic transitions at checkpoints (so the oldest iterations are gone).

@@ -10,7 +10,7 @@ import {
   type Row, type Statements,
 } from "./buffer-db.ts";
 import type { Embedder } from "./embedder.ts";
-import { encodeHalf } from "./float16.ts";
+import { decodeHalf, encodeHalf } from "./float16.ts";
 import { HashingEmbedder } from "./hashing-embedder.ts";
 import { SearchIndexes, type IndexedRow } from "./search-indexes.ts";
 import { transitionText } from "./transition-text.ts";
@@ -254,13 +254,16 @@ export class ReplayBuffer {
         prev = p;
         prevNextId = nextId;
         prevInstructionId = instructionId;
+        const half = encodeHalf(p.vector!);
         const info = s.insertTransition.run(
           traj, p.step, p.env, p.taskId, instructionId, stateId, p.action, p.reward, nextId, p.terminated ? 1 : 0, p.truncated ? 1 : 0,
           p.reasoning ?? null, p.info && Object.keys(p.info).length > 0 ? JSON.stringify(p.info) : null, p.source, p.policy ?? null, p.createdAt,
-          encodeHalf(p.vector!),
+          half,
         );
         if (online) s.bumpTrajectory.run(p.reward, p.reward, traj);
-        added.push({ id: Number(info.lastInsertRowid), vector: p.vector!, env: p.env, source: p.source, task: p.taskId, action: p.action });
+        // The index gets the vector as stored (f16), so that scores are the same as after a reopen
+        // (a resumed run rebuilds the index from the stored vectors and must score identically).
+        added.push({ id: Number(info.lastInsertRowid), vector: decodeHalf(half), env: p.env, source: p.source, task: p.taskId, action: p.action });
       }
       s.bumpGeneration.run();
       const evicted = this.evict();

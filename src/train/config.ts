@@ -58,7 +58,7 @@ export const trainConfigSchema = z.strictObject({
    * Pessimism where the experience model reports its uncertainty u in [0, 1]: the reward becomes
    * r − beta·u (MOPO), and an episode halts with reward 0 where u > halt (MOReL; unset: never).
    * On by default (beta 1): on WebShop at 8k synthetic steps it took the final score from 4.0 to
-   * 33–40 (docs/training.md); beta 0 is the ablation.
+   * 35.6 (docs/training.md); beta 0 is the ablation.
    */
   pessimism: z.strictObject({
     beta: z.number().min(0).max(1e6).default(1),
