@@ -332,7 +332,7 @@ test("EXECUTION_ERROR when the env throws, FACTORY_ERROR when it cannot be built
 });
 
 test("heartbeat: a half-open socket (no pongs) is cut and its session closed; a live one stays", { timeout: 20_000 }, async () => {
-  const s = await startTestServer({ app: { heartbeat: 0.1 } });
+  const s = await startTestServer({ app: { heartbeat: 0.25 } });
   try {
     const live = await TestClient.open(s.ws);
     const silent = await TestClient.open(s.ws, { autoPong: false });
