@@ -9,6 +9,7 @@ import { registerTrain } from "./train-command.ts";
 import { registerRollout } from "./rollout-command.ts";
 import { registerDemo } from "./demo-command.ts";
 import { registerEnvCommands } from "./env-commands.ts";
+import { registerServe } from "./serve-command.ts";
 import { loadEnvModules } from "../envs/index.ts";
 
 const { version } = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
@@ -28,6 +29,7 @@ registerSft(program);
 registerTrain(program);
 registerRollout(program);
 registerDemo(program);
+registerServe(program);
 
 // A usage error is one line that points to the command's help (not the whole help text).
 const withHelpHint = (cmd: Command, path: string): void => {

@@ -1,0 +1,120 @@
+import { readFileSync } from "node:fs";
+import type { Command } from "commander";
+import { InvalidConfigError } from "../core/index.ts";
+import { createServeApp, EnvHost, SessionManager, startServer, type ObservationFormat } from "../server/index.ts";
+import { DEFAULT_MAX_FAILURES, DEFAULT_REQUEST_TIMEOUT_S, endpointOptions } from "./endpoint-options.ts";
+import { parseIntOption } from "./options.ts";
+
+interface ServeOptions {
+  env: string;
+  mode?: string;
+  experience?: string;
+  buffer?: string;
+  hybrid?: boolean;
+  record?: boolean;
+  split?: string;
+  data?: string;
+  maxSteps?: number;
+  port: number;
+  host: string;
+  maxSessions: number;
+  idleTimeout: number;
+  heartbeat: number;
+  tokenFile?: string;
+  observation: string;
+  concurrency: number;
+  cache?: string;
+  requestTimeout?: number;
+  maxFailures?: number;
+}
+
+/** Addresses only this machine can reach: the only ones served without a token. */
+const LOOPBACK = new Set(["127.0.0.1", "localhost", "::1"]);
+
+/** The bearer token: `--token-file` first, else `$DREAMGYM_TOKEN`; required off loopback. */
+function readToken(o: ServeOptions): string | undefined {
+  let token: string | undefined;
+  if (o.tokenFile !== undefined) {
+    let text: string;
+    try {
+      text = readFileSync(o.tokenFile, "utf8");
+    } catch (e) {
+      throw new InvalidConfigError(`cannot read --token-file ${o.tokenFile}: ${(e as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : (e as Error).message}`);
+    }
+    token = text.trim();
+    if (token === "") throw new InvalidConfigError(`--token-file ${o.tokenFile} is empty: put the token in it`);
+  } else if (process.env.DREAMGYM_TOKEN !== undefined && process.env.DREAMGYM_TOKEN.trim() !== "") {
+    token = process.env.DREAMGYM_TOKEN.trim();
+  }
+  if (token !== undefined && /\s/.test(token)) throw new InvalidConfigError("the token must not contain white space");
+  if (token === undefined && !LOOPBACK.has(o.host)) {
+    throw new InvalidConfigError(`serving on ${o.host} lets other machines in: give a bearer token (--token-file F, or the DREAMGYM_TOKEN environment variable), or bind 127.0.0.1`);
+  }
+  return token;
+}
+
+export function registerServe(program: Command): void {
+  endpointOptions(
+    program
+      .command("serve")
+      .description("serve an env, real or synthetic, to external trainers over OpenEnv (WS /ws, HTTP); runs until SIGTERM/SIGINT")
+      .requiredOption("--env <name>", "environment (a built-in or registered name)")
+      .option("--mode <mode>", "real (the env itself) or synthetic (its synthetic version over an experience model) (default: real, or synthetic with --experience)")
+      .option("--experience <model>", "synthetic mode: default (the embedded model) or a chat model (http://host/v1#model, openai:model) (default: default)")
+      .option("--buffer <file>", "synthetic mode: the replay buffer that grounds the experience model")
+      .option("--hybrid", "synthetic mode: terminal rewards from the real env's verifier")
+      .option("--record", "synthetic mode: record each session's transitions into the buffer")
+      .option("--split <split>", "task split sessions draw from (default: the env's evaluation split in real mode, its training split in synthetic mode)")
+      .option("--data <dir>", "data folder")
+      .option("--max-steps <n>", "steps before truncation", parseIntOption("max-steps", 1))
+      .option("--observation <format>", "what sessions see: abstract (states as the synthetic env shows them) or raw (the env's own text; real mode)", "abstract")
+      .option("--port <n>", "port (0: any free port, printed)", parseIntOption("port", 0, 65_535), 8000)
+      .option("--host <address>", "address to bind; any but 127.0.0.1, localhost or ::1 needs a token", "127.0.0.1")
+      .option("--max-sessions <n>", "sessions open at once, over every protocol; past it a new one gets CAPACITY_REACHED", parseIntOption("max-sessions", 1, 100_000), 256)
+      .option("--idle-timeout <seconds>", "close a session unused this long (0: never)", parseIntOption("idle-timeout", 0, 604_800), 300)
+      .option("--heartbeat <seconds>", "ping WebSocket clients this often; one that misses a pong is cut and its session closed (0: off)", parseIntOption("heartbeat", 0, 3600), 20)
+      .option("--token-file <file>", "require Authorization: Bearer <the file's token> on every route but /health (else $DREAMGYM_TOKEN, if set)")
+      .option("--concurrency <n>", "synthetic mode, chat model: LLM requests at once, shared by every session", parseIntOption("concurrency", 1), 16)
+      .option("--cache <file>", "synthetic mode, chat model: its response cache (SQLite)"),
+  ).action(async (o: ServeOptions) => {
+    const mode = o.mode ?? (o.experience !== undefined ? "synthetic" : "real");
+    if (mode !== "real" && mode !== "synthetic") throw new InvalidConfigError(`--mode must be real or synthetic, got "${o.mode}"`);
+    if (o.observation !== "abstract" && o.observation !== "raw") throw new InvalidConfigError(`--observation must be abstract or raw, got "${o.observation}"`);
+    if (mode === "real") {
+      const synthOnly = (["experience", "buffer", "hybrid", "record", "cache"] as const).filter((k) => o[k] !== undefined);
+      if (synthOnly.length) throw new InvalidConfigError(`--${synthOnly[0]} is for synthetic mode: add --mode synthetic`);
+    } else if (o.observation === "raw") {
+      throw new InvalidConfigError("--observation raw is for real mode: synthetic sessions show abstract states");
+    }
+    const token = readToken(o);
+
+    const host = await EnvHost.open({
+      env: o.env, mode, experience: o.experience, buffer: o.buffer, hybrid: o.hybrid, record: o.record, split: o.split, dataDir: o.data, maxSteps: o.maxSteps,
+      concurrency: o.concurrency, cache: o.cache, requestTimeout: o.requestTimeout ?? DEFAULT_REQUEST_TIMEOUT_S, maxFailures: o.maxFailures ?? DEFAULT_MAX_FAILURES,
+    });
+    const manager = new SessionManager(host, { maxSessions: o.maxSessions, idleTimeout: o.idleTimeout });
+    const app = createServeApp({ manager, token, heartbeat: o.heartbeat, observation: o.observation as ObservationFormat });
+    let server;
+    try {
+      server = await startServer({ app, port: o.port, host: o.host });
+    } catch (e) {
+      await app.close();
+      throw e;
+    }
+    const ws = server.url.replace(/^http/, "ws");
+    const agentgym = app.agentgymPrefix ? `  AgentGym: ${server.url}${app.agentgymPrefix}` : "";
+    console.log(`serving ${o.env} (${mode}, split ${host.split}, ${host.tasks.length} tasks) on ${server.url}  OpenEnv: ${ws}/ws${agentgym}`);
+
+    // Runs until a signal; a second signal while shutting down stops at once.
+    const signal = await new Promise<NodeJS.Signals>((resolve) => {
+      process.once("SIGTERM", () => resolve("SIGTERM"));
+      process.once("SIGINT", () => resolve("SIGINT"));
+    });
+    const again = () => process.exit(130);
+    process.once("SIGTERM", again);
+    process.once("SIGINT", again);
+    const open = manager.size;
+    await server.close();
+    console.error(`${signal}: stopped (${open} open session${open === 1 ? "" : "s"} closed; ${manager.stats.opened} served)`);
+  });
+}

@@ -1,0 +1,79 @@
+// `dreamgym serve` as a user runs it: the built CLI in a child process, a real WebSocket client, signals.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { BIN, runAsync } from "./helpers.ts";
+import { TestClient } from "./serve-kit.ts";
+
+/** Starts `dreamgym serve`; resolves once it prints its line (or rejects with what it said when it exits first). */
+function serve(args: string[], env: NodeJS.ProcessEnv = process.env) {
+  const child = spawn(process.execPath, [BIN, "serve", ...args], { stdio: ["ignore", "pipe", "pipe"], env });
+  let stdout = "";
+  let stderr = "";
+  child.stderr.on("data", (d) => (stderr += d));
+  const exited = new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => child.on("close", (status) => resolve({ status, stdout, stderr })));
+  const ready = new Promise<{ line: string; url: string }>((resolve, reject) => {
+    child.stdout.on("data", (d) => {
+      stdout += d;
+      const line = stdout.split("\n")[0];
+      if (stdout.includes("\n")) resolve({ line, url: /on (http:\/\/\S+)/.exec(line)![1] });
+    });
+    void exited.then((r) => reject(new Error(`serve exited ${r.status}: ${r.stderr}`)));
+  });
+  return { child, ready, exited };
+}
+
+test("dreamgym serve: prints where it serves (port 0: the port it got), serves OpenEnv behind its --token-file, and on SIGTERM closes sockets and envs and exits 0", { timeout: 60_000 }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), "dreamgym-serve-cli-"));
+  const counts = join(dir, "open.txt");
+  const tokenFile = join(dir, "token");
+  writeFileSync(tokenFile, "t0ken\n");
+  const module = ["--env-module", join(import.meta.dirname, "fixtures", "counted-env.mjs")];
+  const s = serve([...module, "--env", "counted", "--port", "0", "--split", "test", "--token-file", tokenFile], { ...process.env, DREAMGYM_OPEN_ENVS: counts });
+  const { line, url } = await s.ready;
+  assert.match(line, /^serving counted \(real, split test, 500 tasks\) on http:\/\/127\.0\.0\.1:\d+ {2}OpenEnv: ws:\/\/127\.0\.0\.1:\d+\/ws/);
+  assert.notEqual(new URL(url).port, "0");
+  assert.deepEqual(await (await fetch(`${url}/health`)).json(), { status: "healthy" });
+  assert.equal((await fetch(`${url}/metadata`)).status, 401);
+  assert.equal((await fetch(`${url}/metadata`, { headers: { authorization: "Bearer t0ken" } })).status, 200);
+
+  const ws = `${url.replace("http", "ws")}/ws`;
+  const clients = [await TestClient.open(ws, { headers: { authorization: "Bearer t0ken" } }), await TestClient.open(ws, { headers: { authorization: "Bearer t0ken" } })];
+  for (const c of clients) assert.equal((await c.call({ type: "reset", data: {} })).type, "observation");
+  s.child.kill("SIGTERM");
+  for (const c of clients) assert.deepEqual(await c.closed, { code: 1001, reason: "the server is shutting down" });
+  const r = await s.exited;
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stderr, /^SIGTERM: stopped \(2 open sessions closed; 2 served\)\n$/);
+  assert.equal(readFileSync(counts, "utf8").trim().split("\n").at(-1), "0", "every env it built is closed");
+});
+
+test("dreamgym serve: off loopback without a token, a missing token file, a port in use: one line, exit 2", { timeout: 60_000 }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), "dreamgym-serve-cli-"));
+  const holder = createServer();
+  await new Promise<void>((resolve) => holder.listen(0, "127.0.0.1", resolve));
+  const port = (holder.address() as { port: number }).port;
+  const env = { ...process.env };
+  delete env.DREAMGYM_TOKEN;
+  const open = serve(["--env", "webshop", "--host", "0.0.0.0", "--port", "0"], env);
+  open.ready.catch(() => {});
+  // Independent processes: run side by side.
+  const [offLoopback, noTokenFile, inUse] = await Promise.all([
+    open.exited,
+    runAsync(["serve", "--env", "webshop", "--token-file", join(dir, "missing")]),
+    runAsync(["serve", "--env", "webshop", "--port", String(port)]),
+  ]);
+  await new Promise((resolve) => holder.close(resolve));
+  const oneLine = (r: { status: number | null; stderr: string }, pattern: RegExp) => {
+    assert.equal(r.status, 2, r.stderr);
+    assert.match(r.stderr, pattern);
+    assert.equal(r.stderr.trim().split("\n").length, 1, r.stderr);
+  };
+  oneLine(offLoopback, /^error: serving on 0\.0\.0\.0 lets other machines in: give a bearer token \(--token-file F, or the DREAMGYM_TOKEN environment variable\)/);
+  oneLine(noTokenFile, /^error: cannot read --token-file .*missing: no such file/);
+  oneLine(inUse, new RegExp(`^error: 127\\.0\\.0\\.1:${port} is in use: stop what holds it or choose another --port`));
+});
