@@ -119,8 +119,33 @@ export function registerBuiltin<E extends Env>(name: string, spec: EnvSpec<E>): 
   builtins.set(name, makeEntry(name, spec as unknown as EnvSpec, true));
 }
 
+/**
+ * Envs served by a remote env server (`--env ws://…`), by the served env's name. For this process
+ * they shadow a registered env of the same name (so a remote WebShop's trajectories are still
+ * "webshop"): every lookup finds them first. Not on globalThis: one copy of the package resolves a URL.
+ */
+const remotes = new Map<string, EnvEntry>();
+
+/**
+ * Makes `name` mean `spec` (an env server's env, see `dreamgym/remote`) for this process, shadowing a
+ * registered or built-in env of that name, until `unregisterRemote(name)`. Registering again replaces it.
+ */
+export function registerRemote<E extends Env>(name: string, spec: EnvSpec<E>): void {
+  remotes.set(name, makeEntry(name, spec as unknown as EnvSpec, false));
+}
+
+/** Removes a remote shadow; the registered env of that name (if any) is found again. */
+export function unregisterRemote(name: string): boolean {
+  return remotes.delete(name);
+}
+
 /** The registered env `name`, or undefined. */
 export function findEnv(name: string): EnvEntry | undefined {
+  return remotes.get(name) ?? builtins.get(name) ?? table.get(name);
+}
+
+/** The env `name` registered locally (built-in or by registerEnv), ignoring a remote shadow. */
+export function findLocalEnv(name: string): EnvEntry | undefined {
   return builtins.get(name) ?? table.get(name);
 }
 
@@ -134,7 +159,8 @@ export function envEntry(name: string): EnvEntry {
 }
 
 export function envNames(): string[] {
-  return [...builtins.keys(), ...[...table.keys()].filter((n) => !builtins.has(n)).sort()];
+  const local = [...builtins.keys(), ...[...table.keys()].filter((n) => !builtins.has(n)).sort()];
+  return [...local, ...[...remotes.keys()].filter((n) => !local.includes(n)).sort()];
 }
 
 /** Every registered env, built-in first. */
