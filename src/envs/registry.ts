@@ -120,18 +120,18 @@ export function registerBuiltin<E extends Env>(name: string, spec: EnvSpec<E>): 
 }
 
 /**
- * Envs served by a remote env server (`--env ws://…`), by the served env's name. For this process
- * they shadow a registered env of the same name (so a remote WebShop's trajectories are still
- * "webshop"): every lookup finds them first. Not on globalThis: one copy of the package resolves a URL.
+ * Envs served by a remote env server (`--env ws://…`; `dreamgym/remote`), by the served env's name,
+ * with the server's URL. For this process they shadow a registered env of the same name (so a remote
+ * WebShop's trajectories are still "webshop"): every lookup finds them first.
  */
-const remotes = new Map<string, EnvEntry>();
+const remotes = new Map<string, { entry: EnvEntry; url: string }>();
 
 /**
- * Makes `name` mean `spec` (an env server's env, see `dreamgym/remote`) for this process, shadowing a
- * registered or built-in env of that name, until `unregisterRemote(name)`. Registering again replaces it.
+ * Makes `name` mean `spec`, the env an env server at `url` serves, for this process, shadowing a
+ * registered or built-in env of that name until `unregisterRemote(name)`. Registering again replaces it.
  */
-export function registerRemote<E extends Env>(name: string, spec: EnvSpec<E>): void {
-  remotes.set(name, makeEntry(name, spec as unknown as EnvSpec, false));
+export function registerRemote<E extends Env>(name: string, spec: EnvSpec<E>, url: string): void {
+  remotes.set(name, { entry: makeEntry(name, spec as unknown as EnvSpec, false), url });
 }
 
 /** Removes a remote shadow; the registered env of that name (if any) is found again. */
@@ -139,9 +139,14 @@ export function unregisterRemote(name: string): boolean {
   return remotes.delete(name);
 }
 
+/** The URL of the env server whose env `name` means now, or undefined when it means a local env. */
+export function remoteUrl(name: string): string | undefined {
+  return remotes.get(name)?.url;
+}
+
 /** The registered env `name`, or undefined. */
 export function findEnv(name: string): EnvEntry | undefined {
-  return remotes.get(name) ?? builtins.get(name) ?? table.get(name);
+  return remotes.get(name)?.entry ?? builtins.get(name) ?? table.get(name);
 }
 
 /** The env `name` registered locally (built-in or by registerEnv), ignoring a remote shadow. */

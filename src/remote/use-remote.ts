@@ -76,7 +76,7 @@ export async function useRemoteEnv(url: string, opts: UseRemoteOptions = {}): Pr
     candidateActions: local?.spec.candidateActions,
     check: local?.spec.check,
   };
-  registerRemote(info.env, spec);
+  registerRemote(info.env, spec, info.url);
   return {
     name: info.env, url: info.url, info, synthetic: support !== undefined,
     async release() {
