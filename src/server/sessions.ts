@@ -23,6 +23,8 @@ export interface SessionView {
   done: boolean;
   terminated: boolean;
   truncated: boolean;
+  /** Steps taken in the episode so far (0 after reset). */
+  step: number;
   /** The actions the env lists now, if it lists any. */
   availableActions?: string[];
   task: Task;
@@ -102,7 +104,7 @@ export class Session {
       this.totalReward = 0;
       const t = (r.info.task as Task | undefined) ?? task;
       if (!t) throw new ServeError("EXECUTION_ERROR", `${this.host.name} reset gave no task`, 500);
-      this.view = { observation: r.observation, reward: null, done: false, terminated: false, truncated: false, availableActions: this.env.availableActions(), task: t, info: r.info };
+      this.view = { observation: r.observation, reward: null, done: false, terminated: false, truncated: false, step: 0, availableActions: this.env.availableActions(), task: t, info: r.info };
       return this.view;
     });
   }
@@ -117,7 +119,7 @@ export class Session {
       this.stepCount++;
       this.totalReward += r.reward;
       const done = r.terminated || r.truncated;
-      this.view = { ...this.view, observation: r.observation, reward: r.reward, done, terminated: r.terminated, truncated: r.truncated, availableActions: this.env.availableActions(), info: r.info };
+      this.view = { ...this.view, observation: r.observation, reward: r.reward, done, terminated: r.terminated, truncated: r.truncated, step: this.stepCount, availableActions: this.env.availableActions(), info: r.info };
       return this.view;
     });
   }

@@ -1,0 +1,152 @@
+import type { IncomingMessage } from "node:http";
+import { STATUS_CODES } from "node:http";
+import type { Duplex } from "node:stream";
+import { WebSocket, WebSocketServer, type RawData } from "ws";
+import type { ObservationFormat } from "./env-host.ts";
+import { handleMessage } from "./openenv.ts";
+import { ServeError, type Session, type SessionManager } from "./sessions.ts";
+
+/*
+ * OpenEnv's WS /ws on `ws` directly rather than through @hono/node-ws: that wrapper builds its own
+ * WebSocketServer with no way to set maxPayload (an oversized frame must be refused, not buffered up
+ * to ws's 100 MiB default), hides ping/pong (the heartbeat needs them), and answers a refused upgrade
+ * with an empty body. Here the upgrade is checked (path, token) before any session exists.
+ */
+
+export interface OpenEnvSocketOptions {
+  format: ObservationFormat;
+  /** Largest message a client may send, in bytes; a larger one closes the connection with 1009. */
+  maxMessageBytes: number;
+  /** Seconds between pings; a socket that has not answered the previous ping by the next is cut. 0 = no heartbeat. */
+  heartbeatSeconds: number;
+  /** Whether the upgrade request carries the token (when one is configured). */
+  authorized(req: IncomingMessage): boolean;
+}
+
+/** Messages queued on one connection before it stops reading (backpressure on a client that does not wait for replies). */
+const MAX_PENDING = 64;
+/** How long a closing handshake may take at shutdown before the socket is cut. */
+const CLOSE_GRACE_MS = 2000;
+
+/** A close reason fits in a control frame (123 bytes). */
+const reasonText = (reason: string) => (Buffer.byteLength(reason) <= 123 ? reason : `${Buffer.from(reason).subarray(0, 119).toString("utf8").replace(/\ufffd$/, "")}...`);
+
+/** The OpenEnv WebSocket side of a server: one session per connection, heartbeat, shutdown. */
+export class OpenEnvSockets {
+  private readonly wss: WebSocketServer;
+  private readonly alive = new Map<WebSocket, boolean>();
+  private readonly heartbeat: NodeJS.Timeout | undefined;
+  private closing = false;
+
+  constructor(private readonly manager: SessionManager, private readonly o: OpenEnvSocketOptions) {
+    this.wss = new WebSocketServer({ noServer: true, maxPayload: o.maxMessageBytes, perMessageDeflate: false, clientTracking: false });
+    if (o.heartbeatSeconds > 0) {
+      this.heartbeat = setInterval(() => this.beat(), 1000 * o.heartbeatSeconds);
+      this.heartbeat.unref();
+    }
+  }
+
+  /** Open connections. */
+  get size(): number {
+    return this.alive.size;
+  }
+
+  /** The node server's `upgrade` listener. */
+  readonly upgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
+    socket.on("error", () => socket.destroy());
+    let path: string;
+    try {
+      path = new URL(req.url ?? "/", "http://localhost").pathname;
+    } catch {
+      path = "";
+    }
+    if (path !== "/ws") return refuse(socket, 404, "NOT_FOUND", `no WebSocket endpoint at ${req.url}: OpenEnv's is /ws`);
+    if (this.closing) return refuse(socket, 503, "SHUTTING_DOWN", "the server is shutting down");
+    if (!this.o.authorized(req)) return refuse(socket, 401, "UNAUTHORIZED", "missing or wrong token: send Authorization: Bearer <token>", { "WWW-Authenticate": 'Bearer realm="dreamgym"' });
+    this.wss.handleUpgrade(req, socket, head, (ws) => this.connect(ws));
+  };
+
+  /** Pings every socket; one that did not answer the previous ping is half-open: cut it (its session closes). */
+  beat(): void {
+    for (const [ws, alive] of this.alive) {
+      if (!alive) {
+        ws.terminate();
+        continue;
+      }
+      this.alive.set(ws, false);
+      ws.ping();
+    }
+  }
+
+  private connect(ws: WebSocket): void {
+    ws.on("error", () => {}); // a protocol error (e.g. an oversized frame: ws closes with 1009) ends the connection, not the server
+    let session: Session;
+    try {
+      session = this.manager.open(this.o.format);
+    } catch (e) {
+      // As upstream: the socket is accepted, told why in one error frame, and closed (1000).
+      const capacity = e instanceof ServeError && e.code === "CAPACITY_REACHED";
+      const data = capacity
+        ? { message: e.message, code: "CAPACITY_REACHED", active_sessions: this.manager.size, max_sessions: this.manager.maxSessions }
+        : { message: `Environment factory '${this.manager.host.name}' failed to create instance: ${e instanceof Error ? e.message : String(e)}`, code: "FACTORY_ERROR", factory_name: this.manager.host.name };
+      ws.send(JSON.stringify({ type: "error", data }));
+      ws.close(1000);
+      return;
+    }
+    this.alive.set(ws, true);
+    ws.on("pong", () => {
+      if (this.alive.has(ws)) this.alive.set(ws, true);
+    });
+    // The session ends with the socket (a clean close, a cut, a terminated half-open socket) ...
+    ws.on("close", () => {
+      this.alive.delete(ws);
+      void session.close("the connection closed");
+    });
+    // ... and the socket with the session (the idle reaper, shutdown).
+    session.onClose = (reason) => {
+      if (ws.readyState === WebSocket.OPEN || ws.readyState === WebSocket.CONNECTING) ws.close(this.closing ? 1001 : 1000, reasonText(reason));
+    };
+    const synthetic = this.manager.host.mode === "synthetic";
+    // Replies go out in message order (OpenEnv has no request ids): each message waits for the one before.
+    let chain: Promise<void> = Promise.resolve();
+    let pending = 0;
+    ws.on("message", (data: RawData) => {
+      const text = (Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as Buffer)).toString("utf8");
+      if (++pending >= MAX_PENDING) ws.pause();
+      chain = chain.then(async () => {
+        const reply = await handleMessage(text, session, synthetic);
+        if (--pending < MAX_PENDING && ws.isPaused) ws.resume();
+        if (reply === "close") await session.close("closed by the client");
+        else if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(reply));
+      });
+    });
+  }
+
+  /** Refuses new connections and stops the heartbeat; sessions closed from now on close their sockets with 1001 (going away). */
+  stopAccepting(): void {
+    this.closing = true;
+    clearInterval(this.heartbeat);
+  }
+
+  /** Closes every open connection (1001), cutting those that do not finish the closing handshake in time. */
+  async close(): Promise<void> {
+    this.stopAccepting();
+    const sockets = [...this.alive.keys()];
+    const closed = sockets.map((ws) => new Promise<void>((resolve) => (ws.readyState === WebSocket.CLOSED ? resolve() : ws.once("close", () => resolve()))));
+    for (const ws of sockets) ws.close(1001, "the server is shutting down");
+    let timer: NodeJS.Timeout | undefined;
+    const grace = new Promise<void>((resolve) => (timer = setTimeout(resolve, CLOSE_GRACE_MS)));
+    await Promise.race([Promise.all(closed), grace]);
+    clearTimeout(timer);
+    for (const ws of sockets) ws.terminate();
+    this.wss.close();
+  }
+}
+
+/** Answers a refused upgrade over the raw socket with a JSON error body. */
+function refuse(socket: Duplex, status: number, code: string, message: string, headers: Record<string, string> = {}): void {
+  const body = JSON.stringify({ detail: message, code, message });
+  const head = [`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ""}`, "Content-Type: application/json", `Content-Length: ${Buffer.byteLength(body)}`, "Connection: close",
+    ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)];
+  socket.end(`${head.join("\r\n")}\r\n\r\n${body}`);
+}
