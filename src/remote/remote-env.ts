@@ -84,6 +84,8 @@ export class RemoteEnv implements Env {
   private pending: Pending | null = null;
   /** Why the connection is unusable (set when it drops), until a reset reconnects. */
   private broken: string | null = null;
+  /** We dropped the connection (a late reply, a bad frame): the server is not trusted with a retry. */
+  private gaveUp = false;
   /** An error the server sent when nothing was asked (e.g. CAPACITY_REACHED right after the upgrade). */
   private unsolicited: { message: string; code?: string } | null = null;
   private queue: Promise<unknown> = Promise.resolve();
@@ -108,12 +110,20 @@ export class RemoteEnv implements Env {
   reset(opts: ResetOptions = {}): Promise<ResetResult> {
     return this.serial(async () => {
       if (this.closed) throw new ClosedEnvironmentError();
-      if (!this.ws || this.broken) await this.open();
+      const fresh = !this.ws || this.broken !== null;
+      if (fresh) await this.open();
       const data: Record<string, unknown> = {};
       if (opts.seed !== undefined) data.seed = opts.seed;
       if (opts.task) data.task_id = opts.task.id;
       this.episode = "none";
-      const reply = await this.request("reset", { type: "reset", data });
+      const message = { type: "reset", data };
+      // A reset starts afresh, so one that meets a connection the server has just closed (an idle
+      // session reaped, a server restarted) may safely try again on a new one.
+      const reply = await this.request("reset", message).catch(async (e) => {
+        if (fresh || this.gaveUp || (e as RemoteEnvError).serverCode !== undefined) throw e;
+        await this.open();
+        return this.request("reset", message);
+      });
       const obs = observationOf(reply, this.url);
       this.actions = actionsOf(obs);
       this.episode = "running";
@@ -176,6 +186,7 @@ export class RemoteEnv implements Env {
   private open(): Promise<void> {
     this.drop();
     this.broken = null;
+    this.gaveUp = false;
     this.unsolicited = null;
     return new Promise<void>((resolve, reject) => {
       const ws = new WebSocket(this.url, {
@@ -221,11 +232,14 @@ export class RemoteEnv implements Env {
   private request(what: string, message: object): Promise<Record<string, unknown>> {
     const ws = this.ws;
     if (!ws || ws.readyState !== WebSocket.OPEN || this.broken) {
-      return Promise.reject(new RemoteEnvError(this.url, `${what}: ${this.broken ?? "not connected"}`, this.unsolicited?.code));
+      const u = this.unsolicited;
+      const why = this.broken ?? (u ? `${u.message}${u.code ? ` (${u.code})` : ""}` : "the server is closing the connection");
+      return Promise.reject(new RemoteEnvError(this.url, `${what} failed: ${why}`, u?.code));
     }
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         // A late reply would answer the next request: the connection is given up.
+        this.gaveUp = true;
         this.fail(`no reply to ${what} within ${this.timeoutMs / 1000} s`);
         this.drop();
       }, this.timeoutMs);
@@ -241,6 +255,7 @@ export class RemoteEnv implements Env {
     try {
       msg = JSON.parse(text) as typeof msg;
     } catch {
+      this.gaveUp = true;
       this.fail("the server sent a frame that is not JSON");
       this.drop();
       return;
