@@ -1,7 +1,7 @@
 /**
  * dreamgym's library API: the main actions of each room. The subpaths (`dreamgym/core`, `/envs`,
  * `/envs/webshop`, `/envs/alfworld`, `/buffer`, `/llm`, `/experience`, `/curriculum`, `/rl`,
- * `/train`, and `/testing` for users' own tests) give the rest.
+ * `/train`, `/remote`, and `/testing` for users' own tests) give the rest.
  */
 // The ground floor: types, the Env contract and its wrappers, checkEnv, the episode loop, errors, JSONL.
 export * from "./core/index.ts";

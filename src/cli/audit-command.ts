@@ -5,6 +5,7 @@ import { createEnv, syntheticSupport, trajectoryRules } from "../envs/index.ts";
 import { auditModel, createExperienceModel } from "../experience/index.ts";
 import { endpointOptions, endpointSettings } from "./endpoint-options.ts";
 import { parseIntOption } from "./episodes.ts";
+import { ENV_OR_URL, withEnvOption } from "./env-option.ts";
 import { inFile } from "./errors.ts";
 import { checkInputFile } from "./output.ts";
 import { auditRun } from "./audit-run.ts";
@@ -13,7 +14,7 @@ export function registerAudit(program: Command): void {
   const cmd = program
     .command("audit")
     .description("how faithful is an experience model: replay held-out real trajectories and compare rewards and next states; or, with --run, replay a run's synthetic episodes in the real env")
-    .option("--env <name>", "environment")
+    .option("--env <name>", ENV_OR_URL)
     .option("--trajectories <file>", "held-out real trajectories (JSONL), of tasks the buffer has not seen")
     .option("--run <dir>", "on-policy audit of a finished run: replay its synthetic episodes (from its buffer.db) in the real env, per iteration")
     .option("--episodes <n>", "with --run: episodes replayed per iteration (a sample fixed by the run's seed)", parseIntOption("episodes", 1), 16)
@@ -34,36 +35,38 @@ export function registerAudit(program: Command): void {
       checkInputFile(o.trajectories, "trajectory file", "give a trajectory JSONL file");
       if (o.buffer) checkInputFile(o.buffer, "buffer file", "give the buffer file");
       if (o.experience === "default" && !o.buffer) throw new InvalidConfigError("the embedded model needs --buffer <file> to ground it");
-      const real = createEnv(o.env, { dataDir: o.data });
-      const support = await closing(real, () => syntheticSupport(o.env, real));
-      const all = await readJsonlAll<Trajectory>(o.trajectories, { parse: (v) => parseTrajectory(v, trajectoryRules()) });
-      const trajectories = all.filter((t) => t.env === o.env && t.source === "real").slice(0, o.limit ?? Infinity);
-      if (trajectories.length === 0) throw new InvalidConfigError(`${o.trajectories} has no real ${o.env} trajectories`);
-      const { model, chat, tokens, close } = createExperienceModel(o.experience, { abstraction: support.abstraction, rewards: support.rewards, chat: { cache: o.cache, ...endpointSettings(o) } });
-      const buffer = o.buffer ? await inFile(o.buffer, () => ReplayBuffer.open(o.buffer, { readonly: true })) : undefined;
-      try {
-        // Without a chat model (and its cache), the buffer is the only database a failure can come from.
-        const audit = () => auditModel(trajectories, { model, abstraction: support.abstraction, buffer, tokensUsed: chat ? tokens : undefined });
-        const r = chat ? await audit() : await inFile(o.buffer, audit);
-        if (o.json) return console.log(JSON.stringify(r, null, 2));
-        const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
-        const rows: [string, string][] = [
-          ["model", r.model],
-          ["trajectories / steps", `${r.trajectories} / ${r.steps}`],
-          ["invalid outputs", pct(r.invalidRate)],
-          ["ε_R: reward error rate (|Δr| > 0.01)", pct(r.rewardErrorRate)],
-          ["reward MAE, all steps / ending steps", `${r.rewardMAE.toFixed(3)} / ${r.terminalRewardMAE.toFixed(3)}`],
-          ["success TP / FP / FN / TN", `${r.success.truePositive} / ${r.success.falsePositive} / ${r.success.falseNegative} / ${r.success.trueNegative}`],
-          ["termination accuracy", pct(r.terminationAccuracy)],
-          ["ε_P proxies: state kind accuracy", pct(r.stateKindAccuracy)],
-          ["element F1 / identical next states", `${r.elementF1.toFixed(3)} / ${pct(r.identicalStates)}`],
-          ["latency / tokens per step", `${r.meanLatencyMs.toFixed(2)} ms / ${r.tokensPerStep.toFixed(0)}`],
-        ];
-        for (const [k, v] of rows) console.log(`${k.padEnd(40)} ${v}`);
-        if (r.firstFailure) console.log(`${"first failure".padEnd(40)} ${r.firstFailure}`);
-      } finally {
-        buffer?.close();
-        await close();
-      }
+      await withEnvOption(o, async () => {
+        const real = createEnv(o.env, { dataDir: o.data });
+        const support = await closing(real, () => syntheticSupport(o.env, real));
+        const all = await readJsonlAll<Trajectory>(o.trajectories, { parse: (v) => parseTrajectory(v, trajectoryRules()) });
+        const trajectories = all.filter((t) => t.env === o.env && t.source === "real").slice(0, o.limit ?? Infinity);
+        if (trajectories.length === 0) throw new InvalidConfigError(`${o.trajectories} has no real ${o.env} trajectories`);
+        const { model, chat, tokens, close } = createExperienceModel(o.experience, { abstraction: support.abstraction, rewards: support.rewards, chat: { cache: o.cache, ...endpointSettings(o) } });
+        const buffer = o.buffer ? await inFile(o.buffer, () => ReplayBuffer.open(o.buffer, { readonly: true })) : undefined;
+        try {
+          // Without a chat model (and its cache), the buffer is the only database a failure can come from.
+          const audit = () => auditModel(trajectories, { model, abstraction: support.abstraction, buffer, tokensUsed: chat ? tokens : undefined });
+          const r = chat ? await audit() : await inFile(o.buffer, audit);
+          if (o.json) return console.log(JSON.stringify(r, null, 2));
+          const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
+          const rows: [string, string][] = [
+            ["model", r.model],
+            ["trajectories / steps", `${r.trajectories} / ${r.steps}`],
+            ["invalid outputs", pct(r.invalidRate)],
+            ["ε_R: reward error rate (|Δr| > 0.01)", pct(r.rewardErrorRate)],
+            ["reward MAE, all steps / ending steps", `${r.rewardMAE.toFixed(3)} / ${r.terminalRewardMAE.toFixed(3)}`],
+            ["success TP / FP / FN / TN", `${r.success.truePositive} / ${r.success.falsePositive} / ${r.success.falseNegative} / ${r.success.trueNegative}`],
+            ["termination accuracy", pct(r.terminationAccuracy)],
+            ["ε_P proxies: state kind accuracy", pct(r.stateKindAccuracy)],
+            ["element F1 / identical next states", `${r.elementF1.toFixed(3)} / ${pct(r.identicalStates)}`],
+            ["latency / tokens per step", `${r.meanLatencyMs.toFixed(2)} ms / ${r.tokensPerStep.toFixed(0)}`],
+          ];
+          for (const [k, v] of rows) console.log(`${k.padEnd(40)} ${v}`);
+          if (r.firstFailure) console.log(`${"first failure".padEnd(40)} ${r.firstFailure}`);
+        } finally {
+          buffer?.close();
+          await close();
+        }
+      });
     });
 }

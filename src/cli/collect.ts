@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import { InvalidConfigError } from "../core/index.ts";
 import { defaultSplits } from "../envs/index.ts";
 import { endpointOptions } from "./endpoint-options.ts";
+import { ENV_OR_URL, withEnvOption } from "./env-option.ts";
 import { parseIntOption, playScriptedEpisodes } from "./episodes.ts";
 import { checkOutputFile, JsonlOutput } from "./output.ts";
 import { playSyntheticEpisodes, type SyntheticEpisodesOptions } from "./synthetic-episodes.ts";
@@ -25,7 +26,7 @@ export function registerCollect(program: Command): void {
   const cmd = program
     .command("collect")
     .description("collect offline trajectories of a scripted policy as JSONL (format: docs/data-formats.md)")
-    .requiredOption("--env <name>", "environment")
+    .requiredOption("--env <name>", ENV_OR_URL)
     .requiredOption("--policy <name>", "scripted policy (oracle | rule | random)")
     .requiredOption("--out <file>", "output JSONL file")
     .option("--episodes <n>", "number of episodes", parseIntOption("episodes", 1), 100)
@@ -47,24 +48,26 @@ export function registerCollect(program: Command): void {
         if (o[flag] !== undefined && !o.experience) throw new InvalidConfigError(`--${flag} applies to synthetic episodes only: add --experience <model>, or drop --${flag}`);
       }
       checkOutputFile(o.out);
-      o.split ??= defaultSplits(o.env).train;
-      if (o.experience) return collectSynthetic(o);
-      let out: JsonlOutput | null = null;
-      let steps = 0;
-      try {
-        const r = await playScriptedEpisodes(
-          o,
-          `collect ${o.policy}`,
-          (t) => {
-            out!.write(t);
-            steps += t.steps.length;
-          },
-          () => (out = new JsonlOutput(o.out, { append: Boolean(o.append) })),
-        );
-        (out as JsonlOutput | null)?.commit();
-        console.log(`wrote ${r.episodes} trajectories (${steps} steps) to ${o.out}: score ${(100 * r.score).toFixed(1)}, success ${(100 * r.success).toFixed(1)}%`);
-      } finally {
-        (out as JsonlOutput | null)?.abort(); // a no-op after commit()
-      }
+      await withEnvOption(o, async () => {
+        o.split ??= defaultSplits(o.env).train;
+        if (o.experience) return collectSynthetic(o);
+        let out: JsonlOutput | null = null;
+        let steps = 0;
+        try {
+          const r = await playScriptedEpisodes(
+            o,
+            `collect ${o.policy}`,
+            (t) => {
+              out!.write(t);
+              steps += t.steps.length;
+            },
+            () => (out = new JsonlOutput(o.out, { append: Boolean(o.append) })),
+          );
+          (out as JsonlOutput | null)?.commit();
+          console.log(`wrote ${r.episodes} trajectories (${steps} steps) to ${o.out}: score ${(100 * r.score).toFixed(1)}, success ${(100 * r.success).toFixed(1)}%`);
+        } finally {
+          (out as JsonlOutput | null)?.abort(); // a no-op after commit()
+        }
+      });
     });
 }

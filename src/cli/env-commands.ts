@@ -3,6 +3,7 @@ import type { Command } from "commander";
 import { createEnv, defaultSplits, envEntry, envTasks, listEnvs, listPolicies } from "../envs/index.ts";
 import { checkEnv, FREE_TEXT_SLOT, InvalidConfigError } from "../core/index.ts";
 import { parseIntOption, playScriptedEpisodes } from "./episodes.ts";
+import { ENV_OR_URL, withEnvOption } from "./env-option.ts";
 
 export function registerEnvCommands(program: Command): void {
   const env = program.command("env").description("work with the real environments");
@@ -29,7 +30,7 @@ export function registerEnvCommands(program: Command): void {
   env
     .command("eval")
     .description("evaluate a scripted policy on a split: mean score ×100 and success rate")
-    .requiredOption("--env <name>", "environment")
+    .requiredOption("--env <name>", ENV_OR_URL)
     .requiredOption("--policy <name>", "scripted policy (webshop: oracle | rule | random; alfworld: expert | random)")
     .option("--split <split>", "task split (default: webshop test, alfworld valid_unseen)")
     .option("--episodes <n>", "episodes (default: every task of the split once)", parseIntOption("episodes", 1))
@@ -39,21 +40,23 @@ export function registerEnvCommands(program: Command): void {
     .option("--data <dir>", "data folder")
     .option("--json", "print the result as JSON")
     .action(async (o) => {
-      const split = o.split ?? defaultSplits(o.env).eval;
-      // Success per task type, where tasks have one (ALFWorld's six).
-      const byType = new Map<string, [number, number]>();
-      const r = await playScriptedEpisodes({ ...o, split, env: o.env, policy: o.policy }, `eval ${o.policy}`, (t) => {
-        if (typeof t.task.task_type !== "string") return;
-        const c = byType.get(t.task.task_type) ?? [0, 0];
-        byType.set(t.task.task_type, [c[0] + (t.success ? 1 : 0), c[1] + 1]);
+      await withEnvOption(o, async () => {
+        const split = o.split ?? defaultSplits(o.env).eval;
+        // Success per task type, where tasks have one (ALFWorld's six).
+        const byType = new Map<string, [number, number]>();
+        const r = await playScriptedEpisodes({ ...o, split, env: o.env, policy: o.policy }, `eval ${o.policy}`, (t) => {
+          if (typeof t.task.task_type !== "string") return;
+          const c = byType.get(t.task.task_type) ?? [0, 0];
+          byType.set(t.task.task_type, [c[0] + (t.success ? 1 : 0), c[1] + 1]);
+        });
+        const types = Object.fromEntries([...byType].sort().map(([k, [ok, n]]) => [k, { success: ok, episodes: n }]));
+        const out = { env: o.env, policy: o.policy, split, episodes: r.episodes, score: 100 * r.score, success_rate: 100 * r.success, ...(byType.size ? { by_type: types } : {}) };
+        if (o.json) console.log(JSON.stringify(out));
+        else {
+          console.log(`${o.env} ${split} (${r.episodes} episodes), policy ${o.policy}: score ${out.score.toFixed(1)}, success ${out.success_rate.toFixed(1)}%`);
+          for (const [k, v] of Object.entries(types)) console.log(`  ${k}: ${v.success}/${v.episodes} (${((100 * v.success) / v.episodes).toFixed(1)}%)`);
+        }
       });
-      const types = Object.fromEntries([...byType].sort().map(([k, [ok, n]]) => [k, { success: ok, episodes: n }]));
-      const out = { env: o.env, policy: o.policy, split, episodes: r.episodes, score: 100 * r.score, success_rate: 100 * r.success, ...(byType.size ? { by_type: types } : {}) };
-      if (o.json) console.log(JSON.stringify(out));
-      else {
-        console.log(`${o.env} ${split} (${r.episodes} episodes), policy ${o.policy}: score ${out.score.toFixed(1)}, success ${out.success_rate.toFixed(1)}%`);
-        for (const [k, v] of Object.entries(types)) console.log(`  ${k}: ${v.success}/${v.episodes} (${((100 * v.success) / v.episodes).toFixed(1)}%)`);
-      }
     });
 
   env

@@ -3,6 +3,7 @@ import type { Command } from "commander";
 import { InvalidConfigError, readJsonFile } from "../core/index.ts";
 import { resumeTraining, train, type IterationMetrics, type TrainConfig, type TrainSummary } from "../train/index.ts";
 import { endpointOptions } from "./endpoint-options.ts";
+import { withEnvOption } from "./env-option.ts";
 import { parseIntOption } from "./episodes.ts";
 import { progressBar } from "./progress.ts";
 
@@ -29,7 +30,7 @@ function applySet(target: Record<string, unknown>, assignment: string): void {
 export function printSummary(s: TrainSummary): void {
   const f = s.final;
   console.log(
-    `${s.config.env} ${s.config.mode} ${s.config.algo}: ${s.iterations} iterations, ${s.realInteractions} real interactions` +
+    `${s.config.env}${s.config.remote ? ` at ${s.config.remote}` : ""} ${s.config.mode} ${s.config.algo}: ${s.iterations} iterations, ${s.realInteractions} real interactions` +
       (s.config.mode === "real" ? "" : `, ${s.syntheticInteractions} synthetic (${s.droppedEpisodes} episodes dropped), ${s.auditInteractions} audit`) + `, ${s.wallSeconds.toFixed(1)} s` +
       (s.resumedFrom !== undefined ? ` (resumed from iteration ${s.resumedFrom})` : ""),
   );
@@ -61,7 +62,7 @@ export function registerTrain(program: Command): void {
   const cmd = program
     .command("train")
     .description("train the neural policy with GRPO or PPO; writes a run folder (config, metrics, checkpoints, report)")
-    .option("--env <name>", "environment (default webshop)")
+    .option("--env <name>", "environment (default webshop), or an env server's URL (ws://host:port; dreamgym serve): real steps and evaluations run there, and --resume reconnects")
     .option("--mode <mode>", "real (default): RL in the real env | dreamgym: in the synthetic env | s2r: dreamgym, then the real env")
     .option("--algo <algo>", "grpo (default) | ppo")
     .option("--budget <n>", "training interactions: real env steps (real), synthetic steps (dreamgym, s2r's first phase)", parseIntOption("budget", 1))
@@ -117,10 +118,15 @@ export function registerTrain(program: Command): void {
         if (cmd.getOptionValueSource("curriculum") === "cli") applySet(input, `curriculum.enabled=${o.curriculum}`);
         if (cmd.getOptionValueSource("pessimism") === "cli") input.pessimism = { beta: 0 };
         for (const s of o.set as string[]) applySet(input, s);
-        const out = o.out ?? join("runs", `${input.env ?? "webshop"}-${input.mode ?? "real"}-${input.algo ?? "grpo"}-${new Date().toISOString().replace(/[:.]/g, "-")}`);
-        const summary = await train(out, input, hook);
-        hook.stop();
-        printSummary(summary);
+        // --env ws://…: the server's env under its own name, and the URL in the config (a resume reconnects).
+        const env = { env: typeof input.env === "string" ? input.env : "webshop", data: typeof input.dataDir === "string" ? input.dataDir : undefined };
+        await withEnvOption(env, async (url) => {
+          if (url) Object.assign(input, { env: env.env, remote: url });
+          const out = o.out ?? join("runs", `${input.env ?? "webshop"}-${input.mode ?? "real"}-${input.algo ?? "grpo"}-${new Date().toISOString().replace(/[:.]/g, "-")}`);
+          const summary = await train(out, input, hook);
+          hook.stop();
+          printSummary(summary);
+        });
       } finally {
         hook.stop();
       }

@@ -64,7 +64,7 @@ export function listPolicies(name: string): readonly string[] {
 }
 
 export {
-  registerEnv, unregisterEnv, envEntry, findEnv, envNames, listEnvs, envTasks, syntheticSupport, hasSyntheticSupport, createPolicy,
+  registerEnv, unregisterEnv, registerRemote, unregisterRemote, remoteUrl, envEntry, findEnv, findLocalEnv, envNames, listEnvs, envTasks, syntheticSupport, hasSyntheticSupport, createPolicy,
 } from "./registry.ts";
 export type { EnvSpec, EnvEntry, CommonEnvOptions, SyntheticSupport } from "./registry.ts";
 export { resolveDataDir, PACKAGE_ROOT } from "./data-dir.ts";

@@ -119,8 +119,38 @@ export function registerBuiltin<E extends Env>(name: string, spec: EnvSpec<E>): 
   builtins.set(name, makeEntry(name, spec as unknown as EnvSpec, true));
 }
 
+/**
+ * Envs served by a remote env server (`--env ws://…`; `dreamgym/remote`), by the served env's name,
+ * with the server's URL. For this process they shadow a registered env of the same name (so a remote
+ * WebShop's trajectories are still "webshop"): every lookup finds them first.
+ */
+const remotes = new Map<string, { entry: EnvEntry; url: string }>();
+
+/**
+ * Makes `name` mean `spec`, the env an env server at `url` serves, for this process, shadowing a
+ * registered or built-in env of that name until `unregisterRemote(name)`. Registering again replaces it.
+ */
+export function registerRemote<E extends Env>(name: string, spec: EnvSpec<E>, url: string): void {
+  remotes.set(name, { entry: makeEntry(name, spec as unknown as EnvSpec, false), url });
+}
+
+/** Removes a remote shadow; the registered env of that name (if any) is found again. */
+export function unregisterRemote(name: string): boolean {
+  return remotes.delete(name);
+}
+
+/** The URL of the env server whose env `name` means now, or undefined when it means a local env. */
+export function remoteUrl(name: string): string | undefined {
+  return remotes.get(name)?.url;
+}
+
 /** The registered env `name`, or undefined. */
 export function findEnv(name: string): EnvEntry | undefined {
+  return remotes.get(name)?.entry ?? builtins.get(name) ?? table.get(name);
+}
+
+/** The env `name` registered locally (built-in or by registerEnv), ignoring a remote shadow. */
+export function findLocalEnv(name: string): EnvEntry | undefined {
   return builtins.get(name) ?? table.get(name);
 }
 
@@ -134,7 +164,8 @@ export function envEntry(name: string): EnvEntry {
 }
 
 export function envNames(): string[] {
-  return [...builtins.keys(), ...[...table.keys()].filter((n) => !builtins.has(n)).sort()];
+  const local = [...builtins.keys(), ...[...table.keys()].filter((n) => !builtins.has(n)).sort()];
+  return [...local, ...[...remotes.keys()].filter((n) => !local.includes(n)).sort()];
 }
 
 /** Every registered env, built-in first. */

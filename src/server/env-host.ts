@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { abstractEnv, closing, InvalidConfigError, type Env, type RewardSpec, type StateAbstraction, type Task } from "../core/index.ts";
 import { ReplayBuffer } from "../buffer/index.ts";
-import { createEnv, envEntry, envTasks, hasSyntheticSupport, syntheticSupport, type SyntheticSupport } from "../envs/index.ts";
+import { createEnv, envEntry, envTasks, hasSyntheticSupport, syntheticSupport, type EnvSpec, type SyntheticSupport } from "../envs/index.ts";
 import { createExperienceModel, SyntheticEnv, type ExperienceModelHandle } from "../experience/index.ts";
 
 export interface EnvHostOptions {
@@ -48,6 +48,7 @@ export class EnvHost {
   /** The env's state abstraction, when it has synthetic support. */
   readonly abstraction?: StateAbstraction;
   private readonly taskIndex: Map<string, number>;
+  private readonly spec: EnvSpec;
   private constructor(
     private readonly o: EnvHostOptions,
     init: { split: string; tasks: Task[]; support?: SyntheticSupport },
@@ -62,6 +63,7 @@ export class EnvHost {
     this.description = entry.description;
     this.abstraction = init.support?.abstraction;
     this.taskIndex = new Map(init.tasks.map((t, i) => [t.id, i]));
+    this.spec = entry.spec;
   }
 
   /** Checks the options and opens what the sessions share. */
@@ -117,7 +119,9 @@ export class EnvHost {
         verifier: this.o.hybrid ? support.verifier : undefined,
       });
     }
-    const env = createEnv(this.name, { split: this.split, dataDir: this.o.dataDir, maxSteps: this.o.maxSteps });
+    // The spec the host opened, not a lookup by name: a remote env of the same name registered later in
+    // this process (dreamgym/remote) must not turn the served env into a client of itself.
+    const env = this.spec.create({ split: this.split, dataDir: this.o.dataDir, maxSteps: this.o.maxSteps });
     return format === "abstract" && this.abstraction ? abstractEnv(env, this.abstraction) : env;
   }
 

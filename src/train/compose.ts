@@ -1,7 +1,7 @@
 import { abstractEnv, closing, InvalidConfigError, withActions, type ActionSource, type Env, type Task } from "../core/index.ts";
 import { ReplayBuffer } from "../buffer/index.ts";
 import { Curriculum, LlmTaskGenerator, WebShopTaskGenerator, type TaskGenerator } from "../curriculum/index.ts";
-import { actionVocabulary, createEnv, envEntry, envTasks, hasSyntheticSupport, syntheticSupport } from "../envs/index.ts";
+import { actionVocabulary, createEnv, envEntry, envTasks, findLocalEnv, hasSyntheticSupport, syntheticSupport } from "../envs/index.ts";
 import { WebShopEnv } from "../envs/webshop/index.ts";
 import { createExperienceModel, SyntheticEnv, type ExperienceModel } from "../experience/index.ts";
 import { NeuralPolicy, type TrainablePolicy } from "../rl/index.ts";
@@ -137,7 +137,15 @@ export async function makeSyntheticPool(config: TrainConfig, bufferFile: string,
 
 /** An env's own task variation without an LLM, where it has one (WebShop: goals of the catalogue not in the eval split). */
 async function envTaskGenerator(config: TrainConfig): Promise<TaskGenerator | undefined> {
-  const env = createEnv(config.env, { split: config.evalSplit, dataDir: config.dataDir });
+  let env: Env;
+  if (config.remote) {
+    // A remote env's own variation comes from the local env of its name, where its data is here too.
+    try {
+      env = findLocalEnv(config.env)!.spec.create({ split: config.evalSplit, dataDir: config.dataDir });
+    } catch {
+      return undefined;
+    }
+  } else env = createEnv(config.env, { split: config.evalSplit, dataDir: config.dataDir });
   return closing(env, (e) => {
     if (!(e instanceof WebShopEnv)) return undefined;
     return new WebShopTaskGenerator(e.catalogue, { excludeGoals: e.tasks().map((t) => e.catalogue.goal(t.goal_index as number)) });

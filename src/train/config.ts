@@ -8,6 +8,11 @@ import { grpoConfigSchema, ppoConfigSchema } from "../rl/index.ts";
 /** Every setting of a training run, each with its default and its bounds: what `config.json` stores. */
 export const trainConfigSchema = z.strictObject({
   env: z.string().default("webshop"),
+  /**
+   * An env server's URL (ws://, http://host:port; `dreamgym serve`): the real env's steps and evaluations
+   * run there, and `env` is the env it serves. Stored, so a resume reconnects.
+   */
+  remote: z.string().regex(/^(wss?|https?):\/\/./i, "an env server URL: ws://, wss://, http:// or https://host:port").optional(),
   /** real: RL in the real env; dreamgym: RL in the synthetic env; s2r: dreamgym, then RL in the real env. */
   mode: z.enum(["real", "dreamgym", "s2r"]).default("real"),
   algo: z.enum(["grpo", "ppo"]).default("grpo"),

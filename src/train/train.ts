@@ -2,8 +2,9 @@ import { existsSync, readFileSync } from "node:fs";
 import { closing, InvalidConfigError, type ActionSource } from "../core/index.ts";
 import { ReplayBuffer } from "../buffer/index.ts";
 import { Curriculum } from "../curriculum/index.ts";
-import { createEnv, envEntry, envTasks, hasSyntheticSupport, syntheticSupport } from "../envs/index.ts";
+import { createEnv, envEntry, envTasks, hasSyntheticSupport, remoteUrl, syntheticSupport } from "../envs/index.ts";
 import { probeEndpoint } from "../llm/index.ts";
+import { httpBase, useRemoteEnv } from "../remote/index.ts";
 import { NeuralPolicy } from "../rl/index.ts";
 import { resolveTrainConfig, type EvalResult, type ResumeOverrides, type TrainConfig, type TrainConfigInput, type TrainHooks, type TrainSummary } from "./config.ts";
 import { candidateSource, makeEnvPool, makePolicy, makeSyntheticPool, type Parts, type TrainParts } from "./compose.ts";
@@ -17,9 +18,30 @@ import { NEW_RUN, RunFolder, type Checkpoint } from "./run-folder.ts";
  * (a policy, an experience model, a task generator, candidate actions) instead of config names.
  */
 export async function train(runDir: string, input: TrainConfigInput, hooks: TrainHooks = {}, parts: TrainParts = {}): Promise<TrainSummary> {
-  const config = resolveTrainConfig(input);
-  await checkStart(config, parts);
-  return RunFolder.create(runDir, config, (run, started) => run_(run, undefined, hooks, parts, started));
+  return withRemote(input, async (input) => {
+    const config = resolveTrainConfig(input);
+    await checkStart(config, parts);
+    return RunFolder.create(runDir, config, (run, started) => run_(run, undefined, hooks, parts, started));
+  });
+}
+
+/**
+ * Runs `fn` with the env server of `input.remote` standing for its env (`useRemoteEnv`), unless the
+ * caller has already made `input.env` mean that server (as the CLI does); `env` defaults to the served env.
+ */
+async function withRemote<T>(input: TrainConfigInput, fn: (input: TrainConfigInput) => Promise<T>): Promise<T> {
+  const url = input.remote;
+  if (typeof url !== "string" || !/^(wss?|https?):\/\/./i.test(url)) return fn(input); // none, or the config check tells
+  if (input.env !== undefined && remoteUrl(input.env) === httpBase(url)) return fn(input);
+  const remote = await useRemoteEnv(url, { dataDir: input.dataDir });
+  try {
+    if (input.env !== undefined && input.env !== remote.name) {
+      throw new InvalidConfigError(`the env server ${remote.url} serves ${remote.name}, not ${input.env}: set env to ${remote.name} (or leave it out)`);
+    }
+    return await fn({ ...input, env: remote.name });
+  } finally {
+    await remote.release();
+  }
 }
 
 /** Continues the run in `runDir` from its last checkpoint; the results are those it would have had. */
@@ -32,7 +54,8 @@ export async function resumeTraining(runDir: string, hooks: TrainHooks = {}, ove
     await buffer.deleteTrajectories({ policies: Array.from({ length: folder.config.checkpointEvery }, (_, i) => folder.episodeLabel(from + i)) });
     buffer.close();
   }
-  return run_(folder, latest, hooks, parts);
+  const c = folder.config;
+  return withRemote({ env: c.env, remote: c.remote, dataDir: c.dataDir }, () => run_(folder, latest, hooks, parts));
 }
 
 /** Composes the run's parts, runs the loop, writes the summary; closes everything it opened. */
