@@ -130,7 +130,10 @@ export function agentGymRoutes(manager: SessionManager): Hono {
 
   app.use("*", bodyLimit({
     maxSize: MAX_BODY,
-    onError: (c) => fail(c, new ServeError("PAYLOAD_TOO_LARGE", `the request body is larger than ${MAX_BODY} bytes`, 413)),
+    onError: (c) => {
+      c.header("connection", "close"); // the unread rest of the body makes the socket unusable: tell the client not to reuse it
+      return fail(c, new ServeError("PAYLOAD_TOO_LARGE", `the request body is larger than ${MAX_BODY} bytes`, 413));
+    },
   }));
   app.onError((e, c) => fail(c, e));
 
