@@ -9,6 +9,7 @@ import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { InvalidConfigError } from "../core/index.ts";
 import type { ObservationFormat } from "./env-host.ts";
+import { agentGymRoutes } from "./agentgym.ts";
 import { errorBody, openEnvRoutes, ValidationFailed } from "./openenv.ts";
 import { OpenEnvSockets } from "./openenv-socket.ts";
 import { ServeError, type SessionManager } from "./sessions.ts";
@@ -42,6 +43,8 @@ export interface ServeApp {
 }
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
+/** Where AgentGym's routes are served. */
+export const AGENTGYM_PREFIX = "/agentgym";
 
 /** Whether an Authorization header carries `token` (Bearer, or Basic with it as password: what a ws://user:token@host URL sends). */
 export function carriesToken(header: string | undefined, token: string): boolean {
@@ -74,10 +77,13 @@ export function createServeApp(o: ServeAppOptions): ServeApp {
     }
     return next();
   });
-  app.use("*", bodyLimit({ maxSize: limit, onError: (c) => c.json(errorBody("PAYLOAD_TOO_LARGE", `the request body is larger than the server's limit of ${limit} bytes`), 413) }));
+  const openEnvLimit = bodyLimit({ maxSize: limit, onError: (c) => c.json(errorBody("PAYLOAD_TOO_LARGE", `the request body is larger than the server's limit of ${limit} bytes`), 413) });
+  // AgentGym's routes limit bodies themselves, answering in their own error shape.
+  app.use("*", (c, next) => (c.req.path.startsWith(`${AGENTGYM_PREFIX}/`) ? next() : openEnvLimit(c, next)));
 
   app.route("/", openEnvRoutes(manager, { format, version }));
-  // AgentGym's routes (src/server/agentgym.ts) mount here: app.route("/agentgym", agentGymRoutes(manager)).
+  // AgentGym's clients join their base URL and a route with a "/", so a prefix works: http://host:port/agentgym.
+  app.route(AGENTGYM_PREFIX, agentGymRoutes(manager));
 
   app.notFound((c) => c.json(errorBody("NOT_FOUND", `no route ${c.req.method} ${c.req.path}`, "Not Found"), 404));
   app.onError((e, c) => {
@@ -96,7 +102,7 @@ export function createServeApp(o: ServeAppOptions): ServeApp {
 
   let closing: Promise<void> | undefined;
   return {
-    app, manager, sockets, upgrade: sockets.upgrade,
+    app, manager, sockets, upgrade: sockets.upgrade, agentgymPrefix: AGENTGYM_PREFIX,
     close: () => (closing ??= (async () => {
       sockets.stopAccepting();
       await manager.close("the server is shutting down"); // each session closes its socket (1001) after its call in flight

@@ -101,6 +101,11 @@ export class EnvHost {
     return new EnvHost(o, { split, tasks, support }, { model, buffer, support });
   }
 
+  /** The data folder the envs read (undefined: the default lookup). */
+  get dataDir(): string | undefined {
+    return this.o.dataDir;
+  }
+
   /** The index of a task id in `tasks`, or undefined. */
   indexOf(taskId: string): number | undefined {
     return this.taskIndex.get(taskId);

@@ -7,3 +7,4 @@ export type { RunningServer, ServeApp, ServeAppOptions } from "./app.ts";
 export { handleMessage, observationData, openEnvRoutes, schemas, stateData } from "./openenv.ts";
 export type { FieldError, OpenEnvObservation, WsReply } from "./openenv.ts";
 export { OpenEnvSockets } from "./openenv-socket.ts";
+export { agentGymRoutes } from "./agentgym.ts";

@@ -37,6 +37,8 @@ export interface ResetRequest {
   taskIndex?: number;
   /** A task id of the host's split. */
   taskId?: string;
+  /** A task given whole, e.g. one of another split (AgentGym numbers tasks across the env's whole catalogue). */
+  task?: Task;
   episodeId?: string;
 }
 
@@ -136,6 +138,7 @@ export class Session {
   }
 
   private pickTask(req: ResetRequest): Task | undefined {
+    if (req.task) return req.task;
     const tasks = this.host.tasks;
     if (req.taskId !== undefined) {
       const i = this.host.indexOf(req.taskId);

@@ -79,11 +79,21 @@ export class AlfWorldEnv implements Env {
     return g;
   }
 
+  /**
+   * The game of a task: one of this split, or one of another split when the task names its game
+   * file (AgentGym's game indexes span the splits).
+   */
+  private entryOf(task: Task): GameEntry {
+    const t = task as Partial<AlfWorldTask>;
+    const entry = this.entries.find((e) => e.game === t.game || alfworldTask(e).id === task.id)
+      ?? (typeof t.game === "string" ? alfworldGames(this.root).find((e) => e.game === t.game) : undefined);
+    if (!entry) throw new InvalidConfigError(`task ${task.id} is not a game of ALFWorld split ${this.split}`);
+    return entry;
+  }
+
   /** The opening text of a task's game (the synthetic env's start state). */
   introOf(task: Task): string {
-    const entry = this.entries.find((e) => e.game === (task as Partial<AlfWorldTask>).game || alfworldTask(e).id === task.id);
-    if (!entry) throw new InvalidConfigError(`task ${task.id} is not a game of ALFWorld split ${this.split}`);
-    const game = this.load(entry.game);
+    const game = this.load(this.entryOf(task).game);
     return game.intro(game.initialState());
   }
 
@@ -92,10 +102,7 @@ export class AlfWorldEnv implements Env {
     if (opts.seed !== undefined) this.rng = new Rng(opts.seed);
     let task: AlfWorldTask;
     if (opts.task) {
-      const t = opts.task as Partial<AlfWorldTask>;
-      const entry = this.entries.find((e) => e.game === t.game || alfworldTask(e).id === opts.task!.id);
-      if (!entry) throw new InvalidConfigError(`task ${opts.task.id} is not a game of ALFWorld split ${this.split}`);
-      task = alfworldTask(entry);
+      task = alfworldTask(this.entryOf(opts.task));
     } else task = alfworldTask(this.entries[this.rng.randbelow(this.entries.length)]);
     this.task = task;
     this.game = this.load(task.game);
