@@ -72,7 +72,8 @@ const sigmoid = (x: number) => 1 / (1 + Math.exp(-x));
  * embedded kNN model over the retrieved demos (a copied and rewritten recorded page; with no usable
  * demo, the state is kept as it is rather than the step failing). The members' disagreement is `u`
  * (same scale as the embedded model's): `u_reward`, the standard deviation of the members' expected
- * rewards over half the reward range; `u_outcome`, twice the standard deviation of their end
+ * rewards of the step (with outcome rewards: end probability × expected reward if it ends) over half
+ * the reward range; `u_outcome`, twice the standard deviation of their end
  * probabilities; u is the larger.
  */
 export class LearnedExperienceModel implements ExperienceModel {
@@ -201,7 +202,9 @@ function combine(outs: HeadOutputs[], rewards: RewardSpec): { pEnd: number; rewa
     return Math.sqrt(outs.reduce((s, o) => s + (f(o) - m) ** 2, 0) / n);
   };
   const range = rewards.max - rewards.min;
-  const expected = (o: HeadOutputs) => rewards.min + range * (o.top + (1 - o.top) * (1 - o.bottom) * o.mid);
+  // A member's expected reward of the step: with outcome rewards only an ending step earns one (the
+  // reward heads know nothing of other steps), so members that agree a step goes on agree on its reward.
+  const expected = (o: HeadOutputs) => (rewards.dense ? 1 : o.end) * (rewards.min + range * (o.top + (1 - o.top) * (1 - o.bottom) * o.mid));
   const pEnd = mean((o) => o.end);
   const pTop = mean((o) => o.top);
   const pBottom = mean((o) => o.bottom);
