@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { closing, InvalidConfigError, readJsonlAll, type Trajectory } from "../core/index.ts";
 import { parseTrajectory, ReplayBuffer } from "../buffer/index.ts";
 import { createEnv, syntheticSupport, trajectoryRules } from "../envs/index.ts";
-import { auditModel, createExperienceModel } from "../experience/index.ts";
+import { auditModel, createExperienceModel, isLocalExperience } from "../experience/index.ts";
 import { endpointOptions, endpointSettings } from "./endpoint-options.ts";
 import { parseIntOption } from "./episodes.ts";
 import { ENV_OR_URL, withEnvOption } from "./env-option.ts";
@@ -18,7 +18,7 @@ export function registerAudit(program: Command): void {
     .option("--trajectories <file>", "held-out real trajectories (JSONL), of tasks the buffer has not seen")
     .option("--run <dir>", "on-policy audit of a finished run: replay its synthetic episodes (from its buffer.db) in the real env, per iteration")
     .option("--episodes <n>", "with --run: episodes replayed per iteration (a sample fixed by the run's seed)", parseIntOption("episodes", 1), 16)
-    .option("--experience <model>", "default (embedded model) or a chat model (http://host/v1#model, openai:model)", "default")
+    .option("--experience <model>", "default (embedded kNN model), learned:FILE (dreamgym model train) or a chat model (http://host/v1#model, openai:model)", "default")
     .option("--buffer <file>", "the buffer that grounds the model (demos of the audited task are left out)")
     .option("--limit <n>", "audit at most this many trajectories", parseIntOption("limit", 1))
     .option("--cache <file>", "with a chat model: its response cache")
@@ -34,7 +34,7 @@ export function registerAudit(program: Command): void {
       if (!o.env || !o.trajectories) throw new InvalidConfigError("audit needs --env and --trajectories (an experience model on held-out trajectories), or --run DIR (a run's synthetic episodes in the real env)");
       checkInputFile(o.trajectories, "trajectory file", "give a trajectory JSONL file");
       if (o.buffer) checkInputFile(o.buffer, "buffer file", "give the buffer file");
-      if (o.experience === "default" && !o.buffer) throw new InvalidConfigError("the embedded model needs --buffer <file> to ground it");
+      if (isLocalExperience(o.experience) && !o.buffer) throw new InvalidConfigError(`the ${o.experience === "default" ? "embedded" : "learned"} model needs --buffer <file> to ground it`);
       await withEnvOption(o, async () => {
         const real = createEnv(o.env, { dataDir: o.data });
         const support = await closing(real, () => syntheticSupport(o.env, real));

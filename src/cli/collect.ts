@@ -36,7 +36,7 @@ export function registerCollect(program: Command): void {
     .option("--max-steps <n>", "steps before truncation", parseIntOption("max-steps", 1))
     .option("--append", "append to --out instead of replacing it")
     .option("--data <dir>", "data folder")
-    .option("--experience <model>", "play in the synthetic env: default (embedded model) or a chat model (http://host/v1#model, openai:model)")
+    .option("--experience <model>", "play in the synthetic env: default (embedded kNN model), learned:FILE (dreamgym model train) or a chat model (http://host/v1#model, openai:model)")
     .option("--buffer <file>", "with --experience: the replay buffer that grounds the model and receives the synthetic transitions")
     .option("--concurrency <n>", "with --experience: episodes at once", parseIntOption("concurrency", 1), 8)
     .option("--hybrid", "with --experience: terminal rewards from the real env's verifier")

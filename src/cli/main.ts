@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { Command, CommanderError } from "commander";
 import { registerAudit } from "./audit-command.ts";
+import { registerModel } from "./model-command.ts";
 import { registerBufferCommands } from "./buffer-commands.ts";
 import { registerCollect } from "./collect.ts";
 import { describeError } from "./errors.ts";
@@ -25,6 +26,7 @@ registerEnvCommands(program);
 registerCollect(program);
 registerBufferCommands(program);
 registerAudit(program);
+registerModel(program);
 registerSft(program);
 registerTrain(program);
 registerRollout(program);

@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { InvalidConfigError, type Task, type Trajectory } from "../core/index.ts";
 import { ReplayBuffer } from "../buffer/index.ts";
 import { createEnv, createPolicy, envTasks, runEpisode, syntheticSupport } from "../envs/index.ts";
-import { createExperienceModel, SyntheticEnv } from "../experience/index.ts";
+import { createExperienceModel, isLocalExperience, SyntheticEnv } from "../experience/index.ts";
 import { endpointSettings } from "./endpoint-options.ts";
 import { progressBar } from "./progress.ts";
 
@@ -53,7 +53,7 @@ export async function playSyntheticEpisodes(
     throw new InvalidConfigError(`policy "${o.policy}" cannot play the synthetic ${o.env} env (it can: ${support.policies.join(", ")})`);
   }
   if (o.hybrid && !support.verifier) throw new InvalidConfigError(`--hybrid needs a verifier of ${o.env}'s rewards; ${o.env} has none: drop --hybrid`);
-  if (o.experience === "default" && !existsSync(o.buffer)) {
+  if (isLocalExperience(o.experience) && !existsSync(o.buffer)) {
     throw new InvalidConfigError(`buffer ${o.buffer} does not exist; the embedded model needs offline ${o.env} trajectories in it (dreamgym buffer import F.jsonl --buffer ${o.buffer} --abstract)`);
   }
   // The model first (a bad spec fails before anything is opened), then the buffer.
@@ -68,7 +68,7 @@ export async function playSyntheticEpisodes(
     await handle.close();
     throw e;
   }
-  if (o.experience === "default" && buffer.count({ env: o.env }) === 0) {
+  if (isLocalExperience(o.experience) && buffer.count({ env: o.env }) === 0) {
     buffer.close();
     throw new InvalidConfigError(`buffer ${o.buffer} has no ${o.env} transitions to ground the embedded model: import offline trajectories first (dreamgym buffer import F.jsonl --buffer ${o.buffer} --abstract)`);
   }

@@ -69,7 +69,7 @@ export function registerTrain(program: Command): void {
     .option("--real-budget <n>", "s2r: real env steps of the second phase", parseIntOption("real-budget"))
     .option("--max-seconds <n>", "also stop after this much training wall time", parseIntOption("max-seconds"))
     .option("--buffer <file>", "dreamgym/s2r: replay buffer with offline trajectories (abstract states); the run works on a copy")
-    .option("--experience <model>", "dreamgym/s2r: default (embedded model) or a chat model (http://host/v1#model, openai:model, gguf:file)")
+    .option("--experience <model>", "dreamgym/s2r: default (embedded kNN model), learned:FILE (dreamgym model train) or a chat model (http://host/v1#model, openai:model, gguf:file)")
     .option("--hybrid", "terminal rewards from the real env's verifier (WebShop's reward) instead of the model's")
     .option("--no-replay", "ablation: no retrieved demos for the model, and the buffer does not grow")
     .option("--no-curriculum", "ablation: seed tasks only")

@@ -1,6 +1,8 @@
-import { OUTCOME_REWARDS, type RewardSpec, type StateAbstraction } from "../core/index.ts";
+import { InvalidConfigError, OUTCOME_REWARDS, type RewardSpec, type StateAbstraction } from "../core/index.ts";
 import { createChatModel, parseModelSpec, type ChatModel, type OpenAIChatModelOptions } from "../llm/index.ts";
+import { readFileSync } from "node:fs";
 import { EmbeddedExperienceModel } from "./embedded-model.ts";
+import { LearnedExperienceModel } from "./learned-model.ts";
 import type { ExperienceModel } from "./experience-model.ts";
 import { ReasoningExperienceModel } from "./reasoning-model.ts";
 
@@ -25,7 +27,8 @@ export interface ExperienceModelHandle {
 }
 
 /**
- * The one way to get an experience model: `"default"` is the embedded kNN model (no LLM), a chat
+ * The one way to get an experience model: `"default"` is the embedded kNN model (no LLM),
+ * `"learned:model.bin"` the learned model in that file (`dreamgym model train`; no LLM either), a chat
  * model string (`http://host/v1#model`, `openai:model`, `gguf:file`) is the reasoning model over it,
  * and a ready `ExperienceModel` (a user's own) is used as it is (and not closed here).
  */
@@ -33,6 +36,7 @@ export function createExperienceModel(spec: string | ExperienceModel, opts: Crea
   const rewards = opts.rewards ?? OUTCOME_REWARDS;
   if (typeof spec !== "string") return { model: spec, tokens: () => 0, close: async () => {} };
   if (spec === "default") return { model: new EmbeddedExperienceModel({ abstraction: opts.abstraction, rewards }), tokens: () => 0, close: async () => {} };
+  if (spec.startsWith(LEARNED_PREFIX)) return { model: loadLearnedModel(spec.slice(LEARNED_PREFIX.length), opts.abstraction, rewards), tokens: () => 0, close: async () => {} };
   parseModelSpec(spec); // a clear error for a malformed string, before anything is built
   const chat = createChatModel(spec, opts.chat);
   return {
@@ -43,4 +47,25 @@ export function createExperienceModel(spec: string | ExperienceModel, opts: Crea
       await chat.close?.();
     },
   };
+}
+
+/** The prefix of a learned model's spec: `learned:<file>`. */
+export const LEARNED_PREFIX = "learned:";
+
+/** Whether an experience spec names a model that runs here with no endpoint (the embedded default, a learned model file). */
+export function isLocalExperience(spec: string): boolean {
+  return spec === "default" || spec.startsWith(LEARNED_PREFIX);
+}
+
+/** Reads a learned model file; a missing or malformed file is one `InvalidConfigError`. */
+export function loadLearnedModel(file: string, abstraction: StateAbstraction, rewards?: RewardSpec): LearnedExperienceModel {
+  if (file === "") throw new InvalidConfigError("learned: needs a model file (learned:model.bin; make one with dreamgym model train)");
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(file);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    throw new InvalidConfigError(`cannot read the learned model ${file}: ${code === "ENOENT" ? "no such file" : code === "EISDIR" ? "it is a folder" : (code ?? String(e))}`);
+  }
+  return LearnedExperienceModel.load(bytes, file, { abstraction, rewards });
 }

@@ -18,3 +18,8 @@ export { replayInRealEnv, summarizeReplays, auditRows } from "./on-policy-audit.
 export type { SyntheticRecord, ReplayResult, OnPolicyAuditSummary } from "./on-policy-audit.ts";
 export { pessimisticStep } from "./synthetic-env.ts";
 export type { Pessimism } from "./synthetic-env.ts";
+export { LearnedExperienceModel, trainLearnedModel } from "./learned-model.ts";
+export type { LearnedModelInfo, LearnedModelValidation, LearnedModelOptions, TrainLearnedModelOptions } from "./learned-model.ts";
+export { transitionFeatures, TRANSITION_FEATURE_VERSION } from "./transition-features.ts";
+export type { TransitionInput } from "./transition-features.ts";
+export { isLocalExperience, loadLearnedModel, LEARNED_PREFIX } from "./create-experience-model.ts";

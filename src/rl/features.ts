@@ -70,7 +70,8 @@ function hash(s: string): number {
   return h >>> 0;
 }
 
-class Builder {
+/** Builds a sparse vector from named features, hashed into `dim` buckets (values of a name add up). */
+export class FeatureBuilder {
   private readonly map = new Map<number, number>();
   constructor(private readonly dim: number) {}
   add(name: string, value = 1): void {
@@ -86,13 +87,14 @@ class Builder {
   }
 }
 
-const bucket = (x: number, edges: number[]) => {
+/** The index of the first edge `x` does not pass (0..edges.length). */
+export const bucket = (x: number, edges: number[]) => {
   let b = 0;
   while (b < edges.length && x > edges[b]) b++;
   return b;
 };
 /** An item label: an id such as an ASIN (a mix of letters and digits, no spaces). */
-const idLike = (label: string) => /^(?=.*\d)(?=.*[a-z])[a-z0-9-]{6,}$/i.test(label);
+export const idLike = (label: string) => /^(?=.*\d)(?=.*[a-z])[a-z0-9-]{6,}$/i.test(label);
 
 interface ParsedAction {
   action: string;
@@ -171,7 +173,7 @@ export function featurize(input: PolicyInput, dim: number): FeaturizedStep {
   const rank = new Map(items.map((c, r) => [c, r]));
 
   const candidates = info.map((c) => {
-    const b = new Builder(dim);
+    const b = new FeatureBuilder(dim);
     const { p } = c;
     const k = `${kind}|${p.verb}`;
     b.add(`bias|${k}`);
@@ -201,7 +203,7 @@ export function featurize(input: PolicyInput, dim: number): FeaturizedStep {
     return b.build();
   });
 
-  const s = new Builder(dim);
+  const s = new FeatureBuilder(dim);
   s.add(`state|${kind}`);
   s.add(`state-steps|${kind}|${stepBucket}`);
   s.add(`state-searches|${kind}|${Math.min(searches, 3)}`);

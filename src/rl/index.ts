@@ -1,7 +1,8 @@
 export type {
   ActOptions, Decision, PastStep, Evaluation, OutputGradients, Policy, PolicyInput, TrainablePolicy, UpdateStats,
 } from "./policy.ts";
-export { FEATURE_VERSION, featurize, queryCandidates, contentTokens } from "./features.ts";
+export { FEATURE_VERSION, featurize, queryCandidates, contentTokens, FeatureBuilder, bucket, idLike } from "./features.ts";
+export { ScoreNet } from "./score-net.ts";
 export type { FeaturizedStep, SparseVector } from "./features.ts";
 export { NeuralPolicy } from "./neural-policy.ts";
 export type { NeuralPolicyConfig, NeuralStepRecord } from "./neural-policy.ts";

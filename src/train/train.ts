@@ -3,6 +3,7 @@ import { closing, InvalidConfigError, type ActionSource } from "../core/index.ts
 import { ReplayBuffer } from "../buffer/index.ts";
 import { Curriculum } from "../curriculum/index.ts";
 import { createEnv, envEntry, envTasks, hasSyntheticSupport, remoteUrl, syntheticSupport } from "../envs/index.ts";
+import { isLocalExperience, LEARNED_PREFIX, loadLearnedModel } from "../experience/index.ts";
 import { probeEndpoint } from "../llm/index.ts";
 import { httpBase, useRemoteEnv } from "../remote/index.ts";
 import { NeuralPolicy } from "../rl/index.ts";
@@ -128,7 +129,13 @@ async function checkStart(config: TrainConfig, parts: TrainParts): Promise<void>
   if (config.mode !== "real") {
     if (!hasSyntheticSupport(config.env)) throw new InvalidConfigError(`mode ${config.mode} needs a synthetic ${config.env}: its env spec has no synthetic(env) (a state abstraction and start states); use --mode real`);
     if (!config.buffer) throw new InvalidConfigError(`mode ${config.mode} needs a buffer of offline ${config.env} trajectories (--buffer B.db; dreamgym buffer import F.jsonl --abstract --buffer B.db)`);
-    if (config.experience !== "default" && !parts.experienceModel) await probeEndpoint(config.experience, 1000 * config.requestTimeout);
+    if (config.experience.startsWith(LEARNED_PREFIX) && !parts.experienceModel) {
+      // A model file is read (and checked) before anything is written.
+      await closing(createEnv(config.env, { split: config.trainSplit, dataDir: config.dataDir }), (env) => {
+        const support = syntheticSupport(config.env, env);
+        loadLearnedModel(config.experience.slice(LEARNED_PREFIX.length), support.abstraction, support.rewards);
+      });
+    } else if (!isLocalExperience(config.experience) && !parts.experienceModel) await probeEndpoint(config.experience, 1000 * config.requestTimeout);
   }
   // Each split opens, has tasks, and offers the policy something to pick from at its first state.
   const actions: ActionSource | undefined = candidateSource(config, config.buffer, parts);

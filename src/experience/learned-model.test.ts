@@ -1,0 +1,113 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { InvalidConfigError, type Policy, type Trajectory } from "../core/index.ts";
+import { ReplayBuffer } from "../buffer/index.ts";
+import { runEpisode } from "../envs/index.ts";
+import { RandomPolicy } from "../envs/policies.ts";
+import { OraclePolicy, RulePolicy, WebShopEnv, webshopAbstraction } from "../envs/webshop/index.ts";
+import { abstractTrajectory, auditModel, createExperienceModel, EmbeddedExperienceModel, LearnedExperienceModel, trainLearnedModel } from "./index.ts";
+
+/** Real WebShop episodes: `n` tasks of the split from `start`, one policy. */
+async function episodes(env: WebShopEnv, policy: (env: WebShopEnv) => Policy, start: number, n: number): Promise<Trajectory[]> {
+  const tasks = env.tasks().slice(start, start + n);
+  const out: Trajectory[] = [];
+  for (const [i, task] of tasks.entries()) out.push(await runEpisode(env, policy(env), { envName: "webshop", task, seed: start + i }));
+  return out;
+}
+
+// One small but real WebShop world for every test here: a seed buffer of train-split episodes
+// (oracle, random and rule policies) and held-out test-split episodes of other goals.
+const world = (async () => {
+  const train = new WebShopEnv({ split: "train" });
+  const test = new WebShopEnv({ split: "test" });
+  const abstraction = webshopAbstraction(train.catalogue);
+  const seed = [
+    ...(await episodes(train, (e) => new OraclePolicy(e), 0, 250)),
+    ...(await episodes(train, () => new RandomPolicy(), 250, 120)),
+    ...(await episodes(train, () => new RulePolicy(), 370, 150)),
+  ];
+  const held = [...(await episodes(test, (e) => new OraclePolicy(e), 0, 40)), ...(await episodes(test, () => new RulePolicy(), 40, 40))];
+  const buffer = ReplayBuffer.open(join(mkdtempSync(join(tmpdir(), "dreamgym-learned-")), "seed.db"));
+  await buffer.appendTrajectories(seed.map((t) => abstractTrajectory(t, abstraction)), { seed: true });
+  await Promise.all([train.close(), test.close()]);
+  return { abstraction, buffer, held };
+})();
+
+const small = { epochs: 6, members: 3 };
+
+test("the learned model beats the kNN model on held-out reward error (ε_R) on WebShop", async (t) => {
+  const { abstraction, buffer, held } = await world;
+  const { model, validation } = trainLearnedModel(buffer, { abstraction, ...small });
+  assert.ok(validation && validation.tasks > 0 && validation.steps > 0, "tasks are held out for validation");
+  const learned = await auditModel(held, { model, abstraction, buffer });
+  const knn = await auditModel(held, { model: new EmbeddedExperienceModel({ abstraction }), abstraction, buffer });
+  t.diagnostic(`ε_R learned ${learned.rewardErrorRate.toFixed(3)} vs kNN ${knn.rewardErrorRate.toFixed(3)}; MAE ${learned.rewardMAE.toFixed(3)} vs ${knn.rewardMAE.toFixed(3)}`);
+  assert.ok(learned.rewardErrorRate < knn.rewardErrorRate, `ε_R learned ${learned.rewardErrorRate} vs kNN ${knn.rewardErrorRate}`);
+  assert.ok(learned.rewardMAE < knn.rewardMAE, `reward MAE learned ${learned.rewardMAE} vs kNN ${knn.rewardMAE}`);
+  assert.ok(learned.terminationAccuracy >= 0.98, `termination accuracy ${learned.terminationAccuracy}`);
+  assert.ok(learned.invalidRate === 0, "a step with no usable demo keeps its state instead of failing");
+});
+
+test("training is deterministic: same buffer and seed, same bytes; another seed, another model", async () => {
+  const { abstraction, buffer } = await world;
+  const opts = { abstraction, epochs: 2, members: 2 };
+  const a = trainLearnedModel(buffer, { ...opts, seed: 3 }).model.save();
+  const b = trainLearnedModel(buffer, { ...opts, seed: 3 }).model.save();
+  const c = trainLearnedModel(buffer, { ...opts, seed: 4 }).model.save();
+  assert.ok(Buffer.from(a).equals(Buffer.from(b)));
+  assert.ok(!Buffer.from(a).equals(Buffer.from(c)));
+});
+
+test("a model file round-trips, loads through createExperienceModel (learned:FILE), and its u is the members' disagreement", async () => {
+  const { abstraction, buffer, held } = await world;
+  const { model } = trainLearnedModel(buffer, { abstraction, epochs: 2, members: 3 });
+  const file = join(mkdtempSync(join(tmpdir(), "dreamgym-learned-file-")), "model.bin");
+  writeFileSync(file, model.save());
+  const handle = createExperienceModel(`learned:${file}`, { abstraction });
+  assert.ok(handle.model instanceof LearnedExperienceModel);
+  assert.equal(handle.model.id, model.id);
+  assert.equal(handle.tokens(), 0);
+  assert.ok(Buffer.from((handle.model as LearnedExperienceModel).save()).equals(Buffer.from(model.save())));
+  // The same predictions, step for step.
+  const steps = held[0].steps;
+  const state = abstraction.abstract(steps.at(-1)!.observation);
+  const input = { task: held[0].task, history: [], state, action: steps.at(-1)!.action, demos: [] };
+  const [p, q] = [await model.predict(input), await handle.model.predict(input)];
+  assert.deepEqual(p, q);
+  assert.equal(typeof p.info.u, "number");
+  assert.ok((p.info.u as number) >= 0 && (p.info.u as number) <= 1);
+  assert.equal(p.info.u, Math.max(p.info.u_reward as number, p.info.u_outcome as number));
+  await handle.close();
+  // One member cannot disagree with itself.
+  const single = trainLearnedModel(buffer, { abstraction, epochs: 1, members: 1 }).model;
+  assert.equal((await single.predict(input)).info.u, 0);
+});
+
+test("a bad model file is one clear InvalidConfigError", async () => {
+  const { abstraction, buffer } = await world;
+  const dir = mkdtempSync(join(tmpdir(), "dreamgym-learned-bad-"));
+  const bytes = trainLearnedModel(buffer, { abstraction, epochs: 1, members: 1 }).model.save();
+  const cases: [string, Uint8Array | null, RegExp][] = [
+    ["missing.bin", null, /cannot read the learned model .*missing\.bin: no such file/],
+    ["garbage.bin", Buffer.from("not a model at all\n\x00\x01"), /is not a dreamgym learned experience model/],
+    ["truncated.bin", bytes.subarray(0, bytes.length - 8), /truncated or padded/],
+    ["header.bin", Buffer.from("DGEXPMODEL1\n{not json\n"), /header is not valid JSON/],
+  ];
+  for (const [name, content, message] of cases) {
+    const file = join(dir, name);
+    if (content) writeFileSync(file, content);
+    assert.throws(() => createExperienceModel(`learned:${file}`, { abstraction }), (e: unknown) => {
+      assert.ok(e instanceof InvalidConfigError, String(e));
+      assert.match(e.message, message);
+      assert.ok(!e.message.includes("\n"), "one line");
+      return true;
+    });
+  }
+  const other = { ...abstraction, env: "alfworld" };
+  writeFileSync(join(dir, "ok.bin"), bytes);
+  assert.throws(() => createExperienceModel(`learned:${join(dir, "ok.bin")}`, { abstraction: other }), /is a model of webshop, not of alfworld/);
+  assert.throws(() => createExperienceModel("learned:", { abstraction }), /needs a model file/);
+});

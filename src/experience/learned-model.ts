@@ -1,0 +1,409 @@
+import { InvalidConfigError, OUTCOME_REWARDS, Rng, type RewardSpec, type StateAbstraction, type Trajectory } from "../core/index.ts";
+import type { ReplayBuffer } from "../buffer/index.ts";
+import { ScoreNet, type SparseVector } from "../rl/index.ts";
+import { EmbeddedExperienceModel } from "./embedded-model.ts";
+import type { ExperienceModel, HistoryStep, PredictInput, Prediction } from "./experience-model.ts";
+import { isValTask } from "./sft-data.ts";
+import { TRANSITION_FEATURE_VERSION, transitionFeatures } from "./transition-features.ts";
+
+/**
+ * The heads of each ensemble member, each a small network over the transition's features
+ * (`ScoreNet`, the policy's scorer) read through a sigmoid:
+ * - `end`: does the step end the episode;
+ * - `top`: is its reward the top of the range (a success), of the steps that earn a reward (ending
+ *   steps; every step with dense rewards);
+ * - `bottom`: is it the bottom of the range, of those that are not the top;
+ * - `mid`: the reward in between, as a share of the range, of those that are neither.
+ */
+const HEADS = ["end", "top", "bottom", "mid"] as const;
+const MAGIC = "DGEXPMODEL1\n";
+const FORMAT = "dreamgym-learned-experience-model";
+
+/** What training found on the held-out tasks (the ensemble's figures; `members` per member). */
+export interface LearnedModelValidation {
+  tasks: number;
+  steps: number;
+  /** Mean of the heads' cross-entropies, averaged over the members (each at its best epoch). */
+  loss: number;
+  /** Steps whose end the ensemble predicts as it really was. */
+  terminationAccuracy: number;
+  /** ε_R: share of steps whose predicted reward is off by more than 0.01 (as `dreamgym audit`). */
+  rewardErrorRate: number;
+  /** Reward MAE on the ending (reward-earning) steps. */
+  endingRewardMAE: number;
+  /** Per member: its best epoch (1-based) and the validation loss there. */
+  members: { bestEpoch: number; loss: number }[];
+}
+
+/** What a model file says about itself (its header). */
+export interface LearnedModelInfo {
+  format: typeof FORMAT;
+  env: string;
+  featureVersion: string;
+  dim: number;
+  hidden: number;
+  members: number;
+  rewards: RewardSpec;
+  training: { seed: number; epochs: number; trajectories: number; transitions: number; tasks: number; valFraction: number };
+  validation: LearnedModelValidation | null;
+}
+
+export interface LearnedModelOptions {
+  abstraction: StateAbstraction;
+  /** @default the rewards the model was trained with */
+  rewards?: RewardSpec;
+}
+
+/** One member's head outputs for one transition. */
+interface HeadOutputs {
+  end: number;
+  top: number;
+  bottom: number;
+  mid: number;
+}
+
+const sigmoid = (x: number) => 1 / (1 + Math.exp(-x));
+
+/**
+ * The learned experience model: an ensemble of small networks trained on the buffer's real
+ * transitions ({@link trainLearnedModel}; `dreamgym model train`) that predicts whether a step ends
+ * the episode and its reward, from features that relate the page to the instruction
+ * (`transitionFeatures`), so it carries over to new instructions. The next state comes from the
+ * embedded kNN model over the retrieved demos (a copied and rewritten recorded page; with no usable
+ * demo, the state is kept as it is rather than the step failing). The members' disagreement is `u`
+ * (same scale as the embedded model's): `u_reward`, the standard deviation of the members' expected
+ * rewards of the step (with outcome rewards: end probability × expected reward if it ends) over half
+ * the reward range; `u_outcome`, twice the standard deviation of their end
+ * probabilities; u is the larger.
+ */
+export class LearnedExperienceModel implements ExperienceModel {
+  readonly id = "learned-ensemble-v1";
+  readonly info: LearnedModelInfo;
+  private readonly members: ScoreNet[][];
+  private readonly knn: EmbeddedExperienceModel;
+  private readonly abstraction: StateAbstraction;
+  private readonly rewards: RewardSpec;
+  private readonly h: Float64Array;
+
+  constructor(info: LearnedModelInfo, members: ScoreNet[][], opts: LearnedModelOptions) {
+    this.info = info;
+    this.members = members;
+    this.abstraction = opts.abstraction;
+    this.rewards = opts.rewards ?? info.rewards;
+    this.knn = new EmbeddedExperienceModel({ abstraction: opts.abstraction, rewards: this.rewards });
+    this.h = new Float64Array(info.hidden);
+  }
+
+  exactDemos(state: string): boolean {
+    return this.knn.exactDemos(state);
+  }
+
+  /** Each member's head outputs for a transition's features. */
+  private outputs(x: SparseVector): HeadOutputs[] {
+    return this.members.map((nets) => {
+      const [end, top, bottom, mid] = nets.map((n) => sigmoid(n.forward(x, this.h)));
+      return { end, top, bottom, mid };
+    });
+  }
+
+  /** The ensemble's end probability, reward and uncertainty for one transition. */
+  estimate(input: { task: PredictInput["task"]; history: readonly HistoryStep[]; state: string; action: string }): { pEnd: number; reward: number; u: number; u_reward: number; u_outcome: number; pTop: number } {
+    return combine(this.outputs(transitionFeatures(input, this.info.dim)), this.rewards);
+  }
+
+  async predict(input: PredictInput): Promise<Prediction> {
+    const base = await this.knn.predict(input);
+    // A free-text command the buffer never saw in this state stays an invalid no-op (see the embedded model).
+    if (base.info.invalid) return base;
+    const e = this.estimate(input);
+    const failed = base.info.failed !== undefined;
+    const nextState = failed ? input.state : base.nextState;
+    const terminated = e.pEnd >= 0.5 || this.abstraction.isTerminal(nextState);
+    const reward = terminated || this.rewards.dense ? e.reward : 0;
+    const round = (x: number) => Math.round(x * 1e6) / 1e6;
+    const { failed: _f, u: _u, u_reward: _r, u_outcome: _o, ...knnInfo } = base.info;
+    return {
+      nextState, reward, terminated,
+      info: {
+        ...knnInfo, ...(failed ? { next_state: "unchanged (no usable demo)" } : {}),
+        u: round(e.u), u_reward: round(e.u_reward), u_outcome: round(e.u_outcome), p_end: round(e.pEnd), p_success: round(e.pTop),
+      },
+    };
+  }
+
+  /** The model file: a header line (JSON) and the members' parameters (float32). Same model → same bytes. */
+  save(): Uint8Array {
+    const arrays = this.members.flatMap((nets) => nets.flatMap((n) => n.params()));
+    const header = JSON.stringify({ ...this.info, lengths: arrays.map((a) => a.length) });
+    const head = Buffer.from(MAGIC + header + "\n");
+    const pad = (4 - (head.length % 4)) % 4;
+    const out = new Uint8Array(head.length + pad + arrays.reduce((s, a) => s + a.byteLength, 0));
+    out.set(head, 0);
+    out.fill(0x20, head.length, head.length + pad);
+    let offset = head.length + pad;
+    for (const a of arrays) {
+      out.set(new Uint8Array(a.buffer, a.byteOffset, a.byteLength), offset);
+      offset += a.byteLength;
+    }
+    return out;
+  }
+
+  /** Reads a model file; anything else (or a model of another env or shape) is an `InvalidConfigError` naming `source`. */
+  static load(bytes: Uint8Array, source: string, opts: LearnedModelOptions): LearnedExperienceModel {
+    const text = Buffer.from(bytes.buffer, bytes.byteOffset, Math.min(bytes.length, 65536)).toString("utf8");
+    const end = text.indexOf("\n", MAGIC.length);
+    if (!text.startsWith(MAGIC) || end < 0) throw new InvalidConfigError(`${source} is not a dreamgym learned experience model (make one with dreamgym model train)`);
+    let header: LearnedModelInfo & { lengths: number[] };
+    try {
+      header = JSON.parse(text.slice(MAGIC.length, end));
+    } catch {
+      throw new InvalidConfigError(`${source}: the model header is not valid JSON`);
+    }
+    const ok = header && header.format === FORMAT && Number.isInteger(header.dim) && header.dim >= 16 && Number.isInteger(header.hidden) && header.hidden >= 1
+      && Number.isInteger(header.members) && header.members >= 1 && Array.isArray(header.lengths) && typeof header.env === "string" && header.rewards && typeof header.rewards.min === "number";
+    if (!ok) throw new InvalidConfigError(`${source}: the model header is incomplete or of another format`);
+    if (header.featureVersion !== TRANSITION_FEATURE_VERSION) throw new InvalidConfigError(`${source} was trained with features ${header.featureVersion}; this version reads ${TRANSITION_FEATURE_VERSION}: train it again`);
+    if (header.env !== opts.abstraction.env) throw new InvalidConfigError(`${source} is a model of ${header.env}, not of ${opts.abstraction.env}`);
+    const { dim, hidden, members } = header;
+    const shape = [dim * hidden, dim, hidden, hidden, 1];
+    const expectedLengths = Array.from({ length: members * HEADS.length }, () => shape).flat();
+    if (header.lengths.length !== expectedLengths.length || header.lengths.some((n, i) => n !== expectedLengths[i])) {
+      throw new InvalidConfigError(`${source}: the parameter layout does not match dim=${dim} hidden=${hidden} members=${members}`);
+    }
+    let offset = Buffer.byteLength(text.slice(0, end + 1), "utf8");
+    offset += (4 - (offset % 4)) % 4;
+    const expected = offset + header.lengths.reduce((s, n) => s + n * 4, 0);
+    if (bytes.length !== expected) throw new InvalidConfigError(`${source} is truncated or padded: ${bytes.length} bytes, expected ${expected}`);
+    const copy = new Uint8Array(bytes.length - offset);
+    copy.set(bytes.subarray(offset));
+    const floats = new Float32Array(copy.buffer);
+    for (const x of floats) if (!Number.isFinite(x)) throw new InvalidConfigError(`${source} holds parameters that are not finite numbers`);
+    const rng = new Rng(0);
+    let at = 0;
+    const nets = Array.from({ length: members }, () => HEADS.map(() => {
+      const net = new ScoreNet(dim, hidden, rng, { embedScale: 0, outScale: 0 });
+      for (const p of net.params()) {
+        p.set(floats.subarray(at, at + p.length));
+        at += p.length;
+      }
+      return net;
+    }));
+    const { lengths: _l, ...info } = header;
+    return new LearnedExperienceModel(info, nets, opts);
+  }
+}
+
+/** The ensemble's estimate from its members' head outputs: end probability, reward, and the disagreement u. */
+function combine(outs: HeadOutputs[], rewards: RewardSpec): { pEnd: number; reward: number; u: number; u_reward: number; u_outcome: number; pTop: number } {
+  const n = outs.length;
+  const mean = (f: (o: HeadOutputs) => number) => outs.reduce((s, o) => s + f(o), 0) / n;
+  const sd = (f: (o: HeadOutputs) => number) => {
+    const m = mean(f);
+    return Math.sqrt(outs.reduce((s, o) => s + (f(o) - m) ** 2, 0) / n);
+  };
+  const range = rewards.max - rewards.min;
+  // A member's expected reward of the step: with outcome rewards only an ending step earns one (the
+  // reward heads know nothing of other steps), so members that agree a step goes on agree on its reward.
+  const expected = (o: HeadOutputs) => (rewards.dense ? 1 : o.end) * (rewards.min + range * (o.top + (1 - o.top) * (1 - o.bottom) * o.mid));
+  const pEnd = mean((o) => o.end);
+  const pTop = mean((o) => o.top);
+  const pBottom = mean((o) => o.bottom);
+  // The most likely value where the ensemble gives it even odds or better (a success, a zero), else the in-between estimate.
+  const reward = pTop >= 0.5 ? rewards.max : pBottom >= 0.5 ? rewards.min : rewards.min + range * mean((o) => o.mid);
+  const uReward = Math.min(1, sd(expected) / Math.max(range / 2, 1e-9));
+  const uOutcome = Math.min(1, 2 * sd((o) => o.end));
+  return { pEnd, reward, pTop, u: Math.max(uReward, uOutcome), u_reward: uReward, u_outcome: uOutcome };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Training
+
+export interface TrainLearnedModelOptions {
+  abstraction: StateAbstraction;
+  /** The env's rewards. @default outcome rewards in [0, 1] */
+  rewards?: RewardSpec;
+  /** Passes over each member's training sample. @default 12 */
+  epochs?: number;
+  /** Seeds the split-independent parts: initial weights, bootstrap samples, shuffling. @default 0 */
+  seed?: number;
+  /** Ensemble members. @default 5 */
+  members?: number;
+  /** Share of the tasks held out for validation (by a hash of the task id). @default 0.1 */
+  valFraction?: number;
+  /** Hashed feature buckets. @default 8192 */
+  dim?: number;
+  /** Hidden units of each head. @default 8 */
+  hidden?: number;
+  /** Adam's learning rate. @default 0.01 */
+  learningRate?: number;
+  /** Steps per update. @default 32 */
+  batchSize?: number;
+  /** After each epoch of each member. */
+  onEpoch?: (e: { member: number; epoch: number; trainLoss: number; valLoss: number | null }) => void;
+}
+
+interface Example {
+  x: SparseVector;
+  task: string;
+  end: boolean;
+  /** The step earns a reward the heads learn (ending steps; every step with dense rewards). */
+  earns: boolean;
+  reward: number;
+  top: boolean;
+  bottom: boolean;
+  /** The reward as a share of the range. */
+  share: number;
+}
+
+/** The training examples of a buffer's real trajectories of the abstraction's env, oldest first. */
+function examplesOf(trajectories: Iterable<Trajectory>, a: StateAbstraction, rewards: RewardSpec, dim: number): { examples: Example[]; trajectories: number } {
+  const examples: Example[] = [];
+  let count = 0;
+  const range = Math.max(rewards.max - rewards.min, 1e-9);
+  for (const t of trajectories) {
+    count++;
+    const history: HistoryStep[] = [];
+    for (const s of t.steps) {
+      const state = a.abstract(s.observation);
+      const nextState = a.abstract(s.next_observation, s.info);
+      const earns = s.terminated || rewards.dense;
+      examples.push({
+        x: transitionFeatures({ task: t.task, history, state, action: s.action }, dim), task: t.task.id, end: s.terminated, earns, reward: s.reward,
+        top: s.reward >= rewards.max - 1e-9, bottom: s.reward <= rewards.min + 1e-9, share: Math.min(1, Math.max(0, (s.reward - rewards.min) / range)),
+      });
+      history.push({ state, action: s.action, nextState, reward: s.reward });
+    }
+  }
+  return { examples, trajectories: count };
+}
+
+/** Each head's target for an example, or undefined where the head does not learn from it. */
+function targets(e: Example): (number | undefined)[] {
+  return [
+    e.end ? 1 : 0,
+    e.earns ? (e.top ? 1 : 0) : undefined,
+    e.earns && !e.top ? (e.bottom ? 1 : 0) : undefined,
+    e.earns && !e.top && !e.bottom ? e.share : undefined,
+  ];
+}
+
+const bce = (p: number, y: number) => -(y * Math.log(Math.max(p, 1e-7)) + (1 - y) * Math.log(Math.max(1 - p, 1e-7)));
+
+/** Mean cross-entropy of each head over the examples it learns from, averaged over the heads. */
+function lossOf(nets: ScoreNet[], examples: readonly Example[], h: Float64Array): number {
+  const sum = HEADS.map(() => 0);
+  const count = HEADS.map(() => 0);
+  for (const e of examples) {
+    targets(e).forEach((y, j) => {
+      if (y === undefined) return;
+      sum[j] += bce(sigmoid(nets[j].forward(e.x, h)), y);
+      count[j]++;
+    });
+  }
+  const used = HEADS.map((_, j) => j).filter((j) => count[j] > 0);
+  return used.length === 0 ? 0 : used.reduce((s, j) => s + sum[j] / count[j], 0) / used.length;
+}
+
+/**
+ * Trains the learned experience model on a buffer's real trajectories of the abstraction's env:
+ * the tasks are split (a hash of the task id) into training and validation; each member trains on a
+ * bootstrap sample of the training tasks (drawn with replacement) from its own initial weights, and
+ * keeps the epoch with the lowest validation loss. Deterministic: the same buffer and options give
+ * the same model, byte for byte.
+ */
+export function trainLearnedModel(buffer: ReplayBuffer, opts: TrainLearnedModelOptions): { model: LearnedExperienceModel; validation: LearnedModelValidation | null } {
+  const a = opts.abstraction;
+  const rewards = opts.rewards ?? OUTCOME_REWARDS;
+  const epochs = opts.epochs ?? 12;
+  const seed = opts.seed ?? 0;
+  const memberCount = opts.members ?? 5;
+  const valFraction = opts.valFraction ?? 0.1;
+  const dim = opts.dim ?? 8192;
+  const hidden = opts.hidden ?? 8;
+  const lr = opts.learningRate ?? 0.01;
+  const batchSize = opts.batchSize ?? 32;
+  if (!Number.isInteger(epochs) || epochs < 1) throw new InvalidConfigError(`epochs must be an integer ≥ 1, got ${epochs}`);
+  if (!Number.isInteger(memberCount) || memberCount < 1) throw new InvalidConfigError(`members must be an integer ≥ 1, got ${memberCount}`);
+  if (!(valFraction >= 0 && valFraction < 1)) throw new InvalidConfigError(`valFraction must be in [0, 1), got ${valFraction}`);
+  const { examples, trajectories } = examplesOf(buffer.trajectories({ env: a.env, source: "real" }), a, rewards, dim);
+  if (examples.length === 0) throw new InvalidConfigError(`the buffer has no real ${a.env} transitions to learn from (dreamgym buffer import F.jsonl --abstract --buffer B.db)`);
+  const val = examples.filter((e) => isValTask(e.task, valFraction));
+  const train = examples.filter((e) => !isValTask(e.task, valFraction));
+  if (train.length === 0) throw new InvalidConfigError(`every task of the buffer fell into the validation share (${valFraction}); lower it or add tasks`);
+  const byTask = new Map<string, Example[]>();
+  for (const e of train) byTask.set(e.task, [...(byTask.get(e.task) ?? []), e]);
+  const taskIds = [...byTask.keys()];
+  const h = new Float64Array(hidden);
+  const members: ScoreNet[][] = [];
+  const memberReports: { bestEpoch: number; loss: number }[] = [];
+  for (let m = 0; m < memberCount; m++) {
+    const rng = new Rng(seed * 1009 + m + 1);
+    const nets = HEADS.map(() => new ScoreNet(dim, hidden, rng, { embedScale: 0.1, outScale: 0.1 }));
+    // A bootstrap sample of the training tasks (the first member too: each sees a different world).
+    const sample: Example[] = [];
+    for (let i = 0; i < taskIds.length; i++) sample.push(...byTask.get(taskIds[rng.randbelow(taskIds.length)])!);
+    let best = { epoch: 0, loss: Infinity, params: [] as Float32Array[] };
+    for (let epoch = 1; epoch <= epochs; epoch++) {
+      const order = rng.shuffle(sample.map((_, i) => i));
+      let trainLoss = 0;
+      let trainCount = 0;
+      for (let start = 0; start < order.length; start += batchSize) {
+        const batch = order.slice(start, start + batchSize);
+        for (const i of batch) {
+          const e = sample[i];
+          targets(e).forEach((y, j) => {
+            if (y === undefined) return;
+            const p = sigmoid(nets[j].forward(e.x, h));
+            trainLoss += bce(p, y);
+            trainCount++;
+            nets[j].backward(e.x, h, p - y);
+          });
+        }
+        for (const n of nets) n.adam(lr, 1 / batch.length);
+      }
+      const valLoss = val.length > 0 ? lossOf(nets, val, h) : null;
+      opts.onEpoch?.({ member: m + 1, epoch, trainLoss: trainCount > 0 ? trainLoss / trainCount : 0, valLoss });
+      if (valLoss === null || valLoss < best.loss) best = { epoch, loss: valLoss ?? 0, params: nets.flatMap((n) => n.params().map((p) => p.slice())) };
+    }
+    // Back to the best epoch on the held-out tasks.
+    const flat = nets.flatMap((n) => n.params());
+    flat.forEach((p, i) => p.set(best.params[i]));
+    members.push(nets);
+    memberReports.push({ bestEpoch: best.epoch, loss: best.loss });
+  }
+  const valTasks = new Set(val.map((e) => e.task));
+  const info: LearnedModelInfo = {
+    format: FORMAT, env: a.env, featureVersion: TRANSITION_FEATURE_VERSION, dim, hidden, members: memberCount, rewards,
+    training: { seed, epochs, trajectories, transitions: examples.length, tasks: taskIds.length + valTasks.size, valFraction },
+    validation: null,
+  };
+  let validation: LearnedModelValidation | null = null;
+  if (val.length > 0) {
+    let endOk = 0;
+    let errors = 0;
+    let endingAbs = 0;
+    let endings = 0;
+    for (const e of val) {
+      const est = combine(members.map((nets) => {
+        const [end, top, bottom, mid] = nets.map((n) => sigmoid(n.forward(e.x, h)));
+        return { end, top, bottom, mid };
+      }), rewards);
+      const terminated = est.pEnd >= 0.5;
+      const reward = terminated || rewards.dense ? est.reward : 0;
+      if (terminated === e.end) endOk++;
+      if (Math.abs(reward - e.reward) > 0.01) errors++;
+      if (e.end) {
+        endings++;
+        endingAbs += Math.abs(reward - e.reward);
+      }
+    }
+    const r6 = (x: number) => Math.round(x * 1e6) / 1e6;
+    validation = {
+      tasks: valTasks.size, steps: val.length, loss: r6(memberReports.reduce((s, r) => s + r.loss, 0) / memberCount),
+      terminationAccuracy: r6(endOk / val.length), rewardErrorRate: r6(errors / val.length), endingRewardMAE: r6(endings > 0 ? endingAbs / endings : 0),
+      members: memberReports.map((r) => ({ bestEpoch: r.bestEpoch, loss: r6(r.loss) })),
+    };
+  }
+  info.validation = validation;
+  return { model: new LearnedExperienceModel(info, members, { abstraction: a, rewards }), validation };
+}

@@ -1,0 +1,134 @@
+import type { Task } from "../core/index.ts";
+import { bucket, contentTokens, FeatureBuilder, featurize, type SparseVector } from "../rl/index.ts";
+import { elementKind } from "./embedded-model.ts";
+import type { HistoryStep } from "./experience-model.ts";
+
+/**
+ * Features of a transition (task, history, state, action) for the learned experience model. Every
+ * feature relates the page to the instruction instead of naming either, so what is learned on the
+ * seed tasks carries over to new instructions over the same catalogue (curriculum tasks):
+ *
+ * - the policy's own features of the action in its state (`featurize`, with this action the only
+ *   candidate): label, option group, overlap of its line with the instruction, rank, price, repeats,
+ *   steps, each conjoined with the page kind;
+ * - on an item page, what a purchase there would be worth: how much of the instruction the title
+ *   covers and how much of the title the instruction mentions, the price against the instruction's
+ *   bound, and for the option groups on the page, how many the instruction names and whether the
+ *   values clicked on this page (the history) are the ones it names; the rank of the item on the
+ *   results page it was opened from;
+ *
+ * all conjoined with the page kind and the kind of element the action works on (`elementKind`:
+ * search, option, item, or the button itself), so a feature read for "buy now" is not one read for
+ * a click on an option.
+ */
+export const TRANSITION_FEATURE_VERSION = "transition-features-v1";
+
+export interface TransitionInput {
+  task: Task;
+  history: readonly HistoryStep[];
+  state: string;
+  action: string;
+}
+
+const PRICE_BOUND = /(?:lower|less|cheaper) than \$?([\d,]+(?:\.\d+)?)/i;
+const OPTION_LINE = /^([^[\]:]{1,40}):\s*\[/;
+const pageKind = (state: string) => /^page: (\S+)/.exec(state)?.[1] ?? "text";
+const phrase = (s: string) => ` ${s.toLowerCase().replace(/[^a-z0-9.]+/g, " ").trim()} `;
+const labels = (line: string) => [...line.matchAll(/\[([^\]]+)\]/g)].map((m) => m[1].toLowerCase());
+const clicked = (action: string) => /^click\[(.*)\]$/is.exec(action.trim())?.[1].toLowerCase();
+
+/** The title of an item page: the line before its "Price:" line. */
+function titleOf(lines: string[]): string | undefined {
+  const i = lines.findIndex((l) => l.startsWith("Price: "));
+  return i >= 1 ? lines[i - 1] : undefined;
+}
+
+function overlap(text: string, instr: Set<string>): { cover: number; frac: number; matched: number } {
+  const toks = new Set(contentTokens(text));
+  let matched = 0;
+  for (const t of toks) if (instr.has(t)) matched++;
+  return { cover: instr.size > 0 ? matched / instr.size : 0, frac: toks.size > 0 ? matched / toks.size : 0, matched };
+}
+
+export function transitionFeatures(input: TransitionInput, dim: number): SparseVector {
+  const { task, history, state, action } = input;
+  const policy = featurize({ task, observation: state, actions: [action], history: history.map((h) => h.action) }, dim);
+  const b = new FeatureBuilder(dim);
+  const kind = pageKind(state);
+  const ek = elementKind(state, action) ?? "text";
+  const k = `${kind}|${ek}`;
+  b.add(`t-bias|${k}`);
+  b.add(`t-steps|${k}|${bucket(history.length, [0, 2, 4, 7, 10])}`);
+  const instruction = task.instruction;
+  const instr = new Set(contentTokens(instruction));
+  const lines = state.split("\n");
+  if (kind === "item") {
+    const title = titleOf(lines);
+    if (title !== undefined) {
+      const o = overlap(title, instr);
+      b.add(`t-title-cover|${k}`, o.cover);
+      b.add(`t-title-frac|${k}`, o.frac);
+      b.add(`t-title-cover-b|${k}|${bucket(o.cover, [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9])}`);
+      b.add(`t-title-frac-b|${k}|${bucket(o.frac, [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9])}`);
+    }
+    const bound = PRICE_BOUND.exec(instruction);
+    const price = /\$([\d,]+(?:\.\d+)?)/.exec(lines.find((l) => l.startsWith("Price: ")) ?? "");
+    if (bound && price) b.add(`t-price|${k}|${Number(price[1].replace(/,/g, "")) <= Number(bound[1].replace(/,/g, "")) ? "ok" : "over"}`);
+    else b.add(`t-price|${k}|${bound ? "no-price" : "no-bound"}`);
+    // The values clicked on this very page (earlier steps on the same item page and its sub-pages).
+    const chosen = new Set<string>();
+    for (let i = history.length - 1; i >= 0; i--) {
+      const h = history[i];
+      const hk = pageKind(h.state);
+      if (hk === "item_sub") continue;
+      if (hk !== "item" || titleOf(h.state.split("\n")) !== title) break;
+      const v = clicked(h.action);
+      if (v) chosen.add(v);
+    }
+    const instrPhrase = phrase(instruction);
+    const named = (v: string) => instrPhrase.includes(phrase(v));
+    let groups = 0, mentioned = 0, chosenRight = 0, chosenWrong = 0, unchosen = 0, chosenFree = 0;
+    for (const line of lines) {
+      const g = OPTION_LINE.exec(line);
+      if (!g) continue;
+      groups++;
+      const values = labels(line);
+      const picked = values.filter((v) => chosen.has(v)).at(-1);
+      const wanted = values.some(named);
+      if (wanted) mentioned++;
+      if (picked === undefined) {
+        if (wanted) unchosen++;
+      } else if (!wanted) chosenFree++;
+      else if (named(picked)) chosenRight++;
+      else chosenWrong++;
+    }
+    // How many "name: value" options the instruction asks for ("… with color: black, and size: large").
+    const asked = (/ with ([a-z][a-z ]{0,30}: .*)$/i.exec(instruction.replace(PRICE_BOUND, ""))?.[1].match(/(?:^|, and )[a-z][a-z ]{0,30}: /gi) ?? []).length;
+    b.add(`t-groups|${k}|${Math.min(groups, 4)}|${Math.min(mentioned, 4)}`);
+    b.add(`t-asked|${k}|${Math.min(asked, 4)}|${Math.min(mentioned, 4)}`);
+    b.add(`t-opt|${k}|${Math.min(chosenRight, 3)}|${Math.min(chosenWrong, 3)}|${Math.min(unchosen, 3)}`);
+    b.add(`t-opt-free|${k}|${Math.min(chosenFree, 3)}`);
+    const need = Math.max(asked, mentioned);
+    b.add(`t-opt-share|${k}`, need > 0 ? chosenRight / need : 1);
+    b.add(`t-opt-all|${k}|${need === 0 ? "none" : chosenRight >= need ? "all" : chosenRight > 0 ? "some" : "no"}`);
+    // Where the item stood on the results page it was opened from (by the instruction's overlap).
+    const from = [...history].reverse().find((h) => pageKind(h.state) === "results" && pageKind(h.nextState) === "item");
+    if (from) {
+      const id = clicked(from.action);
+      const items = from.state.split("\n").filter((l) => /^\[[a-z0-9]{10}\] /.test(l)).map((l) => ({ id: labels(l)[0], cover: overlap(l.replace(/\[[^\]]*\]/g, " "), instr).cover }));
+      const mine = items.find((it) => it.id === id);
+      if (mine) {
+        const rank = items.filter((it) => it.cover > mine.cover).length;
+        b.add(`t-from-rank|${k}|${Math.min(rank, 4)}`);
+      }
+    }
+  }
+  // The policy's features of this action, and of the state.
+  const merged = new Map<number, number>();
+  const addAll = (v: SparseVector) => v.idx.forEach((i, j) => merged.set(i, (merged.get(i) ?? 0) + v.val[j]));
+  addAll(b.build());
+  if (policy.candidates[0]) addAll(policy.candidates[0]);
+  addAll(policy.state);
+  const idx = Int32Array.from(merged.keys()).sort();
+  return { idx, val: Float32Array.from(idx, (i) => merged.get(i)!) };
+}
