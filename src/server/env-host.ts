@@ -2,14 +2,14 @@ import { existsSync } from "node:fs";
 import { abstractEnv, closing, InvalidConfigError, type Env, type RewardSpec, type StateAbstraction, type Task } from "../core/index.ts";
 import { ReplayBuffer } from "../buffer/index.ts";
 import { createEnv, envEntry, envTasks, hasSyntheticSupport, syntheticSupport, type EnvSpec, type SyntheticSupport } from "../envs/index.ts";
-import { createExperienceModel, SyntheticEnv, type ExperienceModelHandle } from "../experience/index.ts";
+import { createExperienceModel, isLocalExperience, SyntheticEnv, type ExperienceModelHandle } from "../experience/index.ts";
 
 export interface EnvHostOptions {
   /** A registered env name. */
   env: string;
   /** `real` serves the env itself; `synthetic` its synthetic version over an experience model. @default "real" */
   mode?: "real" | "synthetic";
-  /** Synthetic mode: `default` (the embedded model) or a chat model spec. @default "default" */
+  /** Synthetic mode: `default` (the embedded model), `learned:<file>`, or a chat model spec. @default "default" */
   experience?: string;
   /** Synthetic mode: the replay buffer that grounds the model (and records, with `record`). */
   buffer?: string;
@@ -90,7 +90,7 @@ export class EnvHost {
     let buffer: ReplayBuffer;
     try {
       buffer = ReplayBuffer.open(o.buffer, { readonly: !o.record });
-      if (experience === "default" && buffer.count({ env: o.env }) === 0) {
+      if (isLocalExperience(experience) && buffer.count({ env: o.env }) === 0) {
         buffer.close();
         throw new InvalidConfigError(`buffer ${o.buffer} has no ${o.env} transitions to ground the embedded model: import offline trajectories first`);
       }
