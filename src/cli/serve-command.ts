@@ -60,7 +60,7 @@ export function registerServe(program: Command): void {
       .description("serve an env, real or synthetic, to external trainers over OpenEnv (WS /ws, HTTP); runs until SIGTERM/SIGINT")
       .requiredOption("--env <name>", "environment (a built-in or registered name)")
       .option("--mode <mode>", "real (the env itself) or synthetic (its synthetic version over an experience model) (default: real, or synthetic with --experience)")
-      .option("--experience <model>", "synthetic mode: default (the embedded model) or a chat model (http://host/v1#model, openai:model) (default: default)")
+      .option("--experience <model>", "synthetic mode: default (the embedded model), learned:<file> (dreamgym model train), or a chat model (http://host/v1#model, openai:model) (default: default)")
       .option("--buffer <file>", "synthetic mode: the replay buffer that grounds the experience model")
       .option("--hybrid", "synthetic mode: terminal rewards from the real env's verifier")
       .option("--record", "synthetic mode: record each session's transitions into the buffer")
