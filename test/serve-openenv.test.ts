@@ -348,11 +348,14 @@ test("heartbeat: a half-open socket (no pongs) is cut and its session closed; a 
   }
 });
 
-test("a session reaped while idle closes its socket, with the reason", { timeout: 20_000 }, async () => {
-  const s = await startTestServer({ sessions: { idleTimeout: 300 } });
+test("a session reaped while idle closes its socket, with the reason; a live socket's session outlasts --idle-timeout", { timeout: 20_000 }, async () => {
+  const s = await startTestServer({ sessions: { idleTimeout: 60, connectedIdleTimeout: 300 } });
   try {
     const c = await TestClient.open(s.ws);
     await c.call({ type: "reset", data: {} });
+    // A trainer keeps its sockets across optimizer steps: --idle-timeout is for sessions without one.
+    assert.equal(await s.manager.reapIdle(Date.now() + 61_000), 0);
+    assert.equal(s.manager.size, 1);
     assert.equal(await s.manager.reapIdle(Date.now() + 301_000), 1);
     assert.deepEqual(await c.closed, { code: 1000, reason: "idle for more than 300 s" });
     assert.equal(s.manager.size, 0);
@@ -421,4 +424,37 @@ test("graceful shutdown: open sockets get 1001, sessions close, the port is free
   assert.deepEqual(await c.closed, { code: 1001, reason: "the server is shutting down" });
   assert.equal(s.manager.size, 0);
   await assert.rejects(fetch(`${s.url}/health`));
+});
+
+test("shutdown with a step in flight: the step's reply is sent before the socket closes (1001)", { timeout: 20_000 }, async () => {
+  // The env's step waits until the test lets it go, so the shutdown surely starts while it runs.
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  let entered!: () => void;
+  const stepping = new Promise<void>((r) => (entered = r));
+  class GatedChain extends ChainEnv {
+    override async step(a: string) {
+      entered();
+      await gate;
+      return super.step(a);
+    }
+  }
+  registerEnv("serve-test-gated", { create: () => new GatedChain(), tasks: (e) => e.tasks(3) });
+  const s = await startTestServer({ host: { env: "serve-test-gated" } });
+  try {
+    const c = await TestClient.open(s.ws);
+    await c.call({ type: "reset", data: {} });
+    c.send({ type: "step", data: { action: "click[right]" } });
+    await stepping;
+    const closing = s.close();
+    release();
+    const reply = await c.next();
+    assert.equal(reply.type, "observation");
+    assert.equal(reply.data.observation.step, 1);
+    assert.deepEqual(await c.closed, { code: 1001, reason: "the server is shutting down" });
+    await closing;
+    assert.equal(s.manager.size, 0);
+  } finally {
+    unregisterEnv("serve-test-gated");
+  }
 });

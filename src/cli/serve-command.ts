@@ -19,6 +19,7 @@ interface ServeOptions {
   host: string;
   maxSessions: number;
   idleTimeout: number;
+  wsIdleTimeout: number;
   heartbeat: number;
   tokenFile?: string;
   observation: string;
@@ -71,7 +72,8 @@ export function registerServe(program: Command): void {
       .option("--port <n>", "port (0: any free port, printed)", parseIntOption("port", 0, 65_535), 8000)
       .option("--host <address>", "address to bind; any but 127.0.0.1, localhost or ::1 needs a token", "127.0.0.1")
       .option("--max-sessions <n>", "sessions open at once, over every protocol; past it a new one gets CAPACITY_REACHED", parseIntOption("max-sessions", 1, 100_000), 256)
-      .option("--idle-timeout <seconds>", "close a session unused this long (0: never)", parseIntOption("idle-timeout", 0, 604_800), 300)
+      .option("--idle-timeout <seconds>", "close a session without a connection (AgentGym's) unused this long (0: never)", parseIntOption("idle-timeout", 0, 604_800), 300)
+      .option("--ws-idle-timeout <seconds>", "close a WebSocket session unused this long, though its connection is alive (0: never; it ends with its connection)", parseIntOption("ws-idle-timeout", 0, 604_800), 0)
       .option("--heartbeat <seconds>", "ping WebSocket clients this often; one that misses a pong is cut and its session closed (0: off)", parseIntOption("heartbeat", 0, 3600), 20)
       .option("--token-file <file>", "require Authorization: Bearer <the file's token> on every route but /health (else $DREAMGYM_TOKEN, if set)")
       .option("--concurrency <n>", "synthetic mode, chat model: LLM requests at once, shared by every session", parseIntOption("concurrency", 1), 16)
@@ -92,7 +94,7 @@ export function registerServe(program: Command): void {
       env: o.env, mode, experience: o.experience, buffer: o.buffer, hybrid: o.hybrid, record: o.record, split: o.split, dataDir: o.data, maxSteps: o.maxSteps,
       concurrency: o.concurrency, cache: o.cache, requestTimeout: o.requestTimeout ?? DEFAULT_REQUEST_TIMEOUT_S, maxFailures: o.maxFailures ?? DEFAULT_MAX_FAILURES,
     });
-    const manager = new SessionManager(host, { maxSessions: o.maxSessions, idleTimeout: o.idleTimeout });
+    const manager = new SessionManager(host, { maxSessions: o.maxSessions, idleTimeout: o.idleTimeout, connectedIdleTimeout: o.wsIdleTimeout });
     const app = createServeApp({ manager, token, heartbeat: o.heartbeat, observation: o.observation as ObservationFormat });
     let server;
     try {

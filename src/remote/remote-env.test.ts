@@ -11,7 +11,7 @@ import { httpBase, RemoteEnv, RemoteEnvError, remoteEnvInfo, useRemoteEnv, wsEnd
 /** A real dreamgym server on loopback, serving WebShop's test split (abstract observations). */
 async function serve(o: { maxSessions?: number; token?: string; split?: string } = {}): Promise<RunningServer & { manager: SessionManager }> {
   const host = await EnvHost.open({ env: "webshop", split: o.split ?? "test" });
-  const manager = new SessionManager(host, { maxSessions: o.maxSessions ?? 8, idleTimeout: 0 });
+  const manager = new SessionManager(host, { maxSessions: o.maxSessions ?? 8, idleTimeout: 0, connectedIdleTimeout: 300 });
   const server = await startServer({ app: createServeApp({ manager, token: o.token, heartbeat: 0 }), port: 0, host: "127.0.0.1" });
   return Object.assign(server, { manager });
 }
@@ -130,7 +130,7 @@ describe("RemoteEnv against a real server", () => {
     const remote = new RemoteEnv(server.url, { tasks });
     try {
       await remote.reset({ task: tasks[0] });
-      await server.manager.reapIdle(Date.now() + 1e9); // as the idle reaper does
+      await server.manager.reapIdle(Date.now() + 301_000); // as the idle reaper does (--ws-idle-timeout 300)
       await rejectsRemote(remote.step("search[shoes]"), /step failed: .*idle|episode is lost|closed the connection/);
       const r = await remote.reset({ task: tasks[1] });
       assert.match(r.observation, /^page: search/);

@@ -15,7 +15,7 @@ import { SessionManager } from "./sessions.ts";
 
 /** A real server on loopback: the whole app, with the AgentGym routes where it mounts them. */
 async function startServer(host: EnvHost, maxSessions = 16) {
-  const manager = new SessionManager(host, { maxSessions, idleTimeout: 0 });
+  const manager = new SessionManager(host, { maxSessions, idleTimeout: 300 }); // reaped by the tests' own reapIdle calls
   const running = await startServeApp({ app: createServeApp({ manager }), port: 0, host: "127.0.0.1" });
   const base = `${running.url}${AGENTGYM_PREFIX}`;
   /** One call as the Python clients make it: `requests.post(f"{base}/{path}", json=...)` or a GET with the id in the query. */
@@ -200,7 +200,7 @@ describe("AgentGym WebShop protocol", () => {
 
   test("an env reaped while idle answers 404 with the reason", async () => {
     const id = (await s.call("POST", "create")).json as number;
-    await s.manager.reapIdle(Date.now() + 1);
+    await s.manager.reapIdle(Date.now() + 301_000);
     assertError(await s.call("POST", "reset", { env_idx: id, session_id: 1 }), 404, "SESSION_ERROR", /idle/);
   });
 });

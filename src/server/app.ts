@@ -77,7 +77,10 @@ export function createServeApp(o: ServeAppOptions): ServeApp {
     }
     return next();
   });
-  const openEnvLimit = bodyLimit({ maxSize: limit, onError: (c) => c.json(errorBody("PAYLOAD_TOO_LARGE", `the request body is larger than the server's limit of ${limit} bytes`), 413) });
+  const openEnvLimit = bodyLimit({ maxSize: limit, onError: (c) => {
+    c.header("connection", "close"); // the unread rest of the body makes the connection unusable: the client must not reuse it
+    return c.json(errorBody("PAYLOAD_TOO_LARGE", `the request body is larger than the server's limit of ${limit} bytes`), 413);
+  } });
   // AgentGym's routes limit bodies themselves, answering in their own error shape.
   app.use("*", (c, next) => (c.req.path.startsWith(`${AGENTGYM_PREFIX}/`) ? next() : openEnvLimit(c, next)));
 

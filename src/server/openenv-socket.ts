@@ -69,6 +69,8 @@ export class OpenEnvSockets {
   /** Pings every socket; one that did not answer the previous ping is half-open: cut it (its session closes). */
   beat(): void {
     for (const [ws, alive] of this.alive) {
+      // A paused socket (the server is behind on its messages) does not read pongs: busy, not dead.
+      if (ws.isPaused) continue;
       if (!alive) {
         ws.terminate();
         continue;
@@ -102,14 +104,18 @@ export class OpenEnvSockets {
       this.alive.delete(ws);
       void session.close("the connection closed");
     });
-    // ... and the socket with the session (the idle reaper, shutdown).
-    session.onClose = (reason) => {
-      if (ws.readyState === WebSocket.OPEN || ws.readyState === WebSocket.CONNECTING) ws.close(this.closing ? 1001 : 1000, reasonText(reason));
-    };
-    const synthetic = this.manager.host.mode === "synthetic";
+    session.connected = true;
     // Replies go out in message order (OpenEnv has no request ids): each message waits for the one before.
     let chain: Promise<void> = Promise.resolve();
     let pending = 0;
+    // ... and the socket with the session (the idle reaper, shutdown), once the replies of the
+    // messages already received are sent (a step in flight at shutdown still gets its answer).
+    session.onClose = (reason) => {
+      void chain.then(() => {
+        if (ws.readyState === WebSocket.OPEN || ws.readyState === WebSocket.CONNECTING) ws.close(this.closing ? 1001 : 1000, reasonText(reason));
+      });
+    };
+    const synthetic = this.manager.host.mode === "synthetic";
     ws.on("message", (data: RawData) => {
       const text = (Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as Buffer)).toString("utf8");
       if (++pending >= MAX_PENDING) ws.pause();
@@ -118,7 +124,7 @@ export class OpenEnvSockets {
         if (--pending < MAX_PENDING && ws.isPaused) ws.resume();
         if (reply === "close") await session.close("closed by the client");
         else if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(reply));
-      });
+      }).catch(() => ws.terminate()); // handleMessage answers every failure; anything else is a bug: drop this connection, not the server
     });
   }
 

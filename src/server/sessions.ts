@@ -57,6 +57,12 @@ export class Session {
   closeReason = "";
   /** Told once, when the session closes for any reason (the protocol side drops its socket). */
   onClose?: (reason: string) => void;
+  /**
+   * Held by a live connection (a WebSocket that answers pings): such a session ends with its
+   * connection, and the idle reaper leaves it alone unless `connectedIdleTimeout` is set. A trainer
+   * keeps its sockets across optimizer steps and evaluations, and OpenEnv's clients never reconnect.
+   */
+  connected = false;
   private busy = 0;
   private queue: Promise<unknown> = Promise.resolve();
 
@@ -131,10 +137,11 @@ export class Session {
     if (this.closed) return;
     this.closed = true;
     this.closeReason = reason;
-    this.release(this);
     this.onClose?.(reason);
     await this.queue;
     await this.env.close().catch(() => {});
+    // The place frees once the env is closed, so no more than maxSessions envs are ever alive.
+    this.release(this);
   }
 
   private pickTask(req: ResetRequest): Task | undefined {
@@ -164,26 +171,32 @@ function executionError(what: string, e: unknown): ServeError {
 export interface SessionManagerOptions {
   /** Sessions open at once, over every protocol. @default 256 */
   maxSessions?: number;
-  /** Seconds a session may sit unused before it is closed; 0 never. @default 300 */
+  /** Seconds a session without a connection (AgentGym's HTTP envs) may sit unused before it is closed; 0 never. @default 300 */
   idleTimeout?: number;
+  /** The same for a session held by a live WebSocket (which ends with its connection anyway); 0 never. @default 0 */
+  connectedIdleTimeout?: number;
 }
 
 /** The sessions of one server, over one env host: capacity, lookup, the idle reaper. */
 export class SessionManager {
   readonly maxSessions: number;
   readonly idleTimeoutMs: number;
+  readonly connectedIdleTimeoutMs: number;
   readonly stats = { opened: 0, closed: 0, reaped: 0 };
   private readonly live = new Map<number, Session>();
   /** Recently closed sessions, so a late call hears why (bounded). */
   private readonly gone = new Map<number, string>();
   private nextIndex = 0;
   private reaper: NodeJS.Timeout | undefined;
+  private closing = false;
 
   constructor(readonly host: EnvHost, opts: SessionManagerOptions = {}) {
     this.maxSessions = opts.maxSessions ?? 256;
     this.idleTimeoutMs = 1000 * (opts.idleTimeout ?? 300);
-    if (this.idleTimeoutMs > 0) {
-      this.reaper = setInterval(() => void this.reapIdle(), Math.min(5000, Math.max(50, this.idleTimeoutMs / 4)));
+    this.connectedIdleTimeoutMs = 1000 * (opts.connectedIdleTimeout ?? 0);
+    const shortest = Math.min(...[this.idleTimeoutMs, this.connectedIdleTimeoutMs].filter((t) => t > 0));
+    if (Number.isFinite(shortest)) {
+      this.reaper = setInterval(() => void this.reapIdle(), Math.min(5000, Math.max(50, shortest / 4)));
       this.reaper.unref();
     }
   }
@@ -194,6 +207,7 @@ export class SessionManager {
 
   /** A new session, or CAPACITY_REACHED when `maxSessions` are open. */
   open(format: ObservationFormat = "abstract"): Session {
+    if (this.closing) throw new ServeError("SESSION_ERROR", "the server is shutting down", 503);
     if (this.live.size >= this.maxSessions) {
       throw new ServeError("CAPACITY_REACHED", `the server is at capacity (${this.maxSessions} sessions open): close one, or start the server with a larger --max-sessions`, 503);
     }
@@ -224,20 +238,18 @@ export class SessionManager {
     throw new ServeError("SESSION_ERROR", `no session ${index} on this server`, 404);
   }
 
-  sessions(): Session[] {
-    return [...this.live.values()];
-  }
-
-  /** Closes sessions unused for longer than the idle timeout. */
+  /** Closes sessions unused for longer than their idle timeout (a connection's, or the one without). */
   async reapIdle(now = Date.now()): Promise<number> {
-    const idle = [...this.live.values()].filter((s) => !s.isBusy && now - s.lastActive >= this.idleTimeoutMs);
+    const timeout = (s: Session) => (s.connected ? this.connectedIdleTimeoutMs : this.idleTimeoutMs);
+    const idle = [...this.live.values()].filter((s) => !s.closed && !s.isBusy && timeout(s) > 0 && now - s.lastActive >= timeout(s));
     this.stats.reaped += idle.length;
-    await Promise.all(idle.map((s) => s.close(`idle for more than ${this.idleTimeoutMs / 1000} s`)));
+    await Promise.all(idle.map((s) => s.close(`idle for more than ${timeout(s) / 1000} s`)));
     return idle.length;
   }
 
-  /** Stops the reaper and closes every session (each after its call in flight). */
+  /** Stops the reaper and closes every session (each after its call in flight); no session opens after. */
   async close(reason = "the server is shutting down"): Promise<void> {
+    this.closing = true;
     clearInterval(this.reaper);
     await Promise.all([...this.live.values()].map((s) => s.close(reason)));
   }

@@ -1,4 +1,5 @@
 import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { closing, InvalidConfigError, type ActionSource } from "../core/index.ts";
 import { ReplayBuffer } from "../buffer/index.ts";
 import { Curriculum } from "../curriculum/index.ts";
@@ -47,6 +48,24 @@ async function withRemote<T>(input: TrainConfigInput, fn: (input: TrainConfigInp
 
 /** Continues the run in `runDir` from its last checkpoint; the results are those it would have had. */
 export async function resumeTraining(runDir: string, hooks: TrainHooks = {}, overrides: ResumeOverrides = {}, parts: TrainParts = {}): Promise<TrainSummary> {
+  // A run on an env server: connect first, so the config's env (perhaps known only to the server) checks out.
+  const saved = savedRemote(runDir);
+  if (saved) return withRemote(saved, () => resumeOpened(runDir, hooks, overrides, parts));
+  return resumeOpened(runDir, hooks, overrides, parts);
+}
+
+/** The `env`, `remote` and `dataDir` a run folder's config.json records, when it names an env server. */
+function savedRemote(runDir: string): TrainConfigInput | undefined {
+  try {
+    const c = JSON.parse(readFileSync(join(runDir, "config.json"), "utf8")) as Record<string, unknown>;
+    if (typeof c.remote !== "string") return undefined;
+    return { env: typeof c.env === "string" ? c.env : undefined, remote: c.remote, dataDir: typeof c.dataDir === "string" ? c.dataDir : undefined };
+  } catch {
+    return undefined; // RunFolder.open says what is wrong with the folder
+  }
+}
+
+async function resumeOpened(runDir: string, hooks: TrainHooks, overrides: ResumeOverrides, parts: TrainParts): Promise<TrainSummary> {
   const { folder, latest } = RunFolder.open(runDir, overrides);
   if (folder.config.mode !== "real") {
     // Synthetic episodes the killed run stored after its checkpoint are written again by the replay.
@@ -55,8 +74,7 @@ export async function resumeTraining(runDir: string, hooks: TrainHooks = {}, ove
     await buffer.deleteTrajectories({ policies: Array.from({ length: folder.config.checkpointEvery }, (_, i) => folder.episodeLabel(from + i)) });
     buffer.close();
   }
-  const c = folder.config;
-  return withRemote({ env: c.env, remote: c.remote, dataDir: c.dataDir }, () => run_(folder, latest, hooks, parts));
+  return run_(folder, latest, hooks, parts);
 }
 
 /** Composes the run's parts, runs the loop, writes the summary; closes everything it opened. */
