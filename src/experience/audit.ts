@@ -87,8 +87,10 @@ export async function auditModel(trajectories: Trajectory[], opts: AuditOptions)
   const tokensBefore = opts.tokensUsed?.() ?? 0;
   for (const t of trajectories) {
     const history: HistoryStep[] = [];
+    let before: { raw: string; state: string } | undefined;
     for (const s of t.steps) {
-      const state = a.abstract(s.observation);
+      // The state is the step before's next state, abstracted with that step's info, when it is that text.
+      const state = before && before.raw === s.observation ? before.state : a.abstract(s.observation);
       const real = a.abstract(s.next_observation, s.info);
       const demos = opts.buffer ? await retrieveDemos(opts.buffer, a, { state, action: s.action }, { k, excludeTask: t.task.id, exact: opts.model.exactDemos?.(state) }) : [];
       const started = performance.now();
@@ -124,6 +126,7 @@ export async function auditModel(trajectories: Trajectory[], opts: AuditOptions)
         if (p.nextState === real) identical++;
       }
       history.push({ state, action: s.action, nextState: real, reward: s.reward });
+      before = { raw: s.next_observation, state: real };
     }
   }
   const per = (x: number) => (steps > 0 ? x / steps : 0);
