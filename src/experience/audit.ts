@@ -85,6 +85,7 @@ export async function auditModel(trajectories: Trajectory[], opts: AuditOptions)
   const success = { truePositive: 0, falsePositive: 0, falseNegative: 0, trueNegative: 0 };
   let firstFailure: string | undefined;
   const tokensBefore = opts.tokensUsed?.() ?? 0;
+  if (opts.buffer && opts.model.fit) await opts.model.fit(opts.buffer);
   for (const t of trajectories) {
     const history: HistoryStep[] = [];
     let before: { raw: string; state: string } | undefined;
@@ -92,7 +93,7 @@ export async function auditModel(trajectories: Trajectory[], opts: AuditOptions)
       // The state is the step before's next state, abstracted with that step's info, when it is that text.
       const state = before && before.raw === s.observation ? before.state : a.abstract(s.observation);
       const real = a.abstract(s.next_observation, s.info);
-      const demos = opts.buffer ? await retrieveDemos(opts.buffer, a, { state, action: s.action }, { k, excludeTask: t.task.id, exact: opts.model.exactDemos?.(state) }) : [];
+      const demos = opts.buffer && opts.model.usesDemos !== false ? await retrieveDemos(opts.buffer, a, { state, action: s.action }, { k, excludeTask: t.task.id, exact: opts.model.exactDemos?.(state) }) : [];
       const started = performance.now();
       const p = await opts.model.predict({ task: t.task, history, state, action: s.action, demos });
       latency += performance.now() - started;

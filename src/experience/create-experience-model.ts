@@ -1,6 +1,7 @@
 import { OUTCOME_REWARDS, type RewardSpec, type StateAbstraction } from "../core/index.ts";
 import { createChatModel, parseModelSpec, type ChatModel, type OpenAIChatModelOptions } from "../llm/index.ts";
 import { EmbeddedExperienceModel } from "./embedded-model.ts";
+import { AlfWorldExperienceModel } from "./alfworld-model.ts";
 import type { ExperienceModel } from "./experience-model.ts";
 import { ReasoningExperienceModel } from "./reasoning-model.ts";
 
@@ -25,6 +26,14 @@ export interface ExperienceModelHandle {
 }
 
 /**
+ * Envs whose embedded default is a model of their own (it learns its tables from the buffer's real
+ * trajectories at its first step): ALFWorld's de-lexicalised template model. Others get the kNN model.
+ */
+const EMBEDDED_BY_ENV: Record<string, () => ExperienceModel> = {
+  alfworld: () => new AlfWorldExperienceModel(),
+};
+
+/**
  * The one way to get an experience model: `"default"` is the embedded kNN model (no LLM), a chat
  * model string (`http://host/v1#model`, `openai:model`, `gguf:file`) is the reasoning model over it,
  * and a ready `ExperienceModel` (a user's own) is used as it is (and not closed here).
@@ -32,7 +41,10 @@ export interface ExperienceModelHandle {
 export function createExperienceModel(spec: string | ExperienceModel, opts: CreateExperienceModelOptions): ExperienceModelHandle {
   const rewards = opts.rewards ?? OUTCOME_REWARDS;
   if (typeof spec !== "string") return { model: spec, tokens: () => 0, close: async () => {} };
-  if (spec === "default") return { model: new EmbeddedExperienceModel({ abstraction: opts.abstraction, rewards }), tokens: () => 0, close: async () => {} };
+  if (spec === "default") {
+    const own = EMBEDDED_BY_ENV[opts.abstraction.env];
+    return { model: own ? own() : new EmbeddedExperienceModel({ abstraction: opts.abstraction, rewards }), tokens: () => 0, close: async () => {} };
+  }
   parseModelSpec(spec); // a clear error for a malformed string, before anything is built
   const chat = createChatModel(spec, opts.chat);
   return {
