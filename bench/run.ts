@@ -9,6 +9,7 @@ import { benchBuffer } from "./buffer.ts";
 import { benchSynthetic } from "./synthetic.ts";
 import { benchRl } from "./rl.ts";
 import { benchAlfworld } from "./alfworld.ts";
+import { benchAlfworldSynthetic } from "./alfworld-synthetic.ts";
 
 const quantile = (xs: number[], q: number) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -114,6 +115,7 @@ report("webshop: memory per extra env (heap)", `${fmt(((many.heapDeltaMB - one.h
 
 // ALFWorld.
 await benchAlfworld(report);
+await benchAlfworldSynthetic(report);
 
 // The replay buffer.
 await benchBuffer(report, process.argv.includes("--large"));

@@ -160,7 +160,7 @@ function cases(): Case[] {
   add([...co(o("c-nobuf.jsonl")), "--experience", "default"], /--experience needs --buffer/, [o("c-nobuf.jsonl")]);
   add([...co(o("c-missingbuf.jsonl")), "--experience", "default", "--buffer", o("missing.db")], /does not exist/, [o("c-missingbuf.jsonl"), o("missing.db")]);
   add([...co(o("c-model.jsonl")), "--experience", "bogus-model", "--buffer", o("c-model.db")], /unknown model "bogus-model"/, [o("c-model.jsonl"), o("c-model.db")]);
-  add(["collect", "--env", "alfworld", "--policy", "expert", "--experience", "default", "--buffer", f("good.db"), "--out", o("c-alf.jsonl")], /no scripted policy can play the synthetic alfworld env/, [o("c-alf.jsonl")]);
+  add(["collect", "--env", "alfworld", "--policy", "expert", "--experience", "default", "--buffer", f("good.db"), "--out", o("c-alf.jsonl")], /policy "expert" cannot play the synthetic alfworld env \(it can: random\)/, [o("c-alf.jsonl")]);
   add([...co(o("c-conc.jsonl")), "--experience", "default", "--buffer", f("good.db"), "--concurrency", "0"], /--concurrency must be an integer/, [o("c-conc.jsonl")]);
 
   // buffer import.
@@ -247,7 +247,7 @@ function cases(): Case[] {
   add(tr("t-model-url", "--mode", "dreamgym", "--buffer", f("good.db"), "--experience", "http://127.0.0.1:9/v1"), /names no model/, [o("t-model-url")]);
   add(tr("t-hybrid", "--mode", "real", "--hybrid"), /--hybrid applies to the synthetic env/, [o("t-hybrid")]);
   add(tr("t-s2r", "--mode", "s2r", "--buffer", f("good.db")), /realBudget/, [o("t-s2r")]);
-  add(tr("t-alf", "--env", "alfworld", "--mode", "dreamgym", "--buffer", f("good.db")), /lists no actions, so the policy has no candidates/, [o("t-alf")]);
+  add(tr("t-alf", "--env", "alfworld", "--mode", "dreamgym", "--buffer", f("good.db")), /holds webshop trajectories, not alfworld/, [o("t-alf")]);
   add(["train", "--resume", f("no-such-run")], /holds no run/, [f("no-such-run")]);
   add(["train", "--resume", f("run-bad-config")], /config\.json:1:\d+: corrupt JSON/);
   add(["train", "--resume", f("run-bad-latest")], /latest\.json:1:\d+: corrupt JSON/);

@@ -139,6 +139,6 @@ test("s2r trains in the synthetic env, then the real one; configs that cannot ru
   };
   refuse(["--mode", "s2r", "--buffer", join(root, "seed.db"), "--budget", "10"], /realBudget: mode s2r needs real steps/);
   refuse(["--mode", "real", "--real-budget", "10"], /realBudget: only mode s2r has a real phase/);
-  refuse(["--env", "alfworld", "--mode", "dreamgym", "--buffer", join(root, "seed.db"), "--set", "trainSplit=valid_train", "--set", "evalSplit=valid_unseen"], /alfworld lists no actions, so the policy has no candidates/);
+  refuse(["--env", "alfworld", "--mode", "dreamgym", "--buffer", join(root, "seed.db"), "--set", "trainSplit=valid_train", "--set", "evalSplit=valid_unseen"], /seed\.db holds webshop trajectories, not alfworld/);
   refuse(["--mode", "real", "--set", "initPolicy=/nope.policy", "--budget", "10"], /initPolicy \/nope\.policy does not exist/);
 });

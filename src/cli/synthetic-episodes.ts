@@ -86,7 +86,7 @@ export async function playSyntheticEpisodes(
   let failure: unknown = null;
   const worker = async (w: number) => {
     const env = new SyntheticEnv({
-      model, abstraction: support.abstraction, tasks, initialState: support.initialState, buffer, maxSteps: o.maxSteps,
+      model, abstraction: support.abstraction, tasks, initialState: support.initialState, buffer, maxSteps: o.maxSteps ?? support.maxSteps,
       policy: o.policy, verifier: o.hybrid ? support.verifier : undefined, seed: seed + w,
     });
     const policy = createPolicy(o.env, o.policy, env, { seed: seed + 7919 * (w + 1) });

@@ -23,7 +23,7 @@ registerBuiltin<AlfWorldEnv>("alfworld", {
   tasks: (env) => env.tasks(),
   splits: { train: "valid_train", eval: "valid_unseen" },
   policies: { expert: (env) => new AlfWorldExpert(env) },
-  synthetic: (env) => ({ abstraction: alfworldAbstraction, initialState: (task) => env.introOf(task) }),
+  synthetic: (env) => ({ abstraction: alfworldAbstraction, initialState: (task) => env.introOf(task), maxSteps: 50, policies: ["random"] }),
   check: { invalidFeedback: "Nothing happens." },
 });
 

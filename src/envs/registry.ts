@@ -21,6 +21,8 @@ export interface SyntheticSupport {
   initialState: (task: Task) => string;
   /** Hybrid mode: the real env's verdict on a step, where it has one. */
   verifier?: Verifier;
+  /** Steps before a synthetic episode is truncated, where the run sets none (the real env's episode length). @default the synthetic env's (15) */
+  maxSteps?: number;
   /** Scripted policies that can play the synthetic env (those that need the real env's state cannot). @default [] */
   policies?: readonly string[];
 }

@@ -4,9 +4,11 @@ import type { StateAbstraction, Trajectory } from "../core/index.ts";
 export function abstractTrajectory(t: Trajectory, abstraction: StateAbstraction): Trajectory {
   return {
     ...t,
-    steps: t.steps.map((s) => ({
+    steps: t.steps.map((s, i) => ({
       ...s,
-      observation: abstraction.abstract(s.observation),
+      // A step's observation is the one before's next observation: abstracted with that step's info
+      // (an env whose text alone does not make the state, e.g. ALFWorld's admissible commands).
+      observation: i > 0 && t.steps[i - 1].next_observation === s.observation ? abstraction.abstract(s.observation, t.steps[i - 1].info) : abstraction.abstract(s.observation),
       next_observation: abstraction.abstract(s.next_observation, s.info),
     })),
   };

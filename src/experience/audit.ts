@@ -85,12 +85,15 @@ export async function auditModel(trajectories: Trajectory[], opts: AuditOptions)
   const success = { truePositive: 0, falsePositive: 0, falseNegative: 0, trueNegative: 0 };
   let firstFailure: string | undefined;
   const tokensBefore = opts.tokensUsed?.() ?? 0;
+  if (opts.buffer && opts.model.fit) await opts.model.fit(opts.buffer);
   for (const t of trajectories) {
     const history: HistoryStep[] = [];
+    let before: { raw: string; state: string } | undefined;
     for (const s of t.steps) {
-      const state = a.abstract(s.observation);
+      // The state is the step before's next state, abstracted with that step's info, when it is that text.
+      const state = before && before.raw === s.observation ? before.state : a.abstract(s.observation);
       const real = a.abstract(s.next_observation, s.info);
-      const demos = opts.buffer ? await retrieveDemos(opts.buffer, a, { state, action: s.action }, { k, excludeTask: t.task.id, exact: opts.model.exactDemos?.(state) }) : [];
+      const demos = opts.buffer && opts.model.usesDemos !== false ? await retrieveDemos(opts.buffer, a, { state, action: s.action }, { k, excludeTask: t.task.id, exact: opts.model.exactDemos?.(state) }) : [];
       const started = performance.now();
       const p = await opts.model.predict({ task: t.task, history, state, action: s.action, demos });
       latency += performance.now() - started;
@@ -124,6 +127,7 @@ export async function auditModel(trajectories: Trajectory[], opts: AuditOptions)
         if (p.nextState === real) identical++;
       }
       history.push({ state, action: s.action, nextState: real, reward: s.reward });
+      before = { raw: s.next_observation, state: real };
     }
   }
   const per = (x: number) => (steps > 0 ? x / steps : 0);

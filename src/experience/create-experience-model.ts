@@ -3,6 +3,7 @@ import { createChatModel, parseModelSpec, type ChatModel, type OpenAIChatModelOp
 import { readFileSync } from "node:fs";
 import { EmbeddedExperienceModel } from "./embedded-model.ts";
 import { LearnedExperienceModel } from "./learned-model.ts";
+import { AlfWorldExperienceModel } from "./alfworld-model.ts";
 import type { ExperienceModel } from "./experience-model.ts";
 import { ReasoningExperienceModel } from "./reasoning-model.ts";
 
@@ -27,15 +28,27 @@ export interface ExperienceModelHandle {
 }
 
 /**
- * The one way to get an experience model: `"default"` is the embedded kNN model (no LLM),
- * `"learned:model.bin"` the learned model in that file (`dreamgym model train`; no LLM either), a chat
+ * Envs whose embedded default is a model of their own (it learns its tables from the buffer's real
+ * trajectories at its first step): ALFWorld's de-lexicalised template model. Others get the kNN model.
+ */
+const EMBEDDED_BY_ENV: Record<string, () => ExperienceModel> = {
+  alfworld: () => new AlfWorldExperienceModel(),
+};
+
+/**
+ * The one way to get an experience model: `"default"` is the embedded model (no LLM: kNN, or the
+ * env's own, e.g. ALFWorld's), `"learned:model.bin"` the learned model in that file (`dreamgym model
+ * train`; no LLM either), a chat
  * model string (`http://host/v1#model`, `openai:model`, `gguf:file`) is the reasoning model over it,
  * and a ready `ExperienceModel` (a user's own) is used as it is (and not closed here).
  */
 export function createExperienceModel(spec: string | ExperienceModel, opts: CreateExperienceModelOptions): ExperienceModelHandle {
   const rewards = opts.rewards ?? OUTCOME_REWARDS;
   if (typeof spec !== "string") return { model: spec, tokens: () => 0, close: async () => {} };
-  if (spec === "default") return { model: new EmbeddedExperienceModel({ abstraction: opts.abstraction, rewards }), tokens: () => 0, close: async () => {} };
+  if (spec === "default") {
+    const own = EMBEDDED_BY_ENV[opts.abstraction.env];
+    return { model: own ? own() : new EmbeddedExperienceModel({ abstraction: opts.abstraction, rewards }), tokens: () => 0, close: async () => {} };
+  }
   if (spec.startsWith(LEARNED_PREFIX)) return { model: loadLearnedModel(spec.slice(LEARNED_PREFIX.length), opts.abstraction, rewards), tokens: () => 0, close: async () => {} };
   parseModelSpec(spec); // a clear error for a malformed string, before anything is built
   const chat = createChatModel(spec, opts.chat);

@@ -1,4 +1,5 @@
 import type { ExperienceSource, StepInfo, Task } from "../core/index.ts";
+import type { ReplayBuffer } from "../buffer/index.ts";
 
 /** A step of the episode so far, in abstract states. */
 export interface HistoryStep {
@@ -50,4 +51,8 @@ export interface ExperienceModel {
   predict(input: PredictInput): Promise<Prediction>;
   /** Whether, in this state, the model reads only exact recorded steps (then retrieval looks them up instead of searching by similarity). */
   exactDemos?(state: string): boolean;
+  /** Whether it reads the retrieved demos; false: the synthetic env retrieves none (a model that learned its own tables). @default true */
+  readonly usesDemos?: boolean;
+  /** Learns from the buffer's offline transitions before its first prediction (a model with tables of its own; once per buffer). */
+  fit?(buffer: ReplayBuffer): Promise<void>;
 }

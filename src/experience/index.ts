@@ -1,5 +1,6 @@
 export type { ExperienceModel, PredictInput, Prediction, Demo, HistoryStep } from "./experience-model.ts";
 export { EmbeddedExperienceModel } from "./embedded-model.ts";
+export { AlfWorldExperienceModel } from "./alfworld-model.ts";
 export type { EmbeddedModelOptions } from "./embedded-model.ts";
 export { SyntheticEnv } from "./synthetic-env.ts";
 export type { SyntheticEnvOptions } from "./synthetic-env.ts";

@@ -122,7 +122,8 @@ export class SyntheticEnv implements Env {
       return { observation: this.state, reward: 0, terminated: false, truncated: this.done, info: { invalid: true } };
     }
     const task = this.task;
-    const demos = this.o.buffer ? await retrieveDemos(this.o.buffer, this.o.abstraction, { state: this.state, action }, { k: this.o.k, sameAction: this.o.sameActionDemos, exact: this.o.model.exactDemos?.(this.state), preferTask: task.id, realAnchor: true }) : [];
+    if (this.o.buffer && this.o.model.fit) await this.o.model.fit(this.o.buffer);
+    const demos = this.o.buffer && this.o.model.usesDemos !== false ? await retrieveDemos(this.o.buffer, this.o.abstraction, { state: this.state, action }, { k: this.o.k, sameAction: this.o.sameActionDemos, exact: this.o.model.exactDemos?.(this.state), preferTask: task.id, realAnchor: true }) : [];
     const prediction = await this.o.model.predict({ task, history: this.history, state: this.state, action, demos });
     if (prediction.info.failed) {
       this.done = truncatedNow();

@@ -2,7 +2,7 @@ import { Hono, type Context } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import type { Task } from "../core/index.ts";
 import { resolveDataDir } from "../envs/index.ts";
-import { alfworldGames, alfworldTask } from "../envs/alfworld/index.ts";
+import { alfworldGames, alfworldTask, parseAlfState } from "../envs/alfworld/index.ts";
 import { loadCatalogue, webshopTask, type Catalogue } from "../envs/webshop/index.ts";
 import { AGENTGYM_ALFWORLD_FIRST, AGENTGYM_ALFWORLD_GAMES, AGENTGYM_ALFWORLD_VALID_TRAIN } from "./agentgym-alfworld-games.ts";
 import { ServeError, type Session, type SessionManager, type SessionView } from "./sessions.ts";
@@ -187,7 +187,12 @@ export function agentGymRoutes(manager: SessionManager): Hono {
   if (alfworld) {
     const tasks = alfworldTasks(host.dataDir);
     const taskType = (t: Task) => String((t as { game?: unknown }).game ?? t.id).split("/").slice(-3, -1).join("/");
-    const observationOf = (v: SessionView) => (v.reward === null ? withoutBanner(v.observation) : withoutArrival(v.observation));
+    const observationOf = (v: SessionView) => {
+      // A synthetic session's abstract state: its observation as the server would show it (the task line after the room at reset).
+      const abs = parseAlfState(v.observation);
+      if (abs) return v.reward === null ? `${abs.observation}\nYour task is to: ${abs.task}.` : abs.observation;
+      return v.reward === null ? withoutBanner(v.observation) : withoutArrival(v.observation);
+    };
 
     app.get("/", (c) => reply(c, "This is environment AlfWorld."));
     app.post("/create", handle((c) => reply(c, { id: create() })));

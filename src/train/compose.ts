@@ -111,7 +111,7 @@ export async function makeSyntheticPool(config: TrainConfig, bufferFile: string,
   const demos = config.replay || !model.chat ? config.demos : 0;
   const envs: Env[] = Array.from({ length: config.concurrency }, () => {
     const env = new SyntheticEnv({
-      model: model.model, abstraction: support.abstraction, tasks, initialState: support.initialState, buffer, k: demos, maxSteps: config.maxSteps, record: false,
+      model: model.model, abstraction: support.abstraction, tasks, initialState: support.initialState, buffer, k: demos, maxSteps: config.maxSteps ?? support.maxSteps, record: false,
       verifier: config.hybrid ? support.verifier : undefined,
       pessimism: config.pessimism.beta > 0 || config.pessimism.halt !== undefined ? config.pessimism : undefined,
     });

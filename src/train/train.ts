@@ -142,7 +142,16 @@ async function checkStart(config: TrainConfig, parts: TrainParts): Promise<void>
   }
   if (config.buffer) {
     if (!existsSync(config.buffer)) throw new InvalidConfigError(`buffer ${config.buffer} does not exist`);
-    ReplayBuffer.open(config.buffer, { readonly: true }).close(); // a corrupt or foreign file fails here
+    const b = ReplayBuffer.open(config.buffer, { readonly: true }); // a corrupt or foreign file fails here
+    try {
+      // Another env's buffer (an ALFWorld buffer for WebShop, or the reverse) grounds nothing here.
+      const others = [...new Set(b.stats().groups.map((g) => g.env))].filter((e) => e !== config.env);
+      if (config.mode !== "real" && b.count({ env: config.env }) === 0 && others.length > 0) {
+        throw new InvalidConfigError(`buffer ${config.buffer} holds ${others.join(", ")} trajectories, not ${config.env}: give a buffer of offline ${config.env} trajectories`);
+      }
+    } finally {
+      b.close();
+    }
   }
   if (config.mode !== "real") {
     if (!hasSyntheticSupport(config.env)) throw new InvalidConfigError(`mode ${config.mode} needs a synthetic ${config.env}: its env spec has no synthetic(env) (a state abstraction and start states); use --mode real`);

@@ -45,6 +45,8 @@ export class AlfWorldEnv implements Env {
   private done = true;
   private closed = false;
   private task: AlfWorldTask | undefined;
+  /** The receptacle of the last go-to ("" before the first). */
+  private at = "";
 
   constructor(opts: AlfWorldOptions = {}) {
     this.root = resolveDataDir({ dataDir: opts.dataDir, subdir: "alfworld", files: ["index.json", "games"] });
@@ -110,7 +112,8 @@ export class AlfWorldEnv implements Env {
     this.commands = this.game.admissible(this.state);
     this.steps = 0;
     this.done = false;
-    return { observation: this.game.intro(this.state), info: { task, task_type: task.task_type } };
+    this.at = "";
+    return { observation: this.game.intro(this.state), info: { task, task_type: task.task_type, ...this.stateInfo() } };
   }
 
   /** The running game and its state (for the expert, which plans from the state). */
@@ -133,11 +136,22 @@ export class AlfWorldEnv implements Env {
       this.state = r.state;
       observation = r.feedback;
       this.commands = this.game.admissible(this.state);
+      if (action.trim().startsWith("go to ")) this.at = action.trim().slice(6);
     }
     const won = this.game.won(this.state);
     const truncated = !won && this.steps >= this.maxSteps;
     this.done = won || truncated;
-    return { observation, reward: won ? 1 : 0, terminated: won, truncated, info: ground ? { won } : { invalid: true, won } };
+    return { observation, reward: won ? 1 : 0, terminated: won, truncated, info: { ...(ground ? {} : { invalid: true }), won, ...this.stateInfo() } };
+  }
+
+  /**
+   * What AgentGym's ALFWorld server returns with every step beside the text (the admissible commands),
+   * and what the abstract state also shows: the instruction, the receptacle of the last go-to, the held object.
+   */
+  private stateInfo(): { instruction: string; location: string; holding: string; admissible_commands: string[] } {
+    const s = this.state!;
+    const held = s.tuples("holds").map((t) => this.game!.names.get(t[1]) ?? t[1]);
+    return { instruction: this.task!.instruction, location: this.at, holding: held.join(", "), admissible_commands: [...this.commands.keys()] };
   }
 
   async close(): Promise<void> {

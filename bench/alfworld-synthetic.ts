@@ -1,0 +1,41 @@
+// ALFWorld synthetic steps/s with the embedded model (no LLM): expert + random seed episodes on
+// valid_train, random play on valid_unseen's games in the synthetic env.
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ReplayBuffer } from "../src/buffer/index.ts";
+import { AlfWorldEnv, AlfWorldExpert, alfworldAbstraction } from "../src/envs/alfworld/index.ts";
+import { RandomPolicy, runEpisode } from "../src/envs/index.ts";
+import { abstractTrajectory, AlfWorldExperienceModel, SyntheticEnv } from "../src/experience/index.ts";
+
+type Report = (name: string, value: string) => void;
+
+export async function benchAlfworldSynthetic(report: Report): Promise<void> {
+  const real = new AlfWorldEnv({ split: "valid_train" });
+  const expert = new AlfWorldExpert(real);
+  const random = new RandomPolicy(1);
+  const trajectories = [];
+  for (const [i, task] of real.tasks().entries()) {
+    trajectories.push(abstractTrajectory(await runEpisode(real, expert, { envName: "alfworld", task, seed: i }), alfworldAbstraction));
+    trajectories.push(abstractTrajectory(await runEpisode(real, random, { envName: "alfworld", task, seed: i }), alfworldAbstraction));
+  }
+  const buffer = ReplayBuffer.open(join(mkdtempSync(join(tmpdir(), "dreamgym-bench-alfsyn-")), "b.db"));
+  await buffer.appendTrajectories(trajectories, { seed: true });
+  const model = new AlfWorldExperienceModel();
+  let t0 = performance.now();
+  await model.fit(buffer);
+  report("alfworld synthetic: fit on the buffer", `${(performance.now() - t0).toFixed(0)} ms (${buffer.count()} transitions)`);
+  const evalEnv = new AlfWorldEnv({ split: "valid_unseen" });
+  const tasks = evalEnv.tasks();
+  const env = new SyntheticEnv({ model, abstraction: alfworldAbstraction, tasks, initialState: (t) => evalEnv.introOf(t), buffer, maxSteps: 50, record: false });
+  const policy = new RandomPolicy(2);
+  let steps = 0;
+  t0 = performance.now();
+  for (let i = 0; performance.now() - t0 < 3000; i++) steps += (await runEpisode(env, policy, { envName: "alfworld", task: tasks[i % tasks.length] })).steps.length;
+  report("alfworld synthetic: embedded model, steps/s", `${(steps / ((performance.now() - t0) / 1000)).toFixed(0)} (one env, random policy, 50-step episodes, no recording)`);
+  buffer.close();
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  await benchAlfworldSynthetic((n, v) => console.log(`${n.padEnd(44)} ${v}`));
+}
