@@ -1,8 +1,14 @@
 // `npm run experiment:webshop`: the paper's Table 1 and Table 2 in miniature, on WebShop with the
-// embedded defaults (or `-- --experience <chat model>` for the reasoning model). Each training run is
-// `dreamgym train` in a child process, two at a time (one per core); writes results.md.
+// embedded models, no verifier (the paper's setting), plus the hybrid as an extra row. The full method's
+// experience model is the learned model (trained here from the seed buffer), `-- --experience default`
+// the kNN model, `-- --experience <chat model>` the reasoning model. Rows: the rule baseline, behaviour
+// cloning on the seed buffer (0 RL), real-env GRPO at N and N/10 real steps, DreamGym (0 real), DreamGym-S2R
+// (N/10 real), the hybrid, and the ablations (no replay, no curriculum, no pessimism, kNN instead of the
+// learned model). Every RL run starts from fresh weights (its seed). Each training run is `dreamgym
+// train` in a child process, two at a time (one per core); writes results.md.
 //
 //   npm run experiment:webshop -- [--seeds 3] [--real 80000] [--synthetic 80000] [--parallel 2] [--out runs/experiment-webshop]
+//     [--init scratch|bc] [--experience learned|default|<chat model>] [--rows bc,real,real-tenth,dreamgym,s2r,hybrid,no-replay,no-curriculum,no-pessimism,knn] [--final-eval-tasks 500]
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -10,7 +16,9 @@ import { parseArgs } from "node:util";
 import { readJsonlAll, type Trajectory } from "../src/core/index.ts";
 import { ReplayBuffer } from "../src/buffer/index.ts";
 import { createEnv, syntheticSupport } from "../src/envs/index.ts";
-import { auditModel, EmbeddedExperienceModel } from "../src/experience/index.ts";
+import { auditModel, EmbeddedExperienceModel, loadLearnedModel, trainLearnedModel, type ExperienceModel } from "../src/experience/index.ts";
+import { writeFileAtomic } from "../src/core/index.ts";
+import { readMetrics } from "../src/train/index.ts";
 import { playScripted, seedWebShopBuffer } from "../src/cli/seed-data.ts";
 
 const { values: args } = parseArgs({
@@ -19,14 +27,20 @@ const { values: args } = parseArgs({
     real: { type: "string", default: "80000" },
     synthetic: { type: "string", default: "80000" },
     parallel: { type: "string", default: "2" },
+    /** Where every RL run starts: scratch (fresh weights from its seed) or bc (the BC row's policy of the same seed). */
+    init: { type: "string", default: "scratch" },
     out: { type: "string", default: "runs/experiment-webshop" },
-    experience: { type: "string", default: "default" },
+    experience: { type: "string", default: "learned" },
+    /** Only these rows (keys as in the header), e.g. for a reduced run. */
+    rows: { type: "string" },
+    "final-eval-tasks": { type: "string", default: "500" },
   },
 });
 const seeds = Number(args.seeds);
 const N = Number(args.real);
 const tenth = Math.round(N / 10);
 const M = Number(args.synthetic);
+const finalEvalTasks = args["final-eval-tasks"]!;
 const out = args.out!;
 const BIN = join(import.meta.dirname, "..", "bin", "dreamgym");
 const started = performance.now();
@@ -45,45 +59,65 @@ if (!existsSync(join(held, "random.jsonl"))) {
   await playScripted("random", "test", 100, join(held, "random.jsonl"));
 }
 
-// 2. The audit of the embedded model on held-out test episodes.
+// 2. The experience models: the learned one trained from the seed buffer (unless a chat model or kNN is
+//    the full method), and the offline audit of each local model on held-out test episodes.
+const support = syntheticSupport("webshop", createEnv("webshop", {}));
+const abstraction = support.abstraction;
+const modelFile = join(out, "model.bin");
+const local = args.experience === "default" || args.experience === "learned";
 const buffer = ReplayBuffer.open(seedDb, { readonly: true });
-const abstraction = syntheticSupport("webshop", createEnv("webshop", {})).abstraction;
+if (args.experience === "learned" && !existsSync(modelFile)) {
+  console.log("training the learned experience model on the seed buffer");
+  writeFileAtomic(modelFile, trainLearnedModel(buffer, { abstraction, rewards: support.rewards, seed: 0 }).model.save());
+}
 const heldOut: Trajectory[] = [...(await readJsonlAll<Trajectory>(join(held, "oracle.jsonl"))), ...(await readJsonlAll<Trajectory>(join(held, "random.jsonl")))];
-const audit = await auditModel(heldOut, { model: new EmbeddedExperienceModel({ abstraction }), abstraction, buffer });
+const auditOf = async (model: ExperienceModel) => {
+  const a = await auditModel(heldOut, { model, abstraction, buffer });
+  return `ε_R ${(100 * a.rewardErrorRate).toFixed(1)}%`;
+};
+const knnAudit = await auditOf(new EmbeddedExperienceModel({ abstraction }));
+const learnedAudit = args.experience === "learned" ? await auditOf(loadLearnedModel(modelFile, abstraction, support.rewards)) : undefined;
 buffer.close();
-const auditText = `ε_R ${(100 * audit.rewardErrorRate).toFixed(1)}%, state kind ${(100 * audit.stateKindAccuracy).toFixed(1)}%, element F1 ${audit.elementF1.toFixed(2)}`;
-console.log(`audit of the embedded model on ${heldOut.length} held-out test episodes: ${auditText}`);
+const fullAudit = args.experience === "learned" ? learnedAudit! : args.experience === "default" ? knnAudit : "not measured here (dreamgym audit --experience <model>)";
+console.log(`offline audit on ${heldOut.length} held-out test episodes: kNN ${knnAudit}${learnedAudit ? `, learned ${learnedAudit}` : ""}`);
 
 // 3. The rule baseline.
 const rule = await playScripted("rule", "test", 500);
 
-// 4. The runs: every row × seed, as child processes.
-interface Row { name: string; args: string[]; audit: string }
-const hybridAudit = `${auditText} (purchase rewards exact)`;
-const rows: Row[] = [
-  { name: `real-env GRPO, ${N.toLocaleString("en-US")} real steps`, args: ["--mode", "real", "--budget", String(N)], audit: "—" },
-  { name: `real-env GRPO, ${tenth.toLocaleString("en-US")} real steps`, args: ["--mode", "real", "--budget", String(tenth)], audit: "—" },
-  { name: "DreamGym (model rewards), 0 real", args: ["--mode", "dreamgym", "--budget", String(M)], audit: auditText },
-  { name: "DreamGym (hybrid rewards), 0 real", args: ["--mode", "dreamgym", "--hybrid", "--budget", String(M)], audit: hybridAudit },
-  { name: `DreamGym-S2R (hybrid), ${tenth.toLocaleString("en-US")} real`, args: ["--mode", "s2r", "--hybrid", "--budget", String(M), "--real-budget", String(tenth)], audit: hybridAudit },
-  { name: "ablation: hybrid without replay", args: ["--mode", "dreamgym", "--hybrid", "--no-replay", "--budget", String(M)], audit: hybridAudit },
-  { name: "ablation: hybrid without curriculum", args: ["--mode", "dreamgym", "--hybrid", "--no-curriculum", "--budget", String(M)], audit: hybridAudit },
+// 4. The runs: every row × seed, as child processes. RL rows start from fresh weights (their seed).
+interface Row { key: string; name: string; args: string[]; audit: string }
+const experienceArgs = args.experience === "default" ? [] : ["--experience", args.experience === "learned" ? `learned:${modelFile}` : args.experience];
+const modelName = args.experience === "learned" ? "learned model" : args.experience === "default" ? "embedded kNN model" : args.experience;
+const dg = (key: string, name: string, extra: string[], audit = fullAudit): Row => ({ key, name, args: ["--mode", "dreamgym", "--budget", String(M), ...experienceArgs, ...extra], audit });
+const allRows: Row[] = [
+  { key: "bc", name: "behaviour cloning on the seed buffer's successes, 0 RL", args: ["--mode", "bc"], audit: "—" },
+  { key: "real", name: `real-env GRPO, ${N.toLocaleString("en-US")} real steps`, args: ["--mode", "real", "--budget", String(N)], audit: "—" },
+  { key: "real-tenth", name: `real-env GRPO, ${tenth.toLocaleString("en-US")} real steps`, args: ["--mode", "real", "--budget", String(tenth)], audit: "—" },
+  dg("dreamgym", "DreamGym (model rewards), 0 real", []),
+  { key: "s2r", name: `DreamGym-S2R (model rewards), ${tenth.toLocaleString("en-US")} real`, args: ["--mode", "s2r", "--budget", String(M), "--real-budget", String(tenth), ...experienceArgs], audit: fullAudit },
+  dg("no-replay", "ablation: no replay", ["--no-replay"]),
+  dg("no-curriculum", "ablation: no curriculum", ["--no-curriculum"]),
+  dg("no-pessimism", "ablation: no pessimism", ["--no-pessimism"]),
+  ...(args.experience === "learned"
+    ? [{ key: "knn", name: "ablation: kNN instead of the learned model", args: ["--mode", "dreamgym", "--budget", String(M)], audit: knnAudit }]
+    : !local ? [{ key: "knn", name: "ablation: without reasoning (embedded kNN model)", args: ["--mode", "dreamgym", "--budget", String(M)], audit: knnAudit }] : []),
+  dg("hybrid", "extra: DreamGym (hybrid rewards: purchases scored by WebShop), 0 real", ["--hybrid"], `${fullAudit} (purchase rewards exact)`),
 ];
-if (args.experience !== "default") {
-  for (const r of rows.slice(2)) r.args.push("--experience", args.experience!);
-  rows.push({ name: "ablation: without reasoning (embedded model), hybrid", args: ["--mode", "dreamgym", "--hybrid", "--budget", String(M)], audit: hybridAudit });
-}
-const jobs = rows.flatMap((row, r) => Array.from({ length: seeds }, (_, s) => ({ row: r, seed: s, dir: join(out, `row${r}-seed${s}`) })));
+const wanted = args.rows?.split(",").map((k) => k.trim());
+const unknown = wanted?.filter((k) => !allRows.some((r) => r.key === k)) ?? [];
+if (unknown.length > 0) throw new Error(`unknown rows ${unknown.join(", ")} (rows: ${allRows.map((r) => r.key).join(", ")})`);
+const rows = wanted ? allRows.filter((r) => wanted.includes(r.key)) : allRows;
+const jobs: { row: number; seed: number; dir: string; init?: string }[] = rows.flatMap((row, r) => Array.from({ length: seeds }, (_, s) => ({ row: r, seed: s, dir: join(out, `${row.key}-seed${s}`) })));
 let done = 0;
 const failures: string[] = [];
 const runJob = (job: (typeof jobs)[number]) =>
   new Promise<void>((resolve) => {
     if (existsSync(join(job.dir, "summary.json"))) return resolve();
     // A run the experiment started before (killed with it) continues from its checkpoint.
-    const args = existsSync(join(job.dir, "config.json"))
+    const argv = existsSync(join(job.dir, "config.json"))
       ? ["train", "--resume", job.dir]
-      : ["train", "--env", "webshop", "--algo", "grpo", "--seed", String(job.seed), "--buffer", seedDb, "--eval-every", "0", ...rows[job.row].args, "--out", job.dir];
-    const child = spawn(process.execPath, [BIN, ...args], { stdio: ["ignore", "ignore", "pipe"] });
+      : ["train", "--env", "webshop", "--algo", "grpo", "--seed", String(job.seed), "--buffer", seedDb, "--eval-every", "0", "--final-eval-tasks", finalEvalTasks, ...rows[job.row].args, ...(job.init ? ["--set", `initPolicy=${job.init}`] : []), "--out", job.dir];
+    const child = spawn(process.execPath, [BIN, ...argv], { stdio: ["ignore", "ignore", "pipe"] });
     let err = "";
     child.stderr.on("data", (d) => (err += d));
     child.on("exit", (code) => {
@@ -94,10 +128,26 @@ const runJob = (job: (typeof jobs)[number]) =>
       resolve();
     });
   });
-let next = 0;
-await Promise.all(Array.from({ length: Number(args.parallel) }, async () => {
-  while (next < jobs.length) await runJob(jobs[next++]);
-}));
+/** Runs the jobs, `--parallel` at a time. */
+const runAll = async (list: typeof jobs) => {
+  let next = 0;
+  await Promise.all(Array.from({ length: Number(args.parallel) }, async () => {
+    while (next < list.length) await runJob(list[next++]);
+  }));
+};
+if (args.init !== "scratch" && args.init !== "bc") throw new Error(`--init is scratch or bc, not ${args.init}`);
+if (args.init === "bc" && !rows.some((r) => r.key === "bc")) throw new Error("--init bc needs the bc row");
+if (args.init === "bc") {
+  // The BC runs first; every RL run of seed s then starts from the BC policy of seed s.
+  await runAll(jobs.filter((j) => rows[j.row].key === "bc"));
+  for (const j of jobs.filter((j) => rows[j.row].key !== "bc")) {
+    const bcDir = join(out, `bc-seed${j.seed}`);
+    const latest = join(bcDir, "checkpoints", "latest.json");
+    if (!existsSync(latest)) throw new Error(`--init bc: the BC run of seed ${j.seed} has no checkpoint (${bcDir})`);
+    j.init = join(bcDir, "checkpoints", JSON.parse(readFileSync(latest, "utf8")).policyFile);
+  }
+  await runAll(jobs.filter((j) => rows[j.row].key !== "bc"));
+} else await runAll(jobs);
 
 // 5. The table: mean ± standard deviation over seeds.
 const stat = (xs: number[]) => {
@@ -105,22 +155,29 @@ const stat = (xs: number[]) => {
   const sd = xs.length > 1 ? Math.sqrt(xs.reduce((a, b) => a + (b - m) ** 2, 0) / (xs.length - 1)) : 0;
   return { m, sd };
 };
+/** The last on-policy audit of a run: its exploitation rate (null: no synthetic success to check) and synthetic / real return. */
+const lastAudit = (dir: string) => readMetrics(dir).filter((m) => m.onPolicyAudit).at(-1)?.onPolicyAudit;
 const lines = [
-  `WebShop, neural policy (GRPO), test split (500 goals, greedy); ${seeds} seeds, mean ± standard deviation; synthetic runs ${M.toLocaleString("en-US")} synthetic steps; experience model: ${args.experience === "default" ? "embedded kNN" : args.experience}.`,
+  `WebShop, neural policy (GRPO), test split (${finalEvalTasks} goals, greedy); ${seeds} seeds, mean ± standard deviation; synthetic runs ${M.toLocaleString("en-US")} synthetic steps; experience model: ${modelName}, no verifier unless marked hybrid; ${args.init === "bc" ? "every RL run starts from the BC policy of its seed" : "every RL run from fresh weights"}.`,
   "",
-  "| method | score | success | real training steps | synthetic steps | wall time | experience model audit (held-out test episodes) |",
-  "|---|---|---|---|---|---|---|",
-  `| rule baseline | ${rule.score.toFixed(1)} | ${(100 * rule.success).toFixed(1)}% | 0 | 0 | — | — |`,
+  "| method | score | success | real training steps | synthetic steps | wall time | offline ε_R (held-out test episodes) | on-policy exploitation rate (last audit) | synthetic / real return (last audit) |",
+  "|---|---|---|---|---|---|---|---|---|",
+  `| rule baseline | ${rule.score.toFixed(1)} | ${(100 * rule.success).toFixed(1)}% | 0 | 0 | — | — | — | — |`,
 ];
 rows.forEach((row, r) => {
-  const sums = jobs.filter((j) => j.row === r && existsSync(join(j.dir, "summary.json"))).map((j) => JSON.parse(readFileSync(join(j.dir, "summary.json"), "utf8")));
-  if (sums.length === 0) return void lines.push(`| ${row.name} | failed | | | | | |`);
+  const done = jobs.filter((j) => j.row === r && existsSync(join(j.dir, "summary.json")));
+  const sums = done.map((j) => JSON.parse(readFileSync(join(j.dir, "summary.json"), "utf8")));
+  if (sums.length === 0) return void lines.push(`| ${row.name} | failed | | | | | | | |`);
   const score = stat(sums.map((s) => s.final.score));
   const success = stat(sums.map((s) => 100 * s.final.success));
   const realSteps = stat(sums.map((s) => s.realInteractions));
   const syn = stat(sums.map((s) => s.syntheticInteractions));
   const wall = stat(sums.map((s) => s.wallSeconds));
-  lines.push(`| ${row.name} | ${score.m.toFixed(1)} ± ${score.sd.toFixed(1)} | ${success.m.toFixed(1)} ± ${success.sd.toFixed(1)}% | ${Math.round(realSteps.m).toLocaleString("en-US")} | ${Math.round(syn.m).toLocaleString("en-US")} | ${wall.m.toFixed(0)} s | ${row.audit} |`);
+  const audits = done.map((j) => lastAudit(j.dir)).filter((a) => a !== undefined);
+  const rates = audits.map((a) => a.exploitationRate).filter((x): x is number => x !== null);
+  const exploitation = audits.length === 0 ? "—" : rates.length === 0 ? `no synthetic success (${audits.length} runs)` : `${(100 * stat(rates).m).toFixed(0)}%${rates.length < audits.length ? ` (${rates.length} of ${audits.length} runs; the rest no synthetic success)` : ""}`;
+  const returns = audits.length === 0 ? "—" : `${stat(audits.map((a) => a.syntheticReturn)).m.toFixed(3)} / ${stat(audits.map((a) => a.realReturn)).m.toFixed(3)}`;
+  lines.push(`| ${row.name} | ${score.m.toFixed(1)} ± ${score.sd.toFixed(1)} | ${success.m.toFixed(1)} ± ${success.sd.toFixed(1)}% | ${Math.round(realSteps.m).toLocaleString("en-US")} | ${Math.round(syn.m).toLocaleString("en-US")} | ${wall.m.toFixed(0)} s | ${row.audit} | ${exploitation} | ${returns} |`);
 });
 if (failures.length > 0) lines.push("", "Failed runs:", ...failures.map((f) => `- ${f}`));
 lines.push("", `Total time ${((performance.now() - started) / 60000).toFixed(1)} min (${args.parallel} runs at a time).`);

@@ -9,11 +9,12 @@ import { ENV_OR_URL, withEnvOption } from "./env-option.ts";
 import { inFile } from "./errors.ts";
 import { checkInputFile } from "./output.ts";
 import { auditRun } from "./audit-run.ts";
+import { auditJudge } from "./audit-judge.ts";
 
 export function registerAudit(program: Command): void {
   const cmd = program
     .command("audit")
-    .description("how faithful is an experience model: replay held-out real trajectories and compare rewards and next states; or, with --run, replay a run's synthetic episodes in the real env")
+    .description("how faithful is an experience model: replay held-out real trajectories and compare rewards and next states; or, with --run, replay a run's synthetic episodes in the real env; or, with --judge, have a chat model score synthetic trajectories")
     .option("--env <name>", ENV_OR_URL)
     .option("--trajectories <file>", "held-out real trajectories (JSONL), of tasks the buffer has not seen")
     .option("--run <dir>", "on-policy audit of a finished run: replay its synthetic episodes (from its buffer.db) in the real env, per iteration")
@@ -23,9 +24,20 @@ export function registerAudit(program: Command): void {
     .option("--limit <n>", "audit at most this many trajectories", parseIntOption("limit", 1))
     .option("--cache <file>", "with a chat model: its response cache")
     .option("--data <dir>", "data folder")
+    .option("--judge <model>", "an LLM judge (http://host/v1#model, openai:model, gguf:file) scores synthetic trajectories — of --run DIR, --buffer B.db or --trajectories F — for consistency, diversity, informativeness and hallucination (1–10)")
+    .option("--sample <n>", "with --judge: trajectories judged at most (a sample fixed by --seed)", parseIntOption("sample", 1), 50)
+    .option("--seed <n>", "with --judge: seed of the sample", parseIntOption("seed"), 0)
+    .option("--context <n>", "with --judge: other trajectories of the sample shown to the judge for diversity", parseIntOption("context"), 4)
     .option("--json", "print the report as JSON");
   endpointOptions(cmd)
     .action(async (o, cmd: Command) => {
+      if (o.judge) {
+        const others = ["experience", "limit", "episodes"].filter((k) => cmd.getOptionValueSource(k) === "cli");
+        if (others.length > 0) throw new InvalidConfigError(`--judge scores synthetic trajectories with a chat model; drop ${others.map((k) => `--${k}`).join(", ")} (--sample sets how many)`);
+        return auditJudge({ ...o, limit: o.sample });
+      }
+      const judgeOnly = ["sample", "seed", "context"].filter((k) => cmd.getOptionValueSource(k) === "cli");
+      if (judgeOnly.length > 0) throw new InvalidConfigError(`${judgeOnly.map((k) => `--${k}`).join(", ")} go with --judge`);
       if (o.run) {
         const others = ["env", "trajectories", "experience", "buffer", "limit", "cache"].filter((k) => cmd.getOptionValueSource(k) === "cli");
         if (others.length > 0) throw new InvalidConfigError(`--run audits the run with its own config, env and buffer; drop ${others.map((k) => `--${k}`).join(", ")}`);

@@ -4,27 +4,22 @@ import { DataError, deriveSeed, InvalidConfigError, readJsonFile, Rng, type Traj
 import { ReplayBuffer } from "../buffer/index.ts";
 import { envEntry } from "../envs/index.ts";
 import { auditRows, replayInRealEnv, summarizeReplays, type OnPolicyAuditSummary, type SyntheticRecord } from "../experience/index.ts";
-import { candidateSource, makeEnvPool, resolveTrainConfig } from "../train/index.ts";
+import { candidateSource, makeEnvPool, resolveTrainConfig, type TrainConfig } from "../train/index.ts";
 import { inFile } from "./errors.ts";
 
 /**
- * `dreamgym audit --run DIR`: the on-policy audit of a run after the fact. It reads the run's
- * `config.json` (env, splits, data folder, seed) and the synthetic episodes in its `buffer.db`
- * (labelled by iteration; what `bufferCapacity` kept, so the oldest iterations of a long run are gone,
- * and a `--no-replay` run stored none), replays a sample of each iteration's episodes in the real env
- * (train split, abstracted as in training) and prints one table row per iteration and one for all.
- * The buffer keeps no env seeds: episodes are replayed with seed 0 (WebShop does not use the seed
- * when given a task).
+ * A finished (or running) run's config and the synthetic episodes of the run in its `buffer.db`, by
+ * iteration (what `bufferCapacity` kept). `dataDir` overrides the config's data folder.
  */
-export async function auditRun(dir: string, opts: { episodes: number; dataDir?: string; json?: boolean }): Promise<void> {
+export async function runSyntheticEpisodes(dir: string, dataDir?: string): Promise<{ config: TrainConfig; byIteration: Map<number, Trajectory[]> }> {
   const configFile = join(dir, "config.json");
   if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new InvalidConfigError(`--run ${dir}: no such run folder`);
   if (!existsSync(configFile)) throw new InvalidConfigError(`--run ${dir} holds no run (no config.json)`);
   const raw = readJsonFile<Record<string, unknown>>(configFile);
   if (typeof raw !== "object" || raw === null || Array.isArray(raw) || typeof raw.runId !== "string") throw new DataError("not a run's config (no runId)", { file: configFile });
   const { runId, createdAt: _, ...stored } = raw as Record<string, unknown> & { runId: string };
-  const config = resolveTrainConfig({ ...stored, ...(opts.dataDir ? { dataDir: opts.dataDir } : {}) }, `config of ${configFile}`);
-  if (config.mode === "real") throw new InvalidConfigError(`--run ${dir} is a real-mode run: it has no synthetic episodes to audit`);
+  const config = resolveTrainConfig({ ...stored, ...(dataDir ? { dataDir } : {}) }, `config of ${configFile}`);
+  if (config.mode === "real" || config.mode === "bc") throw new InvalidConfigError(`--run ${dir} is a ${config.mode}-mode run: it has no synthetic episodes`);
   const bufferFile = join(dir, "buffer.db");
   if (!existsSync(bufferFile)) throw new DataError("the run's buffer is missing", { file: bufferFile });
 
@@ -45,6 +40,21 @@ export async function auditRun(dir: string, opts: { episodes: number; dataDir?: 
   });
   if (byIteration.size === 0) throw new InvalidConfigError(`--run ${dir}: its buffer holds no synthetic episodes of the run (a --no-replay run stores none)`);
 
+  return { config, byIteration };
+}
+
+/**
+ * `dreamgym audit --run DIR`: the on-policy audit of a run after the fact. It reads the run's
+ * `config.json` (env, splits, data folder, seed) and the synthetic episodes in its `buffer.db`
+ * (labelled by iteration; what `bufferCapacity` kept, so the oldest iterations of a long run are gone,
+ * and a `--no-replay` run stored none), replays a sample of each iteration's episodes in the real env
+ * (train split, abstracted as in training) and prints one table row per iteration and one for all.
+ * The buffer keeps no env seeds: episodes are replayed with seed 0 (WebShop does not use the seed
+ * when given a task).
+ */
+export async function auditRun(dir: string, opts: { episodes: number; dataDir?: string; json?: boolean }): Promise<void> {
+  const { config, byIteration } = await runSyntheticEpisodes(dir, opts.dataDir);
+  const bufferFile = join(dir, "buffer.db");
   const pool = makeEnvPool(config, config.trainSplit, candidateSource(config, bufferFile));
   const isSuccess = envEntry(config.env).success;
   const rows: { iteration: number | "all"; summary: OnPolicyAuditSummary }[] = [];

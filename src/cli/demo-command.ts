@@ -2,7 +2,11 @@ import { cpSync, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } fro
 import { InvalidConfigError } from "../core/index.ts";
 import { join } from "node:path";
 import type { Command } from "commander";
-import { resumeTraining, train, type TrainSummary } from "../train/index.ts";
+import { closing, writeFileAtomic } from "../core/index.ts";
+import { ReplayBuffer } from "../buffer/index.ts";
+import { createEnv, syntheticSupport } from "../envs/index.ts";
+import { trainLearnedModel } from "../experience/index.ts";
+import { readMetrics, resumeTraining, train, type TrainSummary } from "../train/index.ts";
 import { parseIntOption } from "./episodes.ts";
 import { checkOutputFolder } from "./output.ts";
 import { playScripted, seedWebShopBuffer } from "./seed-data.ts";
@@ -15,6 +19,18 @@ interface DemoOptions {
   budget: number;
   realBudget: number;
   seed: number;
+  experience: string;
+  bcEpochs: number;
+}
+
+/** The figures of a row: test score and success, real and synthetic training steps, wall time, and the last on-policy audit's exploitation rate. */
+type Row = [name: string, score: number, success: number, realSteps: number, synthetic: number, wall: number, exploitation: string];
+
+/** The exploitation rate of a run's last on-policy audit ("-": none, or no synthetic success to check). */
+function lastExploitation(runDir: string): string {
+  const audit = readMetrics(runDir).filter((m) => m.onPolicyAudit).at(-1)?.onPolicyAudit;
+  if (!audit) return "-";
+  return audit.exploitationRate === null ? `- (${audit.episodes} episodes, no synthetic success)` : `${(100 * audit.exploitationRate).toFixed(0)}% of ${Math.round(audit.syntheticSuccess * audit.episodes)}`;
 }
 
 async function demo(o: DemoOptions): Promise<void> {
@@ -32,7 +48,6 @@ async function demo(o: DemoOptions): Promise<void> {
   console.log("2. rule baseline on the 500 test goals");
   const rule = await playScripted("rule", "test", 500);
 
-  // 3. DreamGym: RL in the synthetic env only, 0 real training interactions.
   const common = { env: "webshop", algo: "grpo" as const, seed: o.seed, evalEvery: 10, buffer: seedBuffer };
   const run = async (name: string, label: string, input: Parameters<typeof train>[1]): Promise<TrainSummary> => {
     console.log(label);
@@ -43,12 +58,34 @@ async function demo(o: DemoOptions): Promise<void> {
       hook.stop();
     }
   };
-  const hybrid = await run("dreamgym", `3. DreamGym: GRPO in the synthetic env (embedded model; purchase rewards from WebShop's reward function), ${o.budget} synthetic steps, 0 real`, { ...common, mode: "dreamgym", hybrid: true, budget: o.budget });
-  // 4. Real-env RL given the same wall time as DreamGym.
-  const realRl = await run("real", `4. real-env GRPO for the same wall time (${hybrid.wallSeconds.toFixed(0)} s)`, { ...common, mode: "real", budget: 10_000_000, maxSeconds: hybrid.wallSeconds });
-  // 5. Sim-to-real: the DreamGym run (a copy) goes on in the real env for a small real budget, as
+  // 3. Behaviour cloning: the offline data used directly (its successful episodes), no RL.
+  const bc = await run("bc", `3. behaviour cloning on the seed buffer's successful episodes (${o.bcEpochs} epochs, 0 RL)`, { ...common, mode: "bc", bc: { epochs: o.bcEpochs } });
+
+  // The experience model: the embedded kNN model, or the learned one trained here from the seed buffer.
+  let experience = o.experience;
+  if (experience === "learned") {
+    const file = join(o.out, "model.bin");
+    console.log("   the learned experience model: trained on the seed buffer's real transitions");
+    const support = await closing(createEnv("webshop", {}), (env) => syntheticSupport("webshop", env));
+    const buffer = ReplayBuffer.open(seedBuffer, { readonly: true });
+    try {
+      writeFileAtomic(file, trainLearnedModel(buffer, { abstraction: support.abstraction, rewards: support.rewards, seed: o.seed }).model.save());
+    } finally {
+      buffer.close();
+    }
+    experience = `learned:${file}`;
+  }
+  const modelName = experience === "default" ? "embedded kNN model" : experience.startsWith("learned:") ? "learned model" : experience;
+
+  // 4. DreamGym as the paper runs it: RL in the synthetic env only, every reward from the experience model, 0 real training interactions.
+  const dg = await run("dreamgym", `4. DreamGym: GRPO in the synthetic env (${modelName}, its own rewards, no verifier), ${o.budget} synthetic steps, 0 real`, { ...common, mode: "dreamgym", experience, budget: o.budget });
+  // 5. The hybrid: purchase rewards from WebShop's reward function (a verifier an env of one's own usually lacks).
+  const hybrid = await run("dreamgym-hybrid", `5. DreamGym, hybrid: the same with purchase rewards from WebShop's reward function, ${o.budget} synthetic steps, 0 real`, { ...common, mode: "dreamgym", experience, hybrid: true, budget: o.budget });
+  // 6. Real-env RL given the same wall time as DreamGym.
+  const realRl = await run("real", `6. real-env GRPO for the same wall time as DreamGym (${dg.wallSeconds.toFixed(0)} s)`, { ...common, mode: "real", budget: 10_000_000, maxSeconds: dg.wallSeconds });
+  // 7. Sim-to-real: the DreamGym run (a copy) goes on in the real env for a small real budget, as
   //    `train --resume <copy> --mode s2r --real-budget N` does.
-  console.log(`5. DreamGym-S2R: the DreamGym run goes on with ${o.realBudget} real steps`);
+  console.log(`7. DreamGym-S2R: the DreamGym run goes on with ${o.realBudget} real steps`);
   cpSync(join(o.out, "dreamgym"), join(o.out, "s2r"), { recursive: true });
   const s2rHook = progressHook();
   let s2r: TrainSummary;
@@ -57,23 +94,25 @@ async function demo(o: DemoOptions): Promise<void> {
   } finally {
     s2rHook.stop();
   }
-  // 6. Real-env RL with as many real steps as S2R used.
-  const realSmall = await run("real-small", `6. real-env GRPO with S2R's real steps (${s2r.realInteractions})`, { ...common, mode: "real", budget: s2r.realInteractions });
+  // 8. Real-env RL with as many real steps as S2R used.
+  const realSmall = await run("real-small", `8. real-env GRPO with S2R's real steps (${s2r.realInteractions})`, { ...common, mode: "real", budget: s2r.realInteractions });
 
-  const rows: [string, number, number, number, number, number][] = [
-    ["rule baseline", rule.score, rule.success, 0, 0, 0],
-    ["real-env GRPO (same wall time as DreamGym)", realRl.final.score, realRl.final.success, realRl.realInteractions, 0, realRl.wallSeconds],
-    ["real-env GRPO (same real steps as S2R)", realSmall.final.score, realSmall.final.success, realSmall.realInteractions, 0, realSmall.wallSeconds],
-    ["DreamGym (0 real)", hybrid.final.score, hybrid.final.success, 0, hybrid.syntheticInteractions, hybrid.wallSeconds],
-    ["DreamGym-S2R", s2r.final.score, s2r.final.success, s2r.realInteractions, s2r.syntheticInteractions, s2r.wallSeconds],
+  const rows: Row[] = [
+    ["rule baseline", rule.score, rule.success, 0, 0, 0, "-"],
+    ["behaviour cloning (offline data, 0 RL)", bc.final.score, bc.final.success, 0, 0, bc.wallSeconds, "-"],
+    ["real-env GRPO (same wall time as DreamGym)", realRl.final.score, realRl.final.success, realRl.realInteractions, 0, realRl.wallSeconds, "-"],
+    ["real-env GRPO (same real steps as S2R)", realSmall.final.score, realSmall.final.success, realSmall.realInteractions, 0, realSmall.wallSeconds, "-"],
+    ["DreamGym (0 real; model rewards)", dg.final.score, dg.final.success, 0, dg.syntheticInteractions, dg.wallSeconds, lastExploitation(join(o.out, "dreamgym"))],
+    ["DreamGym-S2R", s2r.final.score, s2r.final.success, s2r.realInteractions, s2r.syntheticInteractions, s2r.wallSeconds, "-"],
+    ["extra: DreamGym, hybrid (purchase rewards from WebShop's reward function)", hybrid.final.score, hybrid.final.success, 0, hybrid.syntheticInteractions, hybrid.wallSeconds, lastExploitation(join(o.out, "dreamgym-hybrid"))],
   ];
   const table = [
-    "| method | test score | test success | real training steps | synthetic steps | training wall time |",
-    "|---|---|---|---|---|---|",
-    ...rows.map(([name, score, success, realSteps, syn, wall]) =>
-      `| ${name} | ${score.toFixed(1)} | ${(100 * success).toFixed(1)}% | ${realSteps.toLocaleString("en-US")} | ${syn.toLocaleString("en-US")} | ${wall ? `${wall.toFixed(0)} s` : "-"} |`),
+    "| method | test score | test success | real training steps | synthetic steps | training wall time | exploitation rate (last on-policy audit) |",
+    "|---|---|---|---|---|---|---|",
+    ...rows.map(([name, score, success, realSteps, syn, wall, exploitation]) =>
+      `| ${name} | ${score.toFixed(1)} | ${(100 * success).toFixed(1)}% | ${realSteps.toLocaleString("en-US")} | ${syn.toLocaleString("en-US")} | ${wall ? `${wall.toFixed(0)} s` : "-"} | ${exploitation} |`),
   ].join("\n");
-  console.log(`\n${table}\n\nWebShop test split, 500 goals, greedy policies. Total demo time ${((performance.now() - started) / 1000 / 60).toFixed(1)} min. Runs (metrics, report.html): ${o.out}/*/`);
+  console.log(`\n${table}\n\nWebShop test split, 500 goals, greedy policies; experience model: ${modelName}. Every RL run starts from fresh weights (seed ${o.seed}). Total demo time ${((performance.now() - started) / 1000 / 60).toFixed(1)} min. Runs (metrics, report.html): ${o.out}/*/`);
 }
 
 export function registerDemo(program: Command): void {
@@ -81,9 +120,11 @@ export function registerDemo(program: Command): void {
     .command("demo")
     .description("the whole method on WebShop with the embedded defaults: seed a buffer, train in the synthetic env, compare on the real test split")
     .option("--out <dir>", "where the data and runs go (replaced)", "runs/demo")
-    .option("--budget <n>", "synthetic steps of the DreamGym run", parseIntOption("budget", 1), 50_000)
+    .option("--budget <n>", "synthetic steps of each DreamGym run (model rewards, hybrid)", parseIntOption("budget", 1), 30_000)
     .option("--real-budget <n>", "real steps of the S2R phase", parseIntOption("real-budget", 1), 5_000)
     .option("--seed <n>", "seed", parseIntOption("seed"), 0)
+    .option("--experience <model>", "the experience model: default (the embedded kNN model), learned (a learned model trained here from the seed buffer) or a chat model (http://host/v1#model)", "default")
+    .option("--bc-epochs <n>", "epochs of the behaviour-cloning row", parseIntOption("bc-epochs", 1), 8)
     .action(async (o) => {
       checkOutputFolder(o.out);
       // Only a folder the demo made (it leaves a marker) is replaced.

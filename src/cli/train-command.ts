@@ -29,7 +29,10 @@ function applySet(target: Record<string, unknown>, assignment: string): void {
 
 export function printSummary(s: TrainSummary): void {
   const f = s.final;
-  console.log(
+  if (s.config.mode === "bc") {
+    console.log(`${s.config.env} bc: ${s.iterations} epochs of behaviour cloning on ${s.config.buffer}'s successful real episodes, 0 real interactions, ${s.wallSeconds.toFixed(1)} s` +
+      (s.resumedFrom !== undefined ? ` (resumed from epoch ${s.resumedFrom})` : ""));
+  } else console.log(
     `${s.config.env}${s.config.remote ? ` at ${s.config.remote}` : ""} ${s.config.mode} ${s.config.algo}: ${s.iterations} iterations, ${s.realInteractions} real interactions` +
       (s.config.mode === "real" ? "" : `, ${s.syntheticInteractions} synthetic (${s.droppedEpisodes} episodes dropped), ${s.auditInteractions} audit`) + `, ${s.wallSeconds.toFixed(1)} s` +
       (s.resumedFrom !== undefined ? ` (resumed from iteration ${s.resumedFrom})` : ""),
@@ -43,12 +46,12 @@ export function progressHook() {
   let lastEval = "-";
   return {
     onIteration(m: IterationMetrics, config: TrainConfig) {
-      const total = config.mode === "s2r" ? config.budget + config.realBudget : config.budget;
+      const total = config.mode === "bc" ? config.bc.epochs : config.mode === "s2r" ? config.budget + config.realBudget : config.budget;
       bar ??= progressBar(`train ${config.mode}`, total, { reward: "-", success: "-", eval: "-" });
       if (m.eval) lastEval = `${m.eval.score.toFixed(1)}/${(100 * m.eval.success).toFixed(0)}%`;
-      const done = config.mode === "real" ? m.realInteractions : m.syntheticInteractions + (config.mode === "s2r" ? m.realInteractions : 0);
+      const done = config.mode === "bc" ? m.iteration : config.mode === "real" ? m.realInteractions : m.syntheticInteractions + (config.mode === "s2r" ? m.realInteractions : 0);
       bar.update(Math.min(done, total), {
-        reward: m.meanReward.toFixed(3), success: `${(100 * m.success).toFixed(0)}%`, eval: lastEval,
+        reward: m.bc ? `loss ${m.bc.loss.toFixed(3)}` : m.meanReward.toFixed(3), success: m.bc ? `p(a*) ${m.bc.meanProb.toFixed(2)}` : `${(100 * m.success).toFixed(0)}%`, eval: lastEval,
       });
     },
     stop() {
@@ -63,12 +66,13 @@ export function registerTrain(program: Command): void {
     .command("train")
     .description("train the neural policy with GRPO or PPO; writes a run folder (config, metrics, checkpoints, report)")
     .option("--env <name>", "environment (default webshop), or an env server's URL (ws://host:port; dreamgym serve): real steps and evaluations run there, and --resume reconnects")
-    .option("--mode <mode>", "real (default): RL in the real env | dreamgym: in the synthetic env | s2r: dreamgym, then the real env")
+    .option("--mode <mode>", "real (default): RL in the real env | dreamgym: in the synthetic env | s2r: dreamgym, then the real env | bc: behaviour cloning on the --buffer's successful real episodes (no RL)")
     .option("--algo <algo>", "grpo (default) | ppo")
     .option("--budget <n>", "training interactions: real env steps (real), synthetic steps (dreamgym, s2r's first phase)", parseIntOption("budget", 1))
     .option("--real-budget <n>", "s2r: real env steps of the second phase", parseIntOption("real-budget"))
     .option("--max-seconds <n>", "also stop after this much training wall time", parseIntOption("max-seconds"))
-    .option("--buffer <file>", "dreamgym/s2r: replay buffer with offline trajectories (abstract states); the run works on a copy")
+    .option("--buffer <file>", "dreamgym/s2r: replay buffer with offline trajectories (abstract states); the run works on a copy. bc: the buffer whose successful real episodes are cloned")
+    .option("--epochs <n>", "bc: passes over the demonstrations (default 8)", parseIntOption("epochs", 1))
     .option("--experience <model>", "dreamgym/s2r: default (embedded kNN model), learned:FILE (dreamgym model train) or a chat model (http://host/v1#model, openai:model, gguf:file)")
     .option("--hybrid", "terminal rewards from the real env's verifier (WebShop's reward) instead of the model's")
     .option("--no-replay", "ablation: no retrieved demos for the model, and the buffer does not grow")
@@ -114,6 +118,7 @@ export function registerTrain(program: Command): void {
           finalEvalTasks: "finalEvalTasks", checkpointEvery: "checkpointEvery", data: "dataDir", buffer: "buffer", experience: "experience",
           hybrid: "hybrid", replay: "replay", cache: "cache", requestTimeout: "requestTimeout", maxFailures: "maxFailures",
         };
+        if (cmd.getOptionValueSource("epochs") === "cli") applySet(input, `bc.epochs=${o.epochs}`);
         for (const [flag, key] of Object.entries(FLAG_KEYS)) if (cmd.getOptionValueSource(flag) === "cli") input[key] = o[flag];
         if (cmd.getOptionValueSource("curriculum") === "cli") applySet(input, `curriculum.enabled=${o.curriculum}`);
         if (cmd.getOptionValueSource("pessimism") === "cli") input.pessimism = { beta: 0 };

@@ -24,3 +24,5 @@ export type { LearnedModelInfo, LearnedModelValidation, LearnedModelOptions, Tra
 export { transitionFeatures, TRANSITION_FEATURE_VERSION } from "./transition-features.ts";
 export type { TransitionInput } from "./transition-features.ts";
 export { isLocalExperience, loadLearnedModel, LEARNED_PREFIX } from "./create-experience-model.ts";
+export { TrajectoryJudge, JUDGE_DIMENSIONS } from "./judge.ts";
+export type { JudgeOptions, JudgeReport, JudgeScores, JudgeDimension } from "./judge.ts";

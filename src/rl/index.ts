@@ -14,3 +14,5 @@ export { LlmPolicy, parseActionLine, matchAction } from "./llm-policy.ts";
 export type { LlmPolicyOptions, LlmStepRecord } from "./llm-policy.ts";
 export { exportForTrainer, groupLines } from "./llm-export.ts";
 export type { TrainerExportOptions } from "./llm-export.ts";
+export { bcConfigSchema, bcEpoch } from "./bc.ts";
+export type { BcConfig, BcStats } from "./bc.ts";

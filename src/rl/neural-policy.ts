@@ -88,6 +88,19 @@ export class NeuralPolicy implements TrainablePolicy<NeuralStepRecord> {
     };
   }
 
+  recordFor(input: PolicyInput, action: string): NeuralStepRecord | undefined {
+    if (!input.actions || input.actions.length === 0) return undefined;
+    const features = featurize(input, this.dim);
+    let choice = features.actions.indexOf(action);
+    if (choice < 0) {
+      // The same action written differently (case, spacing), as an env that parses actions would take it.
+      const norm = (a: string) => a.toLowerCase().replace(/\s+/g, " ").trim();
+      const wanted = norm(action);
+      choice = features.actions.findIndex((a) => norm(a) === wanted);
+    }
+    return choice < 0 ? undefined : { features, choice };
+  }
+
   value(input: PolicyInput): number {
     return this.critic.forward(featurize(input, this.dim).state, this.h);
   }

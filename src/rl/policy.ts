@@ -40,4 +40,10 @@ export interface TrainablePolicy<R = unknown> extends Policy<R> {
   save(): Uint8Array;
   /** Restores `save()`'s bytes; refuses bytes of another shape with a clear message. */
   load(bytes: Uint8Array, source?: string): void;
+  /**
+   * The record of taking `action` at `input`, as `act` would have made it had it chosen that action
+   * (behaviour cloning scores a demonstrated action with it); undefined when the action is not among
+   * the policy's candidates.
+   */
+  recordFor?(input: PolicyInput, action: string): R | undefined;
 }

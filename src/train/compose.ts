@@ -49,6 +49,8 @@ export interface Parts {
   synthetic?: SyntheticPool;
   curriculum?: Curriculum;
   isSuccess: (totalReward: number) => boolean;
+  /** Candidate actions where the env lists none (from the parts, the env spec or the buffer's vocabulary). */
+  actions?: ActionSource;
   close(): Promise<void>;
 }
 

@@ -3,7 +3,7 @@ import { parseConfig } from "../core/index.ts";
 import { curriculumConfigSchema } from "../curriculum/index.ts";
 import { defaultSplits } from "../envs/index.ts";
 import type { OnPolicyAuditSummary } from "../experience/index.ts";
-import { grpoConfigSchema, ppoConfigSchema } from "../rl/index.ts";
+import { bcConfigSchema, grpoConfigSchema, ppoConfigSchema } from "../rl/index.ts";
 
 /** Every setting of a training run, each with its default and its bounds: what `config.json` stores. */
 export const trainConfigSchema = z.strictObject({
@@ -13,8 +13,11 @@ export const trainConfigSchema = z.strictObject({
    * run there, and `env` is the env it serves. Stored, so a resume reconnects.
    */
   remote: z.string().regex(/^(wss?|https?):\/\/./i, "an env server URL: ws://, wss://, http:// or https://host:port").optional(),
-  /** real: RL in the real env; dreamgym: RL in the synthetic env; s2r: dreamgym, then RL in the real env. */
-  mode: z.enum(["real", "dreamgym", "s2r"]).default("real"),
+  /**
+   * real: RL in the real env; dreamgym: RL in the synthetic env; s2r: dreamgym, then RL in the real env;
+   * bc: behaviour cloning on the buffer's successful real episodes (offline, no RL; `bc.epochs` passes).
+   */
+  mode: z.enum(["real", "dreamgym", "s2r", "bc"]).default("real"),
   algo: z.enum(["grpo", "ppo"]).default("grpo"),
   /**
    * Training interactions of the first phase: real env steps (real), synthetic steps (dreamgym, and
@@ -25,7 +28,10 @@ export const trainConfigSchema = z.strictObject({
   realBudget: z.number().int().min(0).max(1e9).default(0),
   /** Stop after this much training wall time too (0: no limit), e.g. to compare at equal wall time. */
   maxSeconds: z.number().min(0).max(1e7).default(0),
-  /** dreamgym/s2r: the buffer with offline trajectories (abstract states) that grounds the experience model; copied into the run folder. */
+  /**
+   * dreamgym/s2r: the buffer with offline trajectories (abstract states) that grounds the experience model; copied into the run folder.
+   * bc: the buffer whose successful real episodes are cloned (read, not copied).
+   */
   buffer: z.string().optional(),
   /** dreamgym/s2r: "default" (the embedded model) or a chat model (http://host/v1#model, openai:model, gguf:file). */
   experience: z.string().default("default"),
@@ -96,6 +102,8 @@ export const trainConfigSchema = z.strictObject({
   policy: z.strictObject({ dim: z.number().int().min(16).max(1 << 24).default(32768), hidden: z.number().int().min(1).max(4096).default(16) }).prefault({}),
   grpo: grpoConfigSchema.prefault({}),
   ppo: ppoConfigSchema.prefault({}),
+  /** Behaviour cloning (mode bc): epochs, learning rate, minibatch size, gradient clip. */
+  bc: bcConfigSchema.prefault({}),
 });
 /** The config with each env's default splits filled in (what config.json stores). */
 export type TrainConfig = z.infer<typeof trainConfigSchema> & { trainSplit: string; evalSplit: string };
@@ -133,8 +141,8 @@ export interface IterationMetrics {
   syntheticInteractions: number;
   /** Real env steps of on-policy audits so far (neither training nor evaluation). */
   auditInteractions: number;
-  /** "real" or "synthetic": where this iteration's episodes ran. */
-  phase: "real" | "synthetic";
+  /** "real" or "synthetic": where this iteration's episodes ran; "offline": an epoch of behaviour cloning (no episodes played). */
+  phase: "real" | "synthetic" | "offline";
   /** Episodes left out of the update because the experience model kept failing in them (all so far). */
   droppedEpisodes: number;
   /** LLM tokens so far (experience model and task generator). */
@@ -156,6 +164,12 @@ export interface IterationMetrics {
   eval?: EvalResult;
   /** This iteration's synthetic episodes replayed in the real env (audited iterations only). */
   onPolicyAudit?: OnPolicyAuditSummary;
+  /**
+   * Behaviour cloning (phase offline): the demonstrations (successful real episodes of the buffer, eval-split tasks left
+   * out) and their steps cloned, steps whose action is not among the policy's candidates (skipped), mean −log π(a*|s)
+   * and mean π(a*|s) over the epoch.
+   */
+  bc?: { demonstrations: number; steps: number; skipped: number; loss: number; meanProb: number };
   /** The experience model's uncertainty over this iteration's synthetic steps (where it reports one): mean u, largest u, steps with u, halted episodes. */
   uncertainty?: { mean: number; max: number; steps: number; halts: number };
 }

@@ -16,17 +16,23 @@ export function writeReport(runDir: string): void {
   const summary = existsSync(summaryFile) ? (JSON.parse(readFileSync(summaryFile, "utf8")) as Record<string, unknown>) : undefined;
   const evals = metrics.filter((m) => m.eval);
 
-  const axes = config.mode === "real" || config.mode === undefined
-    ? (["iteration", "realInteractions"] as const)
-    : (["iteration", "realInteractions", "syntheticInteractions"] as const);
+  const axes = config.mode === "bc"
+    ? (["iteration"] as const)
+    : config.mode === "real" || config.mode === undefined
+      ? (["iteration", "realInteractions"] as const)
+      : (["iteration", "realInteractions", "syntheticInteractions"] as const);
   const LABELS = { iteration: "iteration", realInteractions: "real interactions", syntheticInteractions: "synthetic interactions" };
   const charts = axes.map((x) => {
     const xLabel = LABELS[x];
     return [
-      lineChart(`Training reward and success vs ${xLabel}`, xLabel, [
-        { name: "mean reward", color: "#1f77b4", points: metrics.map((m) => [m[x], m.meanReward]) },
-        { name: "success", color: "#2ca02c", points: metrics.map((m) => [m[x], m.success]) },
-      ]),
+      config.mode === "bc"
+        ? lineChart("Behaviour cloning: the demonstrated action's probability vs epoch", xLabel, [
+          { name: "mean π(a*|s)", color: "#1f77b4", points: metrics.filter((m) => m.bc).map((m) => [m[x], m.bc!.meanProb]) },
+        ])
+        : lineChart(`Training reward and success vs ${xLabel}`, xLabel, [
+          { name: "mean reward", color: "#1f77b4", points: metrics.map((m) => [m[x], m.meanReward]) },
+          { name: "success", color: "#2ca02c", points: metrics.map((m) => [m[x], m.success]) },
+        ]),
       lineChart(`Evaluation (${config.evalSplit ?? "eval"} split, greedy) vs ${xLabel}`, xLabel, [
         { name: "score / 100", color: "#d62728", points: evals.map((m) => [m[x], m.eval!.score / 100]) },
         { name: "success", color: "#9467bd", points: evals.map((m) => [m[x], m.eval!.success]) },

@@ -58,7 +58,7 @@ export class RunFolder {
       mkdirSync(join(dir, "checkpoints"), { recursive: true });
       writeFileSync(join(dir, "metrics.jsonl"), "");
       // The run grows its own copy, so the seed buffer stays as it was and a resume finds the run's.
-      if (config.buffer && config.mode !== "real") copyFileSync(config.buffer, join(dir, "buffer.db"));
+      if (config.buffer && (config.mode === "dreamgym" || config.mode === "s2r")) copyFileSync(config.buffer, join(dir, "buffer.db"));
       const runId = `${Date.now().toString(36)}${process.pid.toString(36)}`;
       writeFileAtomic(join(dir, "config.json"), JSON.stringify({ ...config, runId, createdAt: new Date().toISOString() }, null, 2) + "\n");
       return await start(new RunFolder(dir, config, runId), () => (started = true));

@@ -11,6 +11,7 @@ import { NeuralPolicy } from "../rl/index.ts";
 import { resolveTrainConfig, type EvalResult, type ResumeOverrides, type TrainConfig, type TrainConfigInput, type TrainHooks, type TrainSummary } from "./config.ts";
 import { candidateSource, makeEnvPool, makePolicy, makeSyntheticPool, type Parts, type TrainParts } from "./compose.ts";
 import { trainingLoop } from "./loop.ts";
+import { behaviourCloningLoop, countDemonstrations } from "./bc.ts";
 import { NEW_RUN, RunFolder, type Checkpoint } from "./run-folder.ts";
 
 /**
@@ -67,7 +68,7 @@ function savedRemote(runDir: string): TrainConfigInput | undefined {
 
 async function resumeOpened(runDir: string, hooks: TrainHooks, overrides: ResumeOverrides, parts: TrainParts): Promise<TrainSummary> {
   const { folder, latest } = RunFolder.open(runDir, overrides);
-  if (folder.config.mode !== "real") {
+  if (folder.config.mode === "dreamgym" || folder.config.mode === "s2r") {
     // Synthetic episodes the killed run stored after its checkpoint are written again by the replay.
     const buffer = ReplayBuffer.open(folder.bufferFile);
     const from = (latest?.iteration ?? 0) + 1;
@@ -86,7 +87,7 @@ async function run_(run: RunFolder, latest: Checkpoint | undefined, hooks: Train
   const state = latest ? { ...latest.state } : { ...NEW_RUN };
   try {
     started(); // everything is open: from here a failure leaves a run to resume
-    final = await trainingLoop(config, run, parts, state, hooks);
+    final = config.mode === "bc" ? await behaviourCloningLoop(config, run, parts, state, hooks) : await trainingLoop(config, run, parts, state, hooks);
   } finally {
     await parts.close();
   }
@@ -106,7 +107,8 @@ async function compose(config: TrainConfig, run: RunFolder, latest: Checkpoint |
   // GRPO's reference is the initial policy, which the seed (or initPolicy) recreates exactly on resume.
   const reference = config.algo === "grpo" && config.grpo.klCoef > 0 ? policy.clone() : undefined;
   if (latest) policy.load(run.checkpointPolicy(latest), latest.policyFile);
-  const actions = candidateSource(config, config.mode === "real" ? config.buffer : run.bufferFile, given);
+  const synthetic_ = config.mode === "dreamgym" || config.mode === "s2r";
+  const actions = candidateSource(config, synthetic_ ? run.bufferFile : config.buffer, given);
   const opened: { close(): Promise<void> }[] = [];
   const closeAll = async () => {
     await Promise.all(opened.map((o) => o.close()));
@@ -116,7 +118,7 @@ async function compose(config: TrainConfig, run: RunFolder, latest: Checkpoint |
     opened.push(...real.envs);
     const evaluation = makeEnvPool(config, config.evalSplit, actions);
     opened.push(...evaluation.envs);
-    const synthetic = config.mode === "real" ? undefined : await makeSyntheticPool(config, run.bufferFile, real.tasks, given, actions);
+    const synthetic = !synthetic_ ? undefined : await makeSyntheticPool(config, run.bufferFile, real.tasks, given, actions);
     if (synthetic) opened.push(synthetic, ...synthetic.envs);
     // The curriculum belongs to the synthetic phase, where there is a task generator.
     const curriculum = synthetic?.generator ? new Curriculum(config.curriculum, synthetic.generator, [...real.tasks, ...evaluation.tasks]) : undefined;
@@ -124,7 +126,7 @@ async function compose(config: TrainConfig, run: RunFolder, latest: Checkpoint |
     // Contents evicted only at checkpoints (and again here, which repeats nothing if it already ran):
     // a resumed run then finds the buffer exactly as the checkpoint left it.
     if (synthetic && latest && latest.trimmed !== false) await synthetic.trim();
-    return { policy, reference, real, evaluation, synthetic, curriculum, isSuccess: envEntry(config.env).success, close: closeAll };
+    return { policy, reference, real, evaluation, synthetic, curriculum, isSuccess: envEntry(config.env).success, actions, close: closeAll };
   } catch (e) {
     await closeAll();
     throw e;
@@ -135,7 +137,7 @@ async function compose(config: TrainConfig, run: RunFolder, latest: Checkpoint |
 async function checkStart(config: TrainConfig, parts: TrainParts): Promise<void> {
   if (config.mode === "s2r" && config.realBudget === 0) throw new InvalidConfigError("invalid training config:\n  realBudget: mode s2r needs real steps after the synthetic phase (--real-budget N > 0)");
   if (config.mode !== "s2r" && config.realBudget > 0) throw new InvalidConfigError(`invalid training config:\n  realBudget: only mode s2r has a real phase (mode is ${config.mode})`);
-  if (config.mode === "real" && config.hybrid) throw new InvalidConfigError("--hybrid applies to the synthetic env (mode dreamgym or s2r); mode real has only the real env's rewards: drop --hybrid");
+  if ((config.mode === "real" || config.mode === "bc") && config.hybrid) throw new InvalidConfigError(`--hybrid applies to the synthetic env (mode dreamgym or s2r); mode ${config.mode} has no synthetic rewards: drop --hybrid`);
   if (config.initPolicy) {
     if (!existsSync(config.initPolicy)) throw new InvalidConfigError(`initPolicy ${config.initPolicy} does not exist`);
     (parts.policy ?? new NeuralPolicy({ ...config.policy, seed: config.seed })).load(readFileSync(config.initPolicy), config.initPolicy);
@@ -153,7 +155,10 @@ async function checkStart(config: TrainConfig, parts: TrainParts): Promise<void>
       b.close();
     }
   }
-  if (config.mode !== "real") {
+  if (config.mode === "bc") {
+    if (!config.buffer) throw new InvalidConfigError(`mode bc clones the successful real episodes of a buffer: give --buffer B.db (dreamgym buffer import F.jsonl --abstract --buffer B.db)`);
+    if (countDemonstrations(config, config.buffer) === 0) throw new InvalidConfigError(`mode bc: buffer ${config.buffer} holds no successful real ${config.env} episodes to clone`);
+  } else if (config.mode !== "real") {
     if (!hasSyntheticSupport(config.env)) throw new InvalidConfigError(`mode ${config.mode} needs a synthetic ${config.env}: its env spec has no synthetic(env) (a state abstraction and start states); use --mode real`);
     if (!config.buffer) throw new InvalidConfigError(`mode ${config.mode} needs a buffer of offline ${config.env} trajectories (--buffer B.db; dreamgym buffer import F.jsonl --abstract --buffer B.db)`);
     if (config.experience.startsWith(LEARNED_PREFIX) && !parts.experienceModel) {
@@ -171,7 +176,7 @@ async function checkStart(config: TrainConfig, parts: TrainParts): Promise<void>
       const tasks = envTasks(config.env, env);
       if (tasks.length === 0) throw new InvalidConfigError(`${config.env} split ${split} has no tasks`);
       if (split !== config.trainSplit) return;
-      const support = config.mode !== "real" ? syntheticSupport(config.env, env) : undefined;
+      const support = config.mode === "dreamgym" || config.mode === "s2r" ? syntheticSupport(config.env, env) : undefined;
       if (config.hybrid && !support?.verifier) throw new InvalidConfigError(`--hybrid needs a verifier of ${config.env}'s rewards; ${config.env} has none`);
       const listed = support
         ? support.abstraction.actions(support.abstraction.abstract(support.initialState(tasks[0])))

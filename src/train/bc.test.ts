@@ -1,0 +1,92 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { cpSync, mkdtempSync, rmSync, writeFileSync, readFileSync, existsSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { closing, type Trajectory } from "../core/index.ts";
+import { ReplayBuffer } from "../buffer/index.ts";
+import { createEnv, createPolicy, envTasks, runEpisode, syntheticSupport } from "../envs/index.ts";
+import { abstractTrajectory } from "../experience/index.ts";
+import { readMetrics, resumeTraining, train, type TrainConfigInput } from "./index.ts";
+
+/** `n` episodes of a scripted WebShop policy on the first tasks of a split (real data, abstract states). */
+async function play(policyName: string, split: string, n: number): Promise<Trajectory[]> {
+  return closing(createEnv("webshop", { split }), async (env) => {
+    const tasks = envTasks("webshop", env);
+    const policy = createPolicy("webshop", policyName, env, { seed: 0 });
+    const abstraction = syntheticSupport("webshop", env).abstraction;
+    const out: Trajectory[] = [];
+    for (let i = 0; i < n; i++) out.push(abstractTrajectory(await runEpisode(env, policy, { envName: "webshop", task: tasks[i], seed: i }), abstraction));
+    return out;
+  });
+}
+
+const root = mkdtempSync(join(tmpdir(), "dreamgym-bc-"));
+let bufferFile: string | undefined;
+/** A small seed buffer: 150 oracle and 50 random episodes on train goals. */
+async function seed(): Promise<string> {
+  if (bufferFile) return bufferFile;
+  const file = join(root, "seed.db");
+  const b = ReplayBuffer.open(file);
+  await b.appendTrajectories([...(await play("oracle", "train", 150)), ...(await play("random", "train", 50))], { seed: true });
+  b.close();
+  return (bufferFile = file);
+}
+
+const CONFIG: TrainConfigInput = { env: "webshop", mode: "bc", evalEvery: 0, finalEvalTasks: 100, seed: 0, bc: { epochs: 4 }, checkpointEvery: 2 };
+
+test("behaviour cloning on a small real WebShop buffer beats the random policy in the real env, with 0 real training steps", async () => {
+  const buffer = await seed();
+  const dir = join(root, "bc");
+  const s = await train(dir, { ...CONFIG, buffer });
+  const random = await play("random", "test", 100);
+  const randomScore = (100 * random.reduce((a, t) => a + t.total_reward, 0)) / random.length;
+  assert.equal(s.realInteractions, 0);
+  assert.equal(s.syntheticInteractions, 0);
+  assert.equal(s.iterations, 4);
+  console.log(`BC ${s.final.score.toFixed(1)} / ${(100 * s.final.success).toFixed(1)}% vs random ${randomScore.toFixed(1)}`);
+  assert.ok(s.final.score > randomScore + 10, `BC ${s.final.score.toFixed(1)} vs random ${randomScore.toFixed(1)}`);
+  const m = readMetrics(dir);
+  assert.deepEqual(m.map((x) => x.phase), ["offline", "offline", "offline", "offline"]);
+  // The oracle's successes are cloned; the random policy's failures are not.
+  assert.ok(m[0].bc!.demonstrations > 100 && m[0].bc!.demonstrations <= 150 + 50, `${m[0].bc!.demonstrations} demonstrations`);
+  // The oracle sometimes searches by the product's name, which the policy's query candidates cannot say.
+  assert.ok(m[0].bc!.skipped <= 0.02 * m[0].bc!.steps, `${m[0].bc!.skipped} of ${m[0].bc!.steps} steps skipped`);
+  assert.ok(m[3].bc!.loss < m[0].bc!.loss, "the loss falls");
+  assert.ok(existsSync(join(dir, "report.html")) && existsSync(join(dir, "summary.json")));
+  assert.ok(!existsSync(join(dir, "buffer.db")), "the buffer is read, not copied");
+});
+
+test("a killed behaviour-cloning run resumes to the metrics of one never stopped", async () => {
+  const buffer = await seed();
+  const whole = join(root, "bc"); // made by the test above, or here
+  if (!existsSync(join(whole, "summary.json"))) await train(whole, { ...CONFIG, buffer });
+  const killed = join(root, "bc-killed");
+  cpSync(whole, killed, { recursive: true });
+  // As if killed after epoch 2's checkpoint: the later lines, the last checkpoint and the summary are gone.
+  const latest = JSON.parse(readFileSync(join(killed, "checkpoints", "latest.json"), "utf8"));
+  const two = JSON.parse(JSON.stringify(latest));
+  two.iteration = 2;
+  two.policyFile = "iter-000002.policy";
+  two.state = { iteration: 2, realInteractions: 0, evalInteractions: 0, syntheticInteractions: 0, auditInteractions: 0, droppedEpisodes: 0, episodes: 0, wallSeconds: readMetrics(killed)[1].wallSeconds };
+  writeFileSync(join(killed, "checkpoints", "latest.json"), JSON.stringify(two));
+  rmSync(join(killed, "checkpoints", "iter-000004.policy"));
+  rmSync(join(killed, "summary.json"));
+  const s = await resumeTraining(killed);
+  assert.equal(s.resumedFrom, 2);
+  const strip = (dir: string) => readMetrics(dir).map(({ wallSeconds: _w, rolloutSeconds: _r, updateSeconds: _u, evalSeconds: _e, auditSeconds: _a, ...rest }) => rest);
+  assert.deepEqual(strip(killed), strip(whole));
+  const summary = JSON.parse(readFileSync(join(whole, "summary.json"), "utf8"));
+  assert.deepEqual(s.final, summary.final);
+});
+
+test("mode bc refuses a buffer with no successful real episodes, and --hybrid, before writing anything", async () => {
+  const empty = join(root, "failures.db");
+  const b = ReplayBuffer.open(empty);
+  await b.appendTrajectories(await play("random", "train", 5).then((ts) => ts.filter((t) => !t.success)), { seed: true });
+  b.close();
+  await assert.rejects(train(join(root, "none"), { ...CONFIG, buffer: empty }), /no successful real webshop episodes/);
+  await assert.rejects(train(join(root, "none"), { ...CONFIG }), /give --buffer/);
+  await assert.rejects(train(join(root, "none"), { ...CONFIG, buffer: empty, hybrid: true }), /drop --hybrid/);
+  assert.ok(!existsSync(join(root, "none")));
+});
