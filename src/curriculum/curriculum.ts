@@ -39,6 +39,12 @@ export type GeneratedTask = Task & { lineage: Lineage };
 export interface TaskGenerator {
   readonly name: string;
   generate(parent: Task, count: number, rng: Rng): Promise<{ tasks: Task[]; infeasible: number }>;
+  /**
+   * What makes two tasks the same, where the instruction does not (ALFWorld: one sentence is asked of
+   * many scenes; the key is the game and the task's targets). Without it, near-equal instructions
+   * (word Jaccard ≥ 0.95) are duplicates.
+   */
+  key?(task: Task): string | undefined;
 }
 
 /** V_τ of one group's rewards (population variance). */
@@ -106,7 +112,9 @@ export class Curriculum {
     result.selected = parents.length;
     const known = [...this.reserved, ...this.generated];
     const ids = new Set(known.map((t) => t.id));
-    const texts = known.map((t) => words(t.instruction));
+    const keyOf = this.generator.key?.bind(this.generator);
+    const keys = new Set(keyOf ? known.map((t) => keyOf(t)).filter((k): k is string => k !== undefined) : []);
+    const texts = keyOf ? [] : known.map((t) => words(t.instruction));
     for (const { task: parent } of parents) {
       let generated: { tasks: Task[]; infeasible: number };
       try {
@@ -123,7 +131,8 @@ export class Curriculum {
       result.infeasible += infeasible;
       for (const t of tasks) {
         const w = words(t.instruction);
-        if (ids.has(t.id) || texts.some((x) => jaccard(x, w) >= 0.95)) {
+        const key = keyOf?.(t);
+        if (ids.has(t.id) || (keyOf ? key === undefined || keys.has(key) : texts.some((x) => jaccard(x, w) >= 0.95))) {
           result.duplicates++;
           continue;
         }
@@ -131,7 +140,8 @@ export class Curriculum {
         const child: GeneratedTask = { ...t, id: `${parent.id.split("~")[0]}~g${generation}.${++this.counter}`, lineage: { parent: parent.id, generation } };
         this.generated.push(child);
         ids.add(child.id);
-        texts.push(w);
+        if (key !== undefined) keys.add(key);
+        else texts.push(w);
         result.added++;
       }
     }

@@ -3,3 +3,5 @@ export type { CurriculumConfig, CurriculumUpdate, GeneratedTask, Lineage, TaskGe
 export { WebShopTaskGenerator } from "./webshop-generator.ts";
 export { LlmTaskGenerator } from "./llm-generator.ts";
 export type { LlmTaskGeneratorOptions } from "./llm-generator.ts";
+export { AlfWorldTaskGenerator, alfworldTaskKey, sceneFits } from "./alfworld-generator.ts";
+export type { AlfWorldTaskGeneratorOptions } from "./alfworld-generator.ts";

@@ -1,8 +1,9 @@
 import { abstractEnv, closing, InvalidConfigError, withActions, type ActionSource, type Env, type Task } from "../core/index.ts";
 import { ReplayBuffer } from "../buffer/index.ts";
-import { Curriculum, LlmTaskGenerator, WebShopTaskGenerator, type TaskGenerator } from "../curriculum/index.ts";
+import { AlfWorldTaskGenerator, Curriculum, LlmTaskGenerator, WebShopTaskGenerator, type TaskGenerator } from "../curriculum/index.ts";
 import { actionVocabulary, createEnv, envEntry, envTasks, findLocalEnv, hasSyntheticSupport, syntheticSupport } from "../envs/index.ts";
 import { WebShopEnv } from "../envs/webshop/index.ts";
+import { AlfWorldEnv, type AlfWorldSplit } from "../envs/alfworld/index.ts";
 import { createExperienceModel, SyntheticEnv, type ExperienceModel } from "../experience/index.ts";
 import { NeuralPolicy, type TrainablePolicy } from "../rl/index.ts";
 import type { TrainConfig } from "./config.ts";
@@ -137,7 +138,10 @@ export async function makeSyntheticPool(config: TrainConfig, bufferFile: string,
   };
 }
 
-/** An env's own task variation without an LLM, where it has one (WebShop: goals of the catalogue not in the eval split). */
+/**
+ * An env's own task variation without an LLM, where it has one (WebShop: goals of the catalogue not in
+ * the eval split; ALFWorld: task variants on training games, none an evaluation game's task).
+ */
 async function envTaskGenerator(config: TrainConfig): Promise<TaskGenerator | undefined> {
   let env: Env;
   if (config.remote) {
@@ -149,6 +153,8 @@ async function envTaskGenerator(config: TrainConfig): Promise<TaskGenerator | un
     }
   } else env = createEnv(config.env, { split: config.evalSplit, dataDir: config.dataDir });
   return closing(env, (e) => {
+    // ALFWorld: variants of the task on training games' scenes, each checked by the expert in the real game.
+    if (e instanceof AlfWorldEnv) return new AlfWorldTaskGenerator({ dataDir: config.dataDir, trainSplit: config.trainSplit as AlfWorldSplit, maxSteps: config.maxSteps ?? 50 });
     if (!(e instanceof WebShopEnv)) return undefined;
     return new WebShopTaskGenerator(e.catalogue, { excludeGoals: e.tasks().map((t) => e.catalogue.goal(t.goal_index as number)) });
   });

@@ -5,7 +5,9 @@ import {
 import { resolveDataDir } from "../data-dir.ts";
 import { join } from "node:path";
 import type { FactBase } from "./facts.ts";
-import { ALFWORLD_SPLITS, alfworldGames, Game, type AlfWorldSplit, type GameEntry } from "./game.ts";
+import { ALFWORLD_SPLITS, alfworldGames, Game, TASK_TYPES, type AlfWorldSplit, type GameEntry } from "./game.ts";
+import type { Formula } from "./pddl.ts";
+import { specGoal, taskSpec } from "./variants.ts";
 
 export interface AlfWorldOptions {
   dataDir?: string;
@@ -17,7 +19,21 @@ export interface AlfWorldOptions {
   maxSteps?: number;
 }
 
-export type AlfWorldTask = Task & { game: string; task_type: string; split: AlfWorldSplit; params: Record<string, string | boolean> };
+/**
+ * A game as a task. `variant: true` marks a generated task (the curriculum's): its `task_type` and
+ * `params` replace the game's own goal on the game's scene, and its `instruction` is the task line.
+ */
+export type AlfWorldTask = Task & { game: string; task_type: string; split: AlfWorldSplit; params: Record<string, string | boolean>; variant?: boolean };
+
+/** Whether a task is a variant this env can play (a game file, a known task type, its targets). */
+export function isVariantTask(task: Task): task is AlfWorldTask {
+  const t = task as Partial<AlfWorldTask>;
+  return t.variant === true && typeof t.game === "string" && typeof t.task_type === "string" && (TASK_TYPES as readonly string[]).includes(t.task_type)
+    && typeof t.params === "object" && t.params !== null && typeof t.params.object_target === "string";
+}
+
+/** The intro text with another task line. */
+const withTaskLine = (intro: string, instruction: string) => intro.replace(/Your task is to: .*$/s, `Your task is to: ${instruction}.`);
 
 const gameCache = new Map<string, Game>();
 
@@ -45,6 +61,8 @@ export class AlfWorldEnv implements Env {
   private done = true;
   private closed = false;
   private task: AlfWorldTask | undefined;
+  /** The goal of the running task: the game's own, or a variant's. */
+  private goal: Formula | undefined;
   /** The receptacle of the last go-to ("" before the first). */
   private at = "";
 
@@ -96,24 +114,32 @@ export class AlfWorldEnv implements Env {
   /** The opening text of a task's game (the synthetic env's start state). */
   introOf(task: Task): string {
     const game = this.load(this.entryOf(task).game);
-    return game.intro(game.initialState());
+    const intro = game.intro(game.initialState());
+    return isVariantTask(task) ? withTaskLine(intro, task.instruction) : intro;
   }
 
   async reset(opts: ResetOptions = {}): Promise<ResetResult> {
     if (this.closed) throw new ClosedEnvironmentError();
     if (opts.seed !== undefined) this.rng = new Rng(opts.seed);
     let task: AlfWorldTask;
+    let goal: Formula | undefined;
     if (opts.task) {
-      task = alfworldTask(this.entryOf(opts.task));
+      const entry = this.entryOf(opts.task);
+      if (isVariantTask(opts.task)) {
+        task = { ...opts.task, game: entry.game, split: entry.split };
+        goal = specGoal(taskSpec(task.task_type, task.params));
+      } else task = alfworldTask(entry);
     } else task = alfworldTask(this.entries[this.rng.randbelow(this.entries.length)]);
     this.task = task;
     this.game = this.load(task.game);
+    this.goal = goal ?? this.game.problem.goal;
     this.state = this.game.initialState();
     this.commands = this.game.admissible(this.state);
     this.steps = 0;
     this.done = false;
     this.at = "";
-    return { observation: this.game.intro(this.state), info: { task, task_type: task.task_type, ...this.stateInfo() } };
+    const intro = this.game.intro(this.state);
+    return { observation: task.variant ? withTaskLine(intro, task.instruction) : intro, info: { task, task_type: task.task_type, ...this.stateInfo() } };
   }
 
   /** The running game and its state (for the expert, which plans from the state). */
@@ -138,7 +164,7 @@ export class AlfWorldEnv implements Env {
       this.commands = this.game.admissible(this.state);
       if (action.trim().startsWith("go to ")) this.at = action.trim().slice(6);
     }
-    const won = this.game.won(this.state);
+    const won = this.game.satisfies(this.goal ?? this.game.problem.goal, this.state);
     const truncated = !won && this.steps >= this.maxSteps;
     this.done = won || truncated;
     return { observation, reward: won ? 1 : 0, terminated: won, truncated, info: { ...(ground ? {} : { invalid: true }), won, ...this.stateInfo() } };

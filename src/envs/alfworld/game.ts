@@ -148,6 +148,11 @@ export class Game {
     return this.holds(this.problem.goal, state, new Map());
   }
 
+  /** Whether a goal other than the game's own holds (a task variant's). */
+  satisfies(goal: Formula, state: FactBase): boolean {
+    return this.holds(goal, state, new Map());
+  }
+
   /** `holds`, with existential variables found by looking facts up instead of trying every object. */
   private holds(f: Formula, state: FactBase, b: Bindings): boolean {
     if (f.kind === "and") return f.args.every((a) => this.holds(a, state, b));

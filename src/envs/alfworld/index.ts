@@ -1,5 +1,7 @@
 
-export { AlfWorldEnv, alfworldTask } from "./alfworld-env.ts";
+export { AlfWorldEnv, alfworldTask, isVariantTask } from "./alfworld-env.ts";
+export { specGoal, specInstruction, specParams, specKey, taskSpec, sceneOf } from "./variants.ts";
+export type { TaskSpec } from "./variants.ts";
 export type { AlfWorldOptions, AlfWorldTask } from "./alfworld-env.ts";
 export { AlfWorldExpert } from "./expert.ts";
 export { Game, alfworldGames, loaderKeeps, ALFWORLD_SPLITS, TASK_TYPES } from "./game.ts";
