@@ -1,6 +1,7 @@
 import { stemmer } from "stemmer";
 import { FREE_TEXT_SLOT } from "../core/index.ts";
 import type { PolicyInput } from "./policy.ts";
+import { alfView, featurizeAlfworld } from "./alfworld-features.ts";
 
 /**
  * Text features for the neural policy. A state is read as lines (DreamGym's abstract states: a
@@ -110,6 +111,9 @@ function parseAction(action: string): ParsedAction {
 }
 
 export function featurize(input: PolicyInput, dim: number): FeaturizedStep {
+  // ALFWorld's abstract states get their own features; every other state (WebShop's pages) the ones below.
+  const alf = alfView(input.observation);
+  if (alf) return featurizeAlfworld(input, alf, dim);
   const instruction = input.task.instruction;
   const instrTokens = new Set(contentTokens(instruction));
   const instrLower = ` ${instruction.toLowerCase().replace(/[^a-z0-9.]+/g, " ")} `;
