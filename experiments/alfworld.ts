@@ -1,0 +1,208 @@
+// `npm run experiment:alfworld`: the paper's ALFWorld rows (Table 1) in miniature, with the embedded
+// ALFWorld experience model and no verifier. Rows: the expert and random (scripted), behaviour cloning
+// on the seed buffer's expert episodes (0 RL), real-env GRPO at N and N/10 real steps, DreamGym (0 real),
+// DreamGym-S2R (N/10 real), and the ablations no replay and no curriculum. Every RL run starts from the
+// BC policy of its seed (`--init bc`, the default: from a blank policy a 50-step sparse-reward episode
+// gives GRPO no signal) or from fresh weights (`--init scratch`). Success on valid_unseen (134 games)
+// and valid_seen (140) as a second column, and per task type; each final policy is evaluated greedily
+// on every game of both splits. Each training run is `dreamgym train` in a child process, two at a time;
+// finished runs are kept, so a rerun resumes (a killed run continues from its checkpoint). Writes results.md.
+//
+//   npm run experiment:alfworld -- [--seeds 3] [--real 40000] [--synthetic 40000] [--epochs 8] [--parallel 2]
+//     [--init bc|scratch] [--rows bc,real,real-tenth,dreamgym,s2r,no-replay,no-curriculum] [--out runs/experiment-alfworld]
+import { spawn } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { abstractEnv, playEpisodes, writeFileAtomic, type Env, type Policy } from "../src/core/index.ts";
+import { AlfWorldEnv, AlfWorldExpert, alfworldAbstraction, TASK_TYPES, type AlfWorldSplit, type AlfWorldTask } from "../src/envs/alfworld/index.ts";
+import { RandomPolicy } from "../src/envs/policies.ts";
+import { NeuralPolicy } from "../src/rl/index.ts";
+
+const { values: args } = parseArgs({
+  options: {
+    seeds: { type: "string", default: "3" },
+    real: { type: "string", default: "40000" },
+    synthetic: { type: "string", default: "40000" },
+    epochs: { type: "string", default: "8" },
+    parallel: { type: "string", default: "2" },
+    init: { type: "string", default: "bc" },
+    out: { type: "string", default: "runs/experiment-alfworld" },
+    rows: { type: "string" },
+  },
+});
+const seeds = Number(args.seeds);
+const N = Number(args.real);
+const tenth = Math.round(N / 10);
+const M = Number(args.synthetic);
+const out = args.out!;
+const BIN = join(import.meta.dirname, "..", "bin", "dreamgym");
+const started = performance.now();
+const SPLITS: AlfWorldSplit[] = ["valid_unseen", "valid_seen"];
+if (args.init !== "scratch" && args.init !== "bc") throw new Error(`--init is scratch or bc, not ${args.init}`);
+mkdirSync(out, { recursive: true });
+
+/** Runs the CLI; rejects with its last stderr lines. */
+const cli = (argv: string[]) =>
+  new Promise<string>((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...argv], { stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let err = "";
+    child.stdout.on("data", (d) => (stdout += d));
+    child.stderr.on("data", (d) => (err += d));
+    child.on("exit", (code) => (code === 0 ? resolve(stdout) : reject(new Error(`dreamgym ${argv.join(" ")}: ${err.trim().split("\n").slice(-3).join(" ")}`))));
+  });
+
+// 1. Data, as the paper: expert and random episodes on valid_train into the buffer (abstract states).
+const seedDb = join(out, "seed.db");
+if (!existsSync(seedDb)) {
+  console.log("seeding the buffer: 200 expert + 200 random valid_train episodes");
+  await cli(["collect", "--env", "alfworld", "--policy", "expert", "--episodes", "200", "--out", join(out, "expert.jsonl")]);
+  await cli(["collect", "--env", "alfworld", "--policy", "random", "--episodes", "200", "--out", join(out, "random.jsonl")]);
+  await cli(["buffer", "import", join(out, "expert.jsonl"), join(out, "random.jsonl"), "--abstract", "--buffer", seedDb]);
+}
+
+// 2. The offline audit of the ALFWorld model on held-out valid_unseen episodes (other games).
+const auditFile = join(out, "audit.txt");
+if (!existsSync(auditFile)) {
+  console.log("auditing the ALFWorld model on held-out valid_unseen episodes");
+  await cli(["collect", "--env", "alfworld", "--policy", "expert", "--split", "valid_unseen", "--episodes", "134", "--out", join(out, "held-expert.jsonl")]);
+  await cli(["collect", "--env", "alfworld", "--policy", "random", "--split", "valid_unseen", "--episodes", "60", "--out", join(out, "held-random.jsonl")]);
+  writeFileSync(join(out, "held.jsonl"), readFileSync(join(out, "held-expert.jsonl"), "utf8") + readFileSync(join(out, "held-random.jsonl"), "utf8"));
+  writeFileAtomic(auditFile, await cli(["audit", "--env", "alfworld", "--trajectories", join(out, "held.jsonl"), "--buffer", seedDb]));
+}
+const audit = readFileSync(auditFile, "utf8");
+
+// 3. Evaluation on every game of both splits, per task type (cached per policy in its folder).
+interface SplitEval { success: number; byType: Record<string, number> }
+type Evaluation = Record<string, SplitEval>;
+async function evaluatePolicy(makePolicy: (env: AlfWorldEnv) => Policy<unknown>, abstract: boolean): Promise<Evaluation> {
+  const result: Evaluation = {};
+  for (const split of SPLITS) {
+    const raw = [new AlfWorldEnv({ split }), new AlfWorldEnv({ split })];
+    const policies = raw.map(makePolicy);
+    const tasks = raw[0].tasks();
+    const byType: Record<string, number[]> = {};
+    // One env per policy (the expert reads its own env's state): split the games between the two.
+    const envs: Env[] = raw.map((e) => (abstract ? abstractEnv(e, alfworldAbstraction) : e));
+    const halves = [tasks.filter((_, i) => i % 2 === 0), tasks.filter((_, i) => i % 2 === 1)];
+    const episodes = (await Promise.all(halves.map((h, k) => playEpisodes([envs[k]], policies[k], h.map((task, i) => ({ task, seed: i, rngSeed: i })), { greedy: true, isSuccess: (r) => r >= 1 }))))
+      .flat();
+    for (const e of episodes) (byType[(e.task as AlfWorldTask).task_type] ??= []).push(e.success ? 1 : 0);
+    const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / (xs.length || 1);
+    result[split] = { success: mean(episodes.map((e) => (e.success ? 1 : 0))), byType: Object.fromEntries(Object.entries(byType).map(([t, xs]) => [t, mean(xs)])) };
+  }
+  return result;
+}
+const cached = async (file: string, run: () => Promise<Evaluation>): Promise<Evaluation> => {
+  if (existsSync(file)) return JSON.parse(readFileSync(file, "utf8")) as Evaluation;
+  const e = await run();
+  writeFileAtomic(file, JSON.stringify(e));
+  return e;
+};
+/** A run's final policy (its last checkpoint), evaluated on both splits. */
+const runEval = (dir: string) =>
+  cached(join(dir, "splits-eval.json"), async () => {
+    const config = JSON.parse(readFileSync(join(dir, "config.json"), "utf8")) as { seed: number; policy: { dim: number; hidden: number } };
+    const bytes = readFileSync(policyFile(dir));
+    return evaluatePolicy(() => {
+      const p = new NeuralPolicy({ ...config.policy, seed: config.seed });
+      p.load(bytes, dir);
+      return p as Policy<unknown>;
+    }, true);
+  });
+const policyFile = (dir: string) => join(dir, "checkpoints", (JSON.parse(readFileSync(join(dir, "checkpoints", "latest.json"), "utf8")) as { policyFile: string }).policyFile);
+
+console.log("evaluating the expert and random on valid_unseen and valid_seen");
+const expert = await cached(join(out, "expert-eval.json"), () => evaluatePolicy((env) => new AlfWorldExpert(env), false));
+const random = await cached(join(out, "random-eval.json"), () => evaluatePolicy(() => new RandomPolicy() as Policy<unknown>, true));
+
+// 4. The runs: every row × seed. RL rows start from the BC policy of their seed (or fresh weights).
+interface Row { key: string; name: string; args: string[] }
+const allRows: Row[] = [
+  { key: "bc", name: `behaviour cloning on the seed buffer's expert episodes (${args.epochs} epochs), 0 RL`, args: ["--mode", "bc", "--epochs", args.epochs!] },
+  { key: "real", name: `real-env GRPO, ${N.toLocaleString("en-US")} real steps`, args: ["--mode", "real", "--budget", String(N)] },
+  { key: "real-tenth", name: `real-env GRPO, ${tenth.toLocaleString("en-US")} real steps`, args: ["--mode", "real", "--budget", String(tenth)] },
+  { key: "dreamgym", name: "DreamGym, 0 real", args: ["--mode", "dreamgym", "--budget", String(M)] },
+  { key: "s2r", name: `DreamGym-S2R, ${tenth.toLocaleString("en-US")} real`, args: ["--mode", "s2r", "--budget", String(M), "--real-budget", String(tenth)] },
+  { key: "no-replay", name: "ablation: no replay, 0 real", args: ["--mode", "dreamgym", "--budget", String(M), "--no-replay"] },
+  { key: "no-curriculum", name: "ablation: no curriculum, 0 real", args: ["--mode", "dreamgym", "--budget", String(M), "--no-curriculum"] },
+];
+const wanted = args.rows?.split(",").map((k) => k.trim());
+const unknown = wanted?.filter((k) => !allRows.some((r) => r.key === k)) ?? [];
+if (unknown.length > 0) throw new Error(`unknown rows ${unknown.join(", ")} (rows: ${allRows.map((r) => r.key).join(", ")})`);
+const rows = wanted ? allRows.filter((r) => wanted.includes(r.key)) : allRows;
+if (args.init === "bc" && !rows.some((r) => r.key === "bc")) throw new Error("--init bc needs the bc row");
+const jobs: { row: number; seed: number; dir: string; init?: string }[] = rows.flatMap((row, r) => Array.from({ length: seeds }, (_, s) => ({ row: r, seed: s, dir: join(out, `${row.key}-seed${s}`) })));
+let done = 0;
+const failures: string[] = [];
+const runJob = async (job: (typeof jobs)[number]) => {
+  if (existsSync(join(job.dir, "summary.json"))) return;
+  // A run the experiment started before (killed with it) continues from its checkpoint.
+  const argv = existsSync(join(job.dir, "config.json"))
+    ? ["train", "--resume", job.dir]
+    : ["train", "--env", "alfworld", "--algo", "grpo", "--seed", String(job.seed), "--buffer", seedDb, "--eval-every", "0", "--final-eval-tasks", "134", ...rows[job.row].args, ...(job.init ? ["--set", `initPolicy=${job.init}`] : []), "--out", job.dir];
+  try {
+    await cli(argv);
+    console.log(`[${++done}/${jobs.length}] ${rows[job.row].name}, seed ${job.seed}: done at ${((performance.now() - started) / 60000).toFixed(1)} min`);
+  } catch (e) {
+    // A failed run is reported and left out of the table; the others go on.
+    console.log(`[${++done}/${jobs.length}] ${rows[job.row].name}, seed ${job.seed}: failed`);
+    failures.push(`${job.dir}: ${(e as Error).message}`);
+  }
+};
+const runAll = async (list: typeof jobs) => {
+  let next = 0;
+  await Promise.all(Array.from({ length: Number(args.parallel) }, async () => {
+    while (next < list.length) await runJob(list[next++]);
+  }));
+};
+if (args.init === "bc") {
+  await runAll(jobs.filter((j) => rows[j.row].key === "bc"));
+  for (const j of jobs.filter((j) => rows[j.row].key !== "bc")) {
+    const bcDir = join(out, `bc-seed${j.seed}`);
+    if (!existsSync(join(bcDir, "checkpoints", "latest.json"))) throw new Error(`--init bc: the BC run of seed ${j.seed} has no checkpoint (${bcDir})`);
+    j.init = policyFile(bcDir);
+  }
+  await runAll(jobs.filter((j) => rows[j.row].key !== "bc"));
+} else await runAll(jobs);
+
+// 5. The table: mean ± standard deviation over seeds; success per task type on valid_unseen.
+const stat = (xs: number[]) => {
+  const m = xs.reduce((a, b) => a + b, 0) / xs.length;
+  const sd = xs.length > 1 ? Math.sqrt(xs.reduce((a, b) => a + (b - m) ** 2, 0) / (xs.length - 1)) : 0;
+  return { m, sd };
+};
+const pct = (xs: number[]) => {
+  const { m, sd } = stat(xs.map((x) => 100 * x));
+  return xs.length > 1 ? `${m.toFixed(1)} ± ${sd.toFixed(1)}` : m.toFixed(1);
+};
+const SHORT: Record<string, string> = {
+  pick_and_place_simple: "pick", look_at_obj_in_light: "look", pick_clean_then_place_in_recep: "clean",
+  pick_heat_then_place_in_recep: "heat", pick_cool_then_place_in_recep: "cool", pick_two_obj_and_place: "two",
+};
+const typeCells = (evals: Evaluation[]) => TASK_TYPES.map((t) => pct(evals.map((e) => e.valid_unseen.byType[t] ?? 0))).join(" | ");
+const lines = [
+  `ALFWorld, neural policy (GRPO) with the ALFWorld features, greedy on every game: valid_unseen (134) and valid_seen (140), success %; ${seeds} seed(s), mean ± standard deviation; synthetic runs ${M.toLocaleString("en-US")} synthetic steps with the embedded ALFWorld model, no verifier; ${args.init === "bc" ? "every RL run starts from the BC policy of its seed" : "every RL run from fresh weights"}. Per task type: valid_unseen.`,
+  "",
+  `| method | valid_unseen | valid_seen | real training steps | synthetic steps | wall time | ${TASK_TYPES.map((t) => SHORT[t]).join(" | ")} |`,
+  `|---|---|---|---|---|---|${TASK_TYPES.map(() => "---").join("|")}|`,
+  `| expert (plans from the game state) | ${pct([expert.valid_unseen.success])} | ${pct([expert.valid_seen.success])} | 0 | 0 | — | ${typeCells([expert])} |`,
+  `| random | ${pct([random.valid_unseen.success])} | ${pct([random.valid_seen.success])} | 0 | 0 | — | ${typeCells([random])} |`,
+];
+for (const [r, row] of rows.entries()) {
+  const finished = jobs.filter((j) => j.row === r && existsSync(join(j.dir, "summary.json")));
+  if (finished.length === 0) {
+    lines.push(`| ${row.name} | failed | | | | | ${TASK_TYPES.map(() => "").join(" | ")} |`);
+    continue;
+  }
+  const sums = finished.map((j) => JSON.parse(readFileSync(join(j.dir, "summary.json"), "utf8")) as { realInteractions: number; syntheticInteractions: number; wallSeconds: number });
+  const evals: Evaluation[] = [];
+  for (const j of finished) evals.push(await runEval(j.dir));
+  lines.push(`| ${row.name} | ${pct(evals.map((e) => e.valid_unseen.success))} | ${pct(evals.map((e) => e.valid_seen.success))} | ${Math.round(stat(sums.map((s) => s.realInteractions)).m).toLocaleString("en-US")} | ${Math.round(stat(sums.map((s) => s.syntheticInteractions)).m).toLocaleString("en-US")} | ${stat(sums.map((s) => s.wallSeconds)).m.toFixed(0)} s | ${typeCells(evals)} |`);
+}
+lines.push("", "Offline audit of the ALFWorld model (buffer: the seed buffer; held out: 134 expert + 60 random valid_unseen episodes):", "", "```", audit.trim(), "```");
+if (failures.length > 0) lines.push("", "Failed runs:", ...failures.map((f) => `- ${f}`));
+lines.push("", `Total time ${((performance.now() - started) / 60000).toFixed(1)} min (${args.parallel} runs at a time).`);
+writeFileSync(join(out, "results.md"), lines.join("\n") + "\n");
+console.log(`\n${lines.join("\n")}\n\nwritten to ${join(out, "results.md")}`);
