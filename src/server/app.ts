@@ -77,7 +77,11 @@ export function createServeApp(o: ServeAppOptions): ServeApp {
     }
     return next();
   });
-  const openEnvLimit = bodyLimit({ maxSize: limit, onError: (c) => c.json(errorBody("PAYLOAD_TOO_LARGE", `the request body is larger than the server's limit of ${limit} bytes`), 413) });
+  const openEnvLimit = bodyLimit({
+    maxSize: limit,
+    // The unread rest of the body makes the connection unusable: tell the client not to reuse it.
+    onError: (c) => c.json(errorBody("PAYLOAD_TOO_LARGE", `the request body is larger than the server's limit of ${limit} bytes`), 413, { connection: "close" }),
+  });
   // AgentGym's routes limit bodies themselves, answering in their own error shape.
   app.use("*", (c, next) => (c.req.path.startsWith(`${AGENTGYM_PREFIX}/`) ? next() : openEnvLimit(c, next)));
 

@@ -184,7 +184,8 @@ export function openEnvRoutes(manager: SessionManager, o: OpenEnvRouteOptions): 
   const synthetic = host.mode === "synthetic";
   const app = new Hono();
 
-  app.get("/health", (c) => c.json({ status: "healthy" }));
+  // OpenEnv's body, plus the sessions open now (over every protocol) and the cap: what load balancers and soak runs read.
+  app.get("/health", (c) => c.json({ status: "healthy", sessions: manager.size, max_sessions: manager.maxSessions }));
 
   app.get("/metadata", (c) => c.json({
     name: host.name, description: host.description, readme_content: null, version: o.version, author: null, documentation_url: null,
