@@ -1,5 +1,6 @@
 import { Hono } from "hono";
 import type { Context } from "hono";
+import { bodyText } from "./body.ts";
 import type { EnvHost, ObservationFormat } from "./env-host.ts";
 import { ServeError, type ResetRequest, type Session, type SessionManager, type SessionView } from "./sessions.ts";
 
@@ -156,7 +157,7 @@ export function errorBody(code: string, message: string, detail: unknown = messa
 
 /** A JSON body, or `empty` when there is none; bad JSON is OpenEnv's (FastAPI's) 422. */
 async function jsonBody(c: Context, empty: unknown): Promise<unknown> {
-  const text = await c.req.text();
+  const text = await bodyText(c);
   if (text.trim() === "") return empty;
   try {
     return JSON.parse(text);
