@@ -1,7 +1,7 @@
 // `dreamgym serve` under load: real WebShop over OpenEnv WS /ws and over AgentGym HTTP, and synthetic
 // sessions against the local latency LLM server. The server is the built CLI in a child process; the
 // clients run here. Figures, never assertions.
-// Alone: `npm run bench:server [-- --seconds 10 --sessions 256 --only ws|agentgym|synthetic --cpu-prof DIR]`.
+// Alone: `npm run bench:server [-- --seconds 10 --sessions 256 --only ws|agentgym|synthetic --synthetic-sessions 192 --cpu-prof DIR]`.
 import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -20,6 +20,8 @@ export interface ServerBenchOptions {
   warmup?: number;
   sessions?: number;
   only?: "ws" | "agentgym" | "synthetic";
+  /** Synthetic sessions at once. @default 3 × the LLM server's slots */
+  syntheticSessions?: number;
   /** Writes the server's CPU profile (node --cpu-prof) into this folder. */
   cpuProf?: string;
 }
@@ -194,7 +196,8 @@ export async function benchServer(report: Report, opts: ServerBenchOptions = {})
     const srv = await startServe(["--env", "webshop", "--mode", "synthetic", "--experience", `http://127.0.0.1:${llm.port}/v1#bench`, "--buffer", bufferPath,
       "--concurrency", String(cap), "--max-sessions", "300", "--max-steps", "15"], { nodeArgs });
     try {
-      const synSessions = 2 * cap; // twice the LLM server's slots: its queue stays full while sessions do their own work
+      // More sessions than the LLM server's slots, so its queue stays full while sessions do their own work.
+      const synSessions = opts.syntheticSessions ?? 3 * cap;
       let served0 = 0;
       const capacity = cap / (latency / 1000);
       const w = await wsLoad(srv, {
@@ -215,12 +218,13 @@ export async function benchServer(report: Report, opts: ServerBenchOptions = {})
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const { values } = parseArgs({ options: { seconds: { type: "string" }, warmup: { type: "string" }, sessions: { type: "string" }, only: { type: "string" }, "cpu-prof": { type: "string" } } });
+  const { values } = parseArgs({ options: { seconds: { type: "string" }, warmup: { type: "string" }, sessions: { type: "string" }, only: { type: "string" }, "synthetic-sessions": { type: "string" }, "cpu-prof": { type: "string" } } });
   await benchServer((n, v) => console.log(`${n.padEnd(44)} ${v}`), {
     seconds: values.seconds ? Number(values.seconds) : undefined,
     warmup: values.warmup ? Number(values.warmup) : undefined,
     sessions: values.sessions ? Number(values.sessions) : undefined,
     only: values.only as ServerBenchOptions["only"],
+    syntheticSessions: values["synthetic-sessions"] ? Number(values["synthetic-sessions"]) : undefined,
     cpuProf: values["cpu-prof"],
   });
 }
