@@ -113,6 +113,17 @@ test("errors are JSON with a code: unknown route 404, plain GET /ws 426, oversiz
   const bigBody = await big.json();
   assert.equal(bigBody.code, "PAYLOAD_TOO_LARGE");
   assert.match(bigBody.message, /1048576 bytes/);
+  // A chunked body (no content-length) is counted as it arrives: a small one is read, a large one refused.
+  const chunked = (text: string): Promise<Reply> => fetch(`${shop.url}/reset`, {
+    method: "POST", headers: { "content-type": "application/json" }, duplex: "half",
+    body: new ReadableStream({ start(c) { for (let i = 0; i < text.length; i += 65_536) c.enqueue(new TextEncoder().encode(text.slice(i, i + 65_536))); c.close(); } }),
+  } as RequestInit);
+  const small = await chunked(JSON.stringify({ task_index: 2 }));
+  assert.equal(small.status, 200);
+  assert.equal((await small.json()).observation.task_id, "webshop:2");
+  const bigChunked = await chunked(JSON.stringify({ seed: 1, pad: "x".repeat(1024 * 1024) }));
+  assert.equal(bigChunked.status, 413);
+  assert.equal((await bigChunked.json()).code, "PAYLOAD_TOO_LARGE");
 });
 
 test("a WebShop episode over /ws: reset, step to done, state, step after done, reset again, close", { timeout: 20_000 }, async () => {
