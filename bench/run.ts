@@ -9,6 +9,7 @@ import { benchBuffer } from "./buffer.ts";
 import { benchSynthetic } from "./synthetic.ts";
 import { benchRl } from "./rl.ts";
 import { benchAlfworld } from "./alfworld.ts";
+import { benchServer } from "./server.ts";
 
 const quantile = (xs: number[], q: number) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -123,3 +124,6 @@ await benchSynthetic(report);
 
 // Policies and the RL updates.
 await benchRl(report);
+
+// `dreamgym serve` under load (the server in a child process; also `npm run bench:server`).
+await benchServer(report);
