@@ -3,7 +3,8 @@
 // clients run here. Figures, never assertions.
 // Alone: `npm run bench:server [-- --seconds 10 --sessions 256 --only ws|agentgym|synthetic --synthetic-sessions 192 --cpu-prof DIR]`.
 import { spawn } from "node:child_process";
-import { join } from "node:path";
+import { rmSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { parseArgs } from "node:util";
 import { Rng } from "../src/core/index.ts";
 import type { Report } from "./buffer.ts";
@@ -213,6 +214,7 @@ export async function benchServer(report: Report, opts: ServerBenchOptions = {})
     } finally {
       await srv.stop();
       llm.stop();
+      rmSync(dirname(bufferPath), { recursive: true, force: true });
     }
   }
 }
