@@ -1,6 +1,7 @@
 // A stand-in LLM server for benchmarks (separate process): the OpenAI chat-completions protocol with a
 // fixed latency per request and a concurrency cap (requests beyond it queue, as in vLLM). It answers
-// experience-model prompts with a valid abstract next state. Usage: node llm-server.mjs <latencyMs> <cap>
+// experience-model prompts with a valid abstract next state; GET /stats counts the requests answered.
+// Usage: node llm-server.mjs <latencyMs> <cap>
 import { createServer } from "node:http";
 
 const latency = Number(process.argv[2] ?? 200);
@@ -23,6 +24,12 @@ function next() {
 }
 
 const server = createServer((req, res) => {
+  // Benchmarks read how many requests were answered, to measure the share of capacity used.
+  if (req.method === "GET" && req.url === "/stats") {
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(JSON.stringify({ served, active, queued: queue.length }));
+    return;
+  }
   let raw = "";
   req.on("data", (c) => (raw += c));
   req.on("end", () => {

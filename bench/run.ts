@@ -10,6 +10,7 @@ import { benchSynthetic } from "./synthetic.ts";
 import { benchRl } from "./rl.ts";
 import { benchAlfworld } from "./alfworld.ts";
 import { benchAlfworldSynthetic } from "./alfworld-synthetic.ts";
+import { benchServer } from "./server.ts";
 
 const quantile = (xs: number[], q: number) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -125,3 +126,6 @@ await benchSynthetic(report);
 
 // Policies and the RL updates.
 await benchRl(report);
+
+// `dreamgym serve` under load (the server in a child process; also `npm run bench:server`).
+await benchServer(report);

@@ -12,7 +12,8 @@ import { abstractTrajectory, EmbeddedExperienceModel, ReasoningExperienceModel, 
 import { OpenAIChatModel } from "../src/llm/index.ts";
 import type { Report } from "./buffer.ts";
 
-async function seeded(): Promise<{ buffer: ReplayBuffer; real: WebShopEnv }> {
+/** A buffer in a temp folder seeded with `episodes` abstract WebShop episodes (2 oracle : 1 random). */
+export async function seeded(episodes = 1500): Promise<{ buffer: ReplayBuffer; real: WebShopEnv }> {
   const real = new WebShopEnv({ split: "train" });
   const abs = webshopAbstraction(real.catalogue);
   const buffer = ReplayBuffer.open(join(mkdtempSync(join(tmpdir(), "dreamgym-bench-syn-")), "b.db"));
@@ -20,7 +21,7 @@ async function seeded(): Promise<{ buffer: ReplayBuffer; real: WebShopEnv }> {
   const random = new RandomPolicy(1);
   const trajs = [];
   const tasks = real.tasks();
-  for (let i = 0; i < 1500; i++) trajs.push(abstractTrajectory(await runEpisode(real, i % 3 === 2 ? random : oracle, { envName: "webshop", task: tasks[i], seed: i }), abs));
+  for (let i = 0; i < episodes; i++) trajs.push(abstractTrajectory(await runEpisode(real, i % 3 === 2 ? random : oracle, { envName: "webshop", task: tasks[i], seed: i }), abs));
   await buffer.appendTrajectories(trajs, { seed: true });
   return { buffer, real };
 }

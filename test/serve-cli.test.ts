@@ -37,7 +37,7 @@ test("dreamgym serve: prints where it serves (port 0: the port it got), serves O
   const { line, url } = await s.ready;
   assert.match(line, /^serving counted \(real, split test, 500 tasks\) on http:\/\/127\.0\.0\.1:\d+ {2}OpenEnv: ws:\/\/127\.0\.0\.1:\d+\/ws/);
   assert.notEqual(new URL(url).port, "0");
-  assert.deepEqual(await (await fetch(`${url}/health`)).json(), { status: "healthy" });
+  assert.deepEqual(await (await fetch(`${url}/health`)).json(), { status: "healthy", sessions: 0, max_sessions: 256 });
   assert.equal((await fetch(`${url}/metadata`)).status, 401);
   assert.equal((await fetch(`${url}/metadata`, { headers: { authorization: "Bearer t0ken" } })).status, 200);
 

@@ -31,7 +31,7 @@ const post = (s: TestServer, path: string, body?: unknown, headers: Record<strin
 const OBSERVATION_KEYS = ["text", "available_actions", "instruction", "task_id", "step", "terminated", "truncated"];
 
 test("GET /health, /metadata, /schema, /tasks, /state", { timeout: 20_000 }, async () => {
-  assert.deepEqual(await (await get(shop, "/health")).json(), { status: "healthy" });
+  assert.deepEqual(await (await get(shop, "/health")).json(), { status: "healthy", sessions: 0, max_sessions: 256 });
 
   const meta = await (await get(shop, "/metadata")).json();
   assert.deepEqual(Object.keys(meta), ["name", "description", "readme_content", "version", "author", "documentation_url", "dreamgym"]);
@@ -113,11 +113,23 @@ test("errors are JSON with a code: unknown route 404, plain GET /ws 426, oversiz
   const bigBody = await big.json();
   assert.equal(bigBody.code, "PAYLOAD_TOO_LARGE");
   assert.match(bigBody.message, /1048576 bytes/);
+  // A chunked body (no content-length) is counted as it arrives: a small one is read, a large one refused.
+  const chunked = (text: string): Promise<Reply> => fetch(`${shop.url}/reset`, {
+    method: "POST", headers: { "content-type": "application/json" }, duplex: "half",
+    body: new ReadableStream({ start(c) { for (let i = 0; i < text.length; i += 65_536) c.enqueue(new TextEncoder().encode(text.slice(i, i + 65_536))); c.close(); } }),
+  } as RequestInit);
+  const small = await chunked(JSON.stringify({ task_index: 2 }));
+  assert.equal(small.status, 200);
+  assert.equal((await small.json()).observation.task_id, "webshop:2");
+  const bigChunked = await chunked(JSON.stringify({ seed: 1, pad: "x".repeat(1024 * 1024) }));
+  assert.equal(bigChunked.status, 413);
+  assert.equal((await bigChunked.json()).code, "PAYLOAD_TOO_LARGE");
 });
 
 test("a WebShop episode over /ws: reset, step to done, state, step after done, reset again, close", { timeout: 20_000 }, async () => {
   const c = await TestClient.open(shop.ws);
   assert.equal(shop.manager.size, 1, "one session per connection, opened on connect (as upstream)");
+  assert.equal((await (await get(shop, "/health")).json()).sessions, 1, "/health counts the open sessions");
   const noEpisode = await c.call({ type: "step", data: { action: "search[pillow]" } });
   assert.deepEqual(noEpisode, { type: "error", data: { message: "no episode has started in this session: reset first", code: "SESSION_ERROR" } });
 
@@ -152,6 +164,7 @@ test("a WebShop episode over /ws: reset, step to done, state, step after done, r
   c.send({ type: "close" });
   assert.deepEqual(await c.closed, { code: 1000, reason: "closed by the client" });
   await until(() => shop.manager.size === 0, "the session is closed");
+  assert.equal((await (await get(shop, "/health")).json()).sessions, 0);
 });
 
 test("each error code: INVALID_JSON, UNKNOWN_TYPE, VALIDATION_ERROR; the connection stays open", { timeout: 20_000 }, async () => {

@@ -1,10 +1,10 @@
 import { Hono, type Context } from "hono";
-import { bodyLimit } from "hono/body-limit";
 import type { Task } from "../core/index.ts";
 import { resolveDataDir } from "../envs/index.ts";
 import { alfworldGames, alfworldTask, parseAlfState } from "../envs/alfworld/index.ts";
 import { loadCatalogue, webshopTask, type Catalogue } from "../envs/webshop/index.ts";
 import { AGENTGYM_ALFWORLD_FIRST, AGENTGYM_ALFWORLD_GAMES, AGENTGYM_ALFWORLD_VALID_TRAIN } from "./agentgym-alfworld-games.ts";
+import { bodyText, limitBody } from "./body.ts";
 import { ServeError, type Session, type SessionManager, type SessionView } from "./sessions.ts";
 
 /**
@@ -61,7 +61,7 @@ function fail(c: Context, e: unknown): Response {
 const invalid = (message: string) => new ServeError("VALIDATION_ERROR", message, 422);
 
 async function jsonBody(c: Context): Promise<Record<string, unknown>> {
-  const text = await c.req.text();
+  const text = await bodyText(c);
   let v: unknown;
   try {
     v = JSON.parse(text);
@@ -128,13 +128,7 @@ export function agentGymRoutes(manager: SessionManager): Hono {
   const envs = new Map<number, AgentGymEnv>();
   const app = new Hono();
 
-  app.use("*", bodyLimit({
-    maxSize: MAX_BODY,
-    onError: (c) => {
-      c.header("connection", "close"); // the unread rest of the body makes the socket unusable: tell the client not to reuse it
-      return fail(c, new ServeError("PAYLOAD_TOO_LARGE", `the request body is larger than ${MAX_BODY} bytes`, 413));
-    },
-  }));
+  app.use("*", limitBody(MAX_BODY, (c) => fail(c, new ServeError("PAYLOAD_TOO_LARGE", `the request body is larger than ${MAX_BODY} bytes`, 413))));
   app.onError((e, c) => fail(c, e));
 
   /** Wraps a handler: every failure becomes one error body, never a stack. */

@@ -4,12 +4,12 @@ import type { IncomingMessage, Server } from "node:http";
 import type { Duplex } from "node:stream";
 import { createAdaptorServer } from "@hono/node-server";
 import { Hono } from "hono";
-import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { InvalidConfigError } from "../core/index.ts";
 import type { ObservationFormat } from "./env-host.ts";
 import { agentGymRoutes } from "./agentgym.ts";
+import { limitBody } from "./body.ts";
 import { errorBody, openEnvRoutes, ValidationFailed } from "./openenv.ts";
 import { OpenEnvSockets } from "./openenv-socket.ts";
 import { ServeError, type SessionManager } from "./sessions.ts";
@@ -77,10 +77,7 @@ export function createServeApp(o: ServeAppOptions): ServeApp {
     }
     return next();
   });
-  const openEnvLimit = bodyLimit({ maxSize: limit, onError: (c) => {
-    c.header("connection", "close"); // the unread rest of the body makes the connection unusable: the client must not reuse it
-    return c.json(errorBody("PAYLOAD_TOO_LARGE", `the request body is larger than the server's limit of ${limit} bytes`), 413);
-  } });
+  const openEnvLimit = limitBody(limit, (c) => c.json(errorBody("PAYLOAD_TOO_LARGE", `the request body is larger than the server's limit of ${limit} bytes`), 413));
   // AgentGym's routes limit bodies themselves, answering in their own error shape.
   app.use("*", (c, next) => (c.req.path.startsWith(`${AGENTGYM_PREFIX}/`) ? next() : openEnvLimit(c, next)));
 

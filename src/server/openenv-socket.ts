@@ -28,6 +28,9 @@ const MAX_PENDING = 64;
 /** How long a closing handshake may take at shutdown before the socket is cut. */
 const CLOSE_GRACE_MS = 2000;
 
+/** A message's text, without copying a single buffer first. */
+const rawText = (data: RawData): string => (Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data)).toString("utf8");
+
 /** A close reason fits in a control frame (123 bytes). */
 const reasonText = (reason: string) => (Buffer.byteLength(reason) <= 123 ? reason : `${Buffer.from(reason).subarray(0, 119).toString("utf8").replace(/\ufffd$/, "")}...`);
 
@@ -116,15 +119,19 @@ export class OpenEnvSockets {
       });
     };
     const synthetic = this.manager.host.mode === "synthetic";
+    const answer = async (text: string) => {
+      const reply = await handleMessage(text, session, synthetic);
+      if (--pending < MAX_PENDING && ws.isPaused) ws.resume();
+      if (reply === "close") await session.close("closed by the client");
+      else if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(reply));
+    };
+    // handleMessage answers every failure; anything else is a bug: drop this connection, not the server.
+    const answerOrDrop = (text: string) => answer(text).catch(() => ws.terminate());
     ws.on("message", (data: RawData) => {
-      const text = (Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as Buffer)).toString("utf8");
-      if (++pending >= MAX_PENDING) ws.pause();
-      chain = chain.then(async () => {
-        const reply = await handleMessage(text, session, synthetic);
-        if (--pending < MAX_PENDING && ws.isPaused) ws.resume();
-        if (reply === "close") await session.close("closed by the client");
-        else if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(reply));
-      }).catch(() => ws.terminate()); // handleMessage answers every failure; anything else is a bug: drop this connection, not the server
+      const text = rawText(data);
+      // With nothing in flight (a client that waits for each reply) the message is answered at once, not chained.
+      chain = pending++ === 0 ? answerOrDrop(text) : chain.then(() => answerOrDrop(text));
+      if (pending >= MAX_PENDING) ws.pause();
     });
   }
 

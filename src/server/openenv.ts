@@ -1,5 +1,6 @@
 import { Hono } from "hono";
 import type { Context } from "hono";
+import { bodyText } from "./body.ts";
 import type { EnvHost, ObservationFormat } from "./env-host.ts";
 import { ServeError, type ResetRequest, type Session, type SessionManager, type SessionView } from "./sessions.ts";
 
@@ -156,7 +157,7 @@ export function errorBody(code: string, message: string, detail: unknown = messa
 
 /** A JSON body, or `empty` when there is none; bad JSON is OpenEnv's (FastAPI's) 422. */
 async function jsonBody(c: Context, empty: unknown): Promise<unknown> {
-  const text = await c.req.text();
+  const text = await bodyText(c);
   if (text.trim() === "") return empty;
   try {
     return JSON.parse(text);
@@ -184,7 +185,8 @@ export function openEnvRoutes(manager: SessionManager, o: OpenEnvRouteOptions): 
   const synthetic = host.mode === "synthetic";
   const app = new Hono();
 
-  app.get("/health", (c) => c.json({ status: "healthy" }));
+  // OpenEnv's body, plus the sessions open now (over every protocol) and the cap: what load balancers and soak runs read.
+  app.get("/health", (c) => c.json({ status: "healthy", sessions: manager.size, max_sessions: manager.maxSessions }));
 
   app.get("/metadata", (c) => c.json({
     name: host.name, description: host.description, readme_content: null, version: o.version, author: null, documentation_url: null,

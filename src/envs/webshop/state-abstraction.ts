@@ -14,6 +14,7 @@ import type { Catalogue, Product } from "./catalogue.ts";
  */
 const SEP = " [SEP] ";
 const BUTTONS = new Set(["back to search", "< prev", "next >", "description", "features", "reviews", "attributes", "buy now"]);
+const LONGEST_BUTTON = Math.max(...[...BUTTONS].map((b) => b.length));
 const ASIN = /^[A-Z0-9]{10}$/;
 
 const PROFILE = `WebShop, an online shop. A state is "page: <kind>" (search, results, item, item_sub, done), "instruction: <the task>", then the page's elements, one per line; clickables are in brackets.
@@ -42,9 +43,17 @@ export function webshopAbstraction(catalogue: Catalogue): StateAbstraction {
     const rest = parts.slice(2);
     const pageLine = rest.findIndex((p) => /^Page \d+ \(Total results: \d+\)$/.test(p));
     if (pageLine >= 0) {
-      const nav = rest.slice(0, pageLine).concat(rest.slice(pageLine + 1)).filter((p) => BUTTONS.has(p.toLowerCase()));
-      const body = [nav.map((b) => `[${b.toLowerCase()}]`).join(" "), rest[pageLine]];
-      const items = rest.slice(pageLine + 1).filter((p) => !BUTTONS.has(p.toLowerCase()));
+      // One pass; only short parts can be buttons, so long titles are never lowercased (the server's hot path).
+      const nav: string[] = [];
+      const items: string[] = [];
+      for (let i = 0; i < rest.length; i++) {
+        if (i === pageLine) continue;
+        const p = rest[i];
+        const button = p.length <= LONGEST_BUTTON && BUTTONS.has(p.toLowerCase());
+        if (button) nav.push(`[${p.toLowerCase()}]`);
+        else if (i > pageLine) items.push(p);
+      }
+      const body = [nav.join(" "), rest[pageLine]];
       for (let i = 0; i + 2 < items.length + 1; i += 3) {
         if (!ASIN.test(items[i] ?? "")) break;
         body.push(`[${items[i].toLowerCase()}] ${items[i + 1] ?? ""} | ${items[i + 2] ?? ""}`);
@@ -69,7 +78,21 @@ export function webshopAbstraction(catalogue: Catalogue): StateAbstraction {
     return lines("item_sub", instruction, ["[back to search] [< prev]", ...rest.slice(2)]);
   };
 
-  const bracketed = (line: string) => [...line.matchAll(/\[([^\]]+)\]/g)].map((m) => `click[${m[1]}]`);
+  /** `click[x]` for each `[x]` in the line (x non-empty, without "]"), in order. */
+  const bracketed = (line: string): string[] => {
+    const out: string[] = [];
+    for (let open = line.indexOf("["); open >= 0; open = line.indexOf("[", open + 1)) {
+      const close = line.indexOf("]", open + 1);
+      if (close < 0) break;
+      const label = line.slice(open + 1, close);
+      // As /\[([^\]]+)\]/g: a "[" inside a label belongs to it; an empty label matches nothing.
+      if (label.length > 0) {
+        out.push(`click[${label}]`);
+        open = close;
+      }
+    }
+    return out;
+  };
   const buttonLine = (line: string) => /^\[[^\]]+\](?: \[[^\]]+\])*$/.test(line.trim());
 
   const actions = (state: string): string[] | undefined => {
