@@ -70,9 +70,12 @@ interface Posting {
 }
 
 export interface SearchHit {
-  doc: number;
-  score: number;
+  readonly doc: number;
+  readonly score: number;
 }
+
+/** Queries whose hits are kept (about 2 KB each at k = 50). */
+const RECENT_QUERIES = 2048;
 
 export class TextSearchIndex {
   readonly size: number;
@@ -80,6 +83,11 @@ export class TextSearchIndex {
   /** 1 / (k1 · (1 − b + b · dl / avgdl)) per document, as Lucene caches it. */
   private readonly normInverse: Float64Array;
   private readonly scores: Float64Array;
+  /**
+   * Recent queries' hits (least recently used first). A search is a pure function of the query, and
+   * RL asks the same ones again and again: a GRPO group's rollouts of one task, sessions of a served env.
+   */
+  private readonly recent = new Map<string, readonly SearchHit[]>();
   readonly k1: number;
   readonly b: number;
 
@@ -124,6 +132,20 @@ export class TextSearchIndex {
    * times (Pyserini's bag-of-words query); a query with no terms finds nothing.
    */
   search(query: string, k: number): SearchHit[] {
+    const key = `${k}\u0000${query}`;
+    const known = this.recent.get(key);
+    if (known) {
+      this.recent.delete(key);
+      this.recent.set(key, known);
+      return known.slice();
+    }
+    const hits = this.rank(query, k);
+    this.recent.set(key, hits);
+    if (this.recent.size > RECENT_QUERIES) this.recent.delete(this.recent.keys().next().value as string);
+    return hits.slice();
+  }
+
+  private rank(query: string, k: number): SearchHit[] {
     const qtf = new Map<string, number>();
     for (const t of analyze(query)) qtf.set(t, (qtf.get(t) ?? 0) + 1);
     const scores = this.scores;
