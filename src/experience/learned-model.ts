@@ -1,6 +1,6 @@
 import { InvalidConfigError, OUTCOME_REWARDS, Rng, type RewardSpec, type StateAbstraction, type Trajectory } from "../core/index.ts";
 import type { ReplayBuffer } from "../buffer/index.ts";
-import { ScoreNet, type SparseVector } from "../rl/index.ts";
+import { packParams, ScoreNet, unpackParams, type SparseVector } from "../rl/index.ts";
 import { EmbeddedExperienceModel } from "./embedded-model.ts";
 import type { ExperienceModel, HistoryStep, PredictInput, Prediction } from "./experience-model.ts";
 import { isValTask } from "./sft-data.ts";
@@ -133,34 +133,14 @@ export class LearnedExperienceModel implements ExperienceModel {
 
   /** The model file: a header line (JSON) and the members' parameters (float32). Same model → same bytes. */
   save(): Uint8Array {
-    const arrays = this.members.flatMap((nets) => nets.flatMap((n) => n.params()));
-    const header = JSON.stringify({ ...this.info, lengths: arrays.map((a) => a.length) });
-    const head = Buffer.from(MAGIC + header + "\n");
-    const pad = (4 - (head.length % 4)) % 4;
-    const out = new Uint8Array(head.length + pad + arrays.reduce((s, a) => s + a.byteLength, 0));
-    out.set(head, 0);
-    out.fill(0x20, head.length, head.length + pad);
-    let offset = head.length + pad;
-    for (const a of arrays) {
-      out.set(new Uint8Array(a.buffer, a.byteOffset, a.byteLength), offset);
-      offset += a.byteLength;
-    }
-    return out;
+    return packParams(MAGIC, { ...this.info }, this.members.flatMap((nets) => nets.flatMap((n) => n.params())));
   }
 
   /** Reads a model file; anything else (or a model of another env or shape) is an `InvalidConfigError` naming `source`. */
   static load(bytes: Uint8Array, source: string, opts: LearnedModelOptions): LearnedExperienceModel {
-    const text = Buffer.from(bytes.buffer, bytes.byteOffset, Math.min(bytes.length, 65536)).toString("utf8");
-    const end = text.indexOf("\n", MAGIC.length);
-    if (!text.startsWith(MAGIC) || end < 0) throw new InvalidConfigError(`${source} is not a dreamgym learned experience model (make one with dreamgym model train)`);
-    let header: LearnedModelInfo & { lengths: number[] };
-    try {
-      header = JSON.parse(text.slice(MAGIC.length, end));
-    } catch {
-      throw new InvalidConfigError(`${source}: the model header is not valid JSON`);
-    }
+    const { header, arrays } = unpackParams<LearnedModelInfo>(bytes, MAGIC, source, "a dreamgym learned experience model (make one with dreamgym model train)");
     const ok = header && header.format === FORMAT && Number.isInteger(header.dim) && header.dim >= 16 && Number.isInteger(header.hidden) && header.hidden >= 1
-      && Number.isInteger(header.members) && header.members >= 1 && Array.isArray(header.lengths) && typeof header.env === "string" && header.rewards && typeof header.rewards.min === "number";
+      && Number.isInteger(header.members) && header.members >= 1 && typeof header.env === "string" && header.rewards && typeof header.rewards.min === "number";
     if (!ok) throw new InvalidConfigError(`${source}: the model header is incomplete or of another format`);
     if (header.featureVersion !== TRANSITION_FEATURE_VERSION) throw new InvalidConfigError(`${source} was trained with features ${header.featureVersion}; this version reads ${TRANSITION_FEATURE_VERSION}: train it again`);
     if (header.env !== opts.abstraction.env) throw new InvalidConfigError(`${source} is a model of ${header.env}, not of ${opts.abstraction.env}`);
@@ -170,22 +150,12 @@ export class LearnedExperienceModel implements ExperienceModel {
     if (header.lengths.length !== expectedLengths.length || header.lengths.some((n, i) => n !== expectedLengths[i])) {
       throw new InvalidConfigError(`${source}: the parameter layout does not match dim=${dim} hidden=${hidden} members=${members}`);
     }
-    let offset = Buffer.byteLength(text.slice(0, end + 1), "utf8");
-    offset += (4 - (offset % 4)) % 4;
-    const expected = offset + header.lengths.reduce((s, n) => s + n * 4, 0);
-    if (bytes.length !== expected) throw new InvalidConfigError(`${source} is truncated or padded: ${bytes.length} bytes, expected ${expected}`);
-    const copy = new Uint8Array(bytes.length - offset);
-    copy.set(bytes.subarray(offset));
-    const floats = new Float32Array(copy.buffer);
-    for (const x of floats) if (!Number.isFinite(x)) throw new InvalidConfigError(`${source} holds parameters that are not finite numbers`);
+    for (const a of arrays) for (const x of a) if (!Number.isFinite(x)) throw new InvalidConfigError(`${source} holds parameters that are not finite numbers`);
     const rng = new Rng(0);
-    let at = 0;
+    let next = 0; // the arrays are the members' heads' params, in order (the layout is checked above)
     const nets = Array.from({ length: members }, () => HEADS.map(() => {
       const net = new ScoreNet(dim, hidden, rng, { embedScale: 0, outScale: 0 });
-      for (const p of net.params()) {
-        p.set(floats.subarray(at, at + p.length));
-        at += p.length;
-      }
+      for (const p of net.params()) p.set(arrays[next++]);
       return net;
     }));
     const { lengths: _l, ...info } = header;

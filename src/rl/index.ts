@@ -3,6 +3,7 @@ export type {
 } from "./policy.ts";
 export { FEATURE_VERSION, featurize, queryCandidates, contentTokens, FeatureBuilder, bucket, idLike } from "./features.ts";
 export { ScoreNet } from "./score-net.ts";
+export { packParams, unpackParams } from "./param-file.ts";
 export type { FeaturizedStep, SparseVector } from "./features.ts";
 export { NeuralPolicy } from "./neural-policy.ts";
 export type { NeuralPolicyConfig, NeuralStepRecord } from "./neural-policy.ts";

@@ -2,6 +2,7 @@ import { InvalidConfigError, Rng } from "../core/index.ts";
 import { FEATURE_VERSION, featurize, type FeaturizedStep } from "./features.ts";
 import type { ActOptions, Decision, Evaluation, OutputGradients, PolicyInput, TrainablePolicy, UpdateStats } from "./policy.ts";
 import { ScoreNet } from "./score-net.ts";
+import { packParams, unpackParams } from "./param-file.ts";
 
 export interface NeuralPolicyConfig {
   /** Hashed feature buckets. @default 32768 */
@@ -165,50 +166,17 @@ export class NeuralPolicy implements TrainablePolicy<NeuralStepRecord> {
   save(): Uint8Array {
     const actor = this.actor.state();
     const critic = this.critic.state();
-    const arrays = [...actor.arrays, ...critic.arrays];
-    const header = JSON.stringify({
-      policy: this.name, featureVersion: FEATURE_VERSION, dim: this.dim, hidden: this.hidden,
-      adamSteps: [actor.adamStep, critic.adamStep], lengths: arrays.map((a) => a.length),
-    });
-    const head = Buffer.from(MAGIC + header + "\n");
-    const pad = (4 - (head.length % 4)) % 4;
-    const total = head.length + pad + arrays.reduce((s, a) => s + a.byteLength, 0);
-    const out = new Uint8Array(total);
-    out.set(head, 0);
-    out.fill(0x20, head.length, head.length + pad);
-    let offset = head.length + pad;
-    for (const a of arrays) {
-      out.set(new Uint8Array(a.buffer, a.byteOffset, a.byteLength), offset);
-      offset += a.byteLength;
-    }
-    return out;
+    return packParams(MAGIC, {
+      policy: this.name, featureVersion: FEATURE_VERSION, dim: this.dim, hidden: this.hidden, adamSteps: [actor.adamStep, critic.adamStep],
+    }, [...actor.arrays, ...critic.arrays]);
   }
 
   load(bytes: Uint8Array, source = "checkpoint"): void {
-    const text = Buffer.from(bytes.buffer, bytes.byteOffset, Math.min(bytes.length, 4096)).toString("latin1");
-    const end = text.indexOf("\n", MAGIC.length);
-    if (!text.startsWith(MAGIC) || end < 0) throw new InvalidConfigError(`${source} is not a dreamgym policy checkpoint`);
-    let header: { policy: string; featureVersion: string; dim: number; hidden: number; adamSteps: number[]; lengths: number[] };
-    try {
-      header = JSON.parse(text.slice(MAGIC.length, end));
-    } catch {
-      throw new InvalidConfigError(`${source}: the checkpoint header is not valid JSON`);
-    }
+    type Header = { policy: string; featureVersion: string; dim: number; hidden: number; adamSteps: number[] };
+    const { header, arrays } = unpackParams<Header>(bytes, MAGIC, source, "a dreamgym policy checkpoint");
     const mine = `policy=${this.name} dim=${this.dim} hidden=${this.hidden} features=${FEATURE_VERSION}`;
     const theirs = `policy=${header.policy} dim=${header.dim} hidden=${header.hidden} features=${header.featureVersion}`;
     if (mine !== theirs) throw new InvalidConfigError(`${source} holds a policy of another shape (${theirs}); this policy is ${mine}`);
-    let offset = end + 1;
-    offset += (4 - (offset % 4)) % 4;
-    const expected = offset + header.lengths.reduce((s, n) => s + n * 4, 0);
-    if (bytes.length !== expected) throw new InvalidConfigError(`${source} is truncated or padded: ${bytes.length} bytes, expected ${expected}`);
-    const copy = new Uint8Array(bytes.length - offset);
-    copy.set(bytes.subarray(offset));
-    const arrays: Float32Array[] = [];
-    let at = 0;
-    for (const n of header.lengths) {
-      arrays.push(new Float32Array(copy.buffer, at, n));
-      at += n * 4;
-    }
     const half = arrays.length / 2;
     this.actor.setState(arrays.slice(0, half), header.adamSteps[0]);
     this.critic.setState(arrays.slice(half), header.adamSteps[1]);
