@@ -122,7 +122,8 @@ export class SyntheticEnv implements Env {
       return { observation: this.state, reward: 0, terminated: false, truncated: this.done, info: { invalid: true } };
     }
     const task = this.task;
-    const demos = this.o.buffer ? await retrieveDemos(this.o.buffer, this.o.abstraction, { state: this.state, action }, { k: this.o.k, sameAction: this.o.sameActionDemos, exact: this.o.model.exactDemos?.(this.state), preferTask: task.id, realAnchor: true }) : [];
+    // k = 0 (no replay for a reasoning model): no demos to show, so no retrieval.
+    const demos = this.o.buffer && this.o.k > 0 ? await retrieveDemos(this.o.buffer, this.o.abstraction, { state: this.state, action }, { k: this.o.k, sameAction: this.o.sameActionDemos, exact: this.o.model.exactDemos?.(this.state), preferTask: task.id, realAnchor: true }) : [];
     const prediction = await this.o.model.predict({ task, history: this.history, state: this.state, action, demos });
     if (prediction.info.failed) {
       this.done = truncatedNow();
