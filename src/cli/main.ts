@@ -11,6 +11,7 @@ import { registerRollout } from "./rollout-command.ts";
 import { registerDemo } from "./demo-command.ts";
 import { registerEnvCommands } from "./env-commands.ts";
 import { registerServe } from "./serve-command.ts";
+import { registerOracleModel } from "./oracle-command.ts";
 import { loadEnvModules } from "../envs/index.ts";
 
 const { version } = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
@@ -32,6 +33,7 @@ registerTrain(program);
 registerRollout(program);
 registerDemo(program);
 registerServe(program);
+registerOracleModel(program);
 
 // A usage error is one line that points to the command's help (not the whole help text).
 const withHelpHint = (cmd: Command, path: string): void => {

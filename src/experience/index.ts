@@ -5,7 +5,7 @@ export type { EmbeddedModelOptions } from "./embedded-model.ts";
 export { SyntheticEnv } from "./synthetic-env.ts";
 export type { SyntheticEnvOptions } from "./synthetic-env.ts";
 export { abstractTrajectory } from "./abstract-trajectory.ts";
-export { ReasoningExperienceModel } from "./reasoning-model.ts";
+export { ReasoningExperienceModel, EPISODE_BLOCK_PREFIX, episodeBlock, parseEpisodeBlock } from "./reasoning-model.ts";
 export type { ReasoningModelOptions } from "./reasoning-model.ts";
 export { auditModel, elementF1, stateKind } from "./audit.ts";
 export type { AuditReport, AuditOptions } from "./audit.ts";

@@ -55,6 +55,30 @@ function rewardRule({ min, max, dense }: RewardSpec): string {
     : `Rewards are outcome-based: ${Math.max(min, Math.min(0, max))} for every step that does not end the episode; an ending step gets the task's score in [${min}, ${max}] (${max} only when the task is completed).`;
 }
 
+/** How the prompt's machine-readable episode line starts (the line after the task in the user message). */
+export const EPISODE_BLOCK_PREFIX = "Episode (machine-readable): ";
+
+/** The episode line: the task id and every action of the episode so far, the current one last. */
+export function episodeBlock(taskId: string, actions: readonly string[]): string {
+  return `${EPISODE_BLOCK_PREFIX}${JSON.stringify({ task: taskId, actions })}`;
+}
+
+/** The episode line of a reasoning model's user message, read back (null: there is none, or it is malformed). */
+export function parseEpisodeBlock(userMessage: string): { task: string; actions: string[] } | null {
+  // The first such line: the states shown after it cannot come before it.
+  const at = userMessage.indexOf(`\n${EPISODE_BLOCK_PREFIX}`);
+  if (at < 0) return null;
+  const end = userMessage.indexOf("\n", at + 1);
+  const line = userMessage.slice(at + 1, end < 0 ? undefined : end);
+  try {
+    const v = JSON.parse(line.slice(EPISODE_BLOCK_PREFIX.length)) as { task?: unknown; actions?: unknown };
+    if (typeof v.task !== "string" || !Array.isArray(v.actions) || v.actions.length === 0 || !v.actions.every((a) => typeof a === "string")) return null;
+    return { task: v.task, actions: v.actions as string[] };
+  } catch {
+    return null;
+  }
+}
+
 /**
  * The paper's reasoning experience model M_exp over any `ChatModel`: the prompt carries the env's
  * profile, the task, the bounded history (older steps summarised), the retrieved similar transitions
@@ -85,7 +109,9 @@ export class ReasoningExperienceModel implements ExperienceModel {
       rewardRule(this.o.rewards),
       'Answer with JSON only: {"reasoning": string, "next_state": string, "reward": number, "terminated": boolean}.',
     ].join("\n\n");
-    const parts = [`Task: ${task.instruction}`];
+    // After the task, one machine-readable line: the task id and the episode's actions, this one last
+    // (a tool reads it: the oracle model of `dreamgym oracle-model serve` replays them in the real env).
+    const parts = [`Task: ${task.instruction}`, episodeBlock(task.id, [...history.map((h) => h.action), action])];
     if (history.length > 0) {
       const recent = history.slice(-this.o.recentSteps);
       const older = history.slice(0, history.length - recent.length);

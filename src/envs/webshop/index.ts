@@ -15,3 +15,4 @@ export { OraclePolicy, RulePolicy, webshopPageKind } from "./policies.ts";
 export type { PageKind } from "./pages.ts";
 export { webshopAbstraction } from "./state-abstraction.ts";
 export { webshopStartPage, webshopVerifier, webshopGoalOf } from "./synthetic-support.ts";
+export { pageText, renderItemPage } from "./pages.ts";
