@@ -84,7 +84,7 @@ export class TrajectoryJudge {
   /** The prompt for one trajectory; `others` are the trajectories shown for diversity. */
   messages(t: Trajectory, others: readonly Trajectory[]): ChatMessage[] {
     const system = [
-      "You are an expert judge of synthetic agent experience: trajectories that a learned environment model produced in place of the real environment, for training an agent with reinforcement learning.",
+      "You are an expert judge of synthetic agent experience: trajectories that an environment model (an LLM, a learned network or a retrieval model) produced in place of the real environment, for training an agent with reinforcement learning.",
       ...(this.o.profile ? [`The environment:\n${this.o.profile}`] : []),
       RUBRIC,
       'Answer with JSON only: {"consistency": int, "diversity": int, "informativeness": int, "hallucination": int, "rationale": string (one or two sentences)}.',
