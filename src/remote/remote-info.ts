@@ -69,6 +69,8 @@ async function getJson(base: string, path: string, token: string | undefined, ti
     const why = (e as Error).name === "TimeoutError" ? `no answer within ${timeoutMs / 1000} s`
       : cause?.code === "ECONNREFUSED" ? "connection refused (is the server running? dreamgym serve --env <name> --port <port>)"
       : cause?.code === "ENOTFOUND" ? "unknown host"
+      // fetch refuses ports browsers block (1, 9, 25, 6000, ...) with just "bad port".
+      : cause?.message === "bad port" ? "this port is one Node's fetch refuses to use (a blocked port): serve on another --port"
       : cause?.message ?? (e as Error).message;
     throw new RemoteEnvError(base, `GET ${path.split("?")[0]}: ${why}`);
   }
