@@ -19,6 +19,12 @@ export interface BrowserSite {
    * it ended (WebShop: the done page; WebArena: the agent stopped).
    */
   judge(page: Page, task: Task, ended: { stopped: boolean; answer?: string }): Promise<SiteVerdict | null>;
+  /**
+   * A Playwright storage-state file (cookies, local storage) to load into the episode's browser
+   * context before it opens `startUrl`: a signed-in session (WebArena's `.auth/<site>_state.json`).
+   * @default none
+   */
+  storageState?(task: Task): string | undefined;
   /** Release what the site opened (a local server). */
   close?(): Promise<void>;
 }
