@@ -37,7 +37,8 @@ export function printSummary(s: TrainSummary): void {
       (s.config.mode === "real" ? "" : `, ${s.syntheticInteractions} synthetic (${s.droppedEpisodes} episodes dropped), ${s.auditInteractions} audit`) + `, ${s.wallSeconds.toFixed(1)} s` +
       (s.resumedFrom !== undefined ? ` (resumed from iteration ${s.resumedFrom})` : ""),
   );
-  console.log(`final evaluation on ${f.tasks} ${s.config.evalSplit} tasks: score ${f.score.toFixed(1)}, success ${(100 * f.success).toFixed(1)}%`);
+  if (f.tasks === 0) console.log(`no evaluation (synthetic only): evaluate the checkpoint in the real ${s.config.env} env`);
+  else console.log(`final evaluation on ${f.tasks} ${s.config.evalSplit} tasks: score ${f.score.toFixed(1)}, success ${(100 * f.success).toFixed(1)}%`);
   console.log(`run folder: ${s.runDir} (config.json, metrics.jsonl, checkpoints/, report.html)`);
 }
 
@@ -74,6 +75,8 @@ export function registerTrain(program: Command): void {
     .option("--buffer <file>", "dreamgym/s2r: replay buffer with offline trajectories (abstract states); the run works on a copy. bc: the buffer whose successful real episodes are cloned")
     .option("--epochs <n>", "bc: passes over the demonstrations (default 8)", parseIntOption("epochs", 1))
     .option("--experience <model>", "dreamgym/s2r: default (embedded kNN model), learned:FILE (dreamgym model train) or a chat model (http://host/v1#model, openai:model, gguf:file)")
+    .option("--cold-start", "dreamgym/s2r with no offline trajectories: an empty buffer, the reasoning model (--experience <chat model>) plays from the env's profile")
+    .option("--synthetic-only", "dreamgym: no real env steps at all (no evaluation, no on-policy audit), for an env with no reachable deployment (WebArena here)")
     .option("--hybrid", "terminal rewards from the real env's verifier (WebShop's reward) instead of the model's")
     .option("--no-replay", "ablation: no retrieved demos for the model, and the buffer does not grow")
     .option("--no-curriculum", "ablation: seed tasks only")
@@ -116,7 +119,7 @@ export function registerTrain(program: Command): void {
           env: "env", mode: "mode", algo: "algo", budget: "budget", realBudget: "realBudget", maxSeconds: "maxSeconds", seed: "seed",
           tasksPerIter: "tasksPerIteration", group: "rolloutsPerTask", concurrency: "concurrency", evalEvery: "evalEvery", evalTasks: "evalTasks",
           finalEvalTasks: "finalEvalTasks", checkpointEvery: "checkpointEvery", data: "dataDir", buffer: "buffer", experience: "experience",
-          hybrid: "hybrid", replay: "replay", cache: "cache", requestTimeout: "requestTimeout", maxFailures: "maxFailures",
+          hybrid: "hybrid", coldStart: "coldStart", syntheticOnly: "syntheticOnly", replay: "replay", cache: "cache", requestTimeout: "requestTimeout", maxFailures: "maxFailures",
         };
         if (cmd.getOptionValueSource("epochs") === "cli") applySet(input, `bc.epochs=${o.epochs}`);
         for (const [flag, key] of Object.entries(FLAG_KEYS)) if (cmd.getOptionValueSource(flag) === "cli") input[key] = o[flag];

@@ -1,6 +1,7 @@
 import type { Env, TrajectoryRules } from "../core/index.ts";
 import { OraclePolicy, RulePolicy, WebShopEnv, webshopAbstraction, webshopStartPage, webshopVerifier, type WebShopOptions } from "./webshop/index.ts";
 import { AlfWorldEnv, AlfWorldExpert, alfworldAbstraction, type AlfWorldOptions } from "./alfworld/index.ts";
+import { WebArenaEnv, webarenaAbstraction, webarenaStartState, type WebArenaEnvOptions } from "./webarena/index.ts";
 import { envEntry, envNames, registerBuiltin, type CommonEnvOptions } from "./registry.ts";
 
 // The built-in envs register through the same door as a user's.
@@ -27,10 +28,25 @@ registerBuiltin<AlfWorldEnv>("alfworld", {
   check: { invalidFeedback: "Nothing happens." },
 });
 
+// WebArena(-Lite) on a user's deployment: tasks and the synthetic env work anywhere; real episodes
+// need the sites and the browser env (wired with useBrowserEnv), else `unavailable` says what is missing.
+registerBuiltin<WebArenaEnv>("webarena", {
+  description: "WebArena (812 tasks) and WebArena-Lite (165) on your own deployment of its sites: WebArena's evaluators; synthetic training from site profiles (cold start)",
+  create: (opts) => new WebArenaEnv(opts as WebArenaEnvOptions),
+  tasks: (env) => env.tasks(),
+  // No training split exists: DreamGym trains and evaluates on WebArena-Lite.
+  splits: { train: "lite", eval: "lite" },
+  synthetic: (env) => ({
+    abstraction: webarenaAbstraction(env.site.sites), initialState: webarenaStartState(env.tasks()), maxSteps: 30, policies: ["random"],
+  }),
+  unavailable: (env) => env.unavailable(),
+});
+
 /** The built-in envs, their options and instances (a registered env is an `Env` with common options). */
 export interface BuiltinEnvs {
   webshop: { options: WebShopOptions; env: WebShopEnv };
   alfworld: { options: AlfWorldOptions; env: AlfWorldEnv };
+  webarena: { options: WebArenaEnvOptions; env: WebArenaEnv };
 }
 export type EnvName = keyof BuiltinEnvs;
 

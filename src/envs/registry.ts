@@ -56,6 +56,12 @@ export interface EnvSpec<E extends Env = Env> {
   candidateActions?: ActionSource;
   /** How `dreamgym env check` calls `checkEnv` (probe actions, the invalid-action answer). */
   check?: CheckEnvOptions;
+  /**
+   * Why an instance cannot play real episodes here (no deployment given, no browser), or undefined
+   * when it can. A run that would step the real env then stops before it starts, saying so; its
+   * tasks and synthetic version may still work (WebArena without a deployment). @default always available
+   */
+  unavailable?(env: E): string | undefined;
 }
 
 /** A registered env with its defaults filled in. */

@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import { abstractEnv, closing, InvalidConfigError, withActions, type ActionSource, type Env, type Task } from "../core/index.ts";
 import { ReplayBuffer } from "../buffer/index.ts";
 import { AlfWorldTaskGenerator, Curriculum, LlmTaskGenerator, WebShopTaskGenerator, type TaskGenerator } from "../curriculum/index.ts";
@@ -62,7 +63,8 @@ export interface Parts {
  */
 export function candidateSource(config: TrainConfig, bufferFile: string | undefined, parts: TrainParts = {}): ActionSource | undefined {
   const own = parts.candidateActions ?? envEntry(config.env).spec.candidateActions;
-  if (own || !bufferFile) return own;
+  // A cold start's run buffer does not exist before its synthetic env opens it (and holds nothing real).
+  if (own || !bufferFile || !existsSync(bufferFile)) return own;
   const buffer = ReplayBuffer.open(bufferFile, { readonly: true });
   try {
     // Real (offline) transitions only: the synthetic ones a run adds must not change the vocabulary on resume.

@@ -33,6 +33,17 @@ export const trainConfigSchema = z.strictObject({
    * bc: the buffer whose successful real episodes are cloned (read, not copied).
    */
   buffer: z.string().optional(),
+  /**
+   * dreamgym/s2r with no offline trajectories: the run's buffer starts empty and grows with its
+   * synthetic episodes; the reasoning experience model plays from the env's profile alone (the
+   * embedded and learned models need a buffer, so a chat model is required).
+   */
+  coldStart: z.boolean().default(false),
+  /**
+   * dreamgym: no real env step at all — no evaluation, no on-policy audit — for an env that cannot
+   * be played here (WebArena with no deployment). The checkpoints are the result, to evaluate elsewhere.
+   */
+  syntheticOnly: z.boolean().default(false),
   /** dreamgym/s2r: "default" (the embedded model) or a chat model (http://host/v1#model, openai:model, gguf:file). */
   experience: z.string().default("default"),
   /** Terminal rewards from the real env's verifier instead of the experience model. */

@@ -79,7 +79,7 @@ export async function trainingLoop(config: TrainConfig, run: RunFolder, parts: P
       // 6. On-policy audit: replay a sample of this iteration's synthetic episodes in the real env (its
       //    steps counted apart), every `onPolicyAudit.every` iterations and at the last synthetic one.
       const a = config.onPolicyAudit;
-      const audited = phase === "synthetic" && a.every > 0 && (iteration % a.every === 0 || state.syntheticInteractions >= config.budget);
+      const audited = phase === "synthetic" && !config.syntheticOnly && a.every > 0 && (iteration % a.every === 0 || state.syntheticInteractions >= config.budget);
       const audit = audited ? await onPolicyAudit(played.map((e, i) => ({ e, seed: jobs[i].seed })).filter(({ e }) => !failed(e)), real.envs, a.episodes, new Rng(deriveSeed(config.seed, "audit", iteration)), parts.isSuccess) : undefined;
       state.auditInteractions = (state.auditInteractions ?? 0) + (audit?.steps ?? 0);
       const tAudit = performance.now();
@@ -87,8 +87,10 @@ export async function trainingLoop(config: TrainConfig, run: RunFolder, parts: P
       // 7. Evaluate on the real eval split (not training interaction; counted apart).
       const last = nextPhase((performance.now() - t0) / 1000) === null;
       let evalResult: EvalResult | undefined;
-      if (last) evalResult = finalEval = await evaluate(policy, evaluation, config.finalEvalTasks, parts.isSuccess);
-      else if (config.evalEvery > 0 && iteration % config.evalEvery === 0) evalResult = await evaluate(policy, evaluation, config.evalTasks, parts.isSuccess);
+      if (last) {
+        finalEval = await evaluate(policy, evaluation, config.syntheticOnly ? 0 : config.finalEvalTasks, parts.isSuccess);
+        if (finalEval.tasks > 0) evalResult = finalEval;
+      } else if (!config.syntheticOnly && config.evalEvery > 0 && iteration % config.evalEvery === 0) evalResult = await evaluate(policy, evaluation, config.evalTasks, parts.isSuccess);
       const t3 = performance.now();
 
       // 8. Log and checkpoint.
@@ -138,14 +140,15 @@ export async function trainingLoop(config: TrainConfig, run: RunFolder, parts: P
     throw e;
   }
   // Resumed after the last iteration's checkpoint: evaluate again (deterministic: greedy).
-  return finalEval ?? (await evaluate(policy, evaluation, config.finalEvalTasks, parts.isSuccess));
+  return finalEval ?? (await evaluate(policy, evaluation, config.syntheticOnly ? 0 : config.finalEvalTasks, parts.isSuccess));
 }
 
-/** Greedy episodes on the first `count` tasks of the eval split. */
+/** Greedy episodes on the first `count` tasks of the eval split (none: no episode, a result of 0 tasks). */
 export async function evaluate(
   policy: TrainablePolicy<unknown>, pool: { envs: Env[]; tasks: Task[] }, count: number, isSuccess?: (totalReward: number) => boolean,
 ): Promise<EvalResult> {
   const tasks = pool.tasks.slice(0, count);
+  if (tasks.length === 0) return { tasks: 0, steps: 0, score: 0, success: 0 };
   const episodes = await playEpisodes(pool.envs, policy, tasks.map((task, i) => ({ task, seed: i, rngSeed: i })), { greedy: true, isSuccess });
   return {
     tasks: tasks.length,

@@ -65,7 +65,7 @@ ${audited.map((m) => auditRow(m.iteration, m.onPolicyAudit!)).join("\n")}</table
     ["real interactions (evaluation)", String(last?.evalInteractions ?? 0)],
     ["real interactions (on-policy audit)", String(last?.auditInteractions ?? 0)],
     ["wall time", `${(last?.wallSeconds ?? 0).toFixed(1)} s`],
-    ["final evaluation", final ? `score ${final.score.toFixed(1)}, success ${(100 * final.success).toFixed(1)}% on ${final.tasks} tasks` : "not yet"],
+    ["final evaluation", final?.tasks === 0 ? "none (synthetic only)" : final ? `score ${final.score.toFixed(1)}, success ${(100 * final.success).toFixed(1)}% on ${final.tasks} tasks` : "not yet"],
   ];
   const html = `<!doctype html>
 <html><head><meta charset="utf-8"><title>dreamgym run ${escape(runDir)}</title>

@@ -138,6 +138,9 @@ async function checkStart(config: TrainConfig, parts: TrainParts): Promise<void>
   if (config.mode === "s2r" && config.realBudget === 0) throw new InvalidConfigError("invalid training config:\n  realBudget: mode s2r needs real steps after the synthetic phase (--real-budget N > 0)");
   if (config.mode !== "s2r" && config.realBudget > 0) throw new InvalidConfigError(`invalid training config:\n  realBudget: only mode s2r has a real phase (mode is ${config.mode})`);
   if ((config.mode === "real" || config.mode === "bc") && config.hybrid) throw new InvalidConfigError(`--hybrid applies to the synthetic env (mode dreamgym or s2r); mode ${config.mode} has no synthetic rewards: drop --hybrid`);
+  if (config.coldStart && config.mode !== "dreamgym" && config.mode !== "s2r") throw new InvalidConfigError(`--cold-start applies to the synthetic modes (dreamgym, s2r); mode is ${config.mode}`);
+  if (config.coldStart && config.buffer) throw new InvalidConfigError(`--cold-start starts from an empty buffer: drop --buffer ${config.buffer} (or drop --cold-start to ground the model in it)`);
+  if (config.syntheticOnly && config.mode !== "dreamgym") throw new InvalidConfigError(`--synthetic-only trains in the synthetic env alone: it needs --mode dreamgym (mode is ${config.mode})`);
   if (config.initPolicy) {
     if (!existsSync(config.initPolicy)) throw new InvalidConfigError(`initPolicy ${config.initPolicy} does not exist`);
     (parts.policy ?? new NeuralPolicy({ ...config.policy, seed: config.seed })).load(readFileSync(config.initPolicy), config.initPolicy);
@@ -160,7 +163,11 @@ async function checkStart(config: TrainConfig, parts: TrainParts): Promise<void>
     if (countDemonstrations(config, config.buffer) === 0) throw new InvalidConfigError(`mode bc: buffer ${config.buffer} holds no successful real ${config.env} episodes to clone`);
   } else if (config.mode !== "real") {
     if (!hasSyntheticSupport(config.env)) throw new InvalidConfigError(`mode ${config.mode} needs a synthetic ${config.env}: its env spec has no synthetic(env) (a state abstraction and start states); use --mode real`);
-    if (!config.buffer) throw new InvalidConfigError(`mode ${config.mode} needs a buffer of offline ${config.env} trajectories (--buffer B.db; dreamgym buffer import F.jsonl --abstract --buffer B.db)`);
+    if (config.coldStart) {
+      if (isLocalExperience(config.experience) && !parts.experienceModel) {
+        throw new InvalidConfigError(`--cold-start needs a reasoning experience model (--experience http://host/v1#model, openai:model or gguf:file): the ${config.experience === "default" ? "embedded" : "learned"} model is built from a buffer's trajectories`);
+      }
+    } else if (!config.buffer) throw new InvalidConfigError(`mode ${config.mode} needs a buffer of offline ${config.env} trajectories (--buffer B.db; dreamgym buffer import F.jsonl --abstract --buffer B.db), or --cold-start with a reasoning experience model to start from none`);
     if (config.experience.startsWith(LEARNED_PREFIX) && !parts.experienceModel) {
       // A model file is read (and checked) before anything is written.
       await closing(createEnv(config.env, { split: config.trainSplit, dataDir: config.dataDir }), (env) => {
@@ -175,6 +182,9 @@ async function checkStart(config: TrainConfig, parts: TrainParts): Promise<void>
     await closing(createEnv(config.env, { split, dataDir: config.dataDir, maxSteps: config.maxSteps }), async (env) => {
       const tasks = envTasks(config.env, env);
       if (tasks.length === 0) throw new InvalidConfigError(`${config.env} split ${split} has no tasks`);
+      // An env that cannot be played here (WebArena with no deployment) can still train synthetic only.
+      const why = config.syntheticOnly ? undefined : envEntry(config.env).spec.unavailable?.(env);
+      if (why) throw new InvalidConfigError(`${why}; to train in its synthetic env alone: --mode dreamgym --synthetic-only (no evaluation, no on-policy audit)`);
       if (split !== config.trainSplit) return;
       const support = config.mode === "dreamgym" || config.mode === "s2r" ? syntheticSupport(config.env, env) : undefined;
       if (config.hybrid && !support?.verifier) throw new InvalidConfigError(`--hybrid needs a verifier of ${config.env}'s rewards; ${config.env} has none`);

@@ -84,7 +84,7 @@ test("url_match + program_html: the product of both (653: contact form)", async 
   assert.match(r.parts[1].detail, /missing "it broke after three days of use"/);
   // Right text on the wrong page: the URL check fails, so the task does.
   await page.goto(`${fx.sites.shopping}/`);
-  await page.evaluate((m) => document.body.insertAdjacentHTML("beforeend", `<textarea title="What’s on your mind?">${m}</textarea>`), message);
+  await page.evaluate(`document.body.insertAdjacentHTML("beforeend", ${JSON.stringify(`<textarea title="What’s on your mind?">${message}</textarea>`)})`);
   r = await evaluateTask(t, { page, answer: "", sites: fx.sites });
   assert.deepEqual(r.parts.map((p) => p.score), [0, 1]);
   assert.equal(r.score, 0);
@@ -127,9 +127,7 @@ test("helpers over Magento's REST API: the latest order (436), the latest review
 test("placeholders inside required contents are resolved; a task needing a site not given is refused by name (lite 146)", async () => {
   const t = lite.get(146)!;
   await page.goto(`${fx.sites.reddit}/f/machinelearning/5/chatgpt`);
-  await page.evaluate((href) => {
-    document.querySelector(".submission__inner")!.insertAdjacentHTML("beforeend", `<p>ChatGPT repo: ${href}</p>`);
-  }, `${fx.sites.gitlab}/convexegg/chatgpt`);
+  await page.evaluate(`document.querySelector(".submission__inner").insertAdjacentHTML("beforeend", ${JSON.stringify(`<p>ChatGPT repo: ${fx.sites.gitlab}/convexegg/chatgpt</p>`)})`);
   assert.equal(await score(t), 1);
   const { gitlab: _, ...noGitlab } = fx.sites;
   await assert.rejects(evaluateTask(t, { page, answer: "", sites: noGitlab }), /webarena:146 needs the gitlab site/);
