@@ -12,6 +12,7 @@ import { registerDemo } from "./demo-command.ts";
 import { registerEnvCommands } from "./env-commands.ts";
 import { registerServe } from "./serve-command.ts";
 import { registerOracleModel } from "./oracle-command.ts";
+import { registerWebArena } from "./webarena-command.ts";
 import { loadEnvModules } from "../envs/index.ts";
 
 const { version } = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
@@ -34,6 +35,7 @@ registerRollout(program);
 registerDemo(program);
 registerServe(program);
 registerOracleModel(program);
+registerWebArena(program);
 
 // A usage error is one line that points to the command's help (not the whole help text).
 const withHelpHint = (cmd: Command, path: string): void => {

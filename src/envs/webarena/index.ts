@@ -25,3 +25,5 @@ export { WebArenaEnv, useBrowserEnv } from "./webarena-env.ts";
 export type { WebArenaEnvOptions, BrowserEnvFactory } from "./webarena-env.ts";
 export { webarenaAbstraction, webarenaStartState, webarenaProfile, siteProfileOf, SITE_PROFILES, WEBARENA_FORMAT } from "./profile.ts";
 export type { SiteProfile } from "./profile.ts";
+export { importWebArenaResults, parseRenderHtml, parseResultLog, normalizeAction, placeholderUrl, treeToState } from "./trace-import.ts";
+export type { TraceImportOptions, TraceImportReport, RenderedStep } from "./trace-import.ts";
