@@ -157,6 +157,6 @@ function needJudge(judge: AnswerJudge | undefined): AnswerJudge {
 /** A fuzzy_match needs a chat model to grade it and none was given. */
 export class FuzzyJudgeMissing extends InvalidConfigError {
   constructor() {
-    super("this task's evaluation has a fuzzy_match, judged by a chat model: give the webarena env a judge model (judge: \"http://host/v1#model\" or a ChatModel)");
+    super("this task's evaluation has a fuzzy_match, judged by a chat model: give the webarena env a judge model (judge: \"http://host/v1#model\" or a ChatModel; from the CLI: $DREAMGYM_WEBARENA_JUDGE)");
   }
 }
