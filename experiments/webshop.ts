@@ -49,7 +49,7 @@ mkdirSync(out, { recursive: true });
 // 1. Data: the seed buffer (train goals) and held-out real trajectories for the audit (test goals).
 const seedDb = join(out, "seed.db");
 if (!existsSync(seedDb)) {
-  console.log("seeding the buffer: 1,000 oracle + 500 random train episodes");
+  console.log("seeding the buffer: 1,000 oracle + 500 slipping-oracle + 500 random train episodes");
   await seedWebShopBuffer(out, seedDb);
 }
 const held = join(out, "held");

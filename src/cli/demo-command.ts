@@ -39,7 +39,7 @@ async function demo(o: DemoOptions): Promise<void> {
   console.log(`DreamGym on WebShop with the embedded defaults (no LLM, no server); everything goes to ${o.out}\n`);
 
   // 1. Offline data, as the paper seeds WebShop: oracle (demonstration-like) and random trajectories.
-  console.log("1. offline trajectories: 1,000 oracle + 500 random episodes on train goals → the seed buffer");
+  console.log("1. offline trajectories: 1,000 oracle + 500 slipping-oracle + 500 random episodes on train goals → the seed buffer");
   const seedBuffer = join(o.out, "seed.db");
   const seeded = await seedWebShopBuffer(o.out, seedBuffer);
   console.log(`   seed buffer: ${seeded} transitions`);

@@ -18,17 +18,20 @@ export async function playScripted(policyName: string, split: "train" | "test", 
 }
 
 /**
- * The paper's WebShop seed, in miniature: 1,000 oracle and 500 random episodes on train goals,
+ * The paper's WebShop seed, in miniature: 1,000 oracle, 500 slipping-oracle (`oracle-noisy`: wrong
+ * products and options, so the data shows near misses as well as successes and random walks) and 500
+ * random episodes on train goals,
  * written as JSONL into `dir` and imported (as abstract states) into a new buffer. Returns its transitions.
  */
 export async function seedWebShopBuffer(dir: string, bufferFile: string): Promise<number> {
   await playScripted("oracle", "train", 1000, join(dir, "oracle.jsonl"));
+  await playScripted("oracle-noisy", "train", 500, join(dir, "oracle-noisy.jsonl"));
   await playScripted("random", "train", 500, join(dir, "random.jsonl"));
   ReplayBuffer.remove(bufferFile);
   const buffer = ReplayBuffer.open(bufferFile);
   try {
     const abstraction = await closing(createEnv("webshop", {}), (env) => syntheticSupport("webshop", env).abstraction);
-    for (const f of ["oracle.jsonl", "random.jsonl"]) await importJsonl(buffer, join(dir, f), { seed: true, transform: (t) => abstractTrajectory(t, abstraction) });
+    for (const f of ["oracle.jsonl", "oracle-noisy.jsonl", "random.jsonl"]) await importJsonl(buffer, join(dir, f), { seed: true, transform: (t) => abstractTrajectory(t, abstraction) });
     return buffer.count();
   } finally {
     buffer.close();

@@ -1,5 +1,5 @@
 import type { Env, TrajectoryRules } from "../core/index.ts";
-import { OraclePolicy, RulePolicy, WebShopEnv, webshopAbstraction, webshopStartPage, webshopVerifier, type WebShopOptions } from "./webshop/index.ts";
+import { NoisyOraclePolicy, OraclePolicy, RulePolicy, WebShopEnv, webshopAbstraction, webshopStartPage, webshopVerifier, type WebShopOptions } from "./webshop/index.ts";
 import { AlfWorldEnv, AlfWorldExpert, alfworldAbstraction, type AlfWorldOptions } from "./alfworld/index.ts";
 import { WebArenaEnv, webarenaAbstraction, webarenaStartState, type WebArenaEnvOptions } from "./webarena/index.ts";
 import { envEntry, envNames, registerBuiltin, type CommonEnvOptions } from "./registry.ts";
@@ -10,7 +10,7 @@ registerBuiltin<WebShopEnv>("webshop", {
   create: (opts) => new WebShopEnv(opts as WebShopOptions),
   tasks: (env) => env.tasks(),
   splits: { train: "train", eval: "test" },
-  policies: { oracle: (env) => new OraclePolicy(env), rule: () => new RulePolicy() },
+  policies: { oracle: (env) => new OraclePolicy(env), "oracle-noisy": (env) => new NoisyOraclePolicy(env), rule: () => new RulePolicy() },
   synthetic: (env) => ({
     abstraction: webshopAbstraction(env.catalogue),
     initialState: webshopStartPage,

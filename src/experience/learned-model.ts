@@ -46,6 +46,12 @@ export interface LearnedModelInfo {
   rewards: RewardSpec;
   training: { seed: number; epochs: number; trajectories: number; transitions: number; tasks: number; valFraction: number };
   validation: LearnedModelValidation | null;
+  /**
+   * Actions that, in the real data, return to an earlier page of the episode ("< prev" to the
+   * results the item was opened from, "back to search" to the start): the next state is then that
+   * page from this episode's own history, not a neighbour's copy. Absent in models from before.
+   */
+  returns?: string[];
 }
 
 export interface LearnedModelOptions {
@@ -84,6 +90,7 @@ export class LearnedExperienceModel implements ExperienceModel {
   private readonly abstraction: StateAbstraction;
   private readonly rewards: RewardSpec;
   private readonly h: Float64Array;
+  private readonly returns: Set<string>;
 
   constructor(info: LearnedModelInfo, members: ScoreNet[][], opts: LearnedModelOptions) {
     this.info = info;
@@ -92,6 +99,7 @@ export class LearnedExperienceModel implements ExperienceModel {
     this.rewards = opts.rewards ?? info.rewards;
     this.knn = new EmbeddedExperienceModel({ abstraction: opts.abstraction, rewards: this.rewards });
     this.h = new Float64Array(info.hidden);
+    this.returns = new Set(info.returns ?? []);
   }
 
   exactDemos(state: string): boolean {
@@ -117,7 +125,8 @@ export class LearnedExperienceModel implements ExperienceModel {
     if (base.info.invalid) return base;
     const e = this.estimate(input);
     const failed = base.info.failed !== undefined;
-    const nextState = failed ? input.state : base.nextState;
+    const back = failed ? undefined : returnTarget(this.returns, input, base.nextState);
+    const nextState = back ?? (failed ? input.state : base.nextState);
     const terminated = e.pEnd >= 0.5 || this.abstraction.isTerminal(nextState);
     const reward = terminated || this.rewards.dense ? e.reward : 0;
     const round = (x: number) => Math.round(x * 1e6) / 1e6;
@@ -125,7 +134,7 @@ export class LearnedExperienceModel implements ExperienceModel {
     return {
       nextState, reward, terminated,
       info: {
-        ...knnInfo, ...(failed ? { next_state: "unchanged (no usable demo)" } : {}),
+        ...knnInfo, ...(failed ? { next_state: "unchanged (no usable demo)" } : {}), ...(back !== undefined ? { next_state: "an earlier page of this episode" } : {}),
         u: round(e.u), u_reward: round(e.u_reward), u_outcome: round(e.u_outcome), p_end: round(e.pEnd), p_success: round(e.pTop),
       },
     };
@@ -142,6 +151,7 @@ export class LearnedExperienceModel implements ExperienceModel {
     const ok = header && header.format === FORMAT && Number.isInteger(header.dim) && header.dim >= 16 && Number.isInteger(header.hidden) && header.hidden >= 1
       && Number.isInteger(header.members) && header.members >= 1 && typeof header.env === "string" && header.rewards && typeof header.rewards.min === "number";
     if (!ok) throw new InvalidConfigError(`${source}: the model header is incomplete or of another format`);
+    if (header.returns !== undefined && !(Array.isArray(header.returns) && header.returns.every((r) => typeof r === "string"))) throw new InvalidConfigError(`${source}: the model header's returns are not a list of actions`);
     if (header.featureVersion !== TRANSITION_FEATURE_VERSION) throw new InvalidConfigError(`${source} was trained with features ${header.featureVersion}; this version reads ${TRANSITION_FEATURE_VERSION}: train it again`);
     if (header.env !== opts.abstraction.env) throw new InvalidConfigError(`${source} is a model of ${header.env}, not of ${opts.abstraction.env}`);
     const { dim, hidden, members } = header;
@@ -226,8 +236,9 @@ interface Example {
 }
 
 /** The training examples of a buffer's real trajectories of the abstraction's env, oldest first. */
-function examplesOf(trajectories: Iterable<Trajectory>, a: StateAbstraction, rewards: RewardSpec, dim: number): { examples: Example[]; trajectories: number } {
+function examplesOf(trajectories: Iterable<Trajectory>, a: StateAbstraction, rewards: RewardSpec, dim: number): { examples: Example[]; trajectories: number; returns: string[] } {
   const examples: Example[] = [];
+  const backs = new Map<string, { n: number; hits: number }>();
   let count = 0;
   const range = Math.max(rewards.max - rewards.min, 1e-9);
   for (const t of trajectories) {
@@ -241,10 +252,38 @@ function examplesOf(trajectories: Iterable<Trajectory>, a: StateAbstraction, rew
         x: transitionFeatures({ task: t.task, history, state, action: s.action }, dim), task: t.task.id, end: s.terminated, earns, reward: s.reward,
         top: s.reward >= rewards.max - 1e-9, bottom: s.reward <= rewards.min + 1e-9, share: Math.min(1, Math.max(0, (s.reward - rewards.min) / range)),
       });
+      const target = earlierPage(history, state, nextState);
+      if (target !== undefined && nextState !== state) {
+        const c = backs.get(normAction(s.action)) ?? { n: 0, hits: 0 };
+        c.n++;
+        if (target === nextState) c.hits++;
+        backs.set(normAction(s.action), c);
+      }
       history.push({ state, action: s.action, nextState, reward: s.reward });
     }
   }
-  return { examples, trajectories: count };
+  // An action is a return when it almost always leads back to the page it names, over enough steps.
+  const returns = [...backs].filter(([, c]) => c.n >= 10 && c.hits >= 0.95 * c.n).map(([action]) => action).sort();
+  return { examples, trajectories: count, returns };
+}
+
+const normAction = (action: string) => action.trim().toLowerCase();
+const firstLine = (state: string) => state.slice(0, state.indexOf("\n") >>> 0);
+
+/** The most recent earlier state of the episode of the same kind (first line) as `next`, other than the current one. */
+function earlierPage(history: readonly HistoryStep[], state: string, next: string): string | undefined {
+  const kind = firstLine(next);
+  for (let i = history.length - 1; i >= 0; i--) {
+    const h = history[i].state;
+    if (h !== state && firstLine(h) === kind) return h;
+  }
+  return undefined;
+}
+
+/** Where a return action leads in this episode (undefined: not a return, or no such earlier page). */
+function returnTarget(returns: ReadonlySet<string>, input: { history: readonly HistoryStep[]; state: string; action: string }, predicted: string): string | undefined {
+  if (!returns.has(normAction(input.action))) return undefined;
+  return earlierPage(input.history, input.state, predicted);
 }
 
 /** Each head's target for an example, or undefined where the head does not learn from it. */
@@ -295,7 +334,7 @@ export function trainLearnedModel(buffer: ReplayBuffer, opts: TrainLearnedModelO
   if (!Number.isInteger(epochs) || epochs < 1) throw new InvalidConfigError(`epochs must be an integer ≥ 1, got ${epochs}`);
   if (!Number.isInteger(memberCount) || memberCount < 1) throw new InvalidConfigError(`members must be an integer ≥ 1, got ${memberCount}`);
   if (!(valFraction >= 0 && valFraction < 1)) throw new InvalidConfigError(`valFraction must be in [0, 1), got ${valFraction}`);
-  const { examples, trajectories } = examplesOf(buffer.trajectories({ env: a.env, source: "real" }), a, rewards, dim);
+  const { examples, trajectories, returns } = examplesOf(buffer.trajectories({ env: a.env, source: "real" }), a, rewards, dim);
   if (examples.length === 0) throw new InvalidConfigError(`the buffer has no real ${a.env} transitions to learn from (dreamgym buffer import F.jsonl --abstract --buffer B.db)`);
   const val = examples.filter((e) => isValTask(e.task, valFraction));
   const train = examples.filter((e) => !isValTask(e.task, valFraction));
@@ -345,7 +384,7 @@ export function trainLearnedModel(buffer: ReplayBuffer, opts: TrainLearnedModelO
   const info: LearnedModelInfo = {
     format: FORMAT, env: a.env, featureVersion: TRANSITION_FEATURE_VERSION, dim, hidden, members: memberCount, rewards,
     training: { seed, epochs, trajectories, transitions: examples.length, tasks: taskIds.length + valTasks.size, valFraction },
-    validation: null,
+    validation: null, returns,
   };
   let validation: LearnedModelValidation | null = null;
   if (val.length > 0) {

@@ -11,7 +11,7 @@ export type { OptionPair, OptionValue } from "./normalize.ts";
 export { titleNouns } from "./title-nouns.ts";
 export { TextSearchIndex, analyze } from "./text-search.ts";
 export type { SearchHit } from "./text-search.ts";
-export { OraclePolicy, RulePolicy, webshopPageKind } from "./policies.ts";
+export { NoisyOraclePolicy, OraclePolicy, RulePolicy, webshopPageKind } from "./policies.ts";
 export type { PageKind } from "./pages.ts";
 export { webshopAbstraction } from "./state-abstraction.ts";
 export { webshopStartPage, webshopVerifier, webshopGoalOf } from "./synthetic-support.ts";

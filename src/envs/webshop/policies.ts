@@ -1,4 +1,4 @@
-import { ScriptedPolicy, type PolicyInput } from "../../core/index.ts";
+import { deriveSeed, Rng, ScriptedPolicy, type PolicyInput } from "../../core/index.ts";
 import type { WebShopEnv } from "./webshop-env.ts";
 
 const NAV = new Set(["click[back to search]", "click[next >]", "click[< prev]"]);
@@ -80,5 +80,64 @@ export class OraclePolicy extends ScriptedPolicy {
       default:
         return "click[< prev]";
     }
+  }
+}
+
+/**
+ * The oracle with a human's slips, for offline data that shows what a wrong purchase looks like (a
+ * reward model trained only on perfect and random episodes has never seen a near miss): on a results
+ * page it opens another listed product instead of the goal with probability `slip`, and then buys it
+ * with the goal's option values where that product has them; on the goal's page each option it
+ * should pick is, with probability `slip`, picked wrong (another value of the same group) or left
+ * out. Its slips are seeded by the goal, so the data does not depend on how episodes are scheduled.
+ */
+export class NoisyOraclePolicy extends ScriptedPolicy {
+  readonly name = "oracle-noisy";
+  private readonly oracle: OraclePolicy;
+  private rng = new Rng(0);
+  private wrongItem: string | undefined;
+  private chosen = new Set<string>();
+  private episode = 0;
+  constructor(private readonly env: WebShopEnv, private readonly slip = 0.3) {
+    super();
+    this.oracle = new OraclePolicy(env);
+  }
+
+  override reset(): void {
+    this.oracle.reset();
+    this.wrongItem = undefined;
+    this.chosen.clear();
+    this.episode++;
+    this.rng = new Rng(deriveSeed("oracle-noisy", this.env.goal?.asin ?? "", this.env.goal?.instruction_text ?? "", this.episode));
+  }
+
+  choose(input: PolicyInput): string {
+    const goal = this.env.goal;
+    if (!goal) throw new Error("oracle-noisy: the env has no running episode");
+    const listed = (input.actions ?? []).filter((a) => !NAV.has(a));
+    const kind = webshopPageKind(input.observation, input.info);
+    const values = Array.isArray(goal.goal_options) ? goal.goal_options : Object.values(goal.goal_options);
+    if (kind === "results" && this.wrongItem === undefined) {
+      const goalItem = `click[${goal.asin.toLowerCase()}]`;
+      const others = listed.filter((a) => a !== goalItem && /^click\[[a-z0-9]{10}\]$/.test(a));
+      if (others.length > 0 && this.rng.random() < this.slip) return (this.wrongItem = this.rng.choice(others));
+    }
+    if (kind === "item") {
+      const groups = Object.values(this.env.product?.options ?? {});
+      for (const v of values) {
+        if (this.chosen.has(v)) continue;
+        this.chosen.add(v);
+        const group = groups.find((g) => g.includes(v));
+        if (!group) continue; // another product (a slip above) may not offer it
+        if (this.wrongItem === undefined && this.rng.random() < this.slip) {
+          const wrong = group.filter((x) => x !== v);
+          if (wrong.length === 0 || this.rng.random() < 0.5) continue; // left out
+          return `click[${this.rng.choice(wrong)}]`;
+        }
+        return `click[${v}]`;
+      }
+      return "click[buy now]";
+    }
+    return this.oracle.choose(input);
   }
 }

@@ -98,6 +98,12 @@ export class WebShopEnv implements Env {
     return this.session?.goal ?? null;
   }
 
+  /** The product whose page (or sub-page) is open, if any (what a scripted policy reading the page would see). */
+  get product(): Product | null {
+    const asin = this.session?.asin;
+    return asin ? this.catalogue.byAsin.get(asin) ?? null : null;
+  }
+
   private resolveTask(task: Task): { goal: Goal; goalIndex: number | null } {
     const t = task as WebShopTask;
     if (t.goal && typeof t.goal === "object") return { goal: t.goal, goalIndex: null };
