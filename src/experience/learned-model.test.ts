@@ -8,7 +8,7 @@ import { ReplayBuffer } from "../buffer/index.ts";
 import { runEpisode } from "../envs/index.ts";
 import { RandomPolicy } from "../envs/policies.ts";
 import { OraclePolicy, RulePolicy, WebShopEnv, webshopAbstraction } from "../envs/webshop/index.ts";
-import { abstractTrajectory, auditModel, createExperienceModel, EmbeddedExperienceModel, LearnedExperienceModel, trainLearnedModel } from "./index.ts";
+import { abstractTrajectory, auditModel, createExperienceModel, EmbeddedExperienceModel, LearnedExperienceModel, retrieveDemos, trainLearnedModel } from "./index.ts";
 
 /** Real WebShop episodes: `n` tasks of the split from `start`, one policy. */
 async function episodes(env: WebShopEnv, policy: (env: WebShopEnv) => Policy, start: number, n: number): Promise<Trajectory[]> {
@@ -110,4 +110,24 @@ test("a bad model file is one clear InvalidConfigError", async () => {
   writeFileSync(join(dir, "ok.bin"), bytes);
   assert.throws(() => createExperienceModel(`learned:${join(dir, "ok.bin")}`, { abstraction: other }), /is a model of webshop, not of alfworld/);
   assert.throws(() => createExperienceModel("learned:", { abstraction }), /needs a model file/);
+});
+
+test("a return action leads back to this episode's own earlier page, not a neighbour's copy", async () => {
+  const { abstraction, buffer, held } = await world;
+  const { model } = trainLearnedModel(buffer, { abstraction, ...small });
+  const rules = (model.info.returns ?? []).map((r) => `${r.action} ${r.from} → ${r.to}`);
+  assert.ok(rules.includes("click[< prev] page: item → page: results"), `learned returns: ${rules.join("; ")}`);
+  assert.ok(!rules.some((r) => r.startsWith("click[buy now]")), "buying does not return anywhere");
+  // A held-out episode (a goal the buffer never saw) that opened an item from its results page.
+  const t = held.map((h) => abstractTrajectory(h, abstraction)).find((h) => h.steps.length >= 3 && h.steps[1].next_observation.startsWith("page: item"))!;
+  assert.ok(t, "a held-out episode opens an item");
+  const [search, open] = t.steps;
+  const history = [search, open].map((s) => ({ state: s.observation, action: s.action, nextState: s.next_observation, reward: s.reward }));
+  const state = open.next_observation;
+  const demos = await retrieveDemos(buffer, abstraction, { state, action: "click[< prev]" }, { k: 5 });
+  const knn = await new EmbeddedExperienceModel({ abstraction }).predict({ task: t.task, history, state, action: "click[< prev]", demos });
+  assert.notEqual(knn.nextState, search.next_observation, "the kNN model copies another episode's results page");
+  const p = await model.predict({ task: t.task, history, state, action: "click[< prev]", demos });
+  assert.equal(p.nextState, search.next_observation, "back to the results page this episode came from");
+  assert.equal(p.terminated, false);
 });

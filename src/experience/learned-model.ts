@@ -51,7 +51,14 @@ export interface LearnedModelInfo {
    * results the item was opened from, "back to search" to the start): the next state is then that
    * page from this episode's own history, not a neighbour's copy. Absent in models from before.
    */
-  returns?: string[];
+  returns?: ReturnRule[];
+}
+
+/** `action` taken on a page whose first line is `from` leads back to this episode's latest earlier page whose first line is `to`. */
+export interface ReturnRule {
+  action: string;
+  from: string;
+  to: string;
 }
 
 export interface LearnedModelOptions {
@@ -90,7 +97,7 @@ export class LearnedExperienceModel implements ExperienceModel {
   private readonly abstraction: StateAbstraction;
   private readonly rewards: RewardSpec;
   private readonly h: Float64Array;
-  private readonly returns: Set<string>;
+  private readonly returns: Map<string, string>;
 
   constructor(info: LearnedModelInfo, members: ScoreNet[][], opts: LearnedModelOptions) {
     this.info = info;
@@ -99,7 +106,7 @@ export class LearnedExperienceModel implements ExperienceModel {
     this.rewards = opts.rewards ?? info.rewards;
     this.knn = new EmbeddedExperienceModel({ abstraction: opts.abstraction, rewards: this.rewards });
     this.h = new Float64Array(info.hidden);
-    this.returns = new Set(info.returns ?? []);
+    this.returns = new Map((info.returns ?? []).map((r) => [`${r.action}\t${r.from}`, r.to]));
   }
 
   exactDemos(state: string): boolean {
@@ -125,7 +132,7 @@ export class LearnedExperienceModel implements ExperienceModel {
     if (base.info.invalid) return base;
     const e = this.estimate(input);
     const failed = base.info.failed !== undefined;
-    const back = failed ? undefined : returnTarget(this.returns, input, base.nextState);
+    const back = returnTarget(this.returns, input);
     const nextState = back ?? (failed ? input.state : base.nextState);
     const terminated = e.pEnd >= 0.5 || this.abstraction.isTerminal(nextState);
     const reward = terminated || this.rewards.dense ? e.reward : 0;
@@ -151,7 +158,7 @@ export class LearnedExperienceModel implements ExperienceModel {
     const ok = header && header.format === FORMAT && Number.isInteger(header.dim) && header.dim >= 16 && Number.isInteger(header.hidden) && header.hidden >= 1
       && Number.isInteger(header.members) && header.members >= 1 && typeof header.env === "string" && header.rewards && typeof header.rewards.min === "number";
     if (!ok) throw new InvalidConfigError(`${source}: the model header is incomplete or of another format`);
-    if (header.returns !== undefined && !(Array.isArray(header.returns) && header.returns.every((r) => typeof r === "string"))) throw new InvalidConfigError(`${source}: the model header's returns are not a list of actions`);
+    if (header.returns !== undefined && !(Array.isArray(header.returns) && header.returns.every((r) => r && typeof r.action === "string" && typeof r.from === "string" && typeof r.to === "string"))) throw new InvalidConfigError(`${source}: the model header's returns are not a list of actions`);
     if (header.featureVersion !== TRANSITION_FEATURE_VERSION) throw new InvalidConfigError(`${source} was trained with features ${header.featureVersion}; this version reads ${TRANSITION_FEATURE_VERSION}: train it again`);
     if (header.env !== opts.abstraction.env) throw new InvalidConfigError(`${source} is a model of ${header.env}, not of ${opts.abstraction.env}`);
     const { dim, hidden, members } = header;
@@ -236,7 +243,7 @@ interface Example {
 }
 
 /** The training examples of a buffer's real trajectories of the abstraction's env, oldest first. */
-function examplesOf(trajectories: Iterable<Trajectory>, a: StateAbstraction, rewards: RewardSpec, dim: number): { examples: Example[]; trajectories: number; returns: string[] } {
+function examplesOf(trajectories: Iterable<Trajectory>, a: StateAbstraction, rewards: RewardSpec, dim: number): { examples: Example[]; trajectories: number; returns: ReturnRule[] } {
   const examples: Example[] = [];
   const backs = new Map<string, { n: number; hits: number }>();
   let count = 0;
@@ -252,27 +259,30 @@ function examplesOf(trajectories: Iterable<Trajectory>, a: StateAbstraction, rew
         x: transitionFeatures({ task: t.task, history, state, action: s.action }, dim), task: t.task.id, end: s.terminated, earns, reward: s.reward,
         top: s.reward >= rewards.max - 1e-9, bottom: s.reward <= rewards.min + 1e-9, share: Math.min(1, Math.max(0, (s.reward - rewards.min) / range)),
       });
-      const target = earlierPage(history, state, nextState);
-      if (target !== undefined && nextState !== state) {
-        const c = backs.get(normAction(s.action)) ?? { n: 0, hits: 0 };
+      if (nextState !== state) {
+        const key = [normAction(s.action), firstLine(state), firstLine(nextState)].join("\t");
+        const c = backs.get(key) ?? { n: 0, hits: 0 };
         c.n++;
-        if (target === nextState) c.hits++;
-        backs.set(normAction(s.action), c);
+        if (earlierPage(history, state, firstLine(nextState)) === nextState) c.hits++;
+        backs.set(key, c);
       }
       history.push({ state, action: s.action, nextState, reward: s.reward });
     }
   }
   // An action is a return when it almost always leads back to the page it names, over enough steps.
-  const returns = [...backs].filter(([, c]) => c.n >= 10 && c.hits >= 0.95 * c.n).map(([action]) => action).sort();
+  const returns = [...backs].filter(([, c]) => c.n >= 10 && c.hits >= 0.95 * c.n).map(([key]) => key).sort()
+    .map((key) => {
+      const [action, from, to] = key.split("\t");
+      return { action, from, to };
+    });
   return { examples, trajectories: count, returns };
 }
 
 const normAction = (action: string) => action.trim().toLowerCase();
 const firstLine = (state: string) => state.slice(0, state.indexOf("\n") >>> 0);
 
-/** The most recent earlier state of the episode of the same kind (first line) as `next`, other than the current one. */
-function earlierPage(history: readonly HistoryStep[], state: string, next: string): string | undefined {
-  const kind = firstLine(next);
+/** The episode's most recent earlier state whose first line (its kind) is `kind`, other than the current one. */
+function earlierPage(history: readonly HistoryStep[], state: string, kind: string): string | undefined {
   for (let i = history.length - 1; i >= 0; i--) {
     const h = history[i].state;
     if (h !== state && firstLine(h) === kind) return h;
@@ -281,9 +291,9 @@ function earlierPage(history: readonly HistoryStep[], state: string, next: strin
 }
 
 /** Where a return action leads in this episode (undefined: not a return, or no such earlier page). */
-function returnTarget(returns: ReadonlySet<string>, input: { history: readonly HistoryStep[]; state: string; action: string }, predicted: string): string | undefined {
-  if (!returns.has(normAction(input.action))) return undefined;
-  return earlierPage(input.history, input.state, predicted);
+function returnTarget(returns: ReadonlyMap<string, string>, input: { history: readonly HistoryStep[]; state: string; action: string }): string | undefined {
+  const to = returns.get(`${normAction(input.action)}\t${firstLine(input.state)}`);
+  return to === undefined ? undefined : earlierPage(input.history, input.state, to);
 }
 
 /** Each head's target for an example, or undefined where the head does not learn from it. */
