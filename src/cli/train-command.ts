@@ -74,7 +74,7 @@ export function registerTrain(program: Command): void {
     .option("--buffer <file>", "dreamgym/s2r: replay buffer with offline trajectories (abstract states); the run works on a copy. bc: the buffer whose successful real episodes are cloned")
     .option("--epochs <n>", "bc: passes over the demonstrations (default 8)", parseIntOption("epochs", 1))
     .option("--experience <model>", "dreamgym/s2r: default (embedded kNN model), learned:FILE (dreamgym model train) or a chat model (http://host/v1#model, openai:model, gguf:file)")
-    .option("--hybrid", "terminal rewards from the real env's verifier (WebShop's reward) instead of the model's")
+    .option("--hybrid", "rewards and ends from the real env's verifier instead of the model's, where it can tell (WebShop: purchases scored by its reward; ALFWorld: the episode replayed in the real game)")
     .option("--no-replay", "ablation: no retrieved demos for the model, and the buffer does not grow")
     .option("--no-curriculum", "ablation: seed tasks only")
     .option("--no-pessimism", "ablation: no penalty for the experience model's uncertainty, no halt")
