@@ -12,7 +12,7 @@
 // An extra row, not run unless asked (`--rows …,hybrid`): DreamGym with ALFWorld's hybrid verifier (the
 // synthetic episode replayed in the real game while it admits its commands; rewards and ends from there).
 //
-//   npm run experiment:alfworld -- [--seeds 3] [--real 40000] [--synthetic 40000] [--epochs 8] [--parallel 2] [--curve-every 4]
+//   npm run experiment:alfworld -- [--seeds 3] [--real 40000] [--synthetic 40000] [--epochs 8] [--parallel 2] [--curve-every 2]
 //     [--init bc|scratch] [--rows bc,real,real-tenth,dreamgym,s2r,no-replay,no-curriculum,hybrid] [--out runs/experiment-alfworld]
 // A larger N in a folder of its own (a finished run of another budget is never reused):
 //   npm run experiment:alfworld -- --real 80000 --rows bc,real --seeds 1 --out runs/experiment-alfworld-80k
@@ -35,7 +35,7 @@ const { values: args } = parseArgs({
     init: { type: "string", default: "bc" },
     out: { type: "string", default: "runs/experiment-alfworld" },
     rows: { type: "string" },
-    "curve-every": { type: "string", default: "4" },
+    "curve-every": { type: "string", default: "2" },
   },
 });
 const seeds = Number(args.seeds);
@@ -214,7 +214,7 @@ const SHORT: Record<string, string> = {
 };
 const typeCells = (evals: Evaluation[]) => TASK_TYPES.map((t) => pct(evals.map((e) => e.valid_unseen.byType[t] ?? 0))).join(" | ");
 const lines = [
-  `ALFWorld, neural policy (GRPO) with the ALFWorld features, greedy on every game: valid_unseen (134) and valid_seen (140), success %; ${seeds} seed(s), mean ± standard deviation; synthetic runs ${M.toLocaleString("en-US")} synthetic steps with the embedded ALFWorld model, no verifier; ${args.init === "bc" ? "every RL run starts from the BC policy of its seed" : "every RL run from fresh weights"}. Per task type: valid_unseen.`,
+  `ALFWorld, neural policy (GRPO) with the ALFWorld features, greedy on every game: valid_unseen (134) and valid_seen (140), success %; ${seeds} seed(s), mean ± standard deviation; synthetic runs ${M.toLocaleString("en-US")} synthetic steps with the embedded ALFWorld model, no verifier${rows.some((r) => r.key === "hybrid") ? " (but the extra hybrid row)" : ""}; ${args.init === "bc" ? "every RL run starts from the BC policy of its seed" : "every RL run from fresh weights"}. Per task type: valid_unseen.`,
   "",
   `| method | valid_unseen | valid_seen | real training steps | synthetic steps | wall time | ${TASK_TYPES.map((t) => SHORT[t]).join(" | ")} |`,
   `|---|---|---|---|---|---|${TASK_TYPES.map(() => "---").join("|")}|`,
