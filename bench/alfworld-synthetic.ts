@@ -4,7 +4,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ReplayBuffer } from "../src/buffer/index.ts";
-import { AlfWorldEnv, AlfWorldExpert, alfworldAbstraction } from "../src/envs/alfworld/index.ts";
+import { AlfWorldEnv, AlfWorldExpert, AlfWorldReplay, alfworldAbstraction, alfworldVerifier } from "../src/envs/alfworld/index.ts";
 import { RandomPolicy, runEpisode } from "../src/envs/index.ts";
 import { abstractTrajectory, AlfWorldExperienceModel, SyntheticEnv } from "../src/experience/index.ts";
 
@@ -33,6 +33,17 @@ export async function benchAlfworldSynthetic(report: Report): Promise<void> {
   t0 = performance.now();
   for (let i = 0; performance.now() - t0 < 3000; i++) steps += (await runEpisode(env, policy, { envName: "alfworld", task: tasks[i % tasks.length] })).steps.length;
   report("alfworld synthetic: embedded model, steps/s", `${(steps / ((performance.now() - t0) / 1000)).toFixed(0)} (one env, random policy, 50-step episodes, no recording)`);
+  // Hybrid: each step also replayed in the real game while it admits the synthetic commands.
+  const hybrid = new SyntheticEnv({ model, abstraction: alfworldAbstraction, tasks, initialState: (t) => evalEnv.introOf(t), buffer, maxSteps: 50, record: false, verifier: alfworldVerifier(new AlfWorldReplay({ split: "valid_unseen" })) });
+  steps = 0;
+  let verified = 0;
+  t0 = performance.now();
+  for (let i = 0; performance.now() - t0 < 3000; i++) {
+    const t = await runEpisode(hybrid, policy, { envName: "alfworld", task: tasks[i % tasks.length] });
+    steps += t.steps.length;
+    verified += t.steps.filter((s) => s.info?.verified === true).length;
+  }
+  report("alfworld synthetic: hybrid, steps/s", `${(steps / ((performance.now() - t0) / 1000)).toFixed(0)} (as above; ${(100 * verified / Math.max(1, steps)).toFixed(0)}% of the random policy's steps judged by the real game)`);
   buffer.close();
 }
 

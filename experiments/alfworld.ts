@@ -7,9 +7,15 @@
 // and valid_seen (140) as a second column, and per task type; each final policy is evaluated greedily
 // on every game of both splits. Each training run is `dreamgym train` in a child process, two at a time;
 // finished runs are kept, so a rerun resumes (a killed run continues from its checkpoint). Writes results.md.
+// Real-env GRPO's curve: its run is evaluated on every valid_unseen game every `--curve-every` iterations
+// (0: only at the end), and the table gives success against real steps, from BC (0 real) to N.
+// An extra row, not run unless asked (`--rows …,hybrid`): DreamGym with ALFWorld's hybrid verifier (the
+// synthetic episode replayed in the real game while it admits its commands; rewards and ends from there).
 //
-//   npm run experiment:alfworld -- [--seeds 3] [--real 40000] [--synthetic 40000] [--epochs 8] [--parallel 2]
-//     [--init bc|scratch] [--rows bc,real,real-tenth,dreamgym,s2r,no-replay,no-curriculum] [--out runs/experiment-alfworld]
+//   npm run experiment:alfworld -- [--seeds 3] [--real 40000] [--synthetic 40000] [--epochs 8] [--parallel 2] [--curve-every 2]
+//     [--init bc|scratch] [--rows bc,real,real-tenth,dreamgym,s2r,no-replay,no-curriculum,hybrid] [--out runs/experiment-alfworld]
+// A larger N in a folder of its own (a finished run of another budget is never reused):
+//   npm run experiment:alfworld -- --real 80000 --rows bc,real --seeds 1 --out runs/experiment-alfworld-80k
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -29,12 +35,14 @@ const { values: args } = parseArgs({
     init: { type: "string", default: "bc" },
     out: { type: "string", default: "runs/experiment-alfworld" },
     rows: { type: "string" },
+    "curve-every": { type: "string", default: "2" },
   },
 });
 const seeds = Number(args.seeds);
 const N = Number(args.real);
 const tenth = Math.round(N / 10);
 const M = Number(args.synthetic);
+const curveEvery = Number(args["curve-every"]);
 const out = args.out!;
 const BIN = join(import.meta.dirname, "..", "bin", "dreamgym");
 const started = performance.now();
@@ -118,30 +126,50 @@ const expert = await cached(join(out, "expert-eval.json"), () => evaluatePolicy(
 const random = await cached(join(out, "random-eval.json"), () => evaluatePolicy(() => new RandomPolicy() as Policy<unknown>, true));
 
 // 4. The runs: every row × seed. RL rows start from the BC policy of their seed (or fresh weights).
-interface Row { key: string; name: string; args: string[] }
+/** `extra`: run only when `--rows` names it. */
+interface Row { key: string; name: string; args: string[]; extra?: boolean }
 const allRows: Row[] = [
   { key: "bc", name: `behaviour cloning on the seed buffer's expert episodes (${args.epochs} epochs), 0 RL`, args: ["--mode", "bc", "--epochs", args.epochs!] },
-  { key: "real", name: `real-env GRPO, ${N.toLocaleString("en-US")} real steps`, args: ["--mode", "real", "--budget", String(N)] },
+  { key: "real", name: `real-env GRPO, ${N.toLocaleString("en-US")} real steps`, args: ["--mode", "real", "--budget", String(N), ...(curveEvery > 0 ? ["--eval-every", String(curveEvery), "--eval-tasks", "134"] : [])] },
   { key: "real-tenth", name: `real-env GRPO, ${tenth.toLocaleString("en-US")} real steps`, args: ["--mode", "real", "--budget", String(tenth)] },
   { key: "dreamgym", name: "DreamGym, 0 real", args: ["--mode", "dreamgym", "--budget", String(M)] },
   { key: "s2r", name: `DreamGym-S2R, ${tenth.toLocaleString("en-US")} real`, args: ["--mode", "s2r", "--budget", String(M), "--real-budget", String(tenth)] },
   { key: "no-replay", name: "ablation: no replay, 0 real", args: ["--mode", "dreamgym", "--budget", String(M), "--no-replay"] },
   { key: "no-curriculum", name: "ablation: no curriculum, 0 real", args: ["--mode", "dreamgym", "--budget", String(M), "--no-curriculum"] },
+  { key: "hybrid", name: "extra: DreamGym, hybrid (rewards and ends from the real game replaying the episode while it admits its commands), 0 real", args: ["--mode", "dreamgym", "--budget", String(M), "--hybrid"], extra: true },
 ];
 const wanted = args.rows?.split(",").map((k) => k.trim());
 const unknown = wanted?.filter((k) => !allRows.some((r) => r.key === k)) ?? [];
 if (unknown.length > 0) throw new Error(`unknown rows ${unknown.join(", ")} (rows: ${allRows.map((r) => r.key).join(", ")})`);
-const rows = wanted ? allRows.filter((r) => wanted.includes(r.key)) : allRows;
+const rows = wanted ? allRows.filter((r) => wanted.includes(r.key)) : allRows.filter((r) => !r.extra);
 if (args.init === "bc" && !rows.some((r) => r.key === "bc")) throw new Error("--init bc needs the bc row");
 const jobs: { row: number; seed: number; dir: string; init?: string }[] = rows.flatMap((row, r) => Array.from({ length: seeds }, (_, s) => ({ row: r, seed: s, dir: join(out, `${row.key}-seed${s}`) })));
 let done = 0;
 const failures: string[] = [];
+/** Why a run folder of this job cannot be kept: it was started with other budgets (another --real or --synthetic). */
+function staleBudget(job: (typeof jobs)[number]): string | undefined {
+  if (!existsSync(join(job.dir, "config.json"))) return undefined;
+  const config = JSON.parse(readFileSync(join(job.dir, "config.json"), "utf8")) as { budget: number; realBudget: number };
+  const a = rows[job.row].args;
+  const want = (flag: string) => (a.includes(flag) ? Number(a[a.indexOf(flag) + 1]) : undefined);
+  const budget = want("--budget");
+  const realBudget = want("--real-budget") ?? 0;
+  if (budget !== undefined && (config.budget !== budget || config.realBudget !== realBudget)) {
+    return `trained with budget ${config.budget} (real ${config.realBudget}), not ${budget} (real ${realBudget}): give this N another --out`;
+  }
+  return undefined;
+}
 const runJob = async (job: (typeof jobs)[number]) => {
-  if (existsSync(join(job.dir, "summary.json"))) return;
+  if (existsSync(join(job.dir, "summary.json")) && !staleBudget(job)) return;
   // A run the experiment started before (killed with it) continues from its checkpoint.
   const argv = existsSync(join(job.dir, "config.json"))
     ? ["train", "--resume", job.dir]
     : ["train", "--env", "alfworld", "--algo", "grpo", "--seed", String(job.seed), "--buffer", seedDb, "--eval-every", "0", "--final-eval-tasks", "134", ...rows[job.row].args, ...(job.init ? ["--set", `initPolicy=${job.init}`] : []), "--out", job.dir];
+  const stale = staleBudget(job);
+  if (stale) {
+    failures.push(`${job.dir}: ${stale}`);
+    return;
+  }
   try {
     await cli(argv);
     console.log(`[${++done}/${jobs.length}] ${rows[job.row].name}, seed ${job.seed}: done at ${((performance.now() - started) / 60000).toFixed(1)} min`);
@@ -177,13 +205,16 @@ const pct = (xs: number[]) => {
   const { m, sd } = stat(xs.map((x) => 100 * x));
   return xs.length > 1 ? `${m.toFixed(1)} ± ${sd.toFixed(1)}` : m.toFixed(1);
 };
+const isFinished = (j: (typeof jobs)[number]) => existsSync(join(j.dir, "summary.json")) && !staleBudget(j);
+interface Metric { iteration: number; steps: number; phase: string; realInteractions: number; eval?: { tasks: number; success: number }; verifiedSteps?: number }
+const metricsOf = (dir: string) => readFileSync(join(dir, "metrics.jsonl"), "utf8").split("\n").filter((l) => l.trim() !== "").map((l) => JSON.parse(l) as Metric);
 const SHORT: Record<string, string> = {
   pick_and_place_simple: "pick", look_at_obj_in_light: "look", pick_clean_then_place_in_recep: "clean",
   pick_heat_then_place_in_recep: "heat", pick_cool_then_place_in_recep: "cool", pick_two_obj_and_place: "two",
 };
 const typeCells = (evals: Evaluation[]) => TASK_TYPES.map((t) => pct(evals.map((e) => e.valid_unseen.byType[t] ?? 0))).join(" | ");
 const lines = [
-  `ALFWorld, neural policy (GRPO) with the ALFWorld features, greedy on every game: valid_unseen (134) and valid_seen (140), success %; ${seeds} seed(s), mean ± standard deviation; synthetic runs ${M.toLocaleString("en-US")} synthetic steps with the embedded ALFWorld model, no verifier; ${args.init === "bc" ? "every RL run starts from the BC policy of its seed" : "every RL run from fresh weights"}. Per task type: valid_unseen.`,
+  `ALFWorld, neural policy (GRPO) with the ALFWorld features, greedy on every game: valid_unseen (134) and valid_seen (140), success %; ${seeds} seed(s), mean ± standard deviation; synthetic runs ${M.toLocaleString("en-US")} synthetic steps with the embedded ALFWorld model, no verifier${rows.some((r) => r.key === "hybrid") ? " (but the extra hybrid row)" : ""}; ${args.init === "bc" ? "every RL run starts from the BC policy of its seed" : "every RL run from fresh weights"}. Per task type: valid_unseen.`,
   "",
   `| method | valid_unseen | valid_seen | real training steps | synthetic steps | wall time | ${TASK_TYPES.map((t) => SHORT[t]).join(" | ")} |`,
   `|---|---|---|---|---|---|${TASK_TYPES.map(() => "---").join("|")}|`,
@@ -191,7 +222,7 @@ const lines = [
   `| random | ${pct([random.valid_unseen.success])} | ${pct([random.valid_seen.success])} | 0 | 0 | — | ${typeCells([random])} |`,
 ];
 for (const [r, row] of rows.entries()) {
-  const finished = jobs.filter((j) => j.row === r && existsSync(join(j.dir, "summary.json")));
+  const finished = jobs.filter((j) => j.row === r && isFinished(j));
   if (finished.length === 0) {
     lines.push(`| ${row.name} | failed | | | | | ${TASK_TYPES.map(() => "").join(" | ")} |`);
     continue;
@@ -200,6 +231,37 @@ for (const [r, row] of rows.entries()) {
   const evals: Evaluation[] = [];
   for (const j of finished) evals.push(await runEval(j.dir));
   lines.push(`| ${row.name} | ${pct(evals.map((e) => e.valid_unseen.success))} | ${pct(evals.map((e) => e.valid_seen.success))} | ${Math.round(stat(sums.map((s) => s.realInteractions)).m).toLocaleString("en-US")} | ${Math.round(stat(sums.map((s) => s.syntheticInteractions)).m).toLocaleString("en-US")} | ${stat(sums.map((s) => s.wallSeconds)).m.toFixed(0)} s | ${typeCells(evals)} |`);
+}
+// Real-env GRPO's curve: valid_unseen success against real steps, from the BC start (0 real) through the
+// real run's evaluations on all 134 games (every --curve-every iterations) to its end; seeds grouped by iteration.
+const rowJobs = (key: string) => jobs.filter((j) => rows[j.row].key === key && isFinished(j));
+if (rowJobs("real").length > 0) {
+  const points = new Map<string, { real: number[]; success: number[] }>();
+  const add = (label: string, real: number, success: number) => {
+    const p = points.get(label) ?? { real: [], success: [] };
+    p.real.push(real);
+    p.success.push(success);
+    points.set(label, p);
+  };
+  for (const j of rowJobs("bc")) add("BC start", 0, (await runEval(j.dir)).valid_unseen.success);
+  for (const j of rowJobs("real")) {
+    const ms = metricsOf(j.dir);
+    const last = ms.at(-1)!;
+    for (const m of ms) if (m.eval && m.eval.tasks >= 134 && m !== last) add(`iteration ${m.iteration}`, m.realInteractions, m.eval.success);
+    add(`end (iteration ${last.iteration})`, last.realInteractions, (await runEval(j.dir)).valid_unseen.success);
+  }
+  for (const j of rowJobs("real-tenth")) add("the N/10 run's end", JSON.parse(readFileSync(join(j.dir, "summary.json"), "utf8")).realInteractions, (await runEval(j.dir)).valid_unseen.success);
+  const sorted = [...points.entries()].sort((a, b) => stat(a[1].real).m - stat(b[1].real).m);
+  lines.push("", `Real-env GRPO's curve (valid_unseen success, all 134 games, greedy; evaluated ${curveEvery > 0 ? `every ${curveEvery} iterations of the N run` : "at the end of each run only"}):`, "",
+    "| point | real training steps | valid_unseen success | seeds |", "|---|---|---|---|",
+    ...sorted.map(([label, p]) => `| ${label} | ${Math.round(stat(p.real).m).toLocaleString("en-US")} | ${pct(p.success)} | ${p.success.length} |`));
+}
+// The hybrid row: how much of its synthetic experience the real game could judge.
+if (rowJobs("hybrid").length > 0) {
+  const ms = rowJobs("hybrid").flatMap((j) => metricsOf(j.dir).filter((m) => m.phase === "synthetic"));
+  const verified = ms.reduce((a, m) => a + (m.verifiedSteps ?? 0), 0);
+  const steps = ms.reduce((a, m) => a + m.steps, 0);
+  lines.push("", `Hybrid: the real game judged ${(100 * verified / Math.max(1, steps)).toFixed(1)}% of the hybrid runs' ${steps.toLocaleString("en-US")} synthetic steps (the rest came after the synthetic world let the agent do what the real game would not, where the model's own reward stands).`);
 }
 lines.push("", "Offline audit of the ALFWorld model (buffer: the seed buffer; held out: 134 expert + 60 random valid_unseen episodes):", "", "```", audit.trim(), "```");
 if (failures.length > 0) lines.push("", "Failed runs:", ...failures.map((f) => `- ${f}`));

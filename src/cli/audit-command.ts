@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { closing, InvalidConfigError, readJsonlAll, type Trajectory } from "../core/index.ts";
-import { parseTrajectory, ReplayBuffer } from "../buffer/index.ts";
+import { checkBufferEnv, parseTrajectory, ReplayBuffer } from "../buffer/index.ts";
 import { createEnv, syntheticSupport, trajectoryRules } from "../envs/index.ts";
 import { auditModel, createExperienceModel, isLocalExperience } from "../experience/index.ts";
 import { endpointOptions, endpointSettings } from "./endpoint-options.ts";
@@ -54,7 +54,15 @@ export function registerAudit(program: Command): void {
         const trajectories = all.filter((t) => t.env === o.env && t.source === "real").slice(0, o.limit ?? Infinity);
         if (trajectories.length === 0) throw new InvalidConfigError(`${o.trajectories} has no real ${o.env} trajectories`);
         const { model, chat, tokens, close } = createExperienceModel(o.experience, { abstraction: support.abstraction, rewards: support.rewards, chat: { cache: o.cache, ...endpointSettings(o) } });
-        const buffer = o.buffer ? await inFile(o.buffer, () => ReplayBuffer.open(o.buffer, { readonly: true })) : undefined;
+        let buffer: ReplayBuffer | undefined;
+        try {
+          buffer = o.buffer ? await inFile(o.buffer, () => ReplayBuffer.open(o.buffer, { readonly: true })) : undefined;
+          if (buffer) checkBufferEnv(buffer, o.buffer, o.env);
+        } catch (e) {
+          buffer?.close();
+          await close();
+          throw e;
+        }
         try {
           // Without a chat model (and its cache), the buffer is the only database a failure can come from.
           const audit = () => auditModel(trajectories, { model, abstraction: support.abstraction, buffer, tokensUsed: chat ? tokens : undefined });

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { closing, writeFileAtomic } from "../core/index.ts";
-import { ReplayBuffer } from "../buffer/index.ts";
+import { checkBufferEnv, ReplayBuffer } from "../buffer/index.ts";
 import { createEnv, syntheticSupport } from "../envs/index.ts";
 import { trainLearnedModel } from "../experience/index.ts";
 import { parseIntOption } from "./episodes.ts";
@@ -30,6 +30,12 @@ export function registerModel(program: Command): void {
       await withEnvOption(o, async () => {
         const support = await closing(createEnv(o.env, { dataDir: o.data }), (env) => syntheticSupport(o.env, env));
         const buffer = await inFile(o.buffer, () => ReplayBuffer.open(o.buffer, { readonly: true }));
+        try {
+          checkBufferEnv(buffer, o.buffer, o.env);
+        } catch (e) {
+          buffer.close();
+          throw e;
+        }
         const bar = progressBar("model train", o.members * o.epochs, { val: "-" });
         try {
           const { model: trained, validation } = await inFile(o.buffer, () => trainLearnedModel(buffer, {

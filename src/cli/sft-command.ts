@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { closing, InvalidConfigError, readJsonlAll, type Trajectory } from "../core/index.ts";
-import { parseTrajectory, ReplayBuffer } from "../buffer/index.ts";
+import { checkBufferEnv, parseTrajectory, ReplayBuffer } from "../buffer/index.ts";
 import { createEnv, syntheticSupport, trajectoryRules } from "../envs/index.ts";
 import { buildSftData } from "../experience/index.ts";
 import { createChatModel } from "../llm/index.ts";
@@ -40,7 +40,9 @@ export function registerSft(program: Command): void {
       let buffer: ReplayBuffer | undefined;
       try {
         buffer = o.buffer ? await inFile(o.buffer, () => ReplayBuffer.open(o.buffer, { readonly: true })) : undefined;
+        if (buffer) checkBufferEnv(buffer, o.buffer, o.env);
       } catch (e) {
+        buffer?.close();
         await teacher.close?.();
         throw e;
       }

@@ -1,6 +1,6 @@
 import { existsSync } from "node:fs";
 import { InvalidConfigError, type Task, type Trajectory } from "../core/index.ts";
-import { ReplayBuffer } from "../buffer/index.ts";
+import { checkBufferEnv, ReplayBuffer } from "../buffer/index.ts";
 import { createEnv, createPolicy, envTasks, runEpisode, syntheticSupport } from "../envs/index.ts";
 import { createExperienceModel, isLocalExperience, SyntheticEnv } from "../experience/index.ts";
 import { endpointSettings } from "./endpoint-options.ts";
@@ -65,6 +65,13 @@ export async function playSyntheticEpisodes(
   try {
     buffer = ReplayBuffer.open(o.buffer);
   } catch (e) {
+    await handle.close();
+    throw e;
+  }
+  try {
+    checkBufferEnv(buffer, o.buffer, o.env);
+  } catch (e) {
+    buffer.close();
     await handle.close();
     throw e;
   }

@@ -77,7 +77,7 @@ export function registerTrain(program: Command): void {
     .option("--experience <model>", "dreamgym/s2r: default (embedded kNN model), learned:FILE (dreamgym model train) or a chat model (http://host/v1#model, openai:model, gguf:file)")
     .option("--cold-start", "dreamgym/s2r with no offline trajectories: an empty buffer, the reasoning model (--experience <chat model>) plays from the env's profile")
     .option("--synthetic-only", "dreamgym: no real env steps at all (no evaluation, no on-policy audit), for an env with no reachable deployment (WebArena here)")
-    .option("--hybrid", "terminal rewards from the real env's verifier (WebShop's reward) instead of the model's")
+    .option("--hybrid", "rewards and ends from the real env's verifier instead of the model's, where it can tell (WebShop: purchases scored by its reward; ALFWorld: the episode replayed in the real game)")
     .option("--no-replay", "ablation: no retrieved demos for the model, and the buffer does not grow")
     .option("--no-curriculum", "ablation: seed tasks only")
     .option("--no-pessimism", "ablation: no penalty for the experience model's uncertainty, no halt")

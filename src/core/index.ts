@@ -13,7 +13,7 @@ export type { CheckEnvOptions } from "./check-env.ts";
 export { abstractEnv, isAbstractState } from "./state-abstraction.ts";
 export { withActions, withTimeLimit, orderEnforcing, closing } from "./wrappers.ts";
 export type { ActionSource } from "./wrappers.ts";
-export type { StateAbstraction, Verifier } from "./state-abstraction.ts";
+export type { PredictedStep, StateAbstraction, Verifier, Verdict } from "./state-abstraction.ts";
 export { ScriptedPolicy, scripted } from "./policy.ts";
 export type { Policy, PolicyInput, PastStep, Decision, ActOptions } from "./policy.ts";
 export { playEpisode, playEpisodes, deriveSeed, episodeTrajectory } from "./episode.ts";

@@ -24,13 +24,41 @@ export interface StateAbstraction {
   isTerminal(state: string): boolean;
   /** For prompts: the state format and the action grammar, in a few lines. */
   readonly profile: string;
+  /**
+   * For prompts: how rewards and ends go in this env, where the reward spec's generic sentence would
+   * be wrong (ALFWorld: an episode ends only when its task is done, with reward 1).
+   */
+  readonly rewardRule?: string;
+  /** One line of a state, for a prompt's summary of older steps. @default its first line */
+  summarize?(state: string): string;
+  /**
+   * Checks an experience model's predicted step against the env's rules, repairing it where the
+   * intent is clear (a field the step cannot change, an end its reward implies): the step, or why it
+   * is not one (the model is asked again with that).
+   */
+  checkStep?(step: PredictedStep, state: string): PredictedStep | { error: string };
+}
+
+/** A predicted step as `StateAbstraction.checkStep` sees it: the next state (in this format), reward and end. */
+export interface PredictedStep {
+  nextState: string;
+  reward: number;
+  terminated: boolean;
+}
+
+/** The real env's verdict on a synthetic step: its reward, end and (optionally) next state. */
+export interface Verdict {
+  reward: number;
+  terminated: boolean;
+  nextState?: string;
 }
 
 /**
- * Where the real env can verify a synthetic step (e.g. WebShop's reward of a purchase): its reward,
- * end and (optionally) next state; null where it cannot (hybrid mode).
+ * Where the real env can verify a synthetic step (e.g. WebShop's reward of a purchase, ALFWorld's
+ * game replaying the episode): its verdict; null where it cannot (hybrid mode). It may answer
+ * asynchronously (a real env that steps).
  */
-export type Verifier = (task: Task, history: readonly { state: string; action: string }[], state: string, action: string) => { reward: number; terminated: boolean; nextState?: string } | null;
+export type Verifier = (task: Task, history: readonly { state: string; action: string }[], state: string, action: string) => Verdict | null | Promise<Verdict | null>;
 
 /** Whether `state` is a state of the abstraction's format (its `isState`, else any non-empty text). */
 export function isAbstractState(abstraction: StateAbstraction, state: string): boolean {

@@ -1,6 +1,7 @@
 import type { Env, TrajectoryRules } from "../core/index.ts";
 import { NoisyOraclePolicy, OraclePolicy, RulePolicy, WebShopEnv, webshopAbstraction, webshopStartPage, webshopVerifier, type WebShopOptions } from "./webshop/index.ts";
-import { AlfWorldEnv, AlfWorldExpert, alfworldAbstraction, type AlfWorldOptions } from "./alfworld/index.ts";
+import { dirname } from "node:path";
+import { AlfWorldEnv, AlfWorldExpert, AlfWorldReplay, alfworldAbstraction, alfworldVerifier, type AlfWorldOptions } from "./alfworld/index.ts";
 import { WebArenaEnv, webarenaAbstraction, webarenaStartState, type WebArenaEnvOptions } from "./webarena/index.ts";
 import { envEntry, envNames, registerBuiltin, type CommonEnvOptions } from "./registry.ts";
 
@@ -24,7 +25,14 @@ registerBuiltin<AlfWorldEnv>("alfworld", {
   tasks: (env) => env.tasks(),
   splits: { train: "valid_train", eval: "valid_unseen" },
   policies: { expert: (env) => new AlfWorldExpert(env) },
-  synthetic: (env) => ({ abstraction: alfworldAbstraction, initialState: (task) => env.introOf(task), maxSteps: 50, policies: ["random"] }),
+  synthetic: (env) => ({
+    abstraction: alfworldAbstraction,
+    initialState: (task) => env.introOf(task),
+    // Hybrid: the synthetic episode replayed in the real game while the game admits its commands.
+    verifier: alfworldVerifier(new AlfWorldReplay({ dataDir: dirname(env.root), split: env.split })),
+    maxSteps: 50,
+    policies: ["random"],
+  }),
   check: { invalidFeedback: "Nothing happens." },
 });
 

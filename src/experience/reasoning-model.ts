@@ -106,7 +106,7 @@ export class ReasoningExperienceModel implements ExperienceModel {
       "You are the environment. Given the current state and the agent's action, predict what the environment shows next.",
       this.o.abstraction.profile,
       "Think step by step about what the action does in this state, then give the next state in exactly the same format as the states you are shown.",
-      rewardRule(this.o.rewards),
+      this.o.abstraction.rewardRule ?? rewardRule(this.o.rewards),
       'Answer with JSON only: {"reasoning": string, "next_state": string, "reward": number, "terminated": boolean}.',
     ].join("\n\n");
     // After the task, one machine-readable line: the task id and the episode's actions, this one last
@@ -115,7 +115,8 @@ export class ReasoningExperienceModel implements ExperienceModel {
     if (history.length > 0) {
       const recent = history.slice(-this.o.recentSteps);
       const older = history.slice(0, history.length - recent.length);
-      const lines = older.map((h: HistoryStep, i: number) => `${i + 1}. ${h.action} → ${h.nextState.split("\n")[0]}`);
+      const summarize = (st: string) => this.o.abstraction.summarize?.(st) ?? st.split("\n")[0];
+      const lines = older.map((h: HistoryStep, i: number) => `${i + 1}. ${h.action} → ${summarize(h.nextState)}`);
       recent.forEach((h, i) => lines.push(`${older.length + i + 1}. state:\n${cut(h.state, n)}\naction: ${h.action}`));
       parts.push(`History (${history.length} steps):\n${lines.join("\n")}`);
     }
@@ -152,7 +153,7 @@ export class ReasoningExperienceModel implements ExperienceModel {
   }
 
   /** A choice as a step (next state in the env's format, reward and end as outcome or dense rewards allow), or why it is not one. */
-  private check(c: { text: string; parsed?: unknown; parseError?: string }): { value?: Step; error: string } {
+  private check(c: { text: string; parsed?: unknown; parseError?: string }, state: string): { value?: Step; error: string } {
     if (c.parseError) return { error: c.parseError };
     const checked = this.validate(c.parsed);
     if (!checked.value) return { error: checked.error! };
@@ -163,7 +164,10 @@ export class ReasoningExperienceModel implements ExperienceModel {
     const terminated = v.terminated || this.o.abstraction.isTerminal(nextState);
     // Outcome rewards: a step that does not end the episode has none, whatever the model said.
     const reward = terminated || this.o.rewards.dense ? v.reward : 0;
-    return { value: { reasoning: v.reasoning, nextState, reward, terminated }, error: "" };
+    // The env's own rules (a field the step cannot change, the reward/end pairs it has).
+    const ruled = this.o.abstraction.checkStep ? this.o.abstraction.checkStep({ nextState, reward, terminated }, state) : { nextState, reward, terminated };
+    if ("error" in ruled) return { error: ruled.error };
+    return { value: { reasoning: v.reasoning, ...ruled }, error: "" };
   }
 
   /**
@@ -206,11 +210,11 @@ export class ReasoningExperienceModel implements ExperienceModel {
         if (e instanceof EndpointFailedError) throw e;
         return { nextState: input.state, reward: 0, terminated: false, info: { failed: `model call failed: ${(e as Error).message}` } };
       }
-      const checked = this.check(parseError ? { text, parseError } : { text, parsed });
+      const checked = this.check(parseError ? { text, parseError } : { text, parsed }, input.state);
       if (checked.value) {
         const { reasoning, nextState, reward, terminated } = checked.value;
         // The other samples that are valid steps too: how much they disagree with this one is u.
-        const valid = others.map((c) => this.check(c).value).filter((v) => v !== undefined);
+        const valid = others.map((c) => this.check(c, input.state).value).filter((v) => v !== undefined);
         const u = valid.length > 0 ? this.disagreement(checked.value, valid) : undefined;
         return { reasoning, nextState, reward, terminated, info: { attempts: attempt + 1, ...(u !== undefined ? { u, samples: valid.length + 1 } : {}) } };
       }

@@ -130,7 +130,7 @@ export class SyntheticEnv implements Env {
       return { observation: this.state, reward: 0, terminated: false, truncated: this.done, info: { model_failed: prediction.info.failed } };
     }
     let { reward, terminated, nextState } = prediction;
-    const verified = this.o.verifier?.(task, this.history, this.state, action) ?? null;
+    const verified = (await this.o.verifier?.(task, this.history, this.state, action)) ?? null;
     if (verified) ({ reward, terminated, nextState = nextState } = verified);
     // A verified step is the real env's verdict: nothing to be unsure of.
     const u = verified ? undefined : prediction.info.u;

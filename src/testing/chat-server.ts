@@ -15,10 +15,10 @@ export interface Served {
 /**
  * A local server speaking the OpenAI chat-completions protocol. `faults` are served first, one per
  * request; then `fault(n)` (n: the request's number, from 1) when given, so a test can make it fail
- * later or recover; else it answers with `reply(body)` (an array: one content per choice, for `n`). With `hold`, a response waits while `hold()` is true
+ * later or recover; else it answers with `reply(body)` (an array: one content per choice, for `n`; it may be async). With `hold`, a response waits while `hold()` is true
  * (and not all `total` requests arrived), so the test controls concurrency without timers.
  */
-export async function chatServer(opts: { faults?: Fault[]; fault?: (n: number) => Fault | undefined; reply?: (body: Record<string, unknown>) => string | string[]; hold?: (pending: number) => boolean; total?: number } = {}): Promise<Served> {
+export async function chatServer(opts: { faults?: Fault[]; fault?: (n: number) => Fault | undefined; reply?: (body: Record<string, unknown>) => string | string[] | Promise<string | string[]>; hold?: (pending: number) => boolean; total?: number } = {}): Promise<Served> {
   const faults = [...(opts.faults ?? [])];
   const requests: Record<string, unknown>[] = [];
   const pending: (() => void)[] = [];
@@ -48,7 +48,7 @@ export async function chatServer(opts: { faults?: Fault[]; fault?: (n: number) =
       return void res.end('{"id": "x", "choices": [ {"mess');
     }
     const n = Number(body.n ?? 1);
-    const content = opts.reply ? opts.reply(body) : `echo ${(body.messages as { content: string }[]).at(-1)!.content}`;
+    const content = opts.reply ? await opts.reply(body) : `echo ${(body.messages as { content: string }[]).at(-1)!.content}`;
     const respond = () => {
       inFlight--;
       res.writeHead(200, { "content-type": "application/json" });

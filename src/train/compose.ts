@@ -122,8 +122,11 @@ export async function makeSyntheticPool(config: TrainConfig, bufferFile: string,
     });
     return actions ? withActions(env, actions) : env;
   });
+  // An ALFWorld task is a game's scene with a goal: an LLM's free-text variation has no scene to start
+  // in, so ALFWorld keeps its own generator (variants checked in the real game) whatever the model.
+  const llmTasks = model.chat !== undefined && config.env !== "alfworld";
   const generator = parts.taskGenerator
-    ?? (model.chat ? new LlmTaskGenerator({ chat: model.chat, profile: support.abstraction.profile }) : await envTaskGenerator(config).catch(async (e) => {
+    ?? (llmTasks ? new LlmTaskGenerator({ chat: model.chat!, profile: support.abstraction.profile }) : await envTaskGenerator(config).catch(async (e) => {
       buffer.close();
       await model.close();
       throw e;

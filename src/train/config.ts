@@ -183,6 +183,8 @@ export interface IterationMetrics {
   bc?: { demonstrations: number; steps: number; skipped: number; loss: number; meanProb: number };
   /** The experience model's uncertainty over this iteration's synthetic steps (where it reports one): mean u, largest u, steps with u, halted episodes. */
   uncertainty?: { mean: number; max: number; steps: number; halts: number };
+  /** Hybrid runs: this iteration's synthetic steps whose reward and end the real env's verifier gave (of `steps`). */
+  verifiedSteps?: number;
 }
 
 export interface TrainSummary {

@@ -54,6 +54,8 @@ export async function trainingLoop(config: TrainConfig, run: RunFolder, parts: P
       const kept = groups.flat();
       state.droppedEpisodes += played.length - kept.length;
       const uncertainty = phase === "synthetic" ? uncertaintyOf(played) : undefined;
+      // Hybrid: how many synthetic steps the real env's verifier could judge.
+      const verifiedSteps = phase === "synthetic" && config.hybrid ? played.reduce((a, e) => a + e.steps.filter((s) => s.info?.verified === true).length, 0) : undefined;
       const t1 = performance.now();
 
       // 3. Update the policy.
@@ -114,6 +116,7 @@ export async function trainingLoop(config: TrainConfig, run: RunFolder, parts: P
         wallSeconds: state.wallSeconds,
         ...(evalResult ? { eval: evalResult } : {}),
         ...(uncertainty ? { uncertainty } : {}),
+        ...(verifiedSteps !== undefined ? { verifiedSteps } : {}),
         ...(audit ? { onPolicyAudit: audit } : {}),
       };
       run.appendMetrics(m);

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { closing, InvalidConfigError, type ActionSource } from "../core/index.ts";
-import { ReplayBuffer } from "../buffer/index.ts";
+import { checkBufferEnv, ReplayBuffer } from "../buffer/index.ts";
 import { Curriculum } from "../curriculum/index.ts";
 import { createEnv, envEntry, envTasks, hasSyntheticSupport, remoteUrl, syntheticSupport } from "../envs/index.ts";
 import { isLocalExperience, LEARNED_PREFIX, loadLearnedModel } from "../experience/index.ts";
@@ -150,10 +150,7 @@ async function checkStart(config: TrainConfig, parts: TrainParts): Promise<void>
     const b = ReplayBuffer.open(config.buffer, { readonly: true }); // a corrupt or foreign file fails here
     try {
       // Another env's buffer (an ALFWorld buffer for WebShop, or the reverse) grounds nothing here.
-      const others = [...new Set(b.stats().groups.map((g) => g.env))].filter((e) => e !== config.env);
-      if (config.mode !== "real" && b.count({ env: config.env }) === 0 && others.length > 0) {
-        throw new InvalidConfigError(`buffer ${config.buffer} holds ${others.join(", ")} trajectories, not ${config.env}: give a buffer of offline ${config.env} trajectories`);
-      }
+      if (config.mode !== "real") checkBufferEnv(b, config.buffer, config.env);
     } finally {
       b.close();
     }

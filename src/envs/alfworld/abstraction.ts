@@ -1,4 +1,4 @@
-import type { StateAbstraction, StepInfo } from "../../core/index.ts";
+import type { PredictedStep, StateAbstraction, StepInfo } from "../../core/index.ts";
 
 /**
  * ALFWorld's abstract state: the task, where the agent is and what it holds, the observation as
@@ -94,6 +94,36 @@ export function alfworldAbstract(observation: string, info?: StepInfo): string {
 const PROFILE = `ALFWorld, a household in text. A state is five headed lines and the admissible commands: "task: put a clean mug in coffeemachine", "at: <the receptacle the agent went to last>" ("middle of the room" at the start), "holding: <object>" or "nothing", "observation: <the feedback of the last command>" (the first state describes the room: "You are in the middle of a room. Looking quickly around you, you see a cabinet 1, …"), then "actions:" and one admissible command per line.
 Commands: go to <receptacle>, open/close <receptacle>, take <object> from <receptacle>, put <object> in/on <receptacle>, clean/heat/cool <object> with <sinkbasin/microwave/fridge>, use <lamp>, examine <thing>, look, inventory. Only the listed commands can be done. The reward is 1 when the task is done (which ends the episode), else 0.`;
 
+const REWARD_RULE = `Rewards and ends: the reward is 1 on the step that completes the task, and that step ends the episode (terminated true); every other step has reward 0 and terminated false (an episode never ends without the task done; the step cap is not yours to judge). A command that does nothing answers "Nothing happens." and changes nothing else. The task line never changes; "at" changes only with a go to; "holding" changes with take and put; the commands listed are those admissible in the new state.`;
+
+/** One admissible command of ALFWorld's grammar (entities are a name and a number: "mug 1"). */
+const COMMAND = /^(?:look|inventory|(?:go to|open|close|examine|use) [a-z]+ \d+|take [a-z]+ \d+ from [a-z]+ \d+|put [a-z]+ \d+ in\/on [a-z]+ \d+|(?:clean|heat|cool|slice) [a-z]+ \d+ with [a-z]+ \d+)$/;
+
+/**
+ * A predicted ALFWorld step held to the game's rules. Repaired where the intent is clear: the task
+ * line is the episode's (it never changes), commands lose list markers and repeats, and a reward of 1
+ * ends the episode. Refused: a state that lists no command of ALFWorld's grammar, a reward other than
+ * 0 or 1, and an end without the task done.
+ */
+export function checkAlfStep(step: PredictedStep, state: string): PredictedStep | { error: string } {
+  const next = parseAlfState(step.nextState);
+  if (!next) return { error: "next_state is not an ALFWorld state (task, at, holding, observation lines, then actions:)" };
+  const actions = [...new Set(next.actions.map((a) => a.trim().replace(/^(?:[-*•]|\d+[.)])\s+/, "").replace(/\s+/g, " ")))];
+  const bad = actions.filter((a) => !COMMAND.test(a));
+  if (bad.length > 0) return { error: `next_state lists ${bad.length === 1 ? "a command" : "commands"} ALFWorld does not have: ${bad.slice(0, 3).map((a) => JSON.stringify(a)).join(", ")} (one admissible command a line, e.g. "go to cabinet 1", "take mug 1 from countertop 1")` };
+  if (actions.length === 0) return { error: 'next_state lists no admissible commands (after "actions:", one command a line)' };
+  if (step.reward !== 0 && step.reward !== 1) return { error: `reward ${step.reward}: in ALFWorld a step's reward is 1 (the task is done) or 0` };
+  if (step.terminated && step.reward === 0) return { error: "terminated with reward 0: in ALFWorld an episode ends only when its task is done (reward 1)" };
+  const task = parseAlfState(state)?.task ?? next.task;
+  return { nextState: renderAlfState({ ...next, task, actions }), reward: step.reward, terminated: step.reward === 1 };
+}
+
+/** An ALFWorld state in one line for a prompt's history: where, what is held, and the feedback. */
+function summarizeAlfState(state: string): string {
+  const s = parseAlfState(state);
+  return s ? `[at ${s.at || MID_ROOM}, holding ${s.holding || NOTHING}] ${s.observation}` : state.split("\n")[0];
+}
+
 /** ALFWorld's state abstraction (see {@link AlfState}). */
 export const alfworldAbstraction: StateAbstraction = {
   env: "alfworld",
@@ -102,4 +132,7 @@ export const alfworldAbstraction: StateAbstraction = {
   isState: (state) => parseAlfState(state) !== undefined,
   isTerminal: () => false,
   profile: PROFILE,
+  rewardRule: REWARD_RULE,
+  summarize: summarizeAlfState,
+  checkStep: checkAlfStep,
 };

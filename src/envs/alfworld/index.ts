@@ -10,5 +10,7 @@ export { displayNames } from "./names.ts";
 export { parseDomain, parseProblem, parseSExpr } from "./pddl.ts";
 export { parseGrammar, TextGenerator } from "./grammar.ts";
 
-export { alfworldAbstraction, alfworldAbstract, parseAlfState, renderAlfState, introState, listedEntities, agentgymFeedback, MID_ROOM } from "./abstraction.ts";
+export { alfworldAbstraction, alfworldAbstract, checkAlfStep, parseAlfState, renderAlfState, introState, listedEntities, agentgymFeedback, MID_ROOM } from "./abstraction.ts";
 export type { AlfState } from "./abstraction.ts";
+export { AlfWorldReplay, alfworldVerifier } from "./replay.ts";
+export type { AlfWorldReplayOptions, Replayed } from "./replay.ts";
