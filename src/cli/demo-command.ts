@@ -2,7 +2,7 @@ import { cpSync, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } fro
 import { InvalidConfigError } from "../core/index.ts";
 import { join } from "node:path";
 import type { Command } from "commander";
-import { closing, writeFileAtomic } from "../core/index.ts";
+import { closing, readJsonFile, writeFileAtomic } from "../core/index.ts";
 import { ReplayBuffer } from "../buffer/index.ts";
 import { createEnv, syntheticSupport } from "../envs/index.ts";
 import { trainLearnedModel } from "../experience/index.ts";
@@ -21,6 +21,7 @@ interface DemoOptions {
   seed: number;
   experience: string;
   bcEpochs: number;
+  init: "bc" | "scratch";
 }
 
 /** The figures of a row: test score and success, real and synthetic training steps, wall time, and the last on-policy audit's exploitation rate. */
@@ -60,6 +61,9 @@ async function demo(o: DemoOptions): Promise<void> {
   };
   // 3. Behaviour cloning: the offline data used directly (its successful episodes), no RL.
   const bc = await run("bc", `3. behaviour cloning on the seed buffer's successful episodes (${o.bcEpochs} epochs, 0 RL)`, { ...common, mode: "bc", bc: { epochs: o.bcEpochs } });
+  // Every RL row starts the same way: from the BC policy (the paper's policies start from an
+  // instruction-tuned LLM that already acts sensibly), or all from fresh weights.
+  const start = o.init === "bc" ? { initPolicy: join(o.out, "bc", "checkpoints", readJsonFile<{ policyFile: string }>(join(o.out, "bc", "checkpoints", "latest.json")).policyFile) } : {};
 
   // The experience model: the embedded kNN model, or the learned one trained here from the seed buffer.
   let experience = o.experience;
@@ -78,11 +82,11 @@ async function demo(o: DemoOptions): Promise<void> {
   const modelName = experience === "default" ? "embedded kNN model" : experience.startsWith("learned:") ? "learned model" : experience;
 
   // 4. DreamGym as the paper runs it: RL in the synthetic env only, every reward from the experience model, 0 real training interactions.
-  const dg = await run("dreamgym", `4. DreamGym: GRPO in the synthetic env (${modelName}, its own rewards, no verifier), ${o.budget} synthetic steps, 0 real`, { ...common, mode: "dreamgym", experience, budget: o.budget });
+  const dg = await run("dreamgym", `4. DreamGym: GRPO in the synthetic env (${modelName}, its own rewards, no verifier), ${o.budget} synthetic steps, 0 real`, { ...common, ...start, mode: "dreamgym", experience, budget: o.budget });
   // 5. The hybrid: purchase rewards from WebShop's reward function (a verifier an env of one's own usually lacks).
-  const hybrid = await run("dreamgym-hybrid", `5. DreamGym, hybrid: the same with purchase rewards from WebShop's reward function, ${o.budget} synthetic steps, 0 real`, { ...common, mode: "dreamgym", experience, hybrid: true, budget: o.budget });
+  const hybrid = await run("dreamgym-hybrid", `5. DreamGym, hybrid: the same with purchase rewards from WebShop's reward function, ${o.budget} synthetic steps, 0 real`, { ...common, ...start, mode: "dreamgym", experience, hybrid: true, budget: o.budget });
   // 6. Real-env RL given the same wall time as DreamGym.
-  const realRl = await run("real", `6. real-env GRPO for the same wall time as DreamGym (${dg.wallSeconds.toFixed(0)} s)`, { ...common, mode: "real", budget: 10_000_000, maxSeconds: dg.wallSeconds });
+  const realRl = await run("real", `6. real-env GRPO for the same wall time as DreamGym (${dg.wallSeconds.toFixed(0)} s)`, { ...common, ...start, mode: "real", budget: 10_000_000, maxSeconds: dg.wallSeconds });
   // 7. Sim-to-real: the DreamGym run (a copy) goes on in the real env for a small real budget, as
   //    `train --resume <copy> --mode s2r --real-budget N` does.
   console.log(`7. DreamGym-S2R: the DreamGym run goes on with ${o.realBudget} real steps`);
@@ -95,7 +99,7 @@ async function demo(o: DemoOptions): Promise<void> {
     s2rHook.stop();
   }
   // 8. Real-env RL with as many real steps as S2R used.
-  const realSmall = await run("real-small", `8. real-env GRPO with S2R's real steps (${s2r.realInteractions})`, { ...common, mode: "real", budget: s2r.realInteractions });
+  const realSmall = await run("real-small", `8. real-env GRPO with S2R's real steps (${s2r.realInteractions})`, { ...common, ...start, mode: "real", budget: s2r.realInteractions });
 
   const rows: Row[] = [
     ["rule baseline", rule.score, rule.success, 0, 0, 0, "-"],
@@ -112,7 +116,7 @@ async function demo(o: DemoOptions): Promise<void> {
     ...rows.map(([name, score, success, realSteps, syn, wall, exploitation]) =>
       `| ${name} | ${score.toFixed(1)} | ${(100 * success).toFixed(1)}% | ${realSteps.toLocaleString("en-US")} | ${syn.toLocaleString("en-US")} | ${wall ? `${wall.toFixed(0)} s` : "-"} | ${exploitation} |`),
   ].join("\n");
-  console.log(`\n${table}\n\nWebShop test split, 500 goals, greedy policies; experience model: ${modelName}. Every RL run starts from fresh weights (seed ${o.seed}). Total demo time ${((performance.now() - started) / 1000 / 60).toFixed(1)} min. Runs (metrics, report.html): ${o.out}/*/`);
+  console.log(`\n${table}\n\nWebShop test split, 500 goals, greedy policies; experience model: ${modelName}. ${o.init === "bc" ? "Every RL run starts from the BC policy" : "Every RL run starts from fresh weights"} (seed ${o.seed}). Total demo time ${((performance.now() - started) / 1000 / 60).toFixed(1)} min. Runs (metrics, report.html): ${o.out}/*/`);
 }
 
 export function registerDemo(program: Command): void {
@@ -123,10 +127,12 @@ export function registerDemo(program: Command): void {
     .option("--budget <n>", "synthetic steps of each DreamGym run (model rewards, hybrid)", parseIntOption("budget", 1), 30_000)
     .option("--real-budget <n>", "real steps of the S2R phase", parseIntOption("real-budget", 1), 5_000)
     .option("--seed <n>", "seed", parseIntOption("seed"), 0)
-    .option("--experience <model>", "the experience model: default (the embedded kNN model), learned (a learned model trained here from the seed buffer) or a chat model (http://host/v1#model)", "default")
+    .option("--experience <model>", "the experience model: learned (a learned model trained here from the seed buffer), default (the embedded kNN model) or a chat model (http://host/v1#model)", "learned")
     .option("--bc-epochs <n>", "epochs of the behaviour-cloning row", parseIntOption("bc-epochs", 1), 8)
+    .option("--init <start>", "where every RL row starts: bc (the BC row's policy) or scratch (fresh weights)", "bc")
     .action(async (o) => {
       checkOutputFolder(o.out);
+      if (o.init !== "bc" && o.init !== "scratch") throw new InvalidConfigError(`--init is bc or scratch, not ${o.init}`);
       // Only a folder the demo made (it leaves a marker) is replaced.
       if (existsSync(o.out) && readdirSync(o.out).length > 0 && !existsSync(join(o.out, MARKER))) {
         throw new InvalidConfigError(`${o.out} exists and is not a demo folder; choose another --out`);

@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { getReward, OraclePolicy, RulePolicy, WebShopEnv } from "./index.ts";
+import { getReward, NoisyOraclePolicy, OraclePolicy, RulePolicy, WebShopEnv } from "./index.ts";
 import { RandomPolicy, runEpisode } from "../index.ts";
 
 const env = new WebShopEnv({ split: "test" });
@@ -55,4 +55,26 @@ test("random: only listed actions, reproducible for a seed, ends by purchase or 
     assert.ok(last.terminated || last.truncated);
     assert.ok(t.steps.length <= 15);
   }
+});
+
+test("the slipping oracle buys near misses as well as successes, the same ones in any order", async () => {
+  const play = async (order: typeof tasks) => {
+    const p = new NoisyOraclePolicy(env);
+    const out = new Map<string, { reward: number; actions: string[] }>();
+    for (const task of order) {
+      const t = await runEpisode(env, p, { envName: "webshop", task });
+      out.set(task.id, { reward: t.total_reward, actions: t.steps.map((s) => s.action) });
+    }
+    return out;
+  };
+  const some = tasks.slice(0, 120);
+  const a = await play(some);
+  const rewards = [...a.values()].map((e) => e.reward);
+  const success = rewards.filter((r) => r >= 1 - 1e-9).length;
+  const nearMiss = rewards.filter((r) => r > 0.2 && r < 1 - 1e-9).length;
+  assert.ok(success >= 0.2 * some.length && success <= 0.8 * some.length, `successes ${success}/${some.length}`);
+  assert.ok(nearMiss >= 0.15 * some.length, `near misses ${nearMiss}/${some.length}`);
+  // Its slips are seeded by the goal, not by how many episodes the policy played before.
+  const b = await play([...some].reverse());
+  for (const task of some) assert.deepEqual(b.get(task.id), a.get(task.id), task.id);
 });

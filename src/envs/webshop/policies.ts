@@ -94,10 +94,9 @@ export class OraclePolicy extends ScriptedPolicy {
 export class NoisyOraclePolicy extends ScriptedPolicy {
   readonly name = "oracle-noisy";
   private readonly oracle: OraclePolicy;
-  private rng = new Rng(0);
+  private rng: Rng | null = null;
   private wrongItem: string | undefined;
   private chosen = new Set<string>();
-  private episode = 0;
   constructor(private readonly env: WebShopEnv, private readonly slip = 0.3) {
     super();
     this.oracle = new OraclePolicy(env);
@@ -107,20 +106,21 @@ export class NoisyOraclePolicy extends ScriptedPolicy {
     this.oracle.reset();
     this.wrongItem = undefined;
     this.chosen.clear();
-    this.episode++;
-    this.rng = new Rng(deriveSeed("oracle-noisy", this.env.goal?.asin ?? "", this.env.goal?.instruction_text ?? "", this.episode));
+    this.rng = null;
   }
 
   choose(input: PolicyInput): string {
     const goal = this.env.goal;
     if (!goal) throw new Error("oracle-noisy: the env has no running episode");
+    // Seeded by the goal at the episode's first step (the env has its goal by then).
+    const rng = (this.rng ??= new Rng(deriveSeed("oracle-noisy", goal.asin, goal.instruction_text)));
     const listed = (input.actions ?? []).filter((a) => !NAV.has(a));
     const kind = webshopPageKind(input.observation, input.info);
     const values = Array.isArray(goal.goal_options) ? goal.goal_options : Object.values(goal.goal_options);
     if (kind === "results" && this.wrongItem === undefined) {
       const goalItem = `click[${goal.asin.toLowerCase()}]`;
       const others = listed.filter((a) => a !== goalItem && /^click\[[a-z0-9]{10}\]$/.test(a));
-      if (others.length > 0 && this.rng.random() < this.slip) return (this.wrongItem = this.rng.choice(others));
+      if (others.length > 0 && rng.random() < this.slip) return (this.wrongItem = rng.choice(others));
     }
     if (kind === "item") {
       const groups = Object.values(this.env.product?.options ?? {});
@@ -129,10 +129,10 @@ export class NoisyOraclePolicy extends ScriptedPolicy {
         this.chosen.add(v);
         const group = groups.find((g) => g.includes(v));
         if (!group) continue; // another product (a slip above) may not offer it
-        if (this.wrongItem === undefined && this.rng.random() < this.slip) {
+        if (this.wrongItem === undefined && rng.random() < this.slip) {
           const wrong = group.filter((x) => x !== v);
-          if (wrong.length === 0 || this.rng.random() < 0.5) continue; // left out
-          return `click[${this.rng.choice(wrong)}]`;
+          if (wrong.length === 0 || rng.random() < 0.5) continue; // left out
+          return `click[${rng.choice(wrong)}]`;
         }
         return `click[${v}]`;
       }
