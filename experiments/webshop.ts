@@ -4,7 +4,8 @@
 // the kNN model, `-- --experience <chat model>` the reasoning model. Rows: the rule baseline, behaviour
 // cloning on the seed buffer (0 RL), real-env GRPO at N and N/10 real steps, DreamGym (0 real), DreamGym-S2R
 // (N/10 real), the hybrid, and the ablations (no replay, no curriculum, no pessimism, kNN instead of the
-// learned model). Every RL run starts from fresh weights (its seed). Each training run is `dreamgym
+// learned model). Every RL run starts from the BC row's policy of its seed (`--init bc`, the default;
+// `--init scratch`: fresh weights). Each training run is `dreamgym
 // train` in a child process, two at a time (one per core); writes results.md.
 //
 //   npm run experiment:webshop -- [--seeds 3] [--real 80000] [--synthetic 80000] [--parallel 2] [--out runs/experiment-webshop]
@@ -28,7 +29,7 @@ const { values: args } = parseArgs({
     synthetic: { type: "string", default: "80000" },
     parallel: { type: "string", default: "2" },
     /** Where every RL run starts: scratch (fresh weights from its seed) or bc (the BC row's policy of the same seed). */
-    init: { type: "string", default: "scratch" },
+    init: { type: "string", default: "bc" },
     out: { type: "string", default: "runs/experiment-webshop" },
     experience: { type: "string", default: "learned" },
     /** Only these rows (keys as in the header), e.g. for a reduced run. */

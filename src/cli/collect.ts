@@ -27,7 +27,7 @@ export function registerCollect(program: Command): void {
     .command("collect")
     .description("collect offline trajectories of a scripted policy as JSONL (format: docs/data-formats.md)")
     .requiredOption("--env <name>", ENV_OR_URL)
-    .requiredOption("--policy <name>", "scripted policy (oracle | rule | random)")
+    .requiredOption("--policy <name>", "scripted policy (webshop: oracle | oracle-noisy | rule | random; alfworld: expert | random)")
     .requiredOption("--out <file>", "output JSONL file")
     .option("--episodes <n>", "number of episodes", parseIntOption("episodes", 1), 100)
     .option("--split <split>", "task split (default: webshop train, alfworld valid_train)")

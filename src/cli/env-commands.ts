@@ -31,7 +31,7 @@ export function registerEnvCommands(program: Command): void {
     .command("eval")
     .description("evaluate a scripted policy on a split: mean score ×100 and success rate")
     .requiredOption("--env <name>", ENV_OR_URL)
-    .requiredOption("--policy <name>", "scripted policy (webshop: oracle | rule | random; alfworld: expert | random)")
+    .requiredOption("--policy <name>", "scripted policy (webshop: oracle | oracle-noisy | rule | random; alfworld: expert | random)")
     .option("--split <split>", "task split (default: webshop test, alfworld valid_unseen)")
     .option("--episodes <n>", "episodes (default: every task of the split once)", parseIntOption("episodes", 1))
     .option("--seed <n>", "seed of stochastic policies", parseIntOption("seed"), 0)
