@@ -14,3 +14,4 @@ export { transitionText, EMBED_STATE_CHARS } from "./transition-text.ts";
 export { parseTrajectory, trajectoryContentId } from "./trajectory-schema.ts";
 export { importJsonl, exportJsonl, parseTranscript, fewShotTrajectories, offlineJsonlFiles } from "./importers.ts";
 export type { ImportReport, ImportOptions } from "./importers.ts";
+export type { EpisodeQuery, EpisodePage, EpisodeSummary, EpisodeOrigin } from "./episode-pages.ts";
