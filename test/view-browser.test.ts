@@ -36,7 +36,8 @@ test("dreamgym view in Chromium: runs → curves, episode → side by side with 
       await page.screenshot({ path: file });
       assert.ok(statSync(file).size > 5000, `${file} is a real picture`);
     };
-    const api = async (path: string) => (await fetch(`${server!.url}/api/${path}`)).json();
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    const api = async (path: string): Promise<any> => (await fetch(`${server!.url}/api/${path}`)).json();
 
     // Runs: both rows of the experiment, with mode, env, budget and final eval.
     await page.goto(server.url);
