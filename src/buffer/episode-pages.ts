@@ -10,7 +10,7 @@ export type EpisodeOrigin = "offline" | ExperienceSource;
 export interface EpisodeQuery {
   env?: string;
   origin?: EpisodeOrigin;
-  /** Text the task's id or instruction contains (case-insensitive). */
+  /** Text the task contains: its id, instruction or goal fields (case-insensitive for ASCII). */
   task?: string;
   success?: boolean;
   /** Episodes whose policy label starts with this (a run's synthetic episodes: `neural@<runId>#`). */
@@ -56,10 +56,9 @@ function whereOfQuery(q: EpisodeQuery): { conds: string[]; args: (string | numbe
   if (q.success !== undefined) conds.push("success = ?"), args.push(q.success ? 1 : 0);
   if (q.policyPrefix !== undefined) conds.push("policy LIKE ? ESCAPE '\\'"), args.push(`${likeEscape(q.policyPrefix)}%`);
   if (q.task !== undefined && q.task !== "") {
-    // task_json holds the id and the instruction: one scan of the (small) trajectories table, not of the transitions.
-    conds.push("(task_id LIKE ? ESCAPE '\\' OR json_extract(task_json, '$.instruction') LIKE ? ESCAPE '\\')");
-    const like = `%${likeEscape(q.task)}%`;
-    args.push(like, like);
+    // The task's JSON (id, instruction, goal fields): one scan of the trajectories table, not of the transitions.
+    conds.push("task_json LIKE ? ESCAPE '\\'");
+    args.push(`%${likeEscape(JSON.stringify(q.task).slice(1, -1))}%`);
   }
   return { conds, args };
 }

@@ -29,7 +29,7 @@ export function EpisodesView({ info, run, openEpisode }) {
       <label>env <select value=${filter.env} onChange=${set("env")}><option value="">any</option>${(page?.envs ?? []).map((e) => html`<option>${e}</option>`)}</select></label>
       <label>origin <select value=${filter.origin} onChange=${set("origin")} data-test="origin"><option value="">any</option><option>offline</option><option>real</option><option>synthetic</option></select></label>
       <label>success <select value=${filter.success} onChange=${set("success")}><option value="">any</option><option value="true">yes</option><option value="false">no</option></select></label>
-      <label>task <input value=${filter.task} onChange=${set("task")} placeholder="id or instruction text" /></label>
+      <label>task <input value=${filter.task} onChange=${set("task")} placeholder="text in the task" /></label>
       ${src === "run" && html`<label><input type="checkbox" checked=${filter.own} onChange=${set("own")} /> this run's episodes only</label>`}
     </div>
     ${error && html`<p class="error">${error}</p>`}

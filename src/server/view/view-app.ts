@@ -131,6 +131,16 @@ export function createViewApp(o: ViewAppOptions): ViewApp {
     return c.json(curriculumTree(generated, rewards, seedText));
   });
 
+  // A buffer's envs, for the filter: its stats scan every row, so they are read once a minute at most.
+  const envCache = new Map<ReplayBuffer, { at: number; envs: string[] }>();
+  const envsOf = (buffer: ReplayBuffer): string[] => {
+    const hit = envCache.get(buffer);
+    if (hit && Date.now() - hit.at < 60_000) return hit.envs;
+    const envs = [...new Set(buffer.stats().groups.map((g) => g.env))];
+    envCache.set(buffer, { at: Date.now(), envs });
+    return envs;
+  };
+
   // ---- episodes: of the --buffer (src=buffer) or of a run's buffer (src=run, run=<id>)
   const source = (c: Context): { buffer: ReplayBuffer; runId?: string } => {
     const src = c.req.query("src") ?? "buffer";
@@ -154,7 +164,7 @@ export function createViewApp(o: ViewAppOptions): ViewApp {
       policyPrefix: q.own === "true" && runId ? `neural@${runId}#` : undefined,
       after: q.after ? intParam(c, "after") : undefined, limit: q.limit ? intParam(c, "limit") : 50,
     });
-    return c.json({ ...page, envs: [...new Set(buffer.stats().groups.map((g) => g.env))] });
+    return c.json({ ...page, envs: envsOf(buffer) });
   });
   app.get("/api/episode", (c) => {
     const { buffer } = source(c);
@@ -179,13 +189,13 @@ export function createViewApp(o: ViewAppOptions): ViewApp {
     const state = c.req.query("state") ?? "";
     const action = c.req.query("action") ?? "";
     if (state.trim() === "" && action.trim() === "") throw new InvalidConfigError("type a state, an action, or both");
-    const envs = buffer.stats().groups.map((g) => g.env);
+    const envs = envsOf(buffer);
     const env = c.req.query("env") || envs[0];
     if (!env) return c.json({ env: null, demos: [] });
     const k = intParam(c, "k", 5);
     if (k < 1 || k > 50) throw new InvalidConfigError(`k must be from 1 to 50, got ${k}`);
     const demos = await retrieveDemos(buffer, asStored(env), { state, action }, { k, sameAction: true, realAnchor: true });
-    return c.json({ env, envs: [...new Set(envs)], demos });
+    return c.json({ env, envs, demos });
   });
 
   app.notFound((c) => c.json({ error: `no route ${c.req.method} ${c.req.path}` }, 404));
