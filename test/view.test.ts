@@ -98,6 +98,9 @@ test("episodes: filtered and paged by key; pages cover the filter once each", as
   const won = (await get("/api/episodes?src=run&run=exp/seed-3&origin=synthetic&success=true&limit=1000")).body;
   assert.ok(won.total > 0 && won.total < synthetic.total);
   assert.ok(won.episodes.every((e: { success: boolean; totalReward: number }) => e.success && e.totalReward >= 1));
+  const paid = (await get("/api/episodes?src=run&run=exp/seed-3&origin=synthetic&minReward=0.5&limit=1000")).body;
+  assert.deepEqual(paid.episodes.map((e: { id: number }) => e.id), won.episodes.map((e: { id: number }) => e.id), "reward ≥ 0.5: the successes (rewards are 0 or 1)");
+  assert.equal((await get("/api/episodes?src=run&run=exp/seed-3&minReward=lots")).status, 400);
   // Task text: the generated tasks' instructions ("then wait").
   const varied = (await get("/api/episodes?src=run&run=exp/seed-3&task=then%20wait&limit=1000")).body;
   assert.ok(varied.total > 0);

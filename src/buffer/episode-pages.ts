@@ -13,6 +13,9 @@ export interface EpisodeQuery {
   /** Text the task contains: its id, instruction or goal fields (case-insensitive for ASCII). */
   task?: string;
   success?: boolean;
+  /** Total reward at least / at most this. */
+  minReward?: number;
+  maxReward?: number;
   /** Episodes whose policy label starts with this (a run's synthetic episodes: `neural@<runId>#`). */
   policyPrefix?: string;
   /** Only episodes with a larger id (the `next` of the page before). */
@@ -54,6 +57,8 @@ function whereOfQuery(q: EpisodeQuery): { conds: string[]; args: (string | numbe
   if (q.origin === "offline") conds.push("seed = 1");
   else if (q.origin !== undefined) conds.push("seed = 0 AND source = ?"), args.push(q.origin);
   if (q.success !== undefined) conds.push("success = ?"), args.push(q.success ? 1 : 0);
+  if (q.minReward !== undefined) conds.push("total_reward >= ?"), args.push(q.minReward);
+  if (q.maxReward !== undefined) conds.push("total_reward <= ?"), args.push(q.maxReward);
   if (q.policyPrefix !== undefined) conds.push("policy LIKE ? ESCAPE '\\'"), args.push(`${likeEscape(q.policyPrefix)}%`);
   if (q.task !== undefined && q.task !== "") {
     // The task's JSON (id, instruction, goal fields): one scan of the trajectories table, not of the transitions.

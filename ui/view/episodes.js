@@ -8,7 +8,7 @@ const PAGE = 25;
 export function EpisodesView({ info, run, openEpisode }) {
   const sources = [...(run ? [{ key: "run", label: `run ${run}` }] : []), ...(info.buffer ? [{ key: "buffer", label: `buffer ${info.buffer}` }] : [])];
   const [src, setSrc] = useState(sources[0]?.key);
-  const [filter, setFilter] = useState({ env: "", origin: "", task: "", success: "", own: false });
+  const [filter, setFilter] = useState({ env: "", origin: "", task: "", success: "", minReward: "", own: false });
   const [cursors, setCursors] = useState([undefined]); // `after` of each page seen: back is a pop
   const [page, setPage] = useState(null);
   const [error, setError] = useState(null);
@@ -29,6 +29,7 @@ export function EpisodesView({ info, run, openEpisode }) {
       <label>env <select value=${filter.env} onChange=${set("env")}><option value="">any</option>${(page?.envs ?? []).map((e) => html`<option>${e}</option>`)}</select></label>
       <label>origin <select value=${filter.origin} onChange=${set("origin")} data-test="origin"><option value="">any</option><option>offline</option><option>real</option><option>synthetic</option></select></label>
       <label>success <select value=${filter.success} onChange=${set("success")}><option value="">any</option><option value="true">yes</option><option value="false">no</option></select></label>
+      <label>reward ≥ <input type="number" step="0.1" style="width:70px" value=${filter.minReward} onChange=${set("minReward")} /></label>
       <label>task <input value=${filter.task} onChange=${set("task")} placeholder="text in the task" /></label>
       ${src === "run" && html`<label><input type="checkbox" checked=${filter.own} onChange=${set("own")} /> this run's episodes only</label>`}
     </div>

@@ -49,10 +49,12 @@ const readJson = <T>(file: string): T | undefined => {
  * name a folder outside it.
  */
 export class RunStore {
+  private cached: { at: number; folders: Map<string, string> } | undefined;
   constructor(readonly root: string) {}
 
-  /** Folders holding a run (config.json with a runId), under the root, sorted by path. */
+  /** Folders holding a run (config.json with a runId), under the root, sorted by path; walked again after a second. */
   private folders(): Map<string, string> {
+    if (this.cached && Date.now() - this.cached.at < 1000) return this.cached.folders;
     const found = new Map<string, string>();
     const walk = (dir: string, depth: number) => {
       if (existsSync(join(dir, "config.json")) && typeof readJson<{ runId?: unknown }>(join(dir, "config.json"))?.runId === "string") {
@@ -71,6 +73,7 @@ export class RunStore {
       }
     };
     walk(this.root, 0);
+    this.cached = { at: Date.now(), folders: found };
     return found;
   }
 

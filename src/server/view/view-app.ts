@@ -160,6 +160,7 @@ export function createViewApp(o: ViewAppOptions): ViewApp {
     const page = buffer.episodes({
       env: q.env || undefined, origin: (q.origin || undefined) as EpisodeOrigin | undefined, task: q.task || undefined,
       success: q.success ? q.success === "true" : undefined,
+      minReward: numParam(q.minReward, "minReward"), maxReward: numParam(q.maxReward, "maxReward"),
       // A run's own episodes only, when asked (its buffer also holds the seed it started from).
       policyPrefix: q.own === "true" && runId ? `neural@${runId}#` : undefined,
       after: q.after ? intParam(c, "after") : undefined, limit: q.limit ? intParam(c, "limit") : 50,
@@ -231,4 +232,11 @@ function intParam(c: Context, name: string, fallback?: number): number {
   }
   if (!/^\d+$/.test(v)) throw new InvalidConfigError(`${name} must be a non-negative integer, got "${v}"`);
   return Number(v);
+}
+
+function numParam(v: string | undefined, name: string): number | undefined {
+  if (v === undefined || v === "") return undefined;
+  const x = Number(v);
+  if (!Number.isFinite(x)) throw new InvalidConfigError(`${name} must be a number, got "${v}"`);
+  return x;
 }
