@@ -48,7 +48,13 @@ test("dreamgym view in Chromium: runs → curves, episode → side by side with 
     assert.match(first, /exp\/seed-3\s+dreamgym\s+view-corridor\s+grpo\s+400\s+7\s+100\.0\s+100\.0%\s+finished/);
     // Open one run, overlay the other: a chart per curve, with a line per run.
     await page.click("[data-run='exp/seed-3'] [data-test=run-link]");
+    await page.locator("[data-test=overlaid]", { hasText: "1 run" }).waitFor();
     await page.check("[data-run='exp/seed-4'] input[type=checkbox]");
+    await page.locator("[data-test=overlaid]", { hasText: "2 runs" }).waitFor();
+    await page.uncheck("[data-run='exp/seed-4'] input[type=checkbox]");
+    await page.locator("[data-test=overlaid]", { hasText: "1 run" }).waitFor();
+    // The experiment folder's rows at once.
+    await page.click("[data-test=overlay-group]");
     await page.locator("[data-test=overlaid]", { hasText: "2 runs" }).waitFor();
     for (const c of ["reward", "success", "eval", "entropy", "kl", "exploitation"]) await page.locator(`[data-test=chart-${c}] canvas`).first().waitFor();
     assert.equal(await page.locator("[data-test=open-run]").innerText(), "run: exp/seed-3");

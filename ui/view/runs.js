@@ -76,6 +76,8 @@ export function RunsView({ runs, selected, setSelected, openRun }) {
   }, [selected.join("\n"), runs]);
 
   const toggle = (id) => setSelected(selected.includes(id) ? selected.filter((x) => x !== id) : [...selected, id]);
+  // An experiment folder's rows, overlaid in one click.
+  const groups = [...new Set(runs.map((r) => r.group).filter((g) => g !== ""))];
   return html`<section data-test="runs">
     <div class="card">
       <table data-test="runs-table">
@@ -92,6 +94,10 @@ export function RunsView({ runs, selected, setSelected, openRun }) {
           <td>${r.audited ? html`<span class="muted">audited</span>` : ""}</td>
         </tr>`)}</tbody>
       </table>
+      ${groups.length > 0 && html`<div class="controls" style="margin-top:8px">overlay a folder's runs:
+        ${groups.map((g) => html`<button data-test="overlay-group" onClick=${() => setSelected(runs.filter((r) => r.group === g).map((r) => r.id))}>${g}/ (${runs.filter((r) => r.group === g).length})</button>`)}
+        ${selected.length > 0 && html`<button onClick=${() => setSelected([])}>clear</button>`}
+      </div>`}
       ${runs.length === 0 ? html`<p class="muted">no run folders here (a run folder holds config.json)</p>` : html`<p class="muted">* the last interval evaluation: the run has not finished. Tick runs to overlay their curves.</p>`}
     </div>
     ${selected.length > 0 && html`<div class="controls">
