@@ -22,7 +22,11 @@ try {
     await b.appendTrajectories(batch, { seed: i === 0 });
   }
   console.log(`buffer: ${b.transitions} transitions, ${b.countTrajectories()} episodes, built in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+  // As `dreamgym buffer import` does: above the ANN threshold, the HNSW index is built and saved now, not at the view's first search.
+  t = performance.now();
+  b.buildIndex();
   b.close();
+  console.log(`search index built and saved in ${((performance.now() - t) / 1000).toFixed(1)} s`);
 
   const app = createViewApp({ runs: root, buffer: file });
   const server = await startServer({ app, port: 0, host: "127.0.0.1" });
