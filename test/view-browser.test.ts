@@ -4,7 +4,7 @@
 // (into a temp folder; with DREAMGYM_VIEW_SCREENSHOTS=docs/img, into the README's images).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from "node:fs";
+import { appendFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
@@ -21,6 +21,11 @@ test("dreamgym view in Chromium: runs → curves, episode → side by side with 
   const shots = process.env.DREAMGYM_VIEW_SCREENSHOTS ? resolve(process.env.DREAMGYM_VIEW_SCREENSHOTS) : join(root, "shots");
   mkdirSync(shots, { recursive: true });
   const fx = await makeViewFixture(root);
+  // A third run, still "training" (no summary yet): the page must follow its metrics as they are written.
+  const live = join(fx.runs, "live");
+  cpSync(fx.dirs[1], live, { recursive: true });
+  rmSync(join(live, "summary.json"));
+  const liveMetrics = readFileSync(join(live, "metrics.jsonl"), "utf8").trim().split("\n");
   const app = createViewApp({ runs: fx.runs, buffer: fx.buffer });
   let server: RunningServer | undefined;
   let browser: Browser | undefined;
@@ -43,9 +48,10 @@ test("dreamgym view in Chromium: runs → curves, episode → side by side with 
     await page.goto(server.url);
     const rows = page.locator("[data-test=runs-table] tbody tr");
     await rows.first().waitFor();
-    assert.equal(await rows.count(), 2);
+    assert.equal(await rows.count(), 3);
     const first = await rows.nth(0).innerText();
     assert.match(first, /exp\/seed-3\s+dreamgym\s+view-corridor\s+grpo\s+400\s+7\s+100\.0\s+100\.0%\s+finished/);
+    assert.match(await rows.nth(2).innerText(), /live\s+dreamgym.*\*\s+[\d.]+%\s+running/);
     // Open one run, overlay the other: a chart per curve, with a line per run.
     await page.click("[data-run='exp/seed-3'] [data-test=run-link]");
     await page.locator("[data-test=overlaid]", { hasText: "1 run" }).waitFor();
@@ -60,6 +66,14 @@ test("dreamgym view in Chromium: runs → curves, episode → side by side with 
     assert.equal(await page.locator("[data-test=open-run]").innerText(), "run: exp/seed-3");
     await page.selectOption("[data-test=axis]", "synthetic");
     await page.locator("[data-test=chart-reward] [data-test=axis-label]", { hasText: "against synthetic interactions" }).waitFor();
+    // Live: the running run's next metrics line shows up, in the list and in its curve.
+    await page.check("[data-run='live'] input[type=checkbox]");
+    await page.locator("[data-test=overlaid]", { hasText: "3 runs" }).waitFor();
+    const next = { ...JSON.parse(liveMetrics.at(-1)!), iteration: liveMetrics.length + 1 };
+    appendFileSync(join(live, "metrics.jsonl"), JSON.stringify(next) + "\n");
+    await page.locator("[data-run='live'] td:nth-child(7)", { hasText: String(liveMetrics.length + 1) }).waitFor({ timeout: 20_000 });
+    // The reward chart plots every line of the three runs: 7 + 7 and the live run's 8.
+    await page.locator(`[data-test=chart-reward][data-points='${fx.summaries[0].iterations + fx.summaries[1].iterations + liveMetrics.length + 1}']`).waitFor({ timeout: 20_000 });
     await shot("runs");
 
     // Trajectories of the run: its own synthetic episodes, paged by the server.

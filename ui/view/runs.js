@@ -40,7 +40,8 @@ function Chart({ curve, series, axis }) {
     return () => plot.destroy();
   }, [series, axis, curve]);
   const empty = series.every((s) => s.metrics.every((m) => curve.y(m) === null || curve.y(m) === undefined));
-  return html`<div class="card chart" data-test=${`chart-${curve.key}`}>
+  const points = series.reduce((n, s) => n + s.metrics.filter((m) => curve.y(m) !== null && curve.y(m) !== undefined).length, 0);
+  return html`<div class="card chart" data-test=${`chart-${curve.key}`} data-points=${points}>
     <h3>${curve.title}</h3>
     ${empty ? html`<p class="muted">not in these runs' metrics</p>` : html`<div ref=${ref}></div><div class="muted axis-label" data-test="axis-label">against ${AXES[axis].label}</div>`}
   </div>`;
@@ -49,31 +50,40 @@ function Chart({ curve, series, axis }) {
 export function RunsView({ runs, selected, setSelected, openRun }) {
   const [axis, setAxis] = useState("iteration");
   const [series, setSeries] = useState([]);
-  // Metrics of the selected runs; polled every 2 s while one of them is training (only the new lines).
+  // Metrics of the selected runs, kept across renders; while one of them is training, only its new
+  // lines are fetched, every 2 s.
+  const have = useRef(new Map());
+  const live = runs.filter((r) => selected.includes(r.id) && r.status === "running").map((r) => r.id).join("\n");
   useEffect(() => {
     let stop = false;
     let timer;
-    const have = new Map();
+    let first = true;
     const load = async () => {
       const out = [];
+      let changed = first;
+      first = false;
       for (const id of selected) {
-        const prev = have.get(id) ?? [];
-        const r = await api("run/metrics", { run: id, since: prev.length });
-        const all = prev.concat(r.metrics);
-        have.set(id, all);
+        const prev = have.current.get(id);
+        if (prev && !live.split("\n").includes(id)) {
+          out.push({ id, metrics: prev });
+          continue;
+        }
+        const r = await api("run/metrics", { run: id, since: prev?.length ?? 0 });
+        const all = r.metrics.length || !prev ? (prev ?? []).concat(r.metrics) : prev;
+        if (all !== prev) changed = true;
+        have.current.set(id, all);
         out.push({ id, metrics: all });
       }
       if (stop) return;
-      setSeries(out);
-      const live = runs.filter((r) => selected.includes(r.id) && r.status === "running");
-      if (live.length) timer = setTimeout(load, 2000);
+      if (changed) setSeries(out); // the charts are drawn again only when a line came
+      if (live) timer = setTimeout(load, 2000);
     };
     load().catch((e) => console.error(e));
     return () => {
       stop = true;
       clearTimeout(timer);
     };
-  }, [selected.join("\n"), runs]);
+  }, [selected.join("\n"), live]);
 
   const toggle = (id) => setSelected(selected.includes(id) ? selected.filter((x) => x !== id) : [...selected, id]);
   // An experiment folder's rows, overlaid in one click.
