@@ -1,6 +1,7 @@
 import { existsSync, readdirSync } from "node:fs";
 import { dirname, extname, join, sep } from "node:path";
 import { fileURLToPath } from "node:url";
+import { InvalidConfigError } from "../../core/index.ts";
 
 /**
  * The web app's files: its own (`ui/view/` at the package's top, shipped as they are: tsc copies no
@@ -38,11 +39,11 @@ export function viewAssets(uiDir = UI_DIR): ViewAssets {
   const importMap: Record<string, string> = {};
   for (const [url, pkg, file, specifier] of VENDOR) {
     const path = join(packageDir(pkg), file);
-    if (!existsSync(path)) throw new Error(`the view app needs ${pkg}'s ${file}, which is missing: reinstall dreamgym's dependencies`);
+    if (!existsSync(path)) throw new InvalidConfigError(`the view app needs ${pkg}'s ${file}, which is missing: reinstall dreamgym's dependencies`);
     files.set(url, path);
     if (specifier) importMap[specifier] = url;
   }
-  if (!existsSync(join(uiDir, "index.html"))) throw new Error(`the view app's files are missing (${uiDir}): reinstall dreamgym`);
+  if (!existsSync(join(uiDir, "index.html"))) throw new InvalidConfigError(`the view app's files are missing (${uiDir}): reinstall dreamgym`);
   for (const f of readdirSync(uiDir)) if ([".js", ".css", ".html", ".svg"].includes(extname(f))) files.set(`/ui/${f}`, join(uiDir, f));
   return { files, importMap };
 }
