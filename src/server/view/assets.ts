@@ -20,7 +20,12 @@ export const UI_DIR = fileURLToPath(new URL("../../../ui/view/", import.meta.url
 
 /** The folder of an installed package, from the entry Node resolves for it. */
 function packageDir(name: string): string {
-  const entry = fileURLToPath(import.meta.resolve(name));
+  let entry: string;
+  try {
+    entry = fileURLToPath(import.meta.resolve(name));
+  } catch {
+    throw new InvalidConfigError(`the view app needs the package ${name}, which is not installed: reinstall dreamgym's dependencies`);
+  }
   const marker = `${sep}node_modules${sep}${name}${sep}`;
   const at = entry.lastIndexOf(marker);
   return at >= 0 ? entry.slice(0, at + marker.length - 1) : dirname(dirname(entry));
