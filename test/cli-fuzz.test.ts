@@ -197,6 +197,14 @@ function cases(): Case[] {
   add(["buffer", "stats", "--buffer", f("a-folder")], /--buffer is a folder/);
   add(["buffer", "stats", "--buffer", f("not-a-db.db")], /not a database|not a dreamgym buffer/);
   add(["buffer", "search", "shelf item", "--buffer", f("corrupt.db")], /SQLITE_CORRUPT/);
+  // view: it must not start serving on bad input.
+  add(["view", "--runs", f("no-such-run"), "--port", "0"], /--runs .*no-such-run: no such folder/);
+  add(["view", "--runs", f("good.jsonl"), "--port", "0"], /is a file/);
+  add(["view", "--runs", dir, "--buffer", f("missing.db"), "--port", "0"], /no such file/, [f("missing.db")]);
+  add(["view", "--runs", dir, "--buffer", f("a-folder"), "--port", "0"], /--buffer is a folder/);
+  add(["view", "--runs", dir, "--buffer", f("not-a-db.db"), "--port", "0"], /not a database|not a dreamgym buffer/);
+  add(["view", "--runs", dir, "--buffer", f("garbage.bin"), "--port", "0"], /not a database|not a dreamgym buffer/);
+  add(["view", "--runs", dir, "--port", "-1"], /port/);
   add(["buffer", "search", "shelf", "--buffer", f("missing.db")], /does not exist/, [f("missing.db")]);
   for (const v of ["0"]) add(["buffer", "search", "shelf", "--buffer", f("good.db"), "-k", v], /^error: -k must be an integer/);
   add(["buffer", "search", "shelf", "--buffer", f("good.db"), "--source", "bogus"], /--source must be real or synthetic/);

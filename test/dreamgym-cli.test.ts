@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
@@ -66,6 +66,10 @@ test("dreamgym mode trains in the synthetic env; killed with SIGKILL and resumed
   assert.equal(resumed.status, 0, resumed.stderr);
   assert.deepEqual(metricsOf(killed), metrics);
   assert.deepEqual(bufferContent(killed), content);
+  // The audited episodes kept for dreamgym view: the same files, byte for byte, one per audited iteration.
+  const auditOf = (dir: string) => Object.fromEntries(readdirSync(join(dir, "audit")).map((f) => [f, readFileSync(join(dir, "audit", f), "utf8")]));
+  assert.equal(Object.keys(auditOf(whole)).length, audited.length);
+  assert.deepEqual(auditOf(killed), auditOf(whole));
 });
 
 test("a reasoning model that keeps failing on some tasks: those episodes are dropped and counted, the run goes on", async () => {

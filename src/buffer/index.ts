@@ -15,3 +15,4 @@ export { parseTrajectory, trajectoryContentId } from "./trajectory-schema.ts";
 export { importJsonl, exportJsonl, parseTranscript, fewShotTrajectories, offlineJsonlFiles } from "./importers.ts";
 export type { ImportReport, ImportOptions } from "./importers.ts";
 export { checkBufferEnv } from "./buffer-env.ts";
+export type { EpisodeQuery, EpisodePage, EpisodeSummary, EpisodeOrigin } from "./episode-pages.ts";

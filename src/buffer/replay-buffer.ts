@@ -10,6 +10,7 @@ import {
   type Row, type Statements,
 } from "./buffer-db.ts";
 import type { Embedder } from "./embedder.ts";
+import { episodeById, episodePage, rewardsByTaskAndPolicy, type EpisodePage, type EpisodeQuery, type EpisodeSummary } from "./episode-pages.ts";
 import { decodeHalf, encodeHalf } from "./float16.ts";
 import { HashingEmbedder } from "./hashing-embedder.ts";
 import { SearchIndexes, type IndexedRow } from "./search-indexes.ts";
@@ -481,6 +482,24 @@ export class ReplayBuffer {
   trajectories(filter: { env?: string; source?: ExperienceSource } = {}): Generator<Trajectory> {
     this.checkOpen();
     return readTrajectories(this.db, filter);
+  }
+
+  /** A page of episodes (no steps), filtered; paged by key, so a page costs the same in a buffer of any size. */
+  episodes(query: EpisodeQuery = {}): EpisodePage {
+    this.checkOpen();
+    return episodePage(this.db, query);
+  }
+
+  /** One episode and its steps, by its id in `episodes()` (undefined: none). */
+  episode(id: number): { episode: EpisodeSummary; steps: StoredTransition[] } | undefined {
+    this.checkOpen();
+    return episodeById(this.db, id);
+  }
+
+  /** Rewards of the episodes whose policy label starts with `policyPrefix`, grouped by task and label. */
+  rewardsByTask(policyPrefix: string): { task: string; policy: string; rewards: number[] }[] {
+    this.checkOpen();
+    return rewardsByTaskAndPolicy(this.db, policyPrefix);
   }
 
   /**

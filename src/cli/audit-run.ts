@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { DataError, deriveSeed, InvalidConfigError, readJsonFile, Rng, type Trajectory } from "../core/index.ts";
 import { ReplayBuffer } from "../buffer/index.ts";
 import { envEntry } from "../envs/index.ts";
-import { auditRows, replayInRealEnv, summarizeReplays, type OnPolicyAuditSummary, type SyntheticRecord } from "../experience/index.ts";
+import { auditTable, replayInRealEnv, summarizeReplays, type OnPolicyAuditSummary, type SyntheticRecord } from "../experience/index.ts";
 import { candidateSource, makeEnvPool, resolveTrainConfig, type TrainConfig } from "../train/index.ts";
 import { inFile } from "./errors.ts";
 
@@ -77,13 +77,7 @@ export async function auditRun(dir: string, opts: { episodes: number; dataDir?: 
   }
   rows.push({ iteration: "all", summary: summarizeReplays(all) });
   if (opts.json) return void console.log(JSON.stringify(rows, null, 2));
-  const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
-  const header = ["iteration", "episodes", "return syn/real", "success syn/real", "agreement", "exploitation", "diverge@", "diverge at step: episodes"];
-  const lines = rows.map(({ iteration, summary: s }) => {
-    const at = auditRows(s).find(([k]) => k === "first divergent step: episodes at")![1];
-    return [String(iteration), String(s.episodes), `${s.syntheticReturn.toFixed(3)}/${s.realReturn.toFixed(3)}`, `${pct(s.syntheticSuccess)}/${pct(s.realSuccess)}`,
-      pct(s.successAgreement), s.exploitationRate === null ? "-" : pct(s.exploitationRate), s.divergence.mean === null ? "-" : s.divergence.mean.toFixed(2), at];
-  });
+  const { header, lines } = auditTable(rows);
   const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i].length)));
   console.log(`on-policy audit of ${dir}: ${config.env}, synthetic episodes replayed in the real env (${config.trainSplit} split), ${all.filter((r) => r !== null).length} episodes`);
   for (const l of [header, ...lines]) console.log(l.map((c, i) => c.padEnd(widths[i])).join("  ").trimEnd());

@@ -11,6 +11,7 @@ import { registerRollout } from "./rollout-command.ts";
 import { registerDemo } from "./demo-command.ts";
 import { registerEnvCommands } from "./env-commands.ts";
 import { registerServe } from "./serve-command.ts";
+import { registerView } from "./view-command.ts";
 import { registerOracleModel } from "./oracle-command.ts";
 import { registerWebArena } from "./webarena-command.ts";
 import { loadEnvModules } from "../envs/index.ts";
@@ -34,6 +35,7 @@ registerTrain(program);
 registerRollout(program);
 registerDemo(program);
 registerServe(program);
+registerView(program);
 registerOracleModel(program);
 registerWebArena(program);
 

@@ -32,8 +32,8 @@ interface ServeOptions {
 /** Addresses only this machine can reach: the only ones served without a token. */
 const LOOPBACK = new Set(["127.0.0.1", "localhost", "::1"]);
 
-/** The bearer token: `--token-file` first, else `$DREAMGYM_TOKEN`; required off loopback. */
-function readToken(o: ServeOptions): string | undefined {
+/** The bearer token: `--token-file` first, else `$DREAMGYM_TOKEN`; required off loopback (`serve` and `view`). */
+export function readToken(o: { tokenFile?: string; host: string }): string | undefined {
   let token: string | undefined;
   if (o.tokenFile !== undefined) {
     let text: string;

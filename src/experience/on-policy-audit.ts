@@ -7,7 +7,13 @@ export interface SyntheticRecord {
   seed?: number;
   /** The first state the policy saw (abstract). */
   observation: string;
-  steps: { action: string; nextObservation: string; terminated: boolean; reward: number }[];
+  steps: { action: string; nextObservation: string; terminated: boolean; reward: number; reasoning?: string }[];
+}
+
+/** What the real env did with a synthetic episode's actions: its first state and each step. */
+export interface RealReplay {
+  observation: string;
+  steps: { observation: string; reward: number; terminated: boolean; truncated: boolean }[];
 }
 
 /** One synthetic episode replayed action by action in the real env. */
@@ -20,6 +26,18 @@ export interface ReplayResult {
   divergedAt: number | null;
   /** Real env steps taken. */
   steps: number;
+  /** The real episode itself (what `auditPairs` keeps beside the synthetic one). */
+  real: RealReplay;
+}
+
+/** One audited episode as the run folder keeps it (`audit/iteration-NNNN.jsonl`): the synthetic episode beside its real replay. */
+export interface AuditPair extends Omit<ReplayResult, "real"> {
+  /** Its place in the iteration's audit sample. */
+  index: number;
+  task: Task;
+  seed?: number;
+  synthetic: { observation: string; steps: SyntheticRecord["steps"] };
+  real: RealReplay;
 }
 
 /** What an on-policy audit found, over the episodes it replayed (metrics.jsonl's `onPolicyAudit`). */
@@ -72,15 +90,27 @@ async function replayOne(env: Env, r: SyntheticRecord, isSuccess: (totalReward: 
   let divergedAt: number | null = start.observation === r.observation ? null : 0;
   let realReturn = 0;
   let steps = 0;
+  const real: RealReplay = { observation: start.observation, steps: [] };
   for (const s of r.steps) {
     const x = await env.step(s.action);
     steps++;
     realReturn += x.reward;
+    real.steps.push({ observation: x.observation, reward: x.reward, terminated: x.terminated, truncated: x.truncated });
     if (divergedAt === null && (x.observation !== s.nextObservation || x.terminated !== s.terminated)) divergedAt = steps;
     if (x.terminated || x.truncated) break;
   }
   const syntheticReturn = r.steps.reduce((a, s) => a + s.reward, 0);
-  return { syntheticReturn, realReturn, syntheticSuccess: isSuccess(syntheticReturn), realSuccess: isSuccess(realReturn), divergedAt, steps };
+  return { syntheticReturn, realReturn, syntheticSuccess: isSuccess(syntheticReturn), realSuccess: isSuccess(realReturn), divergedAt, steps, real };
+}
+
+/** The audited episodes beside their replays, in sample order (a task the real env could not play is left out). */
+export function auditPairs(records: readonly SyntheticRecord[], results: readonly (ReplayResult | null)[]): AuditPair[] {
+  return records.flatMap((r, index) => {
+    const x = results[index];
+    if (!x) return [];
+    const { real, ...figures } = x;
+    return [{ index, task: r.task, ...(r.seed !== undefined ? { seed: r.seed } : {}), ...figures, synthetic: { observation: r.observation, steps: r.steps }, real }];
+  });
 }
 
 /** The audit's figures over replayed episodes (`skipped`: the nulls, tasks the real env could not play). */
@@ -122,4 +152,16 @@ export function auditRows(s: OnPolicyAuditSummary): [string, string][] {
     ["first divergent step: episodes at", steps.map(([k, n]) => `${k}:${n}`).join(" ")],
     ["real steps", String(s.steps)],
   ];
+}
+
+/** Audits by iteration as one table (what `dreamgym audit --run` prints and `dreamgym view` shows): a header and a row per audit. */
+export function auditTable(rows: readonly { iteration: number | "all"; summary: OnPolicyAuditSummary }[]): { header: string[]; lines: string[][] } {
+  const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
+  const header = ["iteration", "episodes", "return syn/real", "success syn/real", "agreement", "exploitation", "diverge@", "diverge at step: episodes"];
+  const lines = rows.map(({ iteration, summary: s }) => {
+    const at = auditRows(s).find(([k]) => k === "first divergent step: episodes at")![1];
+    return [String(iteration), String(s.episodes), `${s.syntheticReturn.toFixed(3)}/${s.realReturn.toFixed(3)}`, `${pct(s.syntheticSuccess)}/${pct(s.realSuccess)}`,
+      pct(s.successAgreement), s.exploitationRate === null ? "-" : pct(s.exploitationRate), s.divergence.mean === null ? "-" : s.divergence.mean.toFixed(2), at];
+  });
+  return { header, lines };
 }

@@ -128,8 +128,8 @@ const LISTEN_ERRORS: Record<string, string> = {
   ENOTFOUND: "is not a known host name: check --host",
 };
 
-/** Listens on host:port with keep-alive; a port in use or a bad address is a one-line error. */
-export async function startServer(o: { app: ServeApp; port: number; host: string }): Promise<RunningServer> {
+/** Listens on host:port with keep-alive (the env server's app, or the view's); a port in use or a bad address is a one-line error. */
+export async function startServer(o: { app: Pick<ServeApp, "app" | "upgrade" | "close">; port: number; host: string }): Promise<RunningServer> {
   const server = createAdaptorServer({ fetch: o.app.app.fetch }) as Server;
   server.keepAliveTimeout = 60_000; // trainers reuse connections between steps
   server.headersTimeout = 65_000;

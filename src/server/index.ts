@@ -8,3 +8,5 @@ export { handleMessage, observationData, openEnvRoutes, schemas, stateData } fro
 export type { FieldError, OpenEnvObservation, WsReply } from "./openenv.ts";
 export { OpenEnvSockets } from "./openenv-socket.ts";
 export { agentGymRoutes } from "./agentgym.ts";
+export { createViewApp } from "./view/view-app.ts";
+export type { ViewApp, ViewAppOptions } from "./view/view-app.ts";

@@ -1,6 +1,6 @@
 import { deriveSeed, playEpisodes, Rng, type Env, type Episode, type Task, type Trajectory } from "../core/index.ts";
 import { EndpointFailedError } from "../llm/index.ts";
-import { replayInRealEnv, summarizeReplays, type OnPolicyAuditSummary, type SyntheticRecord } from "../experience/index.ts";
+import { auditPairs, replayInRealEnv, summarizeReplays, type AuditPair, type OnPolicyAuditSummary, type SyntheticRecord } from "../experience/index.ts";
 import { grpoUpdate, ppoUpdate, type TrainablePolicy } from "../rl/index.ts";
 import type { EvalResult, IterationMetrics, TrainConfig, TrainHooks } from "./config.ts";
 import type { Parts } from "./compose.ts";
@@ -82,7 +82,7 @@ export async function trainingLoop(config: TrainConfig, run: RunFolder, parts: P
       //    steps counted apart), every `onPolicyAudit.every` iterations and at the last synthetic one.
       const a = config.onPolicyAudit;
       const audited = phase === "synthetic" && !config.syntheticOnly && a.every > 0 && (iteration % a.every === 0 || state.syntheticInteractions >= config.budget);
-      const audit = audited ? await onPolicyAudit(played.map((e, i) => ({ e, seed: jobs[i].seed })).filter(({ e }) => !failed(e)), real.envs, a.episodes, new Rng(deriveSeed(config.seed, "audit", iteration)), parts.isSuccess) : undefined;
+      const audit = audited ? await onPolicyAudit(played.map((e, i) => ({ e, seed: jobs[i].seed })).filter(({ e }) => !failed(e)), real.envs, a.episodes, new Rng(deriveSeed(config.seed, "audit", iteration)), parts.isSuccess, (pairs) => run.writeAuditPairs(iteration, pairs)) : undefined;
       state.auditInteractions = (state.auditInteractions ?? 0) + (audit?.steps ?? 0);
       const tAudit = performance.now();
 
@@ -168,13 +168,16 @@ export async function evaluate(
  */
 async function onPolicyAudit(
   episodes: { e: Episode; seed: number | undefined }[], envs: Env[], count: number, rng: Rng, isSuccess: (totalReward: number) => boolean,
+  keep: (pairs: AuditPair[]) => void,
 ): Promise<OnPolicyAuditSummary> {
   const sample = rng.sample(episodes, Math.min(count, episodes.length));
   const records: SyntheticRecord[] = sample.map(({ e, seed }) => ({
     task: e.task, seed, observation: e.steps[0]?.observation ?? "",
-    steps: e.steps.map((s) => ({ action: s.action, nextObservation: s.next_observation, terminated: s.terminated, reward: modelReward(s) })),
+    steps: e.steps.map((s) => ({ action: s.action, nextObservation: s.next_observation, terminated: s.terminated, reward: modelReward(s), ...(s.info?.reasoning ? { reasoning: String(s.info.reasoning) } : {}) })),
   }));
-  return summarizeReplays(await replayInRealEnv(envs, records, isSuccess));
+  const results = await replayInRealEnv(envs, records, isSuccess);
+  keep(auditPairs(records, results)); // the episodes themselves, for `dreamgym view`
+  return summarizeReplays(results);
 }
 
 /** The experience model's own reward of a step (before the pessimism penalty; a halted step earns nothing). */

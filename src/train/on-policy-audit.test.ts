@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { StateAbstraction, Task, Trajectory } from "../core/index.ts";
@@ -8,7 +8,8 @@ import { ReplayBuffer } from "../buffer/index.ts";
 import { registerEnv } from "../envs/index.ts";
 import type { ExperienceModel } from "../experience/index.ts";
 import { BanditEnv } from "../testing/index.ts";
-import { readMetrics, train, type IterationMetrics, type TrainConfigInput } from "./index.ts";
+import type { AuditPair } from "../experience/index.ts";
+import { auditFiles, readMetrics, RunFolder, train, type IterationMetrics, type TrainConfigInput } from "./index.ts";
 
 // A bandit of 5 arms where arm 3 pays 1 for real, registered with synthetic support so that the real
 // training loop can run it in dreamgym mode and audit it against the real bandit.
@@ -74,6 +75,25 @@ test("the on-policy audit detects a planted exploit: a model that pays 1 for a w
   assert.equal(s.auditInteractions, 16 * a.length);
   assert.equal(readMetrics(planted).at(-1)!.realInteractions, 0);
   assert.match(readFileSync(join(planted, "report.html"), "utf8"), /On-policy audit[\s\S]*exploitation rate/);
+  // The audited episodes are kept, one file per audited iteration: each synthetic episode beside its real replay.
+  const files = auditFiles(planted);
+  assert.deepEqual(files.map((f) => f.iteration), a.map((m) => m.iteration));
+  for (const [i, f] of files.entries()) {
+    const pairs = readFileSync(f.file, "utf8").trim().split("\n").map((l) => JSON.parse(l) as AuditPair);
+    assert.equal(pairs.length, a[i].onPolicyAudit.episodes);
+    assert.equal(pairs.filter((p) => p.syntheticSuccess && !p.realSuccess).length, Math.round(a[i].onPolicyAudit.syntheticSuccess * pairs.length), `iteration ${f.iteration}`);
+    for (const p of pairs) {
+      assert.equal(p.real.steps.length, p.steps);
+      assert.equal(p.syntheticSuccess, p.synthetic.steps[0].action === "click[arm 1]"); // the planted model pays arm 1 only
+      assert.equal(p.realReturn, p.real.steps.reduce((r, x) => r + x.reward, 0));
+    }
+  }
+  // A resume takes back audits past the checkpoint it starts from (it writes them again).
+  const ahead = join(planted, "audit", "iteration-9999.jsonl");
+  writeFileSync(ahead, "{}\n");
+  RunFolder.open(planted);
+  assert.equal(existsSync(ahead), false);
+  assert.equal(auditFiles(planted).length, a.length);
 
   const faithful = join(root, "faithful");
   await train(faithful, { ...COMMON, buffer }, {}, { experienceModel: paying(3) });

@@ -1,6 +1,7 @@
 import { appendFileSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { DataError, InvalidConfigError, readJsonFile, writeFileAtomic } from "../core/index.ts";
+import type { AuditPair } from "../experience/index.ts";
 import { resolveTrainConfig, type IterationMetrics, type ResumeOverrides, type TrainConfig } from "./config.ts";
 import { readMetrics, writeReport } from "./report.ts";
 
@@ -34,7 +35,7 @@ export interface Checkpoint {
 /**
  * A run folder: `config.json` (written last, so a folder holds a run once it is whole),
  * `metrics.jsonl` (one line per iteration), `checkpoints/` (the last two policies and
- * `latest.json`), `buffer.db` (the run's own copy of the seed buffer), `report.html`, `summary.json`.
+ * `latest.json`), `buffer.db` (the run's own copy of the seed buffer), `report.html`, `summary.json`, and `audit/` (the episodes of each on-policy audit).
  */
 export class RunFolder {
   private constructor(readonly dir: string, readonly config: TrainConfig, readonly runId: string) {}
@@ -98,6 +99,8 @@ export class RunFolder {
     // Lines after the checkpoint are replayed, so they go (and a torn last line with them).
     const keep = readMetrics(dir).filter((m) => m.iteration <= (latest?.iteration ?? 0));
     writeFileAtomic(join(dir, "metrics.jsonl"), keep.map((m) => JSON.stringify(m) + "\n").join(""));
+    // So do audited episodes past it (the resumed run writes them again, the same).
+    for (const f of auditFiles(dir)) if (f.iteration > (latest?.iteration ?? 0)) rmSync(f.file, { force: true });
     return { folder, latest };
   }
 
@@ -111,6 +114,12 @@ export class RunFolder {
     const file = join(this.dir, "checkpoints", latest.policyFile);
     if (!existsSync(file)) throw new DataError(`checkpoint ${file} named by latest.json is missing`, { file });
     return readFileSync(file);
+  }
+
+  /** An iteration's audited episodes (synthetic beside real), one JSON line each, in `audit/iteration-NNNN.jsonl`. */
+  writeAuditPairs(iteration: number, pairs: readonly AuditPair[]): void {
+    mkdirSync(join(this.dir, "audit"), { recursive: true });
+    writeFileAtomic(join(this.dir, "audit", auditFileName(iteration)), pairs.map((p) => JSON.stringify(p) + "\n").join(""));
   }
 
   appendMetrics(m: IterationMetrics): void {
@@ -135,6 +144,19 @@ export class RunFolder {
   writeReport(): void {
     writeReport(this.dir);
   }
+}
+
+const auditFileName = (iteration: number) => `iteration-${String(iteration).padStart(4, "0")}.jsonl`;
+
+/** A run's files of audited episodes, by iteration (oldest first). */
+export function auditFiles(runDir: string): { iteration: number; file: string }[] {
+  const dir = join(runDir, "audit");
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir)
+    .map((f) => /^iteration-(\d+)\.jsonl$/.exec(f))
+    .filter((m): m is RegExpExecArray => m !== null)
+    .map((m) => ({ iteration: Number(m[1]), file: join(dir, m[0]) }))
+    .sort((a, b) => a.iteration - b.iteration);
 }
 
 /** The outermost folder of `dir` that does not exist yet (what `mkdir -p` would create), or null. */

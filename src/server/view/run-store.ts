@@ -1,0 +1,144 @@
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { join, relative, sep } from "node:path";
+import type { Task } from "../../core/index.ts";
+import { auditTable, summarizeReplays, type AuditPair, type OnPolicyAuditSummary } from "../../experience/index.ts";
+import { auditFiles, readMetrics, type Checkpoint, type EvalResult, type IterationMetrics } from "../../train/index.ts";
+
+/** A run folder as the runs list shows it. */
+export interface RunInfo {
+  /** The folder relative to the runs root ("/"-separated; "." is the root itself): the id the API takes. */
+  id: string;
+  runId: string;
+  /** The folder holding it, when it is one of several (an experiment's rows). */
+  group: string;
+  mode: string;
+  env: string;
+  algo: string;
+  budget: number;
+  realBudget: number;
+  seed: number;
+  iterations: number;
+  realInteractions: number;
+  syntheticInteractions: number;
+  /** The final evaluation (summary.json), else the last interval one. */
+  eval: EvalResult | null;
+  finalEval: boolean;
+  /** finished: summary.json written; running: metrics.jsonl written in the last two minutes; stopped: neither. */
+  status: "finished" | "running" | "stopped";
+  createdAt: string;
+  audited: boolean;
+  hasBuffer: boolean;
+}
+
+/** How long after its last metrics line a run without a summary still counts as training. */
+const RUNNING_WINDOW_MS = 120_000;
+/** Folders below the root searched for runs (an experiment: root/experiment/row). */
+const MAX_DEPTH = 4;
+
+const readJson = <T>(file: string): T | undefined => {
+  try {
+    return JSON.parse(readFileSync(file, "utf8")) as T;
+  } catch {
+    return undefined; // absent, or caught mid-write by a running trainer: the next poll reads it
+  }
+};
+
+/**
+ * The run folders under one root, found again on every listing (a new run appears while the app is
+ * open). A run's id is its path under the root, and only ids found there are served: a request cannot
+ * name a folder outside it.
+ */
+export class RunStore {
+  private cached: { at: number; folders: Map<string, string> } | undefined;
+  constructor(readonly root: string) {}
+
+  /** Folders holding a run (config.json with a runId), under the root, sorted by path; walked again after a second. */
+  private folders(): Map<string, string> {
+    if (this.cached && Date.now() - this.cached.at < 1000) return this.cached.folders;
+    const found = new Map<string, string>();
+    const walk = (dir: string, depth: number) => {
+      if (existsSync(join(dir, "config.json")) && typeof readJson<{ runId?: unknown }>(join(dir, "config.json"))?.runId === "string") {
+        found.set(relative(this.root, dir).split(sep).join("/") || ".", dir);
+        return; // a run's own folders (checkpoints, audit) hold no runs
+      }
+      if (depth >= MAX_DEPTH) return;
+      let entries;
+      try {
+        entries = readdirSync(dir, { withFileTypes: true });
+      } catch {
+        return;
+      }
+      for (const e of entries.sort((a, b) => (a.name < b.name ? -1 : 1))) {
+        if (e.isDirectory() && !e.name.startsWith(".") && e.name !== "node_modules") walk(join(dir, e.name), depth + 1);
+      }
+    };
+    walk(this.root, 0);
+    this.cached = { at: Date.now(), folders: found };
+    return found;
+  }
+
+  /** The folder of a run id, or undefined when the root holds no such run. */
+  dir(id: string): string | undefined {
+    return this.folders().get(id);
+  }
+
+  list(): RunInfo[] {
+    return [...this.folders()].map(([id, dir]) => this.info(id, dir));
+  }
+
+  info(id: string, dir: string): RunInfo {
+    const config = readJson<Record<string, unknown>>(join(dir, "config.json")) ?? {};
+    const metrics = readMetrics(dir);
+    const summary = readJson<{ final?: EvalResult }>(join(dir, "summary.json"));
+    const last = metrics.at(-1);
+    const lastEval = [...metrics].reverse().find((m) => m.eval !== undefined)?.eval;
+    const metricsFile = join(dir, "metrics.jsonl");
+    const fresh = existsSync(metricsFile) && Date.now() - statSync(metricsFile).mtimeMs < RUNNING_WINDOW_MS;
+    const num = (v: unknown) => (typeof v === "number" ? v : 0);
+    return {
+      id, runId: String(config.runId), group: id.includes("/") ? id.slice(0, id.lastIndexOf("/")) : "",
+      mode: String(config.mode ?? "?"), env: String(config.env ?? "?"), algo: String(config.algo ?? "?"),
+      budget: num(config.budget), realBudget: num(config.realBudget), seed: num(config.seed),
+      iterations: last?.iteration ?? 0, realInteractions: last?.realInteractions ?? 0, syntheticInteractions: last?.syntheticInteractions ?? 0,
+      eval: summary?.final ?? lastEval ?? null, finalEval: summary?.final !== undefined,
+      status: summary ? "finished" : fresh ? "running" : "stopped",
+      createdAt: String(config.createdAt ?? ""), audited: metrics.some((m) => m.onPolicyAudit !== undefined), hasBuffer: existsSync(join(dir, "buffer.db")),
+    };
+  }
+
+  config(dir: string): Record<string, unknown> {
+    return readJson<Record<string, unknown>>(join(dir, "config.json")) ?? {};
+  }
+
+  /** Metrics lines from index `since` on (a live view asks for what it has not seen). */
+  metrics(dir: string, since = 0): IterationMetrics[] {
+    return readMetrics(dir).slice(since);
+  }
+
+  /** The audited episodes of the run, by iteration (the files `audit/iteration-NNNN.jsonl`). */
+  auditPairs(dir: string, iteration?: number): (AuditPair & { iteration: number })[] {
+    return auditFiles(dir)
+      .filter((f) => iteration === undefined || f.iteration === iteration)
+      .flatMap((f) => readFileSync(f.file, "utf8").split("\n").filter((l) => l.trim()).map((l) => ({ ...(JSON.parse(l) as AuditPair), iteration: f.iteration })));
+  }
+
+  /**
+   * The on-policy audit table: a row per audited iteration (metrics.jsonl's figures) and, where the
+   * episodes were kept, one over all of them, as `dreamgym audit --run` prints it.
+   */
+  audit(dir: string): { header: string[]; lines: string[][]; rows: { iteration: number | "all"; summary: OnPolicyAuditSummary }[] } {
+    const rows: { iteration: number | "all"; summary: OnPolicyAuditSummary }[] = readMetrics(dir)
+      .filter((m) => m.onPolicyAudit !== undefined)
+      .map((m) => ({ iteration: m.iteration, summary: m.onPolicyAudit! }));
+    const pairs = this.auditPairs(dir);
+    if (pairs.length > 0) rows.push({ iteration: "all", summary: summarizeReplays(pairs) });
+    return { ...auditTable(rows), rows };
+  }
+
+  /** The curriculum's generated tasks (the last checkpoint's pool) with their lineage. */
+  generatedTasks(dir: string): (Task & { lineage: { parent: string; generation: number } })[] {
+    const latest = readJson<Checkpoint>(join(dir, "checkpoints", "latest.json"));
+    const c = latest?.curriculum as { generated?: (Task & { lineage: { parent: string; generation: number } })[] } | undefined;
+    return Array.isArray(c?.generated) ? c.generated : [];
+  }
+}
