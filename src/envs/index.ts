@@ -2,6 +2,11 @@ import type { Env, TrajectoryRules } from "../core/index.ts";
 import { OraclePolicy, RulePolicy, WebShopEnv, webshopAbstraction, webshopStartPage, webshopVerifier, type WebShopOptions } from "./webshop/index.ts";
 import { AlfWorldEnv, AlfWorldExpert, alfworldAbstraction, type AlfWorldOptions } from "./alfworld/index.ts";
 import { envEntry, envNames, registerBuiltin, type CommonEnvOptions } from "./registry.ts";
+import type { BrowserEnv } from "./browser/index.ts";
+import {
+  BrowserOraclePolicy, BrowserRulePolicy, createWebShopBrowserEnv, webshopBrowserAbstraction, webshopBrowserStartState, webshopBrowserVerifier,
+  type WebShopBrowserOptions, type WebShopSite,
+} from "./webshop-site/index.ts";
 
 // The built-in envs register through the same door as a user's.
 registerBuiltin<WebShopEnv>("webshop", {
@@ -27,10 +32,25 @@ registerBuiltin<AlfWorldEnv>("alfworld", {
   check: { invalidFeedback: "Nothing happens." },
 });
 
+registerBuiltin<BrowserEnv & { site: WebShopSite }>("webshop-browser", {
+  description: "WebShop as a website in Chromium (Playwright): page states with element ids, click/type/select by id; a pool of 4 contexts",
+  create: (opts) => createWebShopBrowserEnv(opts as WebShopBrowserOptions),
+  tasks: (env) => env.tasks(),
+  splits: { train: "train", eval: "test" },
+  policies: { oracle: (env) => new BrowserOraclePolicy(env), rule: () => new BrowserRulePolicy() },
+  synthetic: (env) => ({
+    abstraction: webshopBrowserAbstraction,
+    initialState: webshopBrowserStartState,
+    verifier: webshopBrowserVerifier(env.site.catalogue),
+    policies: ["rule", "random"],
+  }),
+});
+
 /** The built-in envs, their options and instances (a registered env is an `Env` with common options). */
 export interface BuiltinEnvs {
   webshop: { options: WebShopOptions; env: WebShopEnv };
   alfworld: { options: AlfWorldOptions; env: AlfWorldEnv };
+  "webshop-browser": { options: WebShopBrowserOptions; env: BrowserEnv & { site: WebShopSite } };
 }
 export type EnvName = keyof BuiltinEnvs;
 

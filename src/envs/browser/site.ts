@@ -19,6 +19,11 @@ export interface BrowserSite {
    * it ended (WebShop: the done page; WebArena: the agent stopped).
    */
   judge(page: Page, task: Task, ended: { stopped: boolean; answer?: string }): Promise<SiteVerdict | null>;
+  /**
+   * Whether the env lists `stop [answer]` among the actions (it accepts it either way). Added for
+   * WebShop, where buying, not stopping, ends an episode. @default true
+   */
+  readonly stopAction?: boolean;
   /** Release what the site opened (a local server). */
   close?(): Promise<void>;
 }
