@@ -11,6 +11,7 @@ import { registerRollout } from "./rollout-command.ts";
 import { registerDemo } from "./demo-command.ts";
 import { registerEnvCommands } from "./env-commands.ts";
 import { registerServe } from "./serve-command.ts";
+import { registerServeSite } from "./serve-site-command.ts";
 import { registerOracleModel } from "./oracle-command.ts";
 import { loadEnvModules } from "../envs/index.ts";
 
@@ -33,6 +34,7 @@ registerTrain(program);
 registerRollout(program);
 registerDemo(program);
 registerServe(program);
+registerServeSite(program);
 registerOracleModel(program);
 
 // A usage error is one line that points to the command's help (not the whole help text).
