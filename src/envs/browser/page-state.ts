@@ -78,7 +78,9 @@ const EXTRACT = `(({ attr, maxName }) => {
     return name.length > maxName ? name.slice(0, maxName) + "…" : name;
   };
   const visible = (el) => (el.checkVisibility ? el.checkVisibility({ checkVisibilityCSS: true }) : true);
+  // Labels name their controls (which list them), so their text is not repeated as page text.
   const labelled = new Set();
+  for (const c of document.querySelectorAll("input, select, textarea")) if (c.labels) for (const l of c.labels) labelled.add(l);
   const BLOCK = /^(block|flex|grid|list-item|table|table-row|table-cell|table-caption|flow-root)/;
   const walk = (node) => {
     if (node.nodeType === 3) { current += node.nodeValue; return; }
@@ -106,7 +108,6 @@ const EXTRACT = `(({ attr, maxName }) => {
         const chosen = el.selectedOptions && el.selectedOptions[0];
         if (chosen) line += " selected " + JSON.stringify(squash(chosen.textContent || ""));
       }
-      if (el.labels) for (const l of el.labels) labelled.add(l);
       lines.push(line);
       elements.push(element);
       return;
