@@ -4,6 +4,7 @@
 // `npm run bench:browser [-- --seconds 20 --contexts 1,4]`.
 import { loadavg } from "node:os";
 import { parseArgs } from "node:util";
+import { Rng } from "../src/core/index.ts";
 import { createPolicy } from "../src/envs/index.ts";
 import { createWebShopBrowserEnv } from "../src/envs/webshop-site/index.ts";
 
@@ -49,12 +50,12 @@ async function run(n: number): Promise<Row> {
     const oracle = createPolicy("webshop-browser", "oracle", env);
     for (let i = k; !stop; i += n) {
       const task = tasks[i % tasks.length];
-      oracle.reset?.();
+      oracle.reset?.(task);
       let t = performance.now();
       let { observation, info } = await env.reset({ task });
       record("reset", performance.now() - t);
       for (;;) {
-        const action = (await oracle.choose({ observation, actions: env.availableActions(), task, info, history: [] } as never)) as string;
+        const action = (await oracle.act({ observation, actions: env.availableActions(), task, info, history: [] }, { rng: new Rng(0) })).action;
         t = performance.now();
         const r = await env.step(action);
         record(action.split(" ")[0], performance.now() - t);

@@ -1,5 +1,6 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
+import type { ScriptedPolicy } from "../../core/index.ts";
 import { BrowserPool, type BrowserLease } from "../browser/index.ts";
 import { RandomPolicy } from "../policies.ts";
 import { OraclePolicy, WebShopEnv, webshopTask } from "../webshop/index.ts";
@@ -66,7 +67,7 @@ async function load(base: string, path: string, method: string, form?: Record<st
   return { html: await res.text(), path: new URL(res.url).pathname };
 }
 
-async function walk(showAttributes: boolean, goals: number[], policyOf: (env: WebShopEnv, i: number) => { choose: OraclePolicy["choose"]; reset?: () => void }, seen: Map<string, number>) {
+async function walk(showAttributes: boolean, goals: number[], policyOf: (env: WebShopEnv, i: number) => ScriptedPolicy, seen: Map<string, number>) {
   const site = new WebShopSite({ showAttributes });
   sites.push(site);
   const base = await site.start();
@@ -74,11 +75,11 @@ async function walk(showAttributes: boolean, goals: number[], policyOf: (env: We
   for (const [n, g] of goals.entries()) {
     const task = webshopTask(env.catalogue, g, "test");
     const policy = policyOf(env, n);
-    policy.reset?.();
+    policy.reset?.(task);
     let { observation, info } = await env.reset({ task });
     let page = await load(base, `/s${n}${showAttributes ? "a" : ""}_fixed_${g}`, "GET");
     for (let step = 0; step < 12; step++) {
-      const action = policy.choose({ observation, actions: env.availableActions(), task, info, history: [] } as never) as string;
+      const action = await policy.choose({ observation, actions: env.availableActions(), task, info, history: [] });
       const [, name, arg] = /^(search|click)\[(.*)\]$/.exec(action) ?? [];
       const { text, target } = await convert(page.html, name === "click" ? arg.toLowerCase() : null);
       assert.equal(text, observation, `goal ${g}, step ${step}, ${page.path}`);
