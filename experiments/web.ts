@@ -9,7 +9,7 @@
 // Training runs are `dreamgym train` in a child process, one at a time (the browser is the shared
 // resource); writes results.md into --out.
 //
-//   npm run experiment:web -- [--seconds 600] [--seeds 3] [--eval-tasks 100] [--seed-episodes 120] [--out runs/experiment-web]
+//   npm run experiment:web -- [--seconds 600] [--seeds 3] [--eval-tasks 100] [--seed-episodes 120] [--tasks-per-iter 4] [--group 4] [--out runs/experiment-web]
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -26,6 +26,9 @@ const { values: args } = parseArgs({
     "eval-tasks": { type: "string", default: "100" },
     "seed-episodes": { type: "string", default: "120" },
     out: { type: "string", default: "runs/experiment-web" },
+    /** Small iterations: the wall-clock limit is checked between iterations, and a browser iteration is slow. */
+    "tasks-per-iter": { type: "string", default: "4" },
+    group: { type: "string", default: "4" },
   },
 });
 const W = Number(args.seconds);
@@ -76,7 +79,7 @@ async function collectSeed(seed: number, dir: string): Promise<{ seconds: number
 
 function train(runDir: string, extra: string[]): Promise<void> {
   if (existsSync(join(runDir, "summary.json"))) return Promise.resolve();
-  const argv = [BIN, "train", "--env", "webshop-browser", "--concurrency", "4", "--final-eval-tasks", evalTasks, "--eval-every", "0", "--out", runDir, ...extra];
+  const argv = [BIN, "train", "--env", "webshop-browser", "--concurrency", "4", "--final-eval-tasks", evalTasks, "--eval-every", "0", "--tasks-per-iter", args["tasks-per-iter"]!, "--group", args.group!, "--out", runDir, ...extra];
   console.log(`  dreamgym ${argv.slice(1).join(" ")}`);
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, argv, { stdio: ["ignore", "inherit", "inherit"] });

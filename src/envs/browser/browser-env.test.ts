@@ -1,7 +1,7 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { Task } from "../../core/index.ts";
+import { InvalidConfigError, type Task } from "../../core/index.ts";
 import { BrowserEnv, BrowserPool, BrowserUnavailableError, parseBrowserAction, parseElements, SiteUnreachableError, type BrowserSite } from "./index.ts";
 
 /**
@@ -100,6 +100,16 @@ test("a site that does not answer: an error naming its URL", async () => {
   await new Promise<void>((resolve) => closed.close(() => resolve()));
   const env = new BrowserEnv({ site: site(() => url), pool: one() });
   await assert.rejects(env.reset(), (e: Error) => SiteUnreachableError.isInstance(e) && e.message.includes(url) && /CONNECTION_REFUSED/.test(e.message));
+  await env.close();
+});
+
+test("a task the site refuses: its error, and the context goes back unharmed", async () => {
+  const p = one();
+  const broken = p.stats.broken;
+  const env = new BrowserEnv({ site: site(() => { throw new InvalidConfigError("no such task"); }), pool: p });
+  await assert.rejects(env.reset(), /no such task/);
+  assert.equal(p.inUse, 0);
+  assert.equal(p.stats.broken, broken);
   await env.close();
 });
 

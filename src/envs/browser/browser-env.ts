@@ -104,7 +104,10 @@ export class BrowserEnv implements Env {
       const lease = await this.pool.acquire();
       let url = "";
       try {
-        url = await this.site.startUrl(task);
+        url = await Promise.resolve().then(() => this.site.startUrl(task)).catch(async (e: unknown) => {
+          await lease.release(true); // the site refused the task: the context is fine
+          throw e;
+        });
         const state = await this.guarded(lease, `opening ${url}`, async () => {
           await lease.page.goto(url, { waitUntil: "domcontentloaded", timeout: this.actionTimeoutMs });
           return this.read(lease.page);
@@ -116,11 +119,12 @@ export class BrowserEnv implements Env {
         this.episode = { task, lease, state, steps: 0, history: [lease.page.url()] };
         return { observation: state.text, info: { task, url: lease.page.url() } };
       } catch (e) {
+        if (url === "") throw e;
         const message = String((e as Error)?.message ?? e);
         const unreachable = UNREACHABLE.exec(message);
         await lease.release(!!unreachable);
-        if (unreachable) throw new SiteUnreachableError(url || "(no URL)", unreachable[0], e);
-        if (ClosedEnvironmentError.isInstance(e) || attempt >= 1 || url === "") throw e;
+        if (unreachable) throw new SiteUnreachableError(url, unreachable[0], e);
+        if (ClosedEnvironmentError.isInstance(e) || attempt >= 1) throw e;
       }
     }
   }
