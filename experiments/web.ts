@@ -87,11 +87,12 @@ function train(runDir: string, extra: string[]): Promise<void> {
   });
 }
 
+/** A run's summary: its final score is already ×100, its success a fraction. */
 function summaryOf(runDir: string): { score: number; success: number; real: number; synthetic: number; wall: number } {
   const s = JSON.parse(readFileSync(join(runDir, "summary.json"), "utf8")) as {
     final: { score: number; success: number }; realInteractions: number; syntheticInteractions: number; wallSeconds: number;
   };
-  return { score: 100 * s.final.score, success: 100 * s.final.success, real: s.realInteractions, synthetic: s.syntheticInteractions, wall: s.wallSeconds };
+  return { score: s.final.score, success: 100 * s.final.success, real: s.realInteractions, synthetic: s.syntheticInteractions, wall: s.wallSeconds };
 }
 
 type Row = { seed: number; row: string; score: number; success: number; real: number; synthetic: number; collect: number; train: number };

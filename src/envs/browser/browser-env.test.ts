@@ -133,6 +133,22 @@ test("the pool leases at most N contexts: a third env waits until an episode end
   assert.equal(p.inUse, 0);
 });
 
+test("an abandoned episode's idle context is reclaimed for a waiting env; the abandoned env reports the failure", async () => {
+  const p = new BrowserPool({ size: 1, reclaimIdleMs: 200 });
+  pools.push(p);
+  const [a, b] = [0, 1].map(() => new BrowserEnv({ site: site(), pool: p }));
+  await a.reset(); // and never stepped again
+  const r = await b.reset(); // waits until a's lease has sat idle long enough
+  assert.match(r.observation, /^Start/);
+  assert.equal(p.stats.reclaimed, 1);
+  const lost = await a.step("click [4]");
+  assert.deepEqual([lost.truncated, lost.terminated, lost.reward], [true, false, 0]);
+  assert.match(String(lost.info.error), /reclaimed/);
+  assert.equal((await b.step("click [4]")).reward, 0.75);
+  await a.close();
+  await b.close();
+});
+
 test("Chromium missing: an error that names the package", async () => {
   const p = new BrowserPool({ executablePath: "/nonexistent/chromium" });
   await assert.rejects(p.acquire(), (e: Error) => BrowserUnavailableError.isInstance(e) && /apt-get install chromium/.test(e.message) && !e.message.includes("\n"));

@@ -58,6 +58,8 @@ export class BrowserEnv implements Env {
   private rng: Rng;
   private taskList: Task[] | null = null;
   private episode: Episode | null = null;
+  /** The episode whose idle context the pool gave to another env: its next step reports the failure. */
+  private reclaimed: { observation: string; error: string } | null = null;
   private closed = false;
 
   constructor(o: BrowserEnvOptions) {
@@ -101,7 +103,9 @@ export class BrowserEnv implements Env {
     }
     // A context that breaks while the episode starts is replaced once; a site that does not answer is an error.
     for (let attempt = 0; ; attempt++) {
-      const lease = await this.pool.acquire();
+      this.reclaimed = null;
+      const lease: BrowserLease = await this.pool.acquire(() => this.onReclaimed(lease));
+      lease.busy(true);
       let url = "";
       try {
         url = await Promise.resolve().then(() => this.site.startUrl(task)).catch(async (e: unknown) => {
@@ -117,6 +121,7 @@ export class BrowserEnv implements Env {
           throw new ClosedEnvironmentError();
         }
         this.episode = { task, lease, state, steps: 0, history: [lease.page.url()] };
+        lease.busy(false);
         return { observation: state.text, info: { task, url: lease.page.url() } };
       } catch (e) {
         if (url === "") throw e;
@@ -135,10 +140,32 @@ export class BrowserEnv implements Env {
     return listActions(e.state.elements, { stop: this.site.stopAction ?? true });
   }
 
+  /** The pool took this env's idle context for a waiting env: the episode is over, as failed. */
+  private onReclaimed(lease: BrowserLease): void {
+    const e = this.episode;
+    if (!e || e.lease !== lease) return;
+    this.episode = null;
+    this.reclaimed = { observation: e.state.text, error: "the episode sat idle while another env waited for a browser context: its context was reclaimed" };
+  }
+
   async step(action: string): Promise<StepResult> {
     if (this.closed) throw new ClosedEnvironmentError();
+    if (this.reclaimed) {
+      const { observation, error } = this.reclaimed;
+      this.reclaimed = null;
+      return { observation, reward: 0, terminated: false, truncated: true, info: { error, failed: true } };
+    }
     const e = this.episode;
     if (!e) throw new ResetNeededError();
+    e.lease.busy(true);
+    try {
+      return await this.stepIn(e, action);
+    } finally {
+      e.lease.busy(false);
+    }
+  }
+
+  private async stepIn(e: Episode, action: string): Promise<StepResult> {
     e.steps++;
     const parsed = parseBrowserAction(action);
     const info: StepInfo = {};

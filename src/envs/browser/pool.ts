@@ -12,6 +12,11 @@ export interface BrowserPoolOptions {
   contextOptions?: BrowserContextOptions;
   /** Milliseconds for launching the browser or opening a context before it counts as failed. @default 30000 */
   launchTimeoutMs?: number;
+  /**
+   * While someone waits for a context, a lease idle this long (no reset or step in flight: an
+   * episode its env abandoned) is reclaimed for the waiter. @default 30000
+   */
+  reclaimIdleMs?: number;
 }
 
 /** One context of the pool, held by one env for an episode. */
@@ -20,6 +25,11 @@ export interface BrowserLease {
   readonly page: Page;
   /** Resolves when the page crashes, closes or the browser goes away (never rejects). */
   readonly lost: Promise<string>;
+  /**
+   * Marks the lease busy (a call in flight) or idle; an idle lease may be reclaimed for a waiter
+   * after `reclaimIdleMs` (its holder is told through the `onReclaim` it passed to `acquire`).
+   */
+  busy(inFlight: boolean): void;
   /**
    * Gives the context back: a healthy one is kept for the next episode (cookies cleared), a broken
    * one is closed (and the browser restarted when it does not answer). Releasing twice is a no-op.
@@ -62,11 +72,15 @@ export class BrowserPool {
   private readonly idle: Slot[] = [];
   /** Every open context, to tell its holder when the browser goes away. */
   private readonly live = new Set<Slot>();
+  private readonly reclaimIdleMs: number;
+  /** Leases out now, with when they went idle (null: a call in flight) and how to take them back. */
+  private readonly out = new Set<{ idleSince: number | null; reclaim: () => Promise<void> }>();
+  private reclaimTimer: NodeJS.Timeout | null = null;
   private leased = 0;
   private readonly waiters: (() => void)[] = [];
   private closed = false;
-  /** Launches, contexts opened, contexts dropped as broken. */
-  readonly stats = { launches: 0, contexts: 0, broken: 0 };
+  /** Launches, contexts opened, contexts dropped as broken, idle leases reclaimed for a waiter. */
+  readonly stats = { launches: 0, contexts: 0, broken: 0, reclaimed: 0 };
 
   constructor(opts: BrowserPoolOptions = {}) {
     const size = opts.size ?? 4;
@@ -75,6 +89,7 @@ export class BrowserPool {
     this.explicitPath = opts.executablePath;
     this.contextOptions = opts.contextOptions ?? {};
     this.launchTimeoutMs = opts.launchTimeoutMs ?? 30_000;
+    this.reclaimIdleMs = opts.reclaimIdleMs ?? 30_000;
   }
 
   /** Contexts leased now. */
@@ -155,10 +170,14 @@ export class BrowserPool {
     }
   }
 
-  /** Waits for a free context (at most `size` are leased at once) and leases it. */
-  async acquire(): Promise<BrowserLease> {
+  /**
+   * Waits for a free context (at most `size` are leased at once) and leases it. `onReclaim` is
+   * called when the lease, idle, is taken back for another env (see `reclaimIdleMs`).
+   */
+  async acquire(onReclaim?: () => void): Promise<BrowserLease> {
     if (this.closed) throw new ClosedEnvironmentError("the browser pool is closed");
     while (this.leased >= this.size) {
+      this.watchIdle();
       await new Promise<void>((resolve) => this.waiters.push(resolve));
       if (this.closed) throw new ClosedEnvironmentError("the browser pool is closed");
     }
@@ -173,11 +192,23 @@ export class BrowserPool {
     }
     const s = slot;
     let released = false;
-    return {
+    const entry = {
+      idleSince: Date.now() as number | null,
+      reclaim: async () => {
+        onReclaim?.();
+        await lease.release(true);
+      },
+    };
+    this.out.add(entry);
+    const lease: BrowserLease = {
       context: s.context, page: s.page, lost: s.lost,
+      busy: (inFlight) => {
+        entry.idleSince = inFlight ? null : Date.now();
+      },
       release: async (healthy) => {
         if (released) return;
         released = true;
+        this.out.delete(entry);
         try {
           if (healthy && !this.closed && s.browser.isConnected() && !s.page.isClosed()) {
             await withTimeout(s.context.clearCookies(), this.launchTimeoutMs, "clearing cookies");
@@ -192,6 +223,30 @@ export class BrowserPool {
         }
       },
     };
+    return lease;
+  }
+
+  /**
+   * While envs wait, looks every second for a lease idle past `reclaimIdleMs` (an abandoned
+   * episode would otherwise hold its context forever) and gives the longest idle one to a waiter.
+   */
+  private watchIdle(): void {
+    if (this.reclaimTimer) return;
+    this.reclaimTimer = setInterval(() => {
+      if (this.waiters.length === 0 || this.closed) {
+        clearInterval(this.reclaimTimer!);
+        this.reclaimTimer = null;
+        return;
+      }
+      const now = Date.now();
+      let oldest: { idleSince: number | null; reclaim: () => Promise<void> } | undefined;
+      for (const e of this.out) if (e.idleSince !== null && now - e.idleSince >= this.reclaimIdleMs && (!oldest || e.idleSince < oldest.idleSince!)) oldest = e;
+      if (oldest) {
+        this.stats.reclaimed++;
+        void oldest.reclaim();
+      }
+    }, Math.min(1000, this.reclaimIdleMs));
+    this.reclaimTimer.unref();
   }
 
   private free(): void {
@@ -233,6 +288,8 @@ export class BrowserPool {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    if (this.reclaimTimer) clearInterval(this.reclaimTimer);
+    this.reclaimTimer = null;
     for (const w of this.waiters.splice(0)) w();
     const launching = this.launching;
     if (launching) await launching.catch(() => {});
