@@ -135,7 +135,7 @@ const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 const lines = [
   `# Equal wall time on the browser WebShop`,
   ``,
-  `W = ${W} s a row, ${seeds} seed(s), final evaluation on ${evalTasks} test goals in the browser, 4 contexts. Total ${((performance.now() - started) / 60).toFixed(1)} min.`,
+  `W = ${W} s a row, ${seeds} seed(s), final evaluation on ${evalTasks} test goals in the browser, 4 contexts. This invocation took ${((performance.now() - started) / 60_000).toFixed(1)} min (runs already in --out are reused). Training seconds are as the runs count them; the wall-clock limit is checked between iterations, so a row can overrun W by its last iteration (and its on-policy audits in the browser).`,
   ``,
   `| method | test score | test success | real steps | synthetic steps | seed collection (s) | training (s) |`,
   `|---|---|---|---|---|---|---|`,
