@@ -1,6 +1,6 @@
 /**
  * dreamgym's library API: the main actions of each room. The subpaths (`dreamgym/core`, `/envs`,
- * `/envs/webshop`, `/envs/alfworld`, `/buffer`, `/llm`, `/experience`, `/curriculum`, `/rl`,
+ * `/envs/webshop`, `/envs/alfworld`, `/envs/browser`, `/envs/webshop-site`, `/buffer`, `/llm`, `/experience`, `/curriculum`, `/rl`,
  * `/train`, `/remote`, and `/testing` for users' own tests) give the rest.
  */
 // The ground floor: types, the Env contract and its wrappers, checkEnv, the episode loop, errors, JSONL.
@@ -14,6 +14,11 @@ export type { EnvName, EnvSpec, EnvEntry, CommonEnvOptions, SyntheticSupport, Ep
 export { WebShopEnv } from "./envs/webshop/index.ts";
 export type { WebShopOptions, WebShopTask } from "./envs/webshop/index.ts";
 export { AlfWorldEnv } from "./envs/alfworld/index.ts";
+// Real browsers: the browser env over Playwright and WebShop served as a website.
+export { BrowserEnv, BrowserPool, webAbstraction, parseBrowserAction, readPageState, BrowserUnavailableError, SiteUnreachableError } from "./envs/browser/index.ts";
+export type { BrowserSite, SiteVerdict, BrowserEnvOptions, BrowserPoolOptions, PageState, PageElement } from "./envs/browser/index.ts";
+export { WebShopSite, createWebShopBrowserEnv } from "./envs/webshop-site/index.ts";
+export type { WebShopSiteOptions, WebShopBrowserOptions } from "./envs/webshop-site/index.ts";
 export type { AlfWorldOptions, AlfWorldTask } from "./envs/alfworld/index.ts";
 // The replay buffer.
 export {

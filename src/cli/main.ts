@@ -12,6 +12,7 @@ import { registerDemo } from "./demo-command.ts";
 import { registerEnvCommands } from "./env-commands.ts";
 import { registerServe } from "./serve-command.ts";
 import { registerView } from "./view-command.ts";
+import { registerServeSite } from "./serve-site-command.ts";
 import { registerOracleModel } from "./oracle-command.ts";
 import { registerWebArena } from "./webarena-command.ts";
 import { loadEnvModules } from "../envs/index.ts";
@@ -36,6 +37,7 @@ registerRollout(program);
 registerDemo(program);
 registerServe(program);
 registerView(program);
+registerServeSite(program);
 registerOracleModel(program);
 registerWebArena(program);
 

@@ -2,8 +2,13 @@ import type { Env, TrajectoryRules } from "../core/index.ts";
 import { NoisyOraclePolicy, OraclePolicy, RulePolicy, WebShopEnv, webshopAbstraction, webshopStartPage, webshopVerifier, type WebShopOptions } from "./webshop/index.ts";
 import { dirname } from "node:path";
 import { AlfWorldEnv, AlfWorldExpert, AlfWorldReplay, alfworldAbstraction, alfworldVerifier, type AlfWorldOptions } from "./alfworld/index.ts";
-import { WebArenaEnv, webarenaAbstraction, webarenaStartState, type WebArenaEnvOptions } from "./webarena/index.ts";
+import { useBrowserEnv, WebArenaEnv, webarenaAbstraction, webarenaStartState, type BrowserEnvFactory, type WebArenaEnvOptions } from "./webarena/index.ts";
 import { envEntry, envNames, registerBuiltin, type CommonEnvOptions } from "./registry.ts";
+import { BrowserEnv, BrowserPool } from "./browser/index.ts";
+import {
+  BrowserOraclePolicy, BrowserRulePolicy, createWebShopBrowserEnv, webshopBrowserAbstraction, webshopBrowserStartState, webshopBrowserVerifier,
+  type WebShopBrowserOptions, type WebShopSite,
+} from "./webshop-site/index.ts";
 
 // The built-in envs register through the same door as a user's.
 registerBuiltin<WebShopEnv>("webshop", {
@@ -49,12 +54,33 @@ registerBuiltin<WebArenaEnv>("webarena", {
   }),
   unavailable: (env) => env.unavailable(),
 });
+// WebArena's real episodes play in the browser env: one Chromium pool per WebArena env (WebArena's
+// sites keep state, so its envs do not share contexts with other sites), closed with the env.
+export const webarenaBrowserEnv: BrowserEnvFactory = (site, o) => {
+  const pool = new BrowserPool({ size: o.contexts ?? 4 });
+  return new BrowserEnv({ site, pool, split: o.split, maxSteps: o.maxSteps, onClose: () => pool.close() });
+};
+useBrowserEnv(webarenaBrowserEnv);
+registerBuiltin<BrowserEnv & { site: WebShopSite }>("webshop-browser", {
+  description: "WebShop as a website in Chromium (Playwright): page states with element ids, click/type/select by id; a pool of 4 contexts",
+  create: (opts) => createWebShopBrowserEnv(opts as WebShopBrowserOptions),
+  tasks: (env) => env.tasks(),
+  splits: { train: "train", eval: "test" },
+  policies: { oracle: (env) => new BrowserOraclePolicy(env), rule: () => new BrowserRulePolicy() },
+  synthetic: (env) => ({
+    abstraction: webshopBrowserAbstraction,
+    initialState: webshopBrowserStartState,
+    verifier: webshopBrowserVerifier(env.site.catalogue),
+    policies: ["rule", "random"],
+  }),
+});
 
 /** The built-in envs, their options and instances (a registered env is an `Env` with common options). */
 export interface BuiltinEnvs {
   webshop: { options: WebShopOptions; env: WebShopEnv };
   alfworld: { options: AlfWorldOptions; env: AlfWorldEnv };
   webarena: { options: WebArenaEnvOptions; env: WebArenaEnv };
+  "webshop-browser": { options: WebShopBrowserOptions; env: BrowserEnv & { site: WebShopSite } };
 }
 export type EnvName = keyof BuiltinEnvs;
 

@@ -25,6 +25,11 @@ export interface BrowserSite {
    * @default none
    */
   storageState?(task: Task): string | undefined;
+  /**
+   * Whether the env lists `stop [answer]` among the actions (it accepts it either way). Added for
+   * WebShop, where buying, not stopping, ends an episode. @default true
+   */
+  readonly stopAction?: boolean;
   /** Release what the site opened (a local server). */
   close?(): Promise<void>;
 }

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { InvalidConfigError, type Env, type Task } from "../../core/index.ts";
 import { fixtureSites, type FixtureSites } from "../../../test/fixtures/webarena-sites.ts";
-import { createEnv, findEnv, syntheticSupport } from "../index.ts";
+import { createEnv, findEnv, syntheticSupport, webarenaBrowserEnv } from "../index.ts";
 import type { BrowserSite } from "../browser/site.ts";
 import { parseStopAction, useBrowserEnv, WebArenaEnv, type BrowserEnvFactory } from "./index.ts";
 
@@ -90,6 +90,24 @@ test("wired to a browser env: an episode on the fixture sites is judged by WebAr
     } finally {
       await shopOnly.close();
     }
+  } finally {
+    await env.close();
+  }
+});
+
+test("with the package's own wiring, BrowserEnv plays a WebArena task on the fixture site and WebArena's evaluator judges the stop", async () => {
+  useBrowserEnv(webarenaBrowserEnv);
+  const env = createEnv("webarena", { split: "all", sites: fx.sites, contexts: 1 } as never) as WebArenaEnv;
+  try {
+    const t0 = env.tasks()[0]; // shopping_admin, exact_match "Quest Lumaflex™ Band"
+    const r = await env.reset({ task: t0 });
+    assert.ok(r.observation.includes("404"), `the fixture admin site answers its start URL with its 404 page, read by the browser: ${r.observation.slice(0, 200)}`);
+    assert.ok(env.availableActions()?.some((a) => a.startsWith("stop [")), "stop is listed");
+    let s = await env.step("stop [Sprite Yoga Strap]");
+    assert.deepEqual([s.reward, s.terminated], [0, true]);
+    await env.reset({ task: t0 });
+    s = await env.step("stop [Quest Lumaflex™ Band]");
+    assert.deepEqual([s.reward, s.terminated], [1, true]);
   } finally {
     await env.close();
   }

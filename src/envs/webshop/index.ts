@@ -1,4 +1,4 @@
-export { WebShopEnv, parseAction, webshopTask } from "./webshop-env.ts";
+export { WebShopEnv, parseAction, webshopTask, searchProducts, resultsPage } from "./webshop-env.ts";
 export type { WebShopOptions, WebShopTask } from "./webshop-env.ts";
 export {
   Catalogue, loadCatalogue, splitRange, indexedText, pyFloat, WEBSHOP_SPLITS, DEFAULT_CATALOGUE_SEED, GOAL_SHUFFLE_SEED,
@@ -15,4 +15,5 @@ export { NoisyOraclePolicy, OraclePolicy, RulePolicy, webshopPageKind } from "./
 export type { PageKind } from "./pages.ts";
 export { webshopAbstraction } from "./state-abstraction.ts";
 export { webshopStartPage, webshopVerifier, webshopGoalOf } from "./synthetic-support.ts";
-export { pageText, renderItemPage } from "./pages.ts";
+export { pageText, renderItemPage, renderSearchPage, renderResultsPage, renderSubPage, renderDonePage, pyJsonDumps, SUB_PAGES } from "./pages.ts";
+export type { Page, SubPage } from "./pages.ts";

@@ -113,7 +113,7 @@ export function renderDonePage(asin: string, options: Record<string, string>, re
 }
 
 /** Flask's `tojson` of a str → str dict: sorted keys, ", " and ": " separators, ASCII and HTML-safe escapes. */
-function pyJsonDumps(obj: Record<string, string>): string {
+export function pyJsonDumps(obj: Record<string, string>): string {
   const esc = (s: string) =>
     JSON.stringify(s).replace(/[\u007f-\uffff<>&']/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
   const keys = Object.keys(obj).sort();

@@ -45,6 +45,26 @@ export function webshopTask(catalogue: Catalogue, index: number, split?: WebShop
   return { id: `webshop:${index}`, instruction: goal.instruction_text, goal_index: index, ...(split ? { split } : {}) };
 }
 
+/**
+ * The products a search shows (up to 50), as the reference's `get_top_n_product_from_keywords`:
+ * its special queries (`<r>` random, `<a>` attribute, `<c>` category, `<q>` product query), else
+ * the text index. Shared by the text env and the WebShop website.
+ */
+export function searchProducts(c: Catalogue, keywords: string[], rng: Rng): Product[] {
+  const head = keywords[0];
+  const rest = keywords.slice(1).join(" ").trim();
+  if (head === "<r>") return rng.sample(c.products, Math.min(SEARCH_RESULTS, c.products.length));
+  if (head === "<a>") return c.products.filter((p) => c.attributeToAsins.get(rest)?.has(p.asin));
+  if (head === "<c>") return c.products.filter((p) => p.category === (keywords[1] ?? "").trim());
+  if (head === "<q>") return c.products.filter((p) => p.query === rest);
+  return c.search.search(keywords.join(" "), SEARCH_RESULTS).map((h) => c.products[h.doc]);
+}
+
+/** The products of a results page (1-based), 10 a page. */
+export function resultsPage(results: readonly Product[], pageNumber: number): Product[] {
+  return results.slice((pageNumber - 1) * PAGE_SIZE, pageNumber * PAGE_SIZE);
+}
+
 interface Session {
   goal: Goal;
   goalIndex: number | null;
@@ -170,28 +190,16 @@ export class WebShopEnv implements Env {
     return { observation: pageText(s.page), reward, terminated, truncated, info };
   }
 
-  private topProducts(keywords: string[]): Product[] {
-    const c = this.catalogue;
-    const head = keywords[0];
-    const rest = keywords.slice(1).join(" ").trim();
-    // The reference's special queries: <r> random, <a> attribute, <c> category, <q> product query.
-    if (head === "<r>") return this.rng.sample(c.products, Math.min(SEARCH_RESULTS, c.products.length));
-    if (head === "<a>") return c.products.filter((p) => c.attributeToAsins.get(rest)?.has(p.asin));
-    if (head === "<c>") return c.products.filter((p) => p.category === (keywords[1] ?? "").trim());
-    if (head === "<q>") return c.products.filter((p) => p.query === rest);
-    return c.search.search(keywords.join(" "), SEARCH_RESULTS).map((h) => c.products[h.doc]);
-  }
-
   private search(s: Session, keywords: string[], pageNumber = 1): void {
     if (s.keywords === null || s.keywords.join(" ") !== keywords.join(" ") || keywords[0] === "<r>") {
-      s.results = this.topProducts(keywords);
+      s.results = searchProducts(this.catalogue, keywords, this.rng);
     }
     s.keywords = keywords;
     s.pageNumber = pageNumber;
     s.asin = null;
     s.options = {};
     s.kind = "results";
-    const shown = s.results.slice((pageNumber - 1) * PAGE_SIZE, pageNumber * PAGE_SIZE);
+    const shown = resultsPage(s.results, pageNumber);
     s.page = renderResultsPage(s.goal.instruction_text, pageNumber, s.results.length, shown);
   }
 

@@ -1,0 +1,13 @@
+export type { BrowserSite, SiteVerdict } from "./site.ts";
+export { BrowserEnv } from "./browser-env.ts";
+export type { BrowserEnvOptions } from "./browser-env.ts";
+export { BrowserPool, withTimeout } from "./pool.ts";
+export type { BrowserPoolOptions, BrowserLease } from "./pool.ts";
+export { readPageState, parseElements, ID_ATTRIBUTE } from "./page-state.ts";
+export type { PageState, PageElement } from "./page-state.ts";
+export { parseBrowserAction, listActions, fitsElement } from "./actions.ts";
+export type { BrowserAction } from "./actions.ts";
+export { webAbstraction, WEB_PROFILE } from "./web-abstraction.ts";
+export type { WebAbstractionOptions } from "./web-abstraction.ts";
+export { resolveChromium, BrowserUnavailableError, SiteUnreachableError, DEFAULT_CHROMIUM } from "./chromium.ts";
+export { processTree, memoryOf, childPids, commandLine } from "./proc.ts";
