@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import { InvalidConfigError } from "../core/index.ts";
 import { parseNoiseKinds, REWARD_NOISE_KINDS, startOracleServer, STATE_NOISE_KINDS } from "../oracle/index.ts";
 import { parseIntOption, parseNumberOption } from "./options.ts";
+import { untilStopSignal } from "./signals.ts";
 
 interface OracleServeOptions {
   env: string;
@@ -42,10 +43,9 @@ export function registerOracleModel(program: Command): void {
       const server = await startOracleServer({ noise, env: o.env, dataDir: o.data, port: o.port, host: o.host });
       console.log(`oracle model on ${server.url} (ε_R ${o.epsilonR}, ε_P ${o.epsilonP}, seed ${o.seed}): --experience ${server.experience}`);
       const started = performance.now();
-      const signal = await new Promise<NodeJS.Signals>((resolve) => {
-        process.once("SIGTERM", () => resolve("SIGTERM"));
-        process.once("SIGINT", () => resolve("SIGINT"));
-      });
+
+      // Runs until a signal; a second one while shutting down stops at once.
+      const signal = await untilStopSignal();
       const s = server.stats;
       await server.close();
       const wall = (performance.now() - started) / 1000;

@@ -4,6 +4,7 @@ import { InvalidConfigError } from "../core/index.ts";
 import { createServeApp, EnvHost, SessionManager, startServer, type ObservationFormat } from "../server/index.ts";
 import { DEFAULT_MAX_FAILURES, DEFAULT_REQUEST_TIMEOUT_S, endpointOptions } from "./endpoint-options.ts";
 import { parseIntOption } from "./options.ts";
+import { untilStopSignal } from "./signals.ts";
 
 interface ServeOptions {
   env: string;
@@ -106,15 +107,8 @@ export function registerServe(program: Command): void {
     const ws = server.url.replace(/^http/, "ws");
     const agentgym = app.agentgymPrefix ? `  AgentGym: ${server.url}${app.agentgymPrefix}` : "";
     console.log(`serving ${o.env} (${mode}, split ${host.split}, ${host.tasks.length} tasks) on ${server.url}  OpenEnv: ${ws}/ws${agentgym}`);
-
-    // Runs until a signal; a second signal while shutting down stops at once.
-    const signal = await new Promise<NodeJS.Signals>((resolve) => {
-      process.once("SIGTERM", () => resolve("SIGTERM"));
-      process.once("SIGINT", () => resolve("SIGINT"));
-    });
-    const again = () => process.exit(130);
-    process.once("SIGTERM", again);
-    process.once("SIGINT", again);
+    // Runs until a signal; a second one while shutting down stops at once.
+    const signal = await untilStopSignal();
     const open = manager.size;
     await server.close();
     console.error(`${signal}: stopped (${open} open session${open === 1 ? "" : "s"} closed; ${manager.stats.opened} served)`);

@@ -3,6 +3,7 @@ import { InvalidConfigError } from "../core/index.ts";
 import { WEBSHOP_SPLITS, type WebShopSplit } from "../envs/webshop/index.ts";
 import { WebShopSite } from "../envs/webshop-site/index.ts";
 import { parseIntOption } from "./options.ts";
+import { untilStopSignal } from "./signals.ts";
 
 interface ServeSiteOptions {
   port: number;
@@ -32,12 +33,9 @@ export function registerServeSite(program: Command): void {
       const url = await site.start({ port: o.port, host: o.host });
       const first = site.tasks(o.split)[0];
       console.log(`serving ${name} on ${url}  (a session: ${url}/abc; goal ${first?.goal_index ?? 0}: ${url}/abc_fixed_${first?.goal_index ?? 0})`);
-      const signal = await new Promise<NodeJS.Signals>((resolve) => {
-        process.once("SIGTERM", () => resolve("SIGTERM"));
-        process.once("SIGINT", () => resolve("SIGINT"));
-      });
-      process.once("SIGTERM", () => process.exit(130));
-      process.once("SIGINT", () => process.exit(130));
+
+      // Runs until a signal; a second one while shutting down stops at once.
+      const signal = await untilStopSignal();
       await site.close();
       console.error(`${signal}: stopped`);
     });

@@ -6,6 +6,7 @@ import { createViewApp, startServer } from "../server/index.ts";
 import { inFile } from "./errors.ts";
 import { parseIntOption } from "./options.ts";
 import { readToken } from "./serve-command.ts";
+import { untilStopSignal } from "./signals.ts";
 
 interface ViewOptions {
   runs: string;
@@ -40,15 +41,8 @@ export function registerView(program: Command): void {
         throw e;
       }
       console.log(`dreamgym view on ${server.url}/${token ? "?token=<token>" : ""}  (runs: ${runs}${o.buffer ? `, buffer: ${o.buffer}` : ""})`);
-
-      // Runs until a signal; a second signal while shutting down stops at once.
-      const signal = await new Promise<NodeJS.Signals>((resolve) => {
-        process.once("SIGTERM", () => resolve("SIGTERM"));
-        process.once("SIGINT", () => resolve("SIGINT"));
-      });
-      const again = () => process.exit(130);
-      process.once("SIGTERM", again);
-      process.once("SIGINT", again);
+      // Runs until a signal; a second one while shutting down stops at once.
+      const signal = await untilStopSignal();
       await server.close();
       console.error(`${signal}: stopped`);
     });
