@@ -58,7 +58,7 @@ test("bad input: unknown env, bad split, missing data are clear errors", () => {
   assert.match(split.stderr, /unknown WebShop split "valid"/);
   const policy = run(["collect", "--env", "webshop", "--policy", "expert", "--out", "/dev/null"]);
   assert.equal(policy.status, 2);
-  assert.match(policy.stderr, /unknown policy "expert" for webshop \(known: oracle, rule, random\)/);
+  assert.match(policy.stderr, /unknown policy "expert" for webshop \(known: oracle, oracle-noisy, rule, random\)/);
   const data = run(["env", "eval", "--env", "webshop", "--policy", "rule"], undefined, { ...process.env, DREAMGYM_DATA: "/nonexistent/data" });
   assert.equal(data.status, 2);
   assert.match(data.stderr, /data folder not found \(looked in \/nonexistent\/data; from DREAMGYM_DATA\)/);

@@ -14,7 +14,7 @@ test("the registry creates envs by name and lists them", async () => {
   assert.ok(env instanceof WebShopEnv);
   assert.equal(env.tasks().length, 1000);
   assert.throws(() => createEnv("nope" as "webshop"), (e: unknown) => e instanceof InvalidConfigError && /known: webshop/.test(e.message));
-  assert.deepEqual(listPolicies("webshop"), ["oracle", "rule", "random"]);
+  assert.deepEqual(listPolicies("webshop"), ["oracle", "oracle-noisy", "rule", "random"]);
   assert.equal(createPolicy("webshop", "rule", env).name, "rule");
   assert.throws(() => createPolicy("webshop", "expert", env), /unknown policy "expert"/);
   await env.close();
