@@ -101,7 +101,7 @@ test("without --synthetic-only, webarena with no deployment stops before it star
   try {
     await assert.rejects(
       train(join(dir, "run"), { env: "webarena", mode: "dreamgym", coldStart: true, experience: `${server.url}#m` }),
-      /webarena: the browser env \(BrowserEnv: Playwright \+ Chromium\) is not available in this build.*--mode dreamgym --synthetic-only/,
+      /webarena: no site of a deployment given.*--mode dreamgym --synthetic-only/,
     );
     assert.equal(existsSync(join(dir, "run")), false);
   } finally {
