@@ -19,7 +19,7 @@ import { ReplayBuffer } from "../src/buffer/index.ts";
 import { createEnv, syntheticSupport } from "../src/envs/index.ts";
 import { auditModel, EmbeddedExperienceModel, loadLearnedModel, trainLearnedModel, type ExperienceModel } from "../src/experience/index.ts";
 import { writeFileAtomic } from "../src/core/index.ts";
-import { readMetrics } from "../src/train/index.ts";
+import { latestPolicyFile, readMetrics } from "../src/train/index.ts";
 import { playScripted, seedWebShopBuffer } from "../src/cli/seed-data.ts";
 
 const { values: args } = parseArgs({
@@ -142,10 +142,7 @@ if (args.init === "bc") {
   // The BC runs first; every RL run of seed s then starts from the BC policy of seed s.
   await runAll(jobs.filter((j) => rows[j.row].key === "bc"));
   for (const j of jobs.filter((j) => rows[j.row].key !== "bc")) {
-    const bcDir = join(out, `bc-seed${j.seed}`);
-    const latest = join(bcDir, "checkpoints", "latest.json");
-    if (!existsSync(latest)) throw new Error(`--init bc: the BC run of seed ${j.seed} has no checkpoint (${bcDir})`);
-    j.init = join(bcDir, "checkpoints", JSON.parse(readFileSync(latest, "utf8")).policyFile);
+    j.init = latestPolicyFile(join(out, `bc-seed${j.seed}`));
   }
   await runAll(jobs.filter((j) => rows[j.row].key !== "bc"));
 } else await runAll(jobs);

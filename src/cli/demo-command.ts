@@ -2,11 +2,11 @@ import { cpSync, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } fro
 import { InvalidConfigError } from "../core/index.ts";
 import { join } from "node:path";
 import type { Command } from "commander";
-import { closing, readJsonFile, writeFileAtomic } from "../core/index.ts";
+import { closing, writeFileAtomic } from "../core/index.ts";
 import { ReplayBuffer } from "../buffer/index.ts";
 import { createEnv, syntheticSupport } from "../envs/index.ts";
 import { trainLearnedModel } from "../experience/index.ts";
-import { readMetrics, resumeTraining, train, type TrainSummary } from "../train/index.ts";
+import { latestPolicyFile, readMetrics, resumeTraining, train, type TrainSummary } from "../train/index.ts";
 import { parseIntOption } from "./episodes.ts";
 import { checkOutputFolder } from "./output.ts";
 import { playScripted, seedWebShopBuffer } from "./seed-data.ts";
@@ -63,7 +63,7 @@ async function demo(o: DemoOptions): Promise<void> {
   const bc = await run("bc", `3. behaviour cloning on the seed buffer's successful episodes (${o.bcEpochs} epochs, 0 RL)`, { ...common, mode: "bc", bc: { epochs: o.bcEpochs } });
   // Every RL row starts the same way: from the BC policy (the paper's policies start from an
   // instruction-tuned LLM that already acts sensibly), or all from fresh weights.
-  const start = o.init === "bc" ? { initPolicy: join(o.out, "bc", "checkpoints", readJsonFile<{ policyFile: string }>(join(o.out, "bc", "checkpoints", "latest.json")).policyFile) } : {};
+  const start = o.init === "bc" ? { initPolicy: latestPolicyFile(join(o.out, "bc")) } : {};
 
   // The experience model: the embedded kNN model, or the learned one trained here from the seed buffer.
   let experience = o.experience;

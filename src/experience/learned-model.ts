@@ -279,7 +279,11 @@ function examplesOf(trajectories: Iterable<Trajectory>, a: StateAbstraction, rew
 }
 
 const normAction = (action: string) => action.trim().toLowerCase();
-const firstLine = (state: string) => state.slice(0, state.indexOf("\n") >>> 0);
+/** A state's first line: its kind, for WebShop's abstract states ("page: results"). */
+function firstLine(state: string): string {
+  const end = state.indexOf("\n");
+  return end < 0 ? state : state.slice(0, end);
+}
 
 /** The episode's most recent earlier state whose first line (its kind) is `kind`, other than the current one. */
 function earlierPage(history: readonly HistoryStep[], state: string, kind: string): string | undefined {

@@ -7,7 +7,7 @@ import { closing, type Trajectory } from "../core/index.ts";
 import { ReplayBuffer } from "../buffer/index.ts";
 import { createEnv, createPolicy, envTasks, runEpisode, syntheticSupport } from "../envs/index.ts";
 import { abstractTrajectory } from "../experience/index.ts";
-import { readMetrics, resumeTraining, train, type TrainConfigInput } from "./index.ts";
+import { latestPolicyFile, readMetrics, resumeTraining, train, type TrainConfigInput } from "./index.ts";
 
 /** `n` episodes of a scripted WebShop policy on the first tasks of a split (real data, abstract states). */
 async function play(policyName: string, split: string, n: number): Promise<Trajectory[]> {
@@ -55,6 +55,9 @@ test("behaviour cloning on a small real WebShop buffer beats the random policy i
   assert.ok(m[3].bc!.loss < m[0].bc!.loss, "the loss falls");
   assert.ok(existsSync(join(dir, "report.html")) && existsSync(join(dir, "summary.json")));
   assert.ok(!existsSync(join(dir, "buffer.db")), "the buffer is read, not copied");
+  // Where other runs start from it (the demo's and the experiment's RL rows): the last checkpoint's policy.
+  assert.equal(latestPolicyFile(dir), join(dir, "checkpoints", "iter-000004.policy"));
+  assert.throws(() => latestPolicyFile(join(root, "no-run")), /no-run\/checkpoints\/latest\.json: the run has no checkpoint/);
 });
 
 test("a killed behaviour-cloning run resumes to the metrics of one never stopped", async () => {

@@ -33,6 +33,18 @@ export interface Checkpoint {
 }
 
 /**
+ * The policy file of a finished run's latest checkpoint, to start other runs from it (`initPolicy`;
+ * the demo's and the experiment's RL rows start from the BC run's). A run with no checkpoint is a `DataError`.
+ */
+export function latestPolicyFile(runDir: string): string {
+  const latestFile = join(runDir, "checkpoints", "latest.json");
+  if (!existsSync(latestFile)) throw new DataError("the run has no checkpoint", { file: latestFile });
+  const latest = readJsonFile<Partial<Checkpoint>>(latestFile);
+  if (typeof latest?.policyFile !== "string") throw new DataError("not a checkpoint record (no policyFile)", { file: latestFile });
+  return join(runDir, "checkpoints", latest.policyFile);
+}
+
+/**
  * A run folder: `config.json` (written last, so a folder holds a run once it is whole),
  * `metrics.jsonl` (one line per iteration), `checkpoints/` (the last two policies and
  * `latest.json`), `buffer.db` (the run's own copy of the seed buffer), `report.html`, `summary.json`, and `audit/` (the episodes of each on-policy audit).
