@@ -1,4 +1,5 @@
 import { deriveSeed, Rng, ScriptedPolicy, type PolicyInput } from "../../core/index.ts";
+import type { Goal } from "./catalogue.ts";
 import type { WebShopEnv } from "./webshop-env.ts";
 
 const NAV = new Set(["click[back to search]", "click[next >]", "click[< prev]"]);
@@ -15,6 +16,9 @@ export function webshopPageKind(observation: string, info: Record<string, unknow
   return "item_sub";
 }
 const PRICE_CLAUSE = /, and price lower than [\d.]+ dollars$/;
+
+/** The option values a goal asks for (a list, or by option name). */
+const goalOptionValues = (goal: Goal): string[] => (Array.isArray(goal.goal_options) ? goal.goal_options : Object.values(goal.goal_options));
 
 /** The WebShop paper's rule baseline: search the instruction, click the first result, buy. */
 export class RulePolicy extends ScriptedPolicy {
@@ -69,8 +73,7 @@ export class OraclePolicy extends ScriptedPolicy {
       }
       case "item": {
         // The oracle only ever opens the goal product, so this item page is the goal's.
-        const values = Array.isArray(goal.goal_options) ? goal.goal_options : Object.values(goal.goal_options);
-        for (const v of values) {
+        for (const v of goalOptionValues(goal)) {
           if (this.chosen.has(v) || !listed.has(`click[${v}]`)) continue;
           this.chosen.add(v);
           return `click[${v}]`;
@@ -116,7 +119,6 @@ export class NoisyOraclePolicy extends ScriptedPolicy {
     const rng = (this.rng ??= new Rng(deriveSeed("oracle-noisy", goal.asin, goal.instruction_text)));
     const listed = (input.actions ?? []).filter((a) => !NAV.has(a));
     const kind = webshopPageKind(input.observation, input.info);
-    const values = Array.isArray(goal.goal_options) ? goal.goal_options : Object.values(goal.goal_options);
     if (kind === "results" && this.wrongItem === undefined) {
       const goalItem = `click[${goal.asin.toLowerCase()}]`;
       const others = listed.filter((a) => a !== goalItem && /^click\[[a-z0-9]{10}\]$/.test(a));
@@ -124,7 +126,7 @@ export class NoisyOraclePolicy extends ScriptedPolicy {
     }
     if (kind === "item") {
       const groups = Object.values(this.env.product?.options ?? {});
-      for (const v of values) {
+      for (const v of goalOptionValues(goal)) {
         if (this.chosen.has(v)) continue;
         this.chosen.add(v);
         const group = groups.find((g) => g.includes(v));
