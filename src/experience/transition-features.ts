@@ -14,14 +14,18 @@ import type { HistoryStep } from "./experience-model.ts";
  * - on an item page, what a purchase there would be worth: how much of the instruction the title
  *   covers and how much of the title the instruction mentions, the price against the instruction's
  *   bound, and for the option groups on the page, how many the instruction names and whether the
- *   values clicked on this page (the history) are the ones it names; the rank of the item on the
- *   results page it was opened from;
+ *   values clicked on this page (the history; the last click in a group counts, as the site keeps
+ *   it) are the ones it names; the rank of the item on the results page it was opened from;
+ * - on an item page, which product it is and which values are chosen (hashed, no meaning of their
+ *   own): the site's reward has quirks no rule of thumb reads from the page (an option value it
+ *   never matches, a product whose hidden attributes miss), and these let the model learn them
+ *   from the purchases the data records;
  *
  * all conjoined with the page kind and the kind of element the action works on (`elementKind`:
  * search, option, item, or the button itself), so a feature read for "buy now" is not one read for
  * a click on an option.
  */
-export const TRANSITION_FEATURE_VERSION = "transition-features-v1";
+export const TRANSITION_FEATURE_VERSION = "transition-features-v2";
 
 export interface TransitionInput {
   task: Task;
@@ -50,6 +54,28 @@ function overlap(text: string, instr: Set<string>): { cover: number; frac: numbe
   return { cover: instr.size > 0 ? matched / instr.size : 0, frac: toks.size > 0 ? matched / toks.size : 0, matched };
 }
 
+/**
+ * The option value chosen in each group of an item page (`state`), by the clicks on this very page
+ * (earlier steps on the same item page and its sub-pages): the last click in a group counts, as the
+ * site keeps it. Group names lower-cased.
+ */
+export function chosenOptions(history: readonly HistoryStep[], state: string): Map<string, string> {
+  const lines = state.split("\n");
+  const title = titleOf(lines);
+  const groups = lines.map((l) => ({ name: OPTION_LINE.exec(l)?.[1].trim().toLowerCase(), values: labels(l) })).filter((g) => g.name !== undefined);
+  const chosen = new Map<string, string>();
+  for (let i = history.length - 1; i >= 0; i--) {
+    const h = history[i];
+    const hk = pageKind(h.state);
+    if (hk === "item_sub") continue;
+    if (hk !== "item" || titleOf(h.state.split("\n")) !== title) break;
+    const v = clicked(h.action);
+    const group = v === undefined ? undefined : groups.find((g) => g.values.includes(v));
+    if (group && !chosen.has(group.name!)) chosen.set(group.name!, v!);
+  }
+  return chosen;
+}
+
 export function transitionFeatures(input: TransitionInput, dim: number): SparseVector {
   const { task, history, state, action } = input;
   const policy = featurize({ task, observation: state, actions: [action], history: history.map((h) => h.action) }, dim);
@@ -75,16 +101,7 @@ export function transitionFeatures(input: TransitionInput, dim: number): SparseV
     const price = /\$([\d,]+(?:\.\d+)?)/.exec(lines.find((l) => l.startsWith("Price: ")) ?? "");
     if (bound && price) b.add(`t-price|${k}|${Number(price[1].replace(/,/g, "")) <= Number(bound[1].replace(/,/g, "")) ? "ok" : "over"}`);
     else b.add(`t-price|${k}|${bound ? "no-price" : "no-bound"}`);
-    // The values clicked on this very page (earlier steps on the same item page and its sub-pages).
-    const chosen = new Set<string>();
-    for (let i = history.length - 1; i >= 0; i--) {
-      const h = history[i];
-      const hk = pageKind(h.state);
-      if (hk === "item_sub") continue;
-      if (hk !== "item" || titleOf(h.state.split("\n")) !== title) break;
-      const v = clicked(h.action);
-      if (v) chosen.add(v);
-    }
+    const chosen = chosenOptions(history, state);
     const instrPhrase = phrase(instruction);
     const named = (v: string) => instrPhrase.includes(phrase(v));
     let groups = 0, mentioned = 0, chosenRight = 0, chosenWrong = 0, unchosen = 0, chosenFree = 0;
@@ -93,7 +110,7 @@ export function transitionFeatures(input: TransitionInput, dim: number): SparseV
       if (!g) continue;
       groups++;
       const values = labels(line);
-      const picked = values.filter((v) => chosen.has(v)).at(-1);
+      const picked = chosen.get(g[1].trim().toLowerCase());
       const wanted = values.some(named);
       if (wanted) mentioned++;
       if (picked === undefined) {
@@ -102,8 +119,22 @@ export function transitionFeatures(input: TransitionInput, dim: number): SparseV
       else if (named(picked)) chosenRight++;
       else chosenWrong++;
     }
-    // How many "name: value" options the instruction asks for ("… with color: black, and size: large").
-    const asked = (/ with ([a-z][a-z ]{0,30}: .*)$/i.exec(instruction.replace(PRICE_BOUND, ""))?.[1].match(/(?:^|, and )[a-z][a-z ]{0,30}: /gi) ?? []).length;
+    // The "name: value" options the instruction asks for ("… with color: black, and size: large").
+    const askedPairs = new Map<string, string>();
+    const tail = / with ([a-z][a-z ]{0,30}: .*)$/i.exec(instruction.replace(/,?\s*(?:and )?price (?:lower|less|cheaper) than .*$/i, ""))?.[1] ?? "";
+    for (const part of tail.split(/, and (?=[a-z][a-z ]{0,30}: )/i)) {
+      const m = /^([a-z][a-z ]{0,30}): (.+)$/i.exec(part.trim());
+      if (m) askedPairs.set(m[1].toLowerCase(), m[2].toLowerCase().trim());
+    }
+    const asked = askedPairs.size;
+    // Of the groups it names, those whose last click is exactly the value asked for.
+    let exact = 0;
+    for (const line of lines) {
+      const g = OPTION_LINE.exec(line);
+      const want = g ? askedPairs.get(g[1].trim().toLowerCase()) : undefined;
+      if (want !== undefined && chosen.get(g![1].trim().toLowerCase()) === want) exact++;
+    }
+    b.add(`t-opt-exact|${k}|${asked === 0 ? "none" : exact >= asked ? "all" : `missing-${Math.min(asked - exact, 3)}`}`);
     b.add(`t-groups|${k}|${Math.min(groups, 4)}|${Math.min(mentioned, 4)}`);
     b.add(`t-asked|${k}|${Math.min(asked, 4)}|${Math.min(mentioned, 4)}`);
     b.add(`t-opt|${k}|${Math.min(chosenRight, 3)}|${Math.min(chosenWrong, 3)}|${Math.min(unchosen, 3)}`);
@@ -113,8 +144,15 @@ export function transitionFeatures(input: TransitionInput, dim: number): SparseV
     b.add(`t-opt-all|${k}|${need === 0 ? "none" : chosenRight >= need ? "all" : chosenRight > 0 ? "some" : "no"}`);
     // Where the item stood on the results page it was opened from (by the instruction's overlap).
     const from = [...history].reverse().find((h) => pageKind(h.state) === "results" && pageKind(h.nextState) === "item");
+    const id = from ? clicked(from.action) : undefined;
+    if (id !== undefined) {
+      b.add(`t-product|${k}|${id}`);
+      for (const picked of chosen.values()) {
+        b.add(`t-chosen|${k}|${picked}`);
+        b.add(`t-chosen|${k}|${id}|${picked}`);
+      }
+    }
     if (from) {
-      const id = clicked(from.action);
       const items = from.state.split("\n").filter((l) => /^\[[a-z0-9]{10}\] /.test(l)).map((l) => ({ id: labels(l)[0], cover: overlap(l.replace(/\[[^\]]*\]/g, " "), instr).cover }));
       const mine = items.find((it) => it.id === id);
       if (mine) {
