@@ -37,6 +37,13 @@ export interface StateAbstraction {
    * is not one (the model is asked again with that).
    */
   checkStep?(step: PredictedStep, state: string): PredictedStep | { error: string };
+  /**
+   * The page `action` on an element of `state` leads to, where the data never recorded that element
+   * used (a product a results page lists that no episode opened): told from what `state` shows of it,
+   * in the form of `like`, the page another element of its kind led to. Without it, a model that
+   * copies `like` shows another product's page under this product's name. Undefined: not known.
+   */
+  unseenPage?(state: string, action: string, like: string): string | undefined;
 }
 
 /** A predicted step as `StateAbstraction.checkStep` sees it: the next state (in this format), reward and end. */

@@ -65,7 +65,13 @@ export class EmbeddedExperienceModel implements ExperienceModel {
     const sameKind = kind === undefined ? [] : usable.filter((d) => elementKind(this.abstraction.abstract(d.state), d.action) === kind);
     const pool = sameAction.length > 0 ? sameAction : sameKind;
     if (pool.length === 0) return { nextState: state, reward: 0, terminated: false, info: { failed: `no recorded transition with the action ${action}` } };
-    return this.replay(pool, task, state, sameAction.length > 0, anchors);
+    const p = this.replay(pool, task, state, sameAction.length > 0, anchors);
+    // An item the data never opened: its page as the listing tells it, not another item's copied page.
+    if (sameAction.length === 0 && kind === "item" && !p.terminated && this.abstraction.unseenPage) {
+      const told = this.abstraction.unseenPage(state, action, p.nextState);
+      if (told !== undefined) return { ...p, nextState: told, info: { ...p.info, next_state: "an item the data never opened, told from its listing" } };
+    }
+    return p;
   }
 
   /** The best demo of `pool` carried over to this task and state: next state, end and reward, and how sure that is (`u`). */

@@ -8,7 +8,8 @@ import { ReplayBuffer } from "../buffer/index.ts";
 import { runEpisode } from "../envs/index.ts";
 import { RandomPolicy } from "../envs/policies.ts";
 import { OraclePolicy, RulePolicy, WebShopEnv, webshopAbstraction } from "../envs/webshop/index.ts";
-import { abstractTrajectory, auditModel, createExperienceModel, EmbeddedExperienceModel, LearnedExperienceModel, retrieveDemos, trainLearnedModel } from "./index.ts";
+import { abstractTrajectory, auditModel, createExperienceModel, EmbeddedExperienceModel, LearnedExperienceModel, retrieveDemos, trainLearnedModel, transitionFeatures } from "./index.ts";
+import { chosenOptions } from "./transition-features.ts";
 
 /** Real WebShop episodes: `n` tasks of the split from `start`, one policy. */
 async function episodes(env: WebShopEnv, policy: (env: WebShopEnv) => Policy, start: number, n: number): Promise<Trajectory[]> {
@@ -130,4 +131,52 @@ test("a return action leads back to this episode's own earlier page, not a neigh
   const p = await model.predict({ task: t.task, history, state, action: "click[< prev]", demos });
   assert.equal(p.nextState, search.next_observation, "back to the results page this episode came from");
   assert.equal(p.terminated, false);
+});
+
+test("the option a group counts is its last click on this page, as the site keeps it", () => {
+  const page = ["page: item", "instruction: Find me a shirt with fit type: women, and size: large", "[back to search] [< prev]", "fit type: [men] [women] [youth]", "size: [small] [large]", "A Shirt", "Price: $10.00", "Rating: N.A.", "[description] [features] [reviews] [buy now]"].join("\n");
+  const results = "page: results\ninstruction: Find me a shirt\n[back to search] [next >]\nPage 1 (Total results: 50)\n[b000000001] A Shirt | $10.00";
+  const at = (action: string, state = page) => ({ state, action, nextState: page, reward: 0 });
+  const history = [at("click[b000000001]", results), at("click[women]"), at("click[large]"), at("click[men]")];
+  assert.deepEqual(Object.fromEntries(chosenOptions(history, page)), { "fit type": "men", size: "large" });
+  // The values chosen before the item was opened (another page) do not count.
+  assert.deepEqual(Object.fromEntries(chosenOptions([at("click[small]"), at("click[b000000001]", results)], page)), {});
+  // Women then men is not the purchase women alone is: the features differ where the choice does.
+  const x = (h: typeof history) => transitionFeatures({ task: { id: "t", instruction: "Find me a shirt with fit type: women, and size: large" }, history: h, state: page, action: "click[buy now]" }, 8192);
+  const right = x([at("click[b000000001]", results), at("click[large]"), at("click[women]")]);
+  const wrong = x([at("click[b000000001]", results), at("click[women]"), at("click[large]"), at("click[men]")]);
+  const set = (v: { idx: Int32Array }) => new Set(v.idx);
+  assert.ok([...set(right)].some((i) => !set(wrong).has(i)), "a wrong last click changes the features");
+});
+
+test("an item the data never opened gets its page from its listing, not another item's copied page", async () => {
+  const { abstraction, buffer, held } = await world;
+  const opened = new Set<string>();
+  for (const t of buffer.trajectories({ env: "webshop" })) for (const s of t.steps) if (/^click\[b[0-9a-z]{9}\]$/.test(s.action)) opened.add(s.action);
+  // A held-out results page (goals the buffer never saw) listing a product no episode opened.
+  const env = new WebShopEnv({ split: "test" });
+  try {
+    const t = held.map((h) => abstractTrajectory(h, abstraction)).find((h) => h.steps[0]?.next_observation.startsWith("page: results"))!;
+    const state = t.steps[0].next_observation;
+    const action = abstraction.actions(state)!.find((a) => /^click\[b[0-9a-z]{9}\]$/.test(a) && !opened.has(a))!;
+    assert.ok(action, "the page lists a product the buffer never opened");
+    const history = [{ state: t.steps[0].observation, action: t.steps[0].action, nextState: state, reward: 0 }];
+    const demos = await retrieveDemos(buffer, abstraction, { state, action }, { k: 5 });
+    const p = await new EmbeddedExperienceModel({ abstraction }).predict({ task: t.task, history, state, action, demos });
+    // The real page of that product: its title and price are what the listing said.
+    await env.reset({ task: t.task });
+    await env.step(t.steps[0].action);
+    const real = abstraction.abstract((await env.step(action)).observation).split("\n");
+    const lines = p.nextState.split("\n");
+    assert.equal(lines[0], "page: item");
+    const title = real[real.findIndex((l) => l.startsWith("Price: ")) - 1];
+    assert.equal(lines[lines.findIndex((l) => l.startsWith("Price: ")) - 1], title, "the product's own title");
+    assert.equal(lines.find((l) => l.startsWith("Price: ")), real.find((l) => l.startsWith("Price: ")), "the product's own price");
+    assert.ok(!lines.some((l) => /^[^[\]:]{1,40}:\s*\[/.test(l)), "no option groups it cannot know");
+    assert.ok(lines.at(-1)!.includes("[buy now]"));
+    assert.equal(p.terminated, false);
+    assert.match(String(p.info.next_state), /never opened/);
+  } finally {
+    await env.close();
+  }
 });

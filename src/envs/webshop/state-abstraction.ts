@@ -125,10 +125,24 @@ export function webshopAbstraction(catalogue: Catalogue): StateAbstraction {
     }
   };
 
+  // A product no episode opened: its page as far as its results line tells (title, price), in the
+  // form of another product's page, with no option groups (which values it offers is not known).
+  const unseenPage = (state: string, action: string, like: string): string | undefined => {
+    const asin = /^click\[([a-z0-9]{10})\]$/i.exec(action.trim())?.[1].toLowerCase();
+    const [kind, instruction] = state.split("\n");
+    const likeLines = like.split("\n");
+    if (asin === undefined || kind !== "page: results" || likeLines[0] !== "page: item") return undefined;
+    const listed = state.split("\n").find((l) => l.startsWith(`[${asin}] `));
+    const m = listed && /^\[[a-z0-9]{10}\] (.*) \| ([^|]*)$/.exec(listed);
+    if (!m) return undefined;
+    return [likeLines[0], instruction, likeLines[2], m[1], `Price: ${m[2]}`, "Rating: N.A.", likeLines.at(-1)!].join("\n");
+  };
+
   return {
     env: "webshop",
     abstract,
     actions,
+    unseenPage,
     // A state is one of the page kinds (each lists its actions); prose or an unknown kind is not.
     isState: (state) => actions(state) !== undefined,
     isTerminal: (state) => state.startsWith("page: done"),
