@@ -76,6 +76,8 @@ interface HeadOutputs {
 }
 
 const sigmoid = (x: number) => 1 / (1 + Math.exp(-x));
+/** How sure the ensemble must be of a top (or bottom) reward to pay exactly that (see `combine`). */
+const SURE = 0.9;
 
 /**
  * The learned experience model: an ensemble of small networks trained on the buffer's real
@@ -195,8 +197,12 @@ function combine(outs: HeadOutputs[], rewards: RewardSpec): { pEnd: number; rewa
   const pEnd = mean((o) => o.end);
   const pTop = mean((o) => o.top);
   const pBottom = mean((o) => o.bottom);
-  // The most likely value where the ensemble gives it even odds or better (a success, a zero), else the in-between estimate.
-  const reward = pTop >= 0.5 ? rewards.max : pBottom >= 0.5 ? rewards.min : rewards.min + range * mean((o) => o.mid);
+  // Where the ensemble is sure (≥ SURE) of the top or the bottom, that value, as the env pays it;
+  // else the expected reward. Paying 1 for a purchase the members give even odds made the policy
+  // seek out exactly those (the on-policy audit found 30% of synthetic successes failing for real;
+  // 18% with this), at a small offline cost (held-out ε_R 1.7% → 2.8%, as off-by-a-little counts).
+  const mid = rewards.min + range * mean((o) => o.mid);
+  const reward = pTop >= SURE ? rewards.max : pBottom >= SURE ? rewards.min : pTop * rewards.max + (1 - pTop) * (pBottom * rewards.min + (1 - pBottom) * mid);
   const uReward = Math.min(1, sd(expected) / Math.max(range / 2, 1e-9));
   const uOutcome = Math.min(1, 2 * sd((o) => o.end));
   return { pEnd, reward, pTop, u: Math.max(uReward, uOutcome), u_reward: uReward, u_outcome: uOutcome };
