@@ -8,7 +8,7 @@
 //
 //   npm run experiment:fidelity -- [--budget 80000] [--seeds 2] [--grid "R:0,2,5,10,20,40 P:2,5,10,20,40"]
 //     [--real-budget 80000] [--parallel 2] [--pessimism] [--reward-noise kinds] [--state-noise kinds]
-//     [--final-eval-tasks 500] [--port-base 18400] [--out runs/experiment-fidelity]
+//     [--final-eval-tasks 500] [--port-base 18400] [--report-only] [--out runs/experiment-fidelity]
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -35,6 +35,8 @@ const { values: args } = parseArgs({
     "state-noise": { type: "string", default: STATE_NOISE_KINDS.join(",") },
     "final-eval-tasks": { type: "string", default: "500" },
     "port-base": { type: "string", default: "18400" },
+    /** Only the table and the chart, from the runs already in --out (a sweep stopped early; missing runs are left out). */
+    "report-only": { type: "boolean", default: false },
     out: { type: "string", default: "runs/experiment-fidelity" },
   },
 });
@@ -168,7 +170,7 @@ async function runJob(job: Job): Promise<void> {
     }
   }
 }
-let next = 0;
+let next = args["report-only"] ? jobs.length : 0;
 await Promise.all(Array.from({ length: Number(args.parallel) }, async () => {
   while (next < jobs.length) {
     const job = jobs[next++];
@@ -225,7 +227,7 @@ for (const p of points) {
   const wall = stat(sums.map((s) => s.wallSeconds));
   const ratio = real ? score.m / real.m : NaN;
   curve.push({ knob: p.knob, pct: p.pct, ratio, sd: real ? score.sd / real.m : 0 });
-  lines.push(`| ${p.name} | ${pct(a.epsilonR)} | ${pct(a.epsilonP)} | ${score.m.toFixed(1)} ± ${score.sd.toFixed(1)} | ${real ? `${(100 * ratio).toFixed(0)}%` : "-"} | ${success.m.toFixed(1)}% | ${ex.length ? pct(ex.reduce((x, y) => x + y, 0) / ex.length) : "- (no synthetic success)"} | ${wall.m.toFixed(0)} s |`);
+  lines.push(`| ${p.name} | ${pct(a.epsilonR)} | ${pct(a.epsilonP)} | ${score.m.toFixed(1)} ± ${score.sd.toFixed(1)}${sums.length < seeds ? ` (${sums.length} of ${seeds} seeds)` : ""} | ${real ? `${(100 * ratio).toFixed(0)}%` : "-"} | ${success.m.toFixed(1)}% | ${ex.length ? pct(ex.reduce((x, y) => x + y, 0) / ex.length) : "- (no synthetic success)"} | ${wall.m.toFixed(0)} s |`);
 }
 if (failures.length > 0) lines.push("", "Failed runs:", ...failures.map((f) => `- ${f}`));
 const rps = Object.values(audits).map((a) => a.requestsPerSecond);
