@@ -107,7 +107,8 @@ export class BrowserOraclePolicy extends ScriptedPolicy {
   readonly name = "oracle";
   private attempt = 0;
   private chosen = new Set<string>();
-  constructor(private readonly env: BrowserEnv & { site: WebShopSite }) {
+  /** Any env that shows WebShop's pages and says its task: the browser env, or the in-process pages env. */
+  constructor(private readonly env: { site: { catalogue: Catalogue }; task: Task | null }) {
     super();
   }
 
