@@ -9,11 +9,11 @@
 //   - DreamGym: synthetic training with the learned experience model (`dreamgym model train` on the
 //     seed buffer: its time counts too), model rewards, no verifier;
 //   - DreamGym-S2R: the same, half the rest synthetic, then GRPO in the browser until W.
-// Each row's policy (and the BC start) is evaluated in the browser on the same test goals (not
-// counted). Training runs are `dreamgym train` in a child process, one at a time (the browser is the
+// Each row's policy (and the BC start) is evaluated in the browser on the same test goals, and on
+// --pages-eval-tasks test goals in webshop-pages (the same pages in-process), neither counted. Training runs are `dreamgym train` in a child process, one at a time (the browser is the
 // shared resource); writes results.md into --out.
 //
-//   npm run experiment:web -- [--seconds 600] [--seeds 3] [--eval-tasks 100] [--seed-episodes 120] [--tasks-per-iter 4] [--group 4] [--out runs/experiment-web]
+//   npm run experiment:web -- [--seconds 600] [--seeds 3] [--eval-tasks 100] [--pages-eval-tasks 500] [--seed-episodes 120] [--tasks-per-iter 4] [--group 4] [--out runs/experiment-web]
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -21,8 +21,9 @@ import { parseArgs } from "node:util";
 import { episodeTrajectory, JsonlWriter, playEpisodes, type EpisodeJob } from "../src/core/index.ts";
 import { importJsonl, ReplayBuffer } from "../src/buffer/index.ts";
 import { createPolicy } from "../src/envs/index.ts";
-import { createWebShopBrowserEnv } from "../src/envs/webshop-site/index.ts";
+import { createWebShopBrowserEnv, WebShopPagesEnv } from "../src/envs/webshop-site/index.ts";
 import { latestPolicyFile } from "../src/train/index.ts";
+import { NeuralPolicy } from "../src/rl/index.ts";
 
 const { values: args } = parseArgs({
   options: {
@@ -34,12 +35,15 @@ const { values: args } = parseArgs({
     /** Small iterations: the wall-clock limit is checked between iterations, and a browser iteration is slow. */
     "tasks-per-iter": { type: "string", default: "4" },
     group: { type: "string", default: "4" },
+    /** Test goals of the in-process evaluation (webshop-pages: the browser's pages without Chromium). */
+    "pages-eval-tasks": { type: "string", default: "500" },
   },
 });
 const W = Number(args.seconds);
 const seeds = Number(args.seeds);
 const evalTasks = args["eval-tasks"]!;
 const seedEpisodes = Number(args["seed-episodes"]);
+const pagesEvalTasks = Number(args["pages-eval-tasks"]);
 const out = args.out!;
 const BIN = join(import.meta.dirname, "..", "bin", "dreamgym");
 mkdirSync(out, { recursive: true });
@@ -97,15 +101,36 @@ function train(runDir: string, extra: string[]): Promise<void> {
   return run(["train", "--env", "webshop-browser", "--concurrency", "4", "--final-eval-tasks", evalTasks, "--eval-every", "0", "--tasks-per-iter", args["tasks-per-iter"]!, "--group", args.group!, "--set", "onPolicyAudit.every=0", "--out", runDir, ...extra], runDir);
 }
 
-/** A run's summary: its final score is already ×100, its success a fraction. */
-function summaryOf(runDir: string): { score: number; success: number; real: number; synthetic: number; wall: number } {
+/** A run's summary: its final score is already ×100, its success a fraction; `train`: its wall time less the final evaluation's. */
+function summaryOf(runDir: string): { score: number; success: number; real: number; synthetic: number; wall: number; train: number } {
   const s = JSON.parse(readFileSync(join(runDir, "summary.json"), "utf8")) as {
     final: { score: number; success: number }; realInteractions: number; syntheticInteractions: number; wallSeconds: number;
   };
-  return { score: s.final.score, success: 100 * s.final.success, real: s.realInteractions, synthetic: s.syntheticInteractions, wall: s.wallSeconds };
+  const last = JSON.parse(readFileSync(join(runDir, "metrics.jsonl"), "utf8").trim().split("\n").at(-1)!) as { evalSeconds?: number };
+  return { score: s.final.score, success: 100 * s.final.success, real: s.realInteractions, synthetic: s.syntheticInteractions, wall: s.wallSeconds, train: s.wallSeconds - (last.evalSeconds ?? 0) };
 }
 
-type Row = { seed: number; row: string; score: number; success: number; real: number; synthetic: number; start: number; train: number };
+/**
+ * The run's final policy on the first `pagesEvalTasks` test goals of `webshop-pages` (the browser's
+ * pages written in-process: the same states and rewards, tested against Chromium), greedy as the
+ * final evaluation: ten times the browser evaluation's goals for seconds, not counted in W.
+ */
+async function pagesEval(runDir: string): Promise<{ score: number; success: number }> {
+  const file = join(runDir, "pages-eval.json");
+  if (!existsSync(file)) {
+    const env = new WebShopPagesEnv({ split: "test" });
+    const policy = new NeuralPolicy();
+    const policyFile = latestPolicyFile(runDir);
+    policy.load(readFileSync(policyFile), policyFile);
+    const tasks = env.tasks().slice(0, pagesEvalTasks);
+    const eps = await playEpisodes([env], policy, tasks.map((task, i) => ({ task, seed: i, rngSeed: i })), { greedy: true, isSuccess: (r: number) => r >= 1 });
+    await env.close();
+    writeFileSync(file, JSON.stringify({ tasks: tasks.length, score: (100 * eps.reduce((a, e) => a + e.totalReward, 0)) / eps.length, success: (100 * eps.filter((e) => e.success).length) / eps.length }));
+  }
+  return JSON.parse(readFileSync(file, "utf8")) as { score: number; success: number };
+}
+
+type Row = { seed: number; row: string; score: number; success: number; all: { score: number; success: number }; real: number; synthetic: number; start: number; train: number };
 const rows: Row[] = [];
 // 1. The seed buffer, once for all seeds, and the learned experience model on it (their times count in every row that uses them).
 const shared = join(out, "seed");
@@ -135,24 +160,24 @@ for (let seed = 0; seed < seeds; seed++) {
   await train(join(dir, "bc"), ["--mode", "bc", "--buffer", seedDb, "--seed", String(seed)]);
   const bc = summaryOf(join(dir, "bc"));
   const init = ["--set", `initPolicy=${latestPolicyFile(join(dir, "bc"))}`];
-  rows.push({ seed, row: "behaviour cloning on the seed buffer (0 RL)", score: bc.score, success: bc.success, real: 0, synthetic: 0, start: collected.seconds + bc.wall, train: 0 });
+  rows.push({ seed, row: "behaviour cloning on the seed buffer (0 RL)", score: bc.score, success: bc.success, all: await pagesEval(join(dir, "bc")), real: 0, synthetic: 0, start: collected.seconds + bc.wall, train: 0 });
   const realStart = collected.seconds + bc.wall;
   const dgStart = realStart + modelSeconds;
   // 3. Real-env GRPO in the browser for the rest of W.
   await train(join(dir, "real"), ["--mode", "real", "--budget", "1000000000", "--max-seconds", String(Math.max(1, Math.round(W - realStart))), "--seed", String(seed), ...init]);
   const real = summaryOf(join(dir, "real"));
-  rows.push({ seed, row: "real-env GRPO (browser)", score: real.score, success: real.success, real: real.real, synthetic: 0, start: realStart, train: real.wall });
+  rows.push({ seed, row: "real-env GRPO (browser)", score: real.score, success: real.success, all: await pagesEval(join(dir, "real")), real: real.real, synthetic: 0, start: realStart, train: real.train });
   // 4. DreamGym: synthetic for the rest of W (learned model, model rewards).
   const rest = Math.max(1, Math.round(W - dgStart));
   const experience = ["--experience", `learned:${modelFile}`];
   await train(join(dir, "dreamgym"), ["--mode", "dreamgym", "--buffer", seedDb, ...experience, "--budget", "1000000000", "--max-seconds", String(rest), "--seed", String(seed), ...init]);
   const dg = summaryOf(join(dir, "dreamgym"));
-  rows.push({ seed, row: "DreamGym (learned model, model rewards)", score: dg.score, success: dg.success, real: 0, synthetic: dg.synthetic, start: dgStart, train: dg.wall });
+  rows.push({ seed, row: "DreamGym (learned model, model rewards)", score: dg.score, success: dg.success, all: await pagesEval(join(dir, "dreamgym")), real: 0, synthetic: dg.synthetic, start: dgStart, train: dg.train });
   // 5. S2R: half the rest synthetic (as many steps as DreamGym made in that time), then the browser until W.
   const half = Math.max(100, Math.round(dg.synthetic * (rest / 2) / Math.max(1, dg.wall)));
   await train(join(dir, "s2r"), ["--mode", "s2r", "--buffer", seedDb, ...experience, "--budget", String(half), "--real-budget", "1000000000", "--max-seconds", String(rest), "--seed", String(seed), ...init]);
   const s2r = summaryOf(join(dir, "s2r"));
-  rows.push({ seed, row: "DreamGym-S2R (finished in the browser)", score: s2r.score, success: s2r.success, real: s2r.real, synthetic: s2r.synthetic, start: dgStart, train: s2r.wall });
+  rows.push({ seed, row: "DreamGym-S2R (finished in the browser)", score: s2r.score, success: s2r.success, all: await pagesEval(join(dir, "s2r")), real: s2r.real, synthetic: s2r.synthetic, start: dgStart, train: s2r.train });
 }
 
 // The table: mean ± std over seeds per row.
@@ -168,11 +193,11 @@ const lines = [
   ``,
   `W = ${W} s a row, ${seeds} seed(s), final evaluation on ${evalTasks} test goals in the browser, 4 contexts. This invocation took ${((performance.now() - started) / 60_000).toFixed(1)} min (runs already in --out are reused). One seed buffer for all seeds (${seedEpisodes} browser episodes, ${collected.transitions} transitions, ${collected.seconds.toFixed(0)} s); every row starts from BC on it and pays for it in W ("start": collection + BC, + the learned model's ${modelSeconds.toFixed(0)} s for the synthetic rows). Training seconds are as the runs count them; the wall-clock limit is checked between iterations, so a row can overrun W by its last iteration.`,
   ``,
-  `| method | test score | test success | real steps | synthetic steps | start (s) | training (s) | start + training (s) |`,
-  `|---|---|---|---|---|---|---|---|`,
+  `| method | test score (browser, ${evalTasks} goals) | test success | test score (${pagesEvalTasks} goals) | test success | real steps | synthetic steps | start (s) | training (s) | start + training (s) |`,
+  `|---|---|---|---|---|---|---|---|---|---|`,
   ...names.map((n) => {
     const rs = rows.filter((r) => r.row === n);
-    return `| ${n} | ${ms(rs.map((r) => r.score))} | ${ms(rs.map((r) => r.success))}% | ${Math.round(mean(rs.map((r) => r.real)))} | ${Math.round(mean(rs.map((r) => r.synthetic)))} | ${mean(rs.map((r) => r.start)).toFixed(0)} | ${mean(rs.map((r) => r.train)).toFixed(0)} | ${mean(rs.map((r) => r.start + r.train)).toFixed(0)} |`;
+    return `| ${n} | ${ms(rs.map((r) => r.score))} | ${ms(rs.map((r) => r.success))}% | ${ms(rs.map((r) => r.all.score))} | ${ms(rs.map((r) => r.all.success))}% | ${Math.round(mean(rs.map((r) => r.real)))} | ${Math.round(mean(rs.map((r) => r.synthetic)))} | ${mean(rs.map((r) => r.start)).toFixed(0)} | ${mean(rs.map((r) => r.train)).toFixed(0)} | ${mean(rs.map((r) => r.start + r.train)).toFixed(0)} |`;
   }),
 ];
 writeFileSync(join(out, "results.md"), `${lines.join("\n")}\n`);
