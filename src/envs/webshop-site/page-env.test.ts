@@ -60,3 +60,28 @@ test("the pages env keeps the Env contract and the browser's synthetic support",
   const { observation } = await pages.reset({ task });
   assert.equal(observation, support.initialState!(task));
 });
+
+test("an item page no data opened is told from its listing as the site shows a product without options", async () => {
+  const { webshopBrowserAbstraction } = await import("./index.ts");
+  const { parseElements } = await import("../browser/index.ts");
+  let like: string | undefined;
+  let told = 0;
+  for (const task of pages.tasks().slice(0, 12)) {
+    const query = `type [1] [${task.instruction.split(" with ")[0]}]`;
+    await pages.reset({ task });
+    const results = (await pages.step(query)).observation;
+    for (const link of parseElements(results).filter((e) => e.role === "link")) {
+      await pages.reset({ task });
+      await pages.step(query);
+      const item = (await pages.step(`click [${link.id}]`)).observation;
+      if (like === undefined) like = item;
+      else if (!item.includes(" radio ")) {
+        assert.equal(webshopBrowserAbstraction.unseenPage!(results, `click [${link.id}]`, like), item);
+        told++;
+      }
+    }
+  }
+  assert.ok(told >= 10, `${told} pages told`);
+  // Not a product link, or not a results page: not told.
+  assert.equal(webshopBrowserAbstraction.unseenPage!(like!, "click [1]", like!), undefined);
+});
