@@ -7,7 +7,8 @@
 // then, for the rest of W:
 //   - real-env GRPO trained in the browser;
 //   - DreamGym: synthetic training with the learned experience model (`dreamgym model train` on the
-//     seed buffer: its time counts too), model rewards, no verifier;
+//     seed buffer: its time counts too), model rewards, no verifier, on the seed buffer's tasks and
+//     the curriculum's variations of them (syntheticTasks=seed);
 //   - DreamGym-S2R: the same, half the rest synthetic, then GRPO in the browser until W.
 // Each row's policy (and the BC start) is evaluated in the browser on the same test goals, and on
 // --pages-eval-tasks test goals in webshop-pages (the same pages in-process), neither counted. Training runs are `dreamgym train` in a child process, one at a time (the browser is the
@@ -169,7 +170,8 @@ for (let seed = 0; seed < seeds; seed++) {
   rows.push({ seed, row: "real-env GRPO (browser)", score: real.score, success: real.success, all: await pagesEval(join(dir, "real")), real: real.real, synthetic: 0, start: realStart, train: real.train });
   // 4. DreamGym: synthetic for the rest of W (learned model, model rewards).
   const rest = Math.max(1, Math.round(W - dgStart));
-  const experience = ["--experience", `learned:${modelFile}`];
+  // The synthetic phase plays the seed buffer's tasks (and the curriculum's variations of them): the paper's seed task set.
+  const experience = ["--experience", `learned:${modelFile}`, "--set", "syntheticTasks=seed"];
   await train(join(dir, "dreamgym"), ["--mode", "dreamgym", "--buffer", seedDb, ...experience, "--budget", "1000000000", "--max-seconds", String(rest), "--seed", String(seed), ...init]);
   const dg = summaryOf(join(dir, "dreamgym"));
   rows.push({ seed, row: "DreamGym (learned model, model rewards)", score: dg.score, success: dg.success, all: await pagesEval(join(dir, "dreamgym")), real: 0, synthetic: dg.synthetic, start: dgStart, train: dg.train });
