@@ -52,7 +52,7 @@ test("env play: a person can play in the terminal", () => {
 test("bad input: unknown env, bad split, missing data are clear errors", () => {
   const env = run(["env", "eval", "--env", "alfworldx", "--policy", "rule"]);
   assert.equal(env.status, 2);
-  assert.match(env.stderr, /unknown environment "alfworldx" \(known: webshop, alfworld, webarena, webshop-browser\)/);
+  assert.match(env.stderr, /unknown environment "alfworldx" \(known: webshop, alfworld, webarena, webshop-browser, webshop-pages\)/);
   const split = run(["env", "eval", "--env", "webshop", "--policy", "rule", "--split", "valid"]);
   assert.equal(split.status, 2);
   assert.match(split.stderr, /unknown WebShop split "valid"/);

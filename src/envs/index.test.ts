@@ -9,7 +9,7 @@ import { WebShopEnv } from "./webshop/index.ts";
 import { AlfWorldEnv } from "./alfworld/index.ts";
 
 test("the registry creates envs by name and lists them", async () => {
-  assert.deepEqual(listEnvs().map((e) => e.name), ["webshop", "alfworld", "webarena", "webshop-browser"]);
+  assert.deepEqual(listEnvs().map((e) => e.name), ["webshop", "alfworld", "webarena", "webshop-browser", "webshop-pages"]);
   const env = createEnv("webshop", { split: "dev" });
   assert.ok(env instanceof WebShopEnv);
   assert.equal(env.tasks().length, 1000);

@@ -7,7 +7,7 @@ import { envEntry, envNames, registerBuiltin, type CommonEnvOptions } from "./re
 import { BrowserEnv, BrowserPool } from "./browser/index.ts";
 import {
   BrowserOraclePolicy, BrowserRulePolicy, createWebShopBrowserEnv, webshopBrowserAbstraction, webshopBrowserStartState, webshopBrowserVerifier,
-  type WebShopBrowserOptions, type WebShopSite,
+  WebShopPagesEnv, type WebShopBrowserOptions, type WebShopPagesOptions, type WebShopSite,
 } from "./webshop-site/index.ts";
 
 // The built-in envs register through the same door as a user's.
@@ -75,12 +75,29 @@ registerBuiltin<BrowserEnv & { site: WebShopSite }>("webshop-browser", {
   }),
 });
 
+// The browser's WebShop pages written in-process (no Chromium): same states, actions and rewards.
+registerBuiltin<WebShopPagesEnv>("webshop-pages", {
+  description: "WebShop in the browser env's page-state format, in-process (no Chromium): the same states, actions by element id and rewards as webshop-browser",
+  create: (opts) => new WebShopPagesEnv(opts as WebShopPagesOptions),
+  tasks: (env) => env.tasks(),
+  splits: { train: "train", eval: "test" },
+  policies: { oracle: (env) => new BrowserOraclePolicy(env), rule: () => new BrowserRulePolicy() },
+  // Its own env name on the same format: its data and models are its own (relabel a trajectory's env to carry it over).
+  synthetic: (env) => ({
+    abstraction: { ...webshopBrowserAbstraction, env: "webshop-pages" },
+    initialState: webshopBrowserStartState,
+    verifier: webshopBrowserVerifier(env.catalogue),
+    policies: ["rule", "random"],
+  }),
+});
+
 /** The built-in envs, their options and instances (a registered env is an `Env` with common options). */
 export interface BuiltinEnvs {
   webshop: { options: WebShopOptions; env: WebShopEnv };
   alfworld: { options: AlfWorldOptions; env: AlfWorldEnv };
   webarena: { options: WebArenaEnvOptions; env: WebArenaEnv };
   "webshop-browser": { options: WebShopBrowserOptions; env: BrowserEnv & { site: WebShopSite } };
+  "webshop-pages": { options: WebShopPagesOptions; env: WebShopPagesEnv };
 }
 export type EnvName = keyof BuiltinEnvs;
 

@@ -45,7 +45,7 @@ test("registerEnv: a user's env is created, listed, played and checked by name l
     assert.throws(() => registerEnv("counter", { ...spec }), /already registered/);
     assert.throws(() => registerEnv("webshop", spec), /built in/);
     assert.throws(() => registerEnv("Bad Name", spec), /not valid/);
-    assert.deepEqual(listEnvs().map((e) => e.name), ["webshop", "alfworld", "webarena", "webshop-browser", "counter"]);
+    assert.deepEqual(listEnvs().map((e) => e.name), ["webshop", "alfworld", "webarena", "webshop-browser", "webshop-pages", "counter"]);
     assert.deepEqual(listPolicies("counter"), ["random"]);
     const env = createEnv("counter");
     assert.equal(envTasks("counter", env).length, 1);
@@ -57,7 +57,7 @@ test("registerEnv: a user's env is created, listed, played and checked by name l
   } finally {
     unregisterEnv("counter");
   }
-  assert.throws(() => createEnv("counter"), (e: unknown) => e instanceof InvalidConfigError && /unknown environment "counter" \(known: webshop, alfworld, webarena, webshop-browser\)/.test(e.message));
+  assert.throws(() => createEnv("counter"), (e: unknown) => e instanceof InvalidConfigError && /unknown environment "counter" \(known: webshop, alfworld, webarena, webshop-browser, webshop-pages\)/.test(e.message));
 });
 
 test("env modules: --env-module files and dreamgym.config.js register their envs (side effect or an `envs` export)", async () => {

@@ -1,4 +1,5 @@
 import { OUTCOME_REWARDS, type RewardSpec, type StateAbstraction } from "../core/index.ts";
+import { clickChoice, viewAction, webView } from "../rl/index.ts";
 import type { Demo, ExperienceModel, PredictInput, Prediction } from "./experience-model.ts";
 
 export interface EmbeddedModelOptions {
@@ -54,18 +55,21 @@ export class EmbeddedExperienceModel implements ExperienceModel {
     if (this.exactDemos(state)) {
       const here = demos.filter((d) => norm(d.action) === norm(action) && this.abstraction.abstract(d.state) === state);
       if (here.length === 0) return { nextState: state, reward: 0, terminated: false, info: { invalid: true, unrecorded: true } };
-      return this.replay(here, task, state, true, anchors);
+      return this.replay(here, task, state, action, true, anchors);
     }
     const usable = demos.filter((d) => d.score >= this.minScore);
     if (usable.length === 0) return { nextState: state, reward: 0, terminated: false, info: { failed: "no similar transition in the buffer" } };
-    const sameAction = usable.filter((d) => norm(d.action) === norm(action));
+    // Actions compare by what they do: on web pages `click [7]` by the element it names (ids differ between pages).
+    const key = (s: string, a: string) => norm(viewAction(s, a));
+    const mine = key(state, action);
+    const sameAction = usable.filter((d) => key(this.abstraction.abstract(d.state), d.action) === mine);
     // Else a demo whose action did the same kind of thing: another search, another option or
     // another item of a list — never a different button (a size click must not act as "buy now").
     const kind = elementKind(state, action);
     const sameKind = kind === undefined ? [] : usable.filter((d) => elementKind(this.abstraction.abstract(d.state), d.action) === kind);
     const pool = sameAction.length > 0 ? sameAction : sameKind;
     if (pool.length === 0) return { nextState: state, reward: 0, terminated: false, info: { failed: `no recorded transition with the action ${action}` } };
-    const p = this.replay(pool, task, state, sameAction.length > 0, anchors);
+    const p = this.replay(pool, task, state, action, sameAction.length > 0, anchors);
     // An item the data never opened: its page as the listing tells it, not another item's copied page.
     if (sameAction.length === 0 && kind === "item" && !p.terminated && this.abstraction.unseenPage) {
       const told = this.abstraction.unseenPage(state, action, p.nextState);
@@ -75,12 +79,15 @@ export class EmbeddedExperienceModel implements ExperienceModel {
   }
 
   /** The best demo of `pool` carried over to this task and state: next state, end and reward, and how sure that is (`u`). */
-  private replay(pool: Demo[], task: PredictInput["task"], state: string, sameAction: boolean, anchors: Demo[]): Prediction {
+  private replay(pool: Demo[], task: PredictInput["task"], state: string, action: string, sameAction: boolean, anchors: Demo[]): Prediction {
     const rank = (d: Demo) => d.score + (d.task.id === task.id ? 0.05 : 0);
     const best = pool.reduce((a, b) => (rank(b) > rank(a) ? b : a));
     let nextState = this.abstraction.abstract(best.nextState);
-    // A demo whose action left its page as it was (an option click) transfers as "no change here".
-    if (nextState === this.abstraction.abstract(best.state)) nextState = state;
+    const bestState = this.abstraction.abstract(best.state);
+    // A demo whose action left its page as it was (an option click) transfers as "no change here";
+    // on a web page such a click marks its radio checked (the view leaves marks out), here too.
+    if (nextState === bestState) nextState = state;
+    else if (webView(nextState) !== null && webView(nextState)?.text === webView(bestState)?.text) nextState = clickChoice(state, action) ?? state;
     else if (best.task.instruction && best.task.instruction !== task.instruction) nextState = nextState.split(best.task.instruction).join(task.instruction);
     const terminated = best.terminated || this.abstraction.isTerminal(nextState);
     const weight = (d: Demo) => Math.max(d.score, 0) ** 2;
@@ -137,6 +144,9 @@ export class EmbeddedExperienceModel implements ExperienceModel {
  * describes it), else the button itself (`button:<label>`, which only matches the same action).
  */
 export function elementKind(state: string, action: string): string | undefined {
+  // A web page's element by its view (`click [7]` → `click[b09qqp3356]` on an item line).
+  const web = webView(state);
+  if (web) return elementKind(web.text, web.action(action));
   const m = /^(\w+)\[(.*)\]$/s.exec(action.trim());
   if (!m) return undefined;
   const [, verb, label] = m;

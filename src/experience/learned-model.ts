@@ -1,6 +1,6 @@
 import { InvalidConfigError, OUTCOME_REWARDS, Rng, type RewardSpec, type StateAbstraction, type Trajectory } from "../core/index.ts";
 import type { ReplayBuffer } from "../buffer/index.ts";
-import { packParams, ScoreNet, unpackParams, type SparseVector } from "../rl/index.ts";
+import { packParams, ScoreNet, unpackParams, viewAction, webView, type SparseVector } from "../rl/index.ts";
 import { EmbeddedExperienceModel } from "./embedded-model.ts";
 import type { ExperienceModel, HistoryStep, PredictInput, Prediction } from "./experience-model.ts";
 import { isValTask } from "./sft-data.ts";
@@ -266,7 +266,7 @@ function examplesOf(trajectories: Iterable<Trajectory>, a: StateAbstraction, rew
         top: s.reward >= rewards.max - 1e-9, bottom: s.reward <= rewards.min + 1e-9, share: Math.min(1, Math.max(0, (s.reward - rewards.min) / range)),
       });
       if (nextState !== state) {
-        const key = [normAction(s.action), firstLine(state), firstLine(nextState)].join("\t");
+        const key = [normAction(state, s.action), firstLine(state), firstLine(nextState)].join("\t");
         const c = backs.get(key) ?? { n: 0, hits: 0 };
         c.n++;
         if (earlierPage(history, state, firstLine(nextState)) === nextState) c.hits++;
@@ -284,9 +284,12 @@ function examplesOf(trajectories: Iterable<Trajectory>, a: StateAbstraction, rew
   return { examples, trajectories: count, returns };
 }
 
-const normAction = (action: string) => action.trim().toLowerCase();
-/** A state's first line: its kind, for WebShop's abstract states ("page: results"). */
+/** An action by what it does (a web page's `click [7]` by the element it names), lowercased. */
+const normAction = (state: string, action: string) => viewAction(state, action).trim().toLowerCase();
+/** A state's first line: its kind, for WebShop's abstract states ("page: results"); a web page's kind as its view names it. */
 function firstLine(state: string): string {
+  const web = webView(state);
+  if (web) return `page: ${web.kind}`;
   const end = state.indexOf("\n");
   return end < 0 ? state : state.slice(0, end);
 }
@@ -302,7 +305,7 @@ function earlierPage(history: readonly HistoryStep[], state: string, kind: strin
 
 /** Where a return action leads in this episode (undefined: not a return, or no such earlier page). */
 function returnTarget(returns: ReadonlyMap<string, string>, input: { history: readonly HistoryStep[]; state: string; action: string }): string | undefined {
-  const to = returns.get(`${normAction(input.action)}\t${firstLine(input.state)}`);
+  const to = returns.get(`${normAction(input.state, input.action)}\t${firstLine(input.state)}`);
   return to === undefined ? undefined : earlierPage(input.history, input.state, to);
 }
 

@@ -1,5 +1,5 @@
 import type { Task } from "../core/index.ts";
-import { bucket, contentTokens, FeatureBuilder, featurize, type SparseVector } from "../rl/index.ts";
+import { bucket, contentTokens, FeatureBuilder, featurize, webView, type SparseVector } from "../rl/index.ts";
 import { elementKind } from "./embedded-model.ts";
 import type { HistoryStep } from "./experience-model.ts";
 
@@ -24,8 +24,24 @@ import type { HistoryStep } from "./experience-model.ts";
  * all conjoined with the page kind and the kind of element the action works on (`elementKind`:
  * search, option, item, or the button itself), so a feature read for "buy now" is not one read for
  * a click on an option.
+ *
+ * Web page states (element lines, actions by id) are read through their bracketed view (`webView`),
+ * the history's pages and actions too, so every feature above reads the element an id names.
  */
-export const TRANSITION_FEATURE_VERSION = "transition-features-v2";
+export const TRANSITION_FEATURE_VERSION = "transition-features-v3";
+
+/** A transition over web page states in the view's words (each page's action named by its own page); others unchanged. */
+export function viewTransition(input: TransitionInput): TransitionInput {
+  const text = (s: string) => webView(s)?.text ?? s;
+  const act = (s: string, a: string) => webView(s)?.action(a) ?? a;
+  if (webView(input.state) === null) return input;
+  return {
+    task: input.task,
+    state: text(input.state),
+    action: act(input.state, input.action),
+    history: input.history.map((h) => ({ ...h, state: text(h.state), action: act(h.state, h.action), nextState: text(h.nextState) })),
+  };
+}
 
 export interface TransitionInput {
   task: Task;
@@ -77,7 +93,7 @@ export function chosenOptions(history: readonly HistoryStep[], state: string): M
 }
 
 export function transitionFeatures(input: TransitionInput, dim: number): SparseVector {
-  const { task, history, state, action } = input;
+  const { task, history, state, action } = viewTransition(input);
   const policy = featurize({ task, observation: state, actions: [action], history: history.map((h) => h.action) }, dim);
   const b = new FeatureBuilder(dim);
   const kind = pageKind(state);

@@ -2,6 +2,7 @@ import { stemmer } from "stemmer";
 import { FREE_TEXT_SLOT } from "../core/index.ts";
 import type { PolicyInput } from "./policy.ts";
 import { alfView, featurizeAlfworld } from "./alfworld-features.ts";
+import { webView, type WebView } from "./web-view.ts";
 
 /**
  * Text features for the neural policy. A state is read as lines (DreamGym's abstract states: a
@@ -13,8 +14,11 @@ import { alfView, featurizeAlfworld } from "./alfworld-features.ts";
  *
  * Free text: an action with the `<query>` slot expands into candidate queries made from the
  * instruction (see {@link queryCandidates}).
+ *
+ * Web page states (element lines, actions by id: the browser env) are read through their bracketed
+ * view ({@link webView}): the same features, of the element each id names.
  */
-export const FEATURE_VERSION = "text-features-v2";
+export const FEATURE_VERSION = "text-features-v3";
 
 /** A sparse feature vector: hashed indices (sorted, unique) and their values. */
 export interface SparseVector {
@@ -114,7 +118,45 @@ export function featurize(input: PolicyInput, dim: number): FeaturizedStep {
   // ALFWorld's abstract states get their own features; every other state (WebShop's pages) the ones below.
   const alf = alfView(input.observation);
   if (alf) return featurizeAlfworld(input, alf, dim);
-  const instruction = input.task.instruction;
+  const web = webView(input.observation);
+  if (web) return featurizeWeb(input, web, dim);
+  return featurizeText(input, dim);
+}
+
+/** A past action in the view's words, without its page (the history keeps actions only): ids stay unnamed. */
+function historyAction(action: string): string {
+  const t = action.trim();
+  const typed = /^type\s*\[\d+\]\s*\[([\s\S]*)\]$/i.exec(t);
+  if (typed) return `search[${typed[1].replace(/\]\s*\[[01]$/, "")}]`;
+  if (/^click\s*\[\d+\]$/i.test(t)) return "click[<id>]";
+  return t === "go_back" ? "click[go back]" : t;
+}
+
+/** A web page's features: those of its view, the candidates mapped back to the page's own actions. */
+function featurizeWeb(input: PolicyInput, web: WebView, dim: number): FeaturizedStep {
+  const back = new Map<string, string>();
+  const slots: { view: string; action: string }[] = [];
+  for (const a of input.actions ?? []) {
+    const v = web.action(a);
+    if (a.includes(FREE_TEXT_SLOT)) slots.push({ view: v, action: a });
+    back.set(v, a); // two elements of one name: the last (see webView)
+  }
+  const step = featurizeText({ ...input, observation: web.text, actions: [...back.keys()], history: input.history.map(historyAction) }, dim, new Set(web.checked));
+  const actions = step.actions.map((v) => {
+    const direct = back.get(v);
+    if (direct !== undefined) return direct;
+    // A filled free-text slot: fill the page's own action the same way.
+    for (const s of slots) {
+      const [pre, post] = s.view.split(FREE_TEXT_SLOT);
+      if (post !== undefined && v.startsWith(pre) && v.endsWith(post)) return s.action.split(FREE_TEXT_SLOT).join(v.slice(pre.length, v.length - post.length));
+    }
+    return v;
+  });
+  return { ...step, actions };
+}
+
+/** Features of a bracketed text state; `chosen`: option labels the page shows as chosen (a web page's checked radios). */
+function featurizeText(input: PolicyInput, dim: number, chosen?: ReadonlySet<string>): FeaturizedStep {  const instruction = input.task.instruction;
   const instrTokens = new Set(contentTokens(instruction));
   const instrLower = ` ${instruction.toLowerCase().replace(/[^a-z0-9.]+/g, " ")} `;
   const bound = PRICE_BOUND.exec(instruction);
@@ -151,7 +193,7 @@ export function featurize(input: PolicyInput, dim: number): FeaturizedStep {
   const prevLabel = prev ? (idLike(prev.label) ? `${prev.verb}:<id>` : `${prev.verb}:${prev.label}`) : "none";
   const taken = new Map<string, number>();
   for (const a of input.history) taken.set(a.toLowerCase(), (taken.get(a.toLowerCase()) ?? 0) + 1);
-  const takenLabels = new Set(input.history.map((a) => parseAction(a).label));
+  const takenLabels = new Set([...input.history.map((a) => parseAction(a).label), ...(chosen ?? [])]);
 
   // Per candidate: the line it sits on, its overlap with the instruction.
   const info = parsed.map((p, position) => {
@@ -201,7 +243,8 @@ export function featurize(input: PolicyInput, dim: number): FeaturizedStep {
     }
     if (c.price !== undefined && priceBound !== undefined) b.add(`price|${k}|${c.price <= priceBound ? "ok" : "over"}`);
     if (c.siblingTaken) b.add(`group-chosen|${k}`);
-    const times = taken.get(p.action.toLowerCase()) ?? 0;
+    // A choice the page shows checked was clicked before, whatever the history calls it.
+    const times = Math.max(taken.get(p.action.toLowerCase()) ?? 0, p.verb === "click" && chosen?.has(p.label) ? 1 : 0);
     b.add(`repeat|${k}|${Math.min(times, 3)}`);
     if (p.variant !== undefined) b.add(`query|${k}|${p.variant}|${Math.min(searches, 2)}`);
     return b.build();

@@ -2,6 +2,8 @@ export type {
   ActOptions, Decision, PastStep, Evaluation, OutputGradients, Policy, PolicyInput, TrainablePolicy, UpdateStats,
 } from "./policy.ts";
 export { FEATURE_VERSION, featurize, queryCandidates, contentTokens, FeatureBuilder, bucket, idLike } from "./features.ts";
+export { webView, viewAction, isWebState, clickChoice } from "./web-view.ts";
+export type { WebView } from "./web-view.ts";
 export { ScoreNet } from "./score-net.ts";
 export { packParams, unpackParams } from "./param-file.ts";
 export type { FeaturizedStep, SparseVector } from "./features.ts";

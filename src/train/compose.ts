@@ -3,7 +3,7 @@ import { abstractEnv, closing, InvalidConfigError, withActions, type ActionSourc
 import { ReplayBuffer } from "../buffer/index.ts";
 import { AlfWorldTaskGenerator, Curriculum, LlmTaskGenerator, WebShopTaskGenerator, type TaskGenerator } from "../curriculum/index.ts";
 import { actionVocabulary, createEnv, envEntry, envTasks, findLocalEnv, hasSyntheticSupport, syntheticSupport } from "../envs/index.ts";
-import { WebShopEnv } from "../envs/webshop/index.ts";
+import { WebShopEnv, type Catalogue } from "../envs/webshop/index.ts";
 import { AlfWorldEnv, type AlfWorldSplit } from "../envs/alfworld/index.ts";
 import { createExperienceModel, SyntheticEnv, type ExperienceModel } from "../experience/index.ts";
 import { NeuralPolicy, type TrainablePolicy } from "../rl/index.ts";
@@ -160,8 +160,11 @@ async function envTaskGenerator(config: TrainConfig): Promise<TaskGenerator | un
   return closing(env, (e) => {
     // ALFWorld: variants of the task on training games' scenes, each checked by the expert in the real game.
     if (e instanceof AlfWorldEnv) return new AlfWorldTaskGenerator({ dataDir: config.dataDir, trainSplit: config.trainSplit as AlfWorldSplit, maxSteps: config.maxSteps ?? 50 });
-    if (!(e instanceof WebShopEnv)) return undefined;
-    return new WebShopTaskGenerator(e.catalogue, { excludeGoals: e.tasks().map((t) => e.catalogue.goal(t.goal_index as number)) });
+    // WebShop in any form (text, the browser's site, its pages in-process): goals of its catalogue.
+    const catalogue = e instanceof WebShopEnv ? e.catalogue : webshopCatalogueOf(e);
+    if (!catalogue || !("tasks" in e) || typeof e.tasks !== "function") return undefined;
+    const evalTasks = (e.tasks as () => Task[])();
+    return new WebShopTaskGenerator(catalogue, { excludeGoals: evalTasks.map((t) => catalogue.goal(t.goal_index as number)) });
   });
 }
 
@@ -170,4 +173,11 @@ export function makePolicy(config: TrainConfig, parts: TrainParts, initPolicy?: 
   const policy = parts.policy ?? (new NeuralPolicy({ ...config.policy, seed: config.seed }) as TrainablePolicy<unknown>);
   if (initPolicy && config.initPolicy) policy.load(initPolicy, config.initPolicy);
   return policy;
+}
+
+/** The WebShop catalogue an env shows through its site (webshop-browser) or holds (webshop-pages), if any. */
+function webshopCatalogueOf(env: Env): Catalogue | undefined {
+  const e = env as { site?: { catalogue?: unknown }; catalogue?: unknown };
+  const c = e.site?.catalogue ?? e.catalogue;
+  return c && typeof c === "object" && "goals" in c && "byAsin" in c ? (c as Catalogue) : undefined;
 }

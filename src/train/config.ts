@@ -89,6 +89,13 @@ export const trainConfigSchema = z.strictObject({
   /** A reasoning model's predictions sampled per step: their disagreement is u (n× the tokens; 1: no u). */
   experienceSamples: z.number().int().min(1).max(64).default(1),
   curriculum: curriculumConfigSchema.prefault({}),
+  /**
+   * The tasks of the synthetic phase: the train split's ("split"), or those of the seed buffer's
+   * real episodes in the train split ("seed": the paper's seed task set, where the model has
+   * recorded pages of the very task; the curriculum still adds its variations). With a small seed
+   * buffer over a large split, "split" plays mostly tasks whose searches the model never saw.
+   */
+  syntheticTasks: z.enum(["split", "seed"]).default("split"),
   seed: z.number().int().min(0).max(2 ** 52).default(0),
   /** Tasks sampled per iteration, each rolled out `rolloutsPerTask` times (GRPO's group size G). */
   tasksPerIteration: z.number().int().min(1).max(1e5).default(16),

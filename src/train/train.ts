@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { closing, InvalidConfigError, type ActionSource } from "../core/index.ts";
+import { closing, InvalidConfigError, type ActionSource, type Task } from "../core/index.ts";
 import { checkBufferEnv, ReplayBuffer } from "../buffer/index.ts";
 import { Curriculum } from "../curriculum/index.ts";
 import { createEnv, envEntry, envTasks, hasSyntheticSupport, remoteUrl, syntheticSupport } from "../envs/index.ts";
@@ -118,7 +118,7 @@ async function compose(config: TrainConfig, run: RunFolder, latest: Checkpoint |
     opened.push(...real.envs);
     const evaluation = makeEnvPool(config, config.evalSplit, actions);
     opened.push(...evaluation.envs);
-    const synthetic = !synthetic_ ? undefined : await makeSyntheticPool(config, run.bufferFile, real.tasks, given, actions);
+    const synthetic = !synthetic_ ? undefined : await makeSyntheticPool(config, run.bufferFile, config.syntheticTasks === "seed" ? seedTasks(run.bufferFile, config.env, real.tasks) : real.tasks, given, actions);
     if (synthetic) opened.push(synthetic, ...synthetic.envs);
     // The curriculum belongs to the synthetic phase, where there is a task generator.
     const curriculum = synthetic?.generator ? new Curriculum(config.curriculum, synthetic.generator, [...real.tasks, ...evaluation.tasks]) : undefined;
@@ -193,4 +193,18 @@ async function checkStart(config: TrainConfig, parts: TrainParts): Promise<void>
       }
     });
   }
+}
+
+/** The train-split tasks the buffer's real episodes played (`syntheticTasks: "seed"`), in split order; an error when there are none. */
+function seedTasks(bufferFile: string, env: string, split: readonly Task[]): Task[] {
+  const ids = new Set<string>();
+  const buffer = ReplayBuffer.open(bufferFile, { readonly: true });
+  try {
+    for (const t of buffer.trajectories({ env, source: "real" })) ids.add(t.task.id);
+  } finally {
+    buffer.close();
+  }
+  const tasks = split.filter((t) => ids.has(t.id));
+  if (tasks.length === 0) throw new InvalidConfigError(`syntheticTasks "seed": the buffer holds no real ${env} episodes of the train split's tasks`);
+  return tasks;
 }

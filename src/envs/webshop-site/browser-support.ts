@@ -33,9 +33,37 @@ export function webshopBrowserDoneState(reward: number): string {
 
 const SITE_PROFILE = "WebShop, an online shop, in a browser. Pages: search (a search box) → results (10 products a page: a link with the product's id, its title and price; Next >, < Prev, Back to Search) → item (option groups: a name, then one radio per value; the title, price, rating; Description, Features, Reviews buttons; Buy Now) → a sub-page (one section's text; < Prev) → done (after Buy Now: the score, 0..1, says how well the product and options match the instruction). Buying ends the episode.";
 
-export const webshopBrowserAbstraction: StateAbstraction = webAbstraction({
-  env: "webshop-browser", stop: false, site: SITE_PROFILE, isTerminal: (s) => s.startsWith(DONE_HEAD),
-});
+/**
+ * A product a results page lists that no episode opened: its item page as far as its listing tells
+ * (title, price), in the form of `like` (another item page): the same head and buttons, no option
+ * groups (which values it offers is not known), ids counted again. Without it a model copies
+ * another product's page, title and options, under this product's link.
+ */
+function unseenItemPage(state: string, action: string, like: string): string | undefined {
+  const m = /^click\s*\[(\d+)\]$/i.exec(action.trim());
+  if (!m || webshopBrowserPage(state) !== "results" || webshopBrowserPage(like) !== "item") return undefined;
+  const lines = state.split("\n");
+  const at = lines.findIndex((l) => l.startsWith(`[${m[1]}] link `));
+  if (at < 0) return undefined;
+  const listing: string[] = [];
+  for (let i = at + 1; i < lines.length && parseElements(lines[i]).length === 0; i++) listing.push(lines[i]);
+  if (listing.length < 2) return undefined;
+  const likeLines = like.split("\n");
+  const firstElement = likeLines.findIndex((l) => parseElements(l).length > 0);
+  const rating = likeLines.findIndex((l) => l.startsWith("Rating: "));
+  if (firstElement < 0 || rating < 0) return undefined;
+  const head = lines.slice(0, lines.findIndex((l) => parseElements(l).length > 0)); // this page's instruction
+  const nav = likeLines.slice(firstElement).filter((l) => /^\[\d+\] button "(Back to Search|< Prev)"$/.test(l)).map((l) => l.replace(/^\[\d+\] /, ""));
+  const buttons = likeLines.slice(rating + 1).filter((l) => parseElements(l).length > 0).map((l) => l.replace(/^\[\d+\] /, ""));
+  let id = 0;
+  const number = (l: string) => `[${++id}] ${l}`;
+  return [...head, ...nav.map(number), listing[0], `Price: ${listing[1]}`, "Rating: N.A.", ...buttons.map(number)].join("\n");
+}
+
+export const webshopBrowserAbstraction: StateAbstraction = {
+  ...webAbstraction({ env: "webshop-browser", stop: false, site: SITE_PROFILE, isTerminal: (s) => s.startsWith(DONE_HEAD) }),
+  unseenPage: unseenItemPage,
+};
 
 /** The item page's title, price and chosen options (group → value), read from its state. */
 function readItem(state: string): { title: string | null; options: Record<string, string> } {
@@ -107,7 +135,8 @@ export class BrowserOraclePolicy extends ScriptedPolicy {
   readonly name = "oracle";
   private attempt = 0;
   private chosen = new Set<string>();
-  constructor(private readonly env: BrowserEnv & { site: WebShopSite }) {
+  /** Any env that shows WebShop's pages and says its task: the browser env, or the in-process pages env. */
+  constructor(private readonly env: { site: { catalogue: Catalogue }; task: Task | null }) {
     super();
   }
 

@@ -8,3 +8,5 @@ export {
   webshopBrowserVerifier, BrowserOraclePolicy, BrowserRulePolicy,
 } from "./browser-support.ts";
 export type { WebShopBrowserOptions, WebShopBrowserPage } from "./browser-support.ts";
+export { WebShopPagesEnv } from "./page-env.ts";
+export type { WebShopPagesOptions } from "./page-env.ts";
