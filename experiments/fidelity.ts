@@ -225,7 +225,10 @@ for (const p of points) {
   const success = stat(sums.map((s) => 100 * s.final.success));
   const ex = dirs.map(exploitation).filter((x): x is number => x !== null);
   const wall = stat(sums.map((s) => s.wallSeconds));
-  const ratio = real ? score.m / real.m : NaN;
+  // Against real-env GRPO of the same seeds (a point short of seeds is compared on the ones it has).
+  const realOf = (j: Job) => summaryOf(jobs.find((r) => !r.point && r.seed === j.seed)!.dir);
+  const paired = jobs.filter((j) => j.point === p && summaryOf(j.dir) && realOf(j)).map((j) => summaryOf(j.dir)!.final.score / realOf(j)!.final.score);
+  const ratio = real && paired.length > 0 ? paired.reduce((x, y) => x + y, 0) / paired.length : NaN;
   curve.push({ knob: p.knob, pct: p.pct, ratio, sd: real ? score.sd / real.m : 0 });
   lines.push(`| ${p.name} | ${pct(a.epsilonR)} | ${pct(a.epsilonP)} | ${score.m.toFixed(1)} ± ${score.sd.toFixed(1)}${sums.length < seeds ? ` (${sums.length} of ${seeds} seeds)` : ""} | ${real ? `${(100 * ratio).toFixed(0)}%` : "-"} | ${success.m.toFixed(1)}% | ${ex.length ? pct(ex.reduce((x, y) => x + y, 0) / ex.length) : "- (no synthetic success)"} | ${wall.m.toFixed(0)} s |`);
 }
