@@ -9,7 +9,7 @@
 // train` in a child process, two at a time (one per core); writes results.md.
 //
 //   npm run experiment:webshop -- [--seeds 3] [--real 80000] [--synthetic 80000] [--parallel 2] [--out runs/experiment-webshop]
-//     [--init scratch|bc] [--experience learned|default|<chat model>] [--rows bc,real,real-tenth,dreamgym,s2r,hybrid,no-replay,no-curriculum,no-pessimism,knn] [--final-eval-tasks 500]
+//     [--init scratch|bc] [--experience learned|default|<chat model>] [--rows bc,real,real-tenth,dreamgym,s2r,hybrid,no-replay,no-curriculum,no-pessimism,knn] [--only-seeds 2] [--final-eval-tasks 500]
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -34,6 +34,8 @@ const { values: args } = parseArgs({
     experience: { type: "string", default: "learned" },
     /** Only these rows (keys as in the header), e.g. for a reduced run. */
     rows: { type: "string" },
+    /** Only these seeds of the --seeds (e.g. 2: rerun one lost seed into the same --out). */
+    "only-seeds": { type: "string" },
     "final-eval-tasks": { type: "string", default: "500" },
   },
 });
@@ -108,7 +110,11 @@ const wanted = args.rows?.split(",").map((k) => k.trim());
 const unknown = wanted?.filter((k) => !allRows.some((r) => r.key === k)) ?? [];
 if (unknown.length > 0) throw new Error(`unknown rows ${unknown.join(", ")} (rows: ${allRows.map((r) => r.key).join(", ")})`);
 const rows = wanted ? allRows.filter((r) => wanted.includes(r.key)) : allRows;
-const jobs: { row: number; seed: number; dir: string; init?: string }[] = rows.flatMap((row, r) => Array.from({ length: seeds }, (_, s) => ({ row: r, seed: s, dir: join(out, `${row.key}-seed${s}`) })));
+const onlySeeds = args["only-seeds"]?.split(",").map(Number);
+if (onlySeeds?.some((s) => !Number.isInteger(s) || s < 0 || s >= seeds)) throw new Error(`--only-seeds takes seeds below --seeds ${seeds}, not ${args["only-seeds"]}`);
+const jobs: { row: number; seed: number; dir: string; init?: string }[] = rows
+  .flatMap((row, r) => Array.from({ length: seeds }, (_, s) => ({ row: r, seed: s, dir: join(out, `${row.key}-seed${s}`) })))
+  .filter((j) => !onlySeeds || onlySeeds.includes(j.seed));
 let done = 0;
 const failures: string[] = [];
 const runJob = (job: (typeof jobs)[number]) =>
@@ -156,7 +162,7 @@ const stat = (xs: number[]) => {
 /** The last on-policy audit of a run: its exploitation rate (null: no synthetic success to check) and synthetic / real return. */
 const lastAudit = (dir: string) => readMetrics(dir).filter((m) => m.onPolicyAudit).at(-1)?.onPolicyAudit;
 const lines = [
-  `WebShop, neural policy (GRPO), test split (${finalEvalTasks} goals, greedy); ${seeds} seeds, mean ± standard deviation; synthetic runs ${M.toLocaleString("en-US")} synthetic steps; experience model: ${modelName}, no verifier unless marked hybrid; ${args.init === "bc" ? "every RL run starts from the BC policy of its seed" : "every RL run from fresh weights"}.`,
+  `WebShop, neural policy (GRPO), test split (${finalEvalTasks} goals, greedy); ${onlySeeds ? `seed(s) ${onlySeeds.join(", ")}` : `${seeds} seeds`}, mean ± standard deviation; synthetic runs ${M.toLocaleString("en-US")} synthetic steps; experience model: ${modelName}, no verifier unless marked hybrid; ${args.init === "bc" ? "every RL run starts from the BC policy of its seed" : "every RL run from fresh weights"}.`,
   "",
   "| method | score | success | real training steps | synthetic steps | wall time | offline ε_R (held-out test episodes) | on-policy exploitation rate (last audit) | synthetic / real return (last audit) |",
   "|---|---|---|---|---|---|---|---|---|",
