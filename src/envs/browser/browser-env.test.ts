@@ -155,6 +155,17 @@ test("Chromium missing: an error that names the package", async () => {
   await p.close();
 });
 
+test("a browser that cannot open a page after one restart: one clear line, not the driver's error", async () => {
+  // A storage state that does not exist makes every new context fail, on the first browser and on its restart.
+  const p = new BrowserPool({ contextOptions: { storageState: "/nonexistent/state.json" } });
+  try {
+    await assert.rejects(p.acquire(), (e: Error) => BrowserUnavailableError.isInstance(e) && /could not open a page/.test(e.message) && !e.message.includes("\n"));
+    assert.equal(p.stats.launches, 2);
+  } finally {
+    await p.close();
+  }
+});
+
 test("the action grammar", () => {
   assert.deepEqual(parseBrowserAction("click [12]"), { kind: "click", id: 12 });
   assert.deepEqual(parseBrowserAction("click[3]"), { kind: "click", id: 3 });

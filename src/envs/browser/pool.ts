@@ -163,8 +163,11 @@ export class BrowserPool {
         this.live.add(slot);
         return slot;
       } catch (e) {
-        // A browser that cannot open a context is restarted once.
-        if (attempt >= 1) throw e;
+        // A browser that cannot open a context is restarted once; twice is a browser that does not work here.
+        if (attempt >= 1) {
+          const first = String((e as Error)?.message ?? e).split("\n")[0];
+          throw new BrowserUnavailableError(`Chromium at ${this.executable} could not open a page, twice, with a restart between (${first})`, e);
+        }
         await this.restartBrowser();
       }
     }
