@@ -1,0 +1,20 @@
+// `npm test`: every *.test.ts under src and test, in Node's runner, with TMPDIR pointed at a folder
+// of this run's own, removed at the end: tests make temp folders (run dirs, buffers, sockets) and
+// not all of them clean up after a failure; none of it should outlive the run.
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, relative } from "node:path";
+
+const root = join(import.meta.dirname, "..");
+const files = (dir) =>
+  readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? files(join(dir, e.name)) : e.name.endsWith(".test.ts") ? [join(dir, e.name)] : []);
+const tests = ["src", "test"].flatMap((d) => files(join(root, d))).map((f) => relative(root, f)).sort();
+const tmp = mkdtempSync(join(tmpdir(), "dreamgym-test-"));
+try {
+  const run = spawnSync(process.execPath, ["--import", "tsx", "--test", ...tests], { cwd: root, stdio: "inherit", env: { ...process.env, TMPDIR: tmp } });
+  process.exitCode = run.status ?? 1;
+} finally {
+  rmSync(tmp, { recursive: true, force: true });
+}
