@@ -10,6 +10,7 @@ import { RandomPolicy } from "../envs/policies.ts";
 import { OraclePolicy, RulePolicy, WebShopEnv, webshopAbstraction } from "../envs/webshop/index.ts";
 import { abstractTrajectory, auditModel, createExperienceModel, EmbeddedExperienceModel, LearnedExperienceModel, retrieveDemos, trainLearnedModel, transitionFeatures } from "./index.ts";
 import { chosenOptions } from "./transition-features.ts";
+import { combine, type HeadOutputs } from "./learned-model.ts";
 
 /** Real WebShop episodes: `n` tasks of the split from `start`, one policy. */
 async function episodes(env: WebShopEnv, policy: (env: WebShopEnv) => Policy, start: number, n: number): Promise<Trajectory[]> {
@@ -179,4 +180,16 @@ test("an item the data never opened gets its page from its listing, not another 
   } finally {
     await env.close();
   }
+});
+
+test("the ensemble pays the top reward only where it is sure (≥ 0.9), else the expected reward", () => {
+  const rewards = { min: 0, max: 1, dense: false };
+  const members = (top: number): HeadOutputs[] => [top - 0.05, top, top + 0.05].map((t) => ({ end: 1, top: t, bottom: 0, mid: 0.5 }));
+  // Even odds of a success: paying 1 there is what the policy learned to seek out.
+  const unsure = combine(members(0.6), rewards);
+  assert.ok(unsure.reward < 0.9 && unsure.reward > 0.5, `reward ${unsure.reward}`);
+  assert.ok(Math.abs(unsure.reward - (0.6 + 0.4 * 0.5)) < 1e-9, `reward ${unsure.reward}`);
+  assert.equal(combine(members(0.93), rewards).reward, 1);
+  // Sure of the bottom: the bottom, as the env pays it.
+  assert.equal(combine([0.95, 0.96, 0.97].map((b) => ({ end: 1, top: 0, bottom: b, mid: 0.5 })), rewards).reward, 0);
 });

@@ -68,7 +68,8 @@ export interface LearnedModelOptions {
 }
 
 /** One member's head outputs for one transition. */
-interface HeadOutputs {
+/** One member's head outputs for a step: P(end), P(top reward), P(bottom reward), and the in-between reward's position. */
+export interface HeadOutputs {
   end: number;
   top: number;
   bottom: number;
@@ -182,8 +183,8 @@ export class LearnedExperienceModel implements ExperienceModel {
   }
 }
 
-/** The ensemble's estimate from its members' head outputs: end probability, reward, and the disagreement u. */
-function combine(outs: HeadOutputs[], rewards: RewardSpec): { pEnd: number; reward: number; u: number; u_reward: number; u_outcome: number; pTop: number } {
+/** The ensemble's estimate from its members' head outputs: end probability, reward, and the disagreement u. Exported for its tests. */
+export function combine(outs: HeadOutputs[], rewards: RewardSpec): { pEnd: number; reward: number; u: number; u_reward: number; u_outcome: number; pTop: number } {
   const n = outs.length;
   const mean = (f: (o: HeadOutputs) => number) => outs.reduce((s, o) => s + f(o), 0) / n;
   const sd = (f: (o: HeadOutputs) => number) => {
