@@ -162,9 +162,8 @@ async function envTaskGenerator(config: TrainConfig): Promise<TaskGenerator | un
     if (e instanceof AlfWorldEnv) return new AlfWorldTaskGenerator({ dataDir: config.dataDir, trainSplit: config.trainSplit as AlfWorldSplit, maxSteps: config.maxSteps ?? 50 });
     // WebShop in any form (text, the browser's site, its pages in-process): goals of its catalogue.
     const catalogue = e instanceof WebShopEnv ? e.catalogue : webshopCatalogueOf(e);
-    if (!catalogue || !("tasks" in e) || typeof e.tasks !== "function") return undefined;
-    const evalTasks = (e.tasks as () => Task[])();
-    return new WebShopTaskGenerator(catalogue, { excludeGoals: evalTasks.map((t) => catalogue.goal(t.goal_index as number)) });
+    if (!catalogue) return undefined;
+    return new WebShopTaskGenerator(catalogue, { excludeGoals: envTasks(config.env, e).map((t) => catalogue.goal(t.goal_index as number)) });
   });
 }
 

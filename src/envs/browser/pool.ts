@@ -124,8 +124,7 @@ export class BrowserPool {
     try {
       browser = await chromium.launch({ executablePath: this.executable, headless: true, timeout: this.launchTimeoutMs, args: ["--disable-dev-shm-usage", "--disable-gpu"] });
     } catch (e) {
-      const first = String((e as Error)?.message ?? e).split("\n")[0];
-      throw new BrowserUnavailableError(`Chromium at ${this.executable} failed to start (${first}): check it runs (apt-get install chromium)`, e);
+      throw new BrowserUnavailableError(`Chromium at ${this.executable} failed to start (${firstLine(e)}): check it runs (apt-get install chromium)`, e);
     }
     if (this.closed) {
       await browser.close().catch(() => {});
@@ -165,8 +164,7 @@ export class BrowserPool {
       } catch (e) {
         // A browser that cannot open a context is restarted once; twice is a browser that does not work here.
         if (attempt >= 1) {
-          const first = String((e as Error)?.message ?? e).split("\n")[0];
-          throw new BrowserUnavailableError(`Chromium at ${this.executable} could not open a page, twice, with a restart between (${first})`, e);
+          throw new BrowserUnavailableError(`Chromium at ${this.executable} could not open a page, twice, with a restart between (${firstLine(e)})`, e);
         }
         await this.restartBrowser();
       }
@@ -298,4 +296,9 @@ export class BrowserPool {
     if (launching) await launching.catch(() => {});
     await this.restartBrowser();
   }
+}
+
+/** An error's first line: Playwright's messages go on with call logs. */
+function firstLine(e: unknown): string {
+  return String((e as Error)?.message ?? e).split("\n")[0];
 }
