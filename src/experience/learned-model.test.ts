@@ -9,8 +9,10 @@ import { runEpisode } from "../envs/index.ts";
 import { RandomPolicy } from "../envs/policies.ts";
 import { OraclePolicy, RulePolicy, WebShopEnv, webshopAbstraction } from "../envs/webshop/index.ts";
 import { abstractTrajectory, auditModel, createExperienceModel, EmbeddedExperienceModel, LearnedExperienceModel, retrieveDemos, trainLearnedModel, transitionFeatures } from "./index.ts";
-import { chosenOptions } from "./transition-features.ts";
-import { combine, type HeadOutputs } from "./learned-model.ts";
+import { chosenOptions, purchaseKey, PurchaseSupport, requestOf } from "./transition-features.ts";
+import { combine, UNSUPPORTED_TOP, type HeadOutputs } from "./learned-model.ts";
+import type { ScoreNet } from "../rl/index.ts";
+import type { HistoryStep } from "./experience-model.ts";
 
 /** Real WebShop episodes: `n` tasks of the split from `start`, one policy. */
 async function episodes(env: WebShopEnv, policy: (env: WebShopEnv) => Policy, start: number, n: number): Promise<Trajectory[]> {
@@ -192,4 +194,48 @@ test("the ensemble pays the top reward only where it is sure (≥ 0.9), else the
   assert.equal(combine(members(0.93), rewards).reward, 1);
   // Sure of the bottom: the bottom, as the env pays it.
   assert.equal(combine([0.95, 0.96, 0.97].map((b) => ({ end: 1, top: 0, bottom: b, mid: 0.5 })), rewards).reward, 0);
+});
+
+test("a purchase no real episode made in full (this product for this request) is never paid the top, however sure the members are", () => {
+  const rewards = { min: 0, max: 1, dense: false };
+  const sure = [0.95, 0.96, 0.97].map((t) => ({ end: 1, top: t, bottom: 0, mid: 0.6 }));
+  assert.equal(combine(sure, rewards, true).reward, 1);
+  const unsupported = combine(sure, rewards, false);
+  assert.ok(Math.abs(unsupported.reward - (UNSUPPORTED_TOP + (1 - UNSUPPORTED_TOP) * 0.6)) < 1e-9, `reward ${unsupported.reward}`);
+  assert.ok(unsupported.reward < 1);
+  // Unsure members pay less still: the cap only lowers.
+  const unsure = [0.2, 0.25, 0.3].map((t) => ({ end: 1, top: t, bottom: 0, mid: 0.6 }));
+  assert.ok(Math.abs(combine(unsure, rewards, false).reward - combine(unsure, rewards, true).reward) < 1e-9);
+  assert.equal(requestOf("Find me loose fit women's tops with short sleeve with color: c3-black, and size: small, and price lower than 50.00 dollars"), "find me loose fit women s tops", "from the first ' with ' that leads to an option name");
+  const support = new PurchaseSupport([["b0\tfind me x", ["t1", "t2"]]]);
+  assert.equal(support.others("b0\tfind me x", "t1"), 1, "a task's own purchase is no evidence for itself");
+  assert.equal(support.others("b0\tfind me x", ""), 2);
+  assert.equal(support.others("b1\tfind me x", ""), 0);
+});
+
+test("the learned model pays the top only for purchases its data made in full: with the support taken away, none", async () => {
+  const { abstraction, buffer } = await world;
+  const { model } = trainLearnedModel(buffer, { abstraction, ...small });
+  assert.ok((model.info.support ?? []).length > 0, "the oracle's purchases are in the model file");
+  const support = new PurchaseSupport(model.info.support);
+  const members = (model as unknown as { members: ScoreNet[][] }).members;
+  const none = new LearnedExperienceModel({ ...model.info, support: [] }, members, { abstraction });
+  let purchases = 0, top = 0, topNone = 0;
+  for (const t of buffer.trajectories({ source: "real" })) {
+    if (!t.success) continue;
+    const history: HistoryStep[] = [];
+    for (const s of t.steps) {
+      const input = { task: t.task, history, state: abstraction.abstract(s.observation), action: s.action };
+      const key = purchaseKey(input);
+      if (s.terminated && key !== undefined && support.others(key, "") > 0) {
+        purchases++;
+        if (model.estimate(input).reward === 1) top++;
+        if (none.estimate(input).reward === 1) topNone++;
+      }
+      history.push({ state: input.state, action: s.action, nextState: abstraction.abstract(s.next_observation, s.info), reward: s.reward });
+    }
+  }
+  assert.ok(purchases > 50, `${purchases} supported purchases`);
+  assert.ok(top > purchases / 2, `${top} of ${purchases} paid the top`);
+  assert.equal(topNone, 0);
 });

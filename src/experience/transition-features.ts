@@ -28,7 +28,61 @@ import type { HistoryStep } from "./experience-model.ts";
  * Web page states (element lines, actions by id) are read through their bracketed view (`webView`),
  * the history's pages and actions too, so every feature above reads the element an id names.
  */
-export const TRANSITION_FEATURE_VERSION = "transition-features-v3";
+export const TRANSITION_FEATURE_VERSION = "transition-features-v4";
+
+/**
+ * The instruction without the option values it asks for and its price bound: what the product
+ * itself must be, normalised. The options are cut from the first " with " that leads to a "name:", so
+ * a plain "with" clause just before them goes too ("find me loose fit women's tops with short sleeve
+ * with color: …" → "find me loose fit women s tops"): a coarser request, broader support.
+ */
+export function requestOf(instruction: string): string {
+  return phrase(instruction.replace(/,?\s*(?:and )?price (?:lower|less|cheaper) than .*$/i, "").replace(/ with [a-z][a-z ]{0,30}: .*$/i, "")).trim();
+}
+
+/**
+ * Which purchases the real data saw earn the top reward: by product and request (`purchaseKey`), the
+ * tasks that did. The site's reward reads attributes of the product that no page shows; a product
+ * bought in full for this very request by another task is evidence of them that the page is not.
+ */
+export class PurchaseSupport {
+  private readonly byKey = new Map<string, Set<string>>();
+
+  constructor(entries: Iterable<readonly [string, readonly string[]]> = []) {
+    for (const [key, tasks] of entries) for (const t of tasks) this.add(key, t);
+  }
+
+  add(key: string, task: string): void {
+    const tasks = this.byKey.get(key) ?? new Set<string>();
+    tasks.add(task);
+    this.byKey.set(key, tasks);
+  }
+
+  /** Tasks other than `task` that bought this product for this request at the top reward. */
+  others(key: string, task: string): number {
+    const tasks = this.byKey.get(key);
+    return tasks === undefined ? 0 : tasks.size - (tasks.has(task) ? 1 : 0);
+  }
+
+  /** Sorted, for the model file (same support → same bytes). */
+  entries(): [string, string[]][] {
+    return [...this.byKey].map(([k, t]): [string, string[]] => [k, [...t].sort()]).sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+  }
+}
+
+/** The product an item page shows, by the results page it was opened from (undefined: not an item page, or not opened from results). */
+function openedProduct(history: readonly HistoryStep[], state: string): string | undefined {
+  if (pageKind(state) !== "item") return undefined;
+  const from = [...history].reverse().find((h) => pageKind(h.state) === "results" && pageKind(h.nextState) === "item");
+  return from ? clicked(from.action) : undefined;
+}
+
+/** On an item page: the product and the instruction's request, the key of `PurchaseSupport` (undefined elsewhere). */
+export function purchaseKey(input: TransitionInput): string | undefined {
+  const { task, history, state } = viewTransition(input);
+  const id = openedProduct(history, state);
+  return id === undefined ? undefined : `${id}\t${requestOf(task.instruction)}`;
+}
 
 /** A transition over web page states in the view's words (each page's action named by its own page); others unchanged. */
 export function viewTransition(input: TransitionInput): TransitionInput {
@@ -92,7 +146,8 @@ export function chosenOptions(history: readonly HistoryStep[], state: string): M
   return chosen;
 }
 
-export function transitionFeatures(input: TransitionInput, dim: number): SparseVector {
+/** With `support`, an item page also says how many other tasks bought its product for this request at the top reward (none, one, more). */
+export function transitionFeatures(input: TransitionInput, dim: number, support?: PurchaseSupport): SparseVector {
   const { task, history, state, action } = viewTransition(input);
   const policy = featurize({ task, observation: state, actions: [action], history: history.map((h) => h.action) }, dim);
   const b = new FeatureBuilder(dim);
@@ -163,6 +218,10 @@ export function transitionFeatures(input: TransitionInput, dim: number): SparseV
     const id = from ? clicked(from.action) : undefined;
     if (id !== undefined) {
       b.add(`t-product|${k}|${id}`);
+      if (support) {
+        const n = support.others(`${id}\t${requestOf(instruction)}`, task.id);
+        b.add(`t-support|${k}|${Math.min(n, 2)}`);
+      }
       for (const picked of chosen.values()) {
         b.add(`t-chosen|${k}|${picked}`);
         b.add(`t-chosen|${k}|${id}|${picked}`);
