@@ -103,7 +103,8 @@ export const UNSUPPORTED_TOP = 0.75;
  * (same scale as the embedded model's): `u_reward`, the standard deviation of the members' expected
  * rewards of the step (with outcome rewards: end probability × expected reward if it ends) over half
  * the reward range; `u_outcome`, twice the standard deviation of their end
- * probabilities; u is the larger.
+ * probabilities; u is the larger. A purchase of a product no real training episode bought in full
+ * for this request is never paid the top (`UNSUPPORTED_TOP`; `info.top` says so).
  */
 export class LearnedExperienceModel implements ExperienceModel {
   readonly id = "learned-ensemble-v1";
@@ -140,11 +141,11 @@ export class LearnedExperienceModel implements ExperienceModel {
   }
 
   /** The ensemble's end probability, reward and uncertainty for one transition. */
-  estimate(input: { task: PredictInput["task"]; history: readonly HistoryStep[]; state: string; action: string }): { pEnd: number; reward: number; u: number; u_reward: number; u_outcome: number; pTop: number } {
+  estimate(input: { task: PredictInput["task"]; history: readonly HistoryStep[]; state: string; action: string }): { pEnd: number; reward: number; u: number; u_reward: number; u_outcome: number; pTop: number; supported: boolean } {
     // The top reward needs evidence: the data bought this product for this request in full (any task).
     const key = this.info.support ? purchaseKey(input) : undefined;
     const supported = key === undefined || this.support.others(key, "") > 0;
-    return combine(this.outputs(transitionFeatures(input, this.info.dim, this.support)), this.rewards, supported);
+    return { ...combine(this.outputs(transitionFeatures(input, this.info.dim, this.support)), this.rewards, supported), supported };
   }
 
   async predict(input: PredictInput): Promise<Prediction> {
@@ -164,6 +165,7 @@ export class LearnedExperienceModel implements ExperienceModel {
       info: {
         ...knnInfo, ...(failed ? { next_state: "unchanged (no usable demo)" } : {}), ...(back !== undefined ? { next_state: "an earlier page of this episode" } : {}),
         u: round(e.u), u_reward: round(e.u_reward), u_outcome: round(e.u_outcome), p_end: round(e.pEnd), p_success: round(e.pTop),
+        ...(terminated && !e.supported ? { top: "capped: no real episode bought this product for this request in full" } : {}),
       },
     };
   }
