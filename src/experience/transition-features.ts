@@ -70,18 +70,17 @@ export class PurchaseSupport {
   }
 }
 
-/** The product an item page shows, by the results page it was opened from (undefined: not an item page, or not opened from results). */
-function openedProduct(history: readonly HistoryStep[], state: string): string | undefined {
-  if (pageKind(state) !== "item") return undefined;
-  const from = [...history].reverse().find((h) => pageKind(h.state) === "results" && pageKind(h.nextState) === "item");
-  return from ? clicked(from.action) : undefined;
-}
+/** The latest step that opened an item page from a results page (the item page's origin). */
+const openingStep = (history: readonly HistoryStep[]) => [...history].reverse().find((h) => pageKind(h.state) === "results" && pageKind(h.nextState) === "item");
+const supportKey = (product: string, instruction: string) => `${product}\t${requestOf(instruction)}`;
 
 /** On an item page: the product and the instruction's request, the key of `PurchaseSupport` (undefined elsewhere). */
 export function purchaseKey(input: TransitionInput): string | undefined {
   const { task, history, state } = viewTransition(input);
-  const id = openedProduct(history, state);
-  return id === undefined ? undefined : `${id}\t${requestOf(task.instruction)}`;
+  if (pageKind(state) !== "item") return undefined;
+  const from = openingStep(history);
+  const id = from ? clicked(from.action) : undefined;
+  return id === undefined ? undefined : supportKey(id, task.instruction);
 }
 
 /** A transition over web page states in the view's words (each page's action named by its own page); others unchanged. */
@@ -214,12 +213,12 @@ export function transitionFeatures(input: TransitionInput, dim: number, support?
     b.add(`t-opt-share|${k}`, need > 0 ? chosenRight / need : 1);
     b.add(`t-opt-all|${k}|${need === 0 ? "none" : chosenRight >= need ? "all" : chosenRight > 0 ? "some" : "no"}`);
     // Where the item stood on the results page it was opened from (by the instruction's overlap).
-    const from = [...history].reverse().find((h) => pageKind(h.state) === "results" && pageKind(h.nextState) === "item");
+    const from = openingStep(history);
     const id = from ? clicked(from.action) : undefined;
     if (id !== undefined) {
       b.add(`t-product|${k}|${id}`);
       if (support) {
-        const n = support.others(`${id}\t${requestOf(instruction)}`, task.id);
+        const n = support.others(supportKey(id, instruction), task.id);
         b.add(`t-support|${k}|${Math.min(n, 2)}`);
       }
       for (const picked of chosen.values()) {
