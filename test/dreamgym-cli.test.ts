@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
@@ -129,11 +129,22 @@ test("s2r trains in the synthetic env, then the real one; configs that cannot ru
   const common = ["--hybrid", "--buffer", join(root, "seed.db"), "--budget", "600", "--tasks-per-iter", "4", "--group", "2", "--eval-every", "0", "--final-eval-tasks", "10", "--set", "policy.dim=1024"];
   assert.equal(run(["train", "--mode", "dreamgym", ...common, "--out", dg]).status, 0);
   assert.match(run(["train", "--resume", dg, "--mode", "real"]).stderr, /a resumed run can only go on to a real phase/);
+  const screened = join(root, "dg-screened");
+  cpSync(dg, screened, { recursive: true });
+  assert.match(run(["train", "--resume", screened, "--real-screen", "2"]).stderr, /a resumed run can only go on to a real phase/);
   const more = run(["train", "--resume", dg, "--mode", "s2r", "--real-budget", "600"]);
   assert.equal(more.status, 0, more.stderr);
   const a = JSON.parse(readFileSync(join(dir, "summary.json"), "utf8"));
   const b = JSON.parse(readFileSync(join(dg, "summary.json"), "utf8"));
   assert.deepEqual([b.config.mode, b.realInteractions, b.syntheticInteractions, b.final], [a.config.mode, a.realInteractions, a.syntheticInteractions, a.final], "the same policy, counters and final evaluation as the S2R run");
+  // With --real-screen 2 each real iteration first plays 2 × 4 candidate tasks in the synthetic env (counted as synthetic steps).
+  const s = run(["train", "--resume", screened, "--mode", "s2r", "--real-budget", "600", "--real-screen", "2"]);
+  assert.equal(s.status, 0, s.stderr);
+  const realPhase = metricsOf(screened).filter((m) => m.phase === "real") as { screen?: { candidates: number; steps: number } }[];
+  assert.ok(realPhase.length > 0 && realPhase.every((m) => m.screen?.candidates === 8 && m.screen.steps > 0));
+  const c = JSON.parse(readFileSync(join(screened, "summary.json"), "utf8"));
+  assert.equal(c.config.realScreen, 2);
+  assert.equal(c.syntheticInteractions, b.syntheticInteractions + realPhase.reduce((n, m) => n + m.screen!.steps, 0));
   const refuse = (args: string[], message: RegExp) => {
     const out = join(root, `refused-${Math.random().toString(36).slice(2)}`);
     const x = run(["train", ...args, "--out", out]);

@@ -71,6 +71,7 @@ export function registerTrain(program: Command): void {
     .option("--algo <algo>", "grpo (default) | ppo")
     .option("--budget <n>", "training interactions: real env steps (real), synthetic steps (dreamgym, s2r's first phase)", parseIntOption("budget", 1))
     .option("--real-budget <n>", "s2r: real env steps of the second phase", parseIntOption("real-budget"))
+    .option("--real-screen <n>", "s2r: draw n× each real iteration's tasks, play them in the synthetic env, and spend the real steps on those whose returns vary most (default 1: no screening)", parseIntOption("real-screen", 1, 64))
     .option("--max-seconds <n>", "also stop after this much training wall time", parseIntOption("max-seconds"))
     .option("--buffer <file>", "dreamgym/s2r: replay buffer with offline trajectories (abstract states); the run works on a copy. bc: the buffer whose successful real episodes are cloned")
     .option("--epochs <n>", "bc: passes over the demonstrations (default 8)", parseIntOption("epochs", 1))
@@ -102,12 +103,13 @@ export function registerTrain(program: Command): void {
       const hook = progressHook();
       try {
         if (o.resume) {
-          const others = Object.keys(o).filter((k) => !["resume", "set", "requestTimeout", "maxFailures", "mode", "realBudget"].includes(k) && cmd.getOptionValueSource(k) === "cli");
+          const others = Object.keys(o).filter((k) => !["resume", "set", "requestTimeout", "maxFailures", "mode", "realBudget", "realScreen"].includes(k) && cmd.getOptionValueSource(k) === "cli");
           if (others.length > 0 || (o.set as string[]).length > 0) {
             throw new InvalidConfigError(`--resume continues a run with its own config; drop ${[...others.map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`), ...((o.set as string[]).length ? ["--set"] : [])].join(", ")}`);
           }
           // --mode s2r --real-budget N: a DreamGym run goes on in the real env (sim-to-real).
-          const s2r = cmd.getOptionValueSource("mode") === "cli" || cmd.getOptionValueSource("realBudget") === "cli" ? { mode: o.mode, realBudget: o.realBudget } : {};
+          const s2r = cmd.getOptionValueSource("mode") === "cli" || cmd.getOptionValueSource("realBudget") === "cli" || cmd.getOptionValueSource("realScreen") === "cli"
+            ? { mode: o.mode, realBudget: o.realBudget, realScreen: o.realScreen } : {};
           const summary = await resumeTraining(o.resume, hook, { requestTimeout: o.requestTimeout, maxFailures: o.maxFailures, ...s2r });
           hook.stop(); // the summary goes below the progress bar, not onto its line
           printSummary(summary);
@@ -116,7 +118,7 @@ export function registerTrain(program: Command): void {
         const input: Record<string, unknown> = o.config ? ((await readJsonFile(o.config)) as Record<string, unknown>) : {};
         // Flags given on the command line override the file; the schema supplies the rest.
         const FLAG_KEYS: Record<string, string> = {
-          env: "env", mode: "mode", algo: "algo", budget: "budget", realBudget: "realBudget", maxSeconds: "maxSeconds", seed: "seed",
+          env: "env", mode: "mode", algo: "algo", budget: "budget", realBudget: "realBudget", realScreen: "realScreen", maxSeconds: "maxSeconds", seed: "seed",
           tasksPerIter: "tasksPerIteration", group: "rolloutsPerTask", concurrency: "concurrency", evalEvery: "evalEvery", evalTasks: "evalTasks",
           finalEvalTasks: "finalEvalTasks", checkpointEvery: "checkpointEvery", data: "dataDir", buffer: "buffer", experience: "experience",
           hybrid: "hybrid", coldStart: "coldStart", syntheticOnly: "syntheticOnly", replay: "replay", cache: "cache", requestTimeout: "requestTimeout", maxFailures: "maxFailures",

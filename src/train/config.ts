@@ -96,6 +96,15 @@ export const trainConfigSchema = z.strictObject({
    * buffer over a large split, "split" plays mostly tasks whose searches the model never saw.
    */
   syntheticTasks: z.enum(["split", "seed"]).default("split"),
+  /**
+   * S2R's real phase: each iteration draws `realScreen`× its tasks and plays each G times in the
+   * synthetic env first; its real steps go to the tasks whose synthetic returns vary most (the
+   * curriculum's criterion). A policy trained in the synthetic env is nearly deterministic, and a
+   * real group whose returns are all equal teaches GRPO nothing. The screening's steps count as
+   * synthetic interactions. 1 (the default): no screening; with a chat experience model or an LLM
+   * policy, screening costs `realScreen`× an iteration's calls in the synthetic env.
+   */
+  realScreen: z.number().int().min(1).max(64).default(1),
   seed: z.number().int().min(0).max(2 ** 52).default(0),
   /** Tasks sampled per iteration, each rolled out `rolloutsPerTask` times (GRPO's group size G). */
   tasksPerIteration: z.number().int().min(1).max(1e5).default(16),
@@ -165,6 +174,10 @@ export interface IterationMetrics {
   droppedEpisodes: number;
   /** LLM tokens so far (experience model and task generator). */
   tokens: number;
+  /** GRPO: the groups of the update whose returns are not all equal (the others give no gradient), of `groups`. */
+  groups?: { total: number; informative: number };
+  /** S2R's screened real iterations: the candidate tasks played in the synthetic env, their steps, and the mean variance of their synthetic returns, over all candidates and over those chosen. */
+  screen?: { candidates: number; steps: number; meanVariance: number; chosenVariance: number };
   curriculum?: { meanVariance: number; selected: number; added: number; infeasible: number; duplicates: number; pool: number; generatorFailures: number; lastFailure?: string; generatedInBatch: number };
   policyLoss: number;
   valueLoss?: number;
@@ -214,7 +227,8 @@ export interface TrainHooks {
 
 /**
  * Settings a resumed run may change: when it stops (`requestTimeout`, `maxFailures`), and, for a
- * DreamGym run, a real phase after its synthetic one (`mode: "s2r"` with `realBudget`): sim-to-real
+ * DreamGym run, a real phase after its synthetic one (`mode: "s2r"` with `realBudget`, and
+ * optionally `realScreen`): sim-to-real
  * continuing the same run, its policy, optimiser and counters.
  */
-export type ResumeOverrides = Partial<Pick<TrainConfig, "requestTimeout" | "maxFailures" | "realBudget">> & { mode?: "s2r" };
+export type ResumeOverrides = Partial<Pick<TrainConfig, "requestTimeout" | "maxFailures" | "realBudget" | "realScreen">> & { mode?: "s2r" };

@@ -8,9 +8,9 @@ import type { RunFolder, RunState } from "./run-folder.ts";
 
 /**
  * The DreamGym loop, top to bottom: each iteration samples tasks (the curriculum mixes in generated
- * ones), plays G rollouts of each in the synthetic env (or the real one: real mode, S2R's second
- * phase), updates the policy with GRPO or PPO, grows the buffer with the synthetic episodes, lets
- * the curriculum vary the tasks of highest reward variance, replays a sample of the synthetic
+ * ones; S2R's real phase screens its tasks in the synthetic env), plays G rollouts of each in the
+ * synthetic env (or the real one: real mode, S2R's second phase), updates the policy with GRPO or
+ * PPO, grows the buffer with the synthetic episodes, lets the curriculum vary the tasks of highest reward variance, replays a sample of the synthetic
  * episodes in the real env (the on-policy audit), evaluates on the real eval split, and logs and
  * checkpoints. It runs until the budgets are spent and returns the final evaluation.
  */
@@ -40,7 +40,12 @@ export async function trainingLoop(config: TrainConfig, run: RunFolder, parts: P
       const useCurriculum = phase === "synthetic" && config.curriculum.enabled && curriculum !== undefined;
       // The synthetic phase plays its pool's tasks (the split's, or the seed buffer's: `syntheticTasks`).
       const seedTasks = phase === "synthetic" && synthetic ? synthetic.tasks : real.tasks;
-      const tasks = useCurriculum ? curriculum.sample(seedTasks, config.tasksPerIteration, taskRng) : taskRng.sample(seedTasks, Math.min(config.tasksPerIteration, seedTasks.length));
+      // S2R's real phase: the tasks whose synthetic returns vary most, of `realScreen`× as many drawn.
+      const screening = phase === "real" && synthetic && config.realScreen > 1
+        ? await screenTasks(taskRng.sample(seedTasks, Math.min(config.tasksPerIteration * config.realScreen, seedTasks.length)), config, synthetic.envs, policy, iteration, parts.isSuccess)
+        : undefined;
+      const tasks = screening?.tasks ?? (useCurriculum ? curriculum.sample(seedTasks, config.tasksPerIteration, taskRng) : taskRng.sample(seedTasks, Math.min(config.tasksPerIteration, seedTasks.length)));
+      if (screening) state.syntheticInteractions += screening.summary.steps;
 
       // 2. Rollouts: G per task. An episode where the experience model kept failing is dropped and counted.
       const jobs = tasks.flatMap((task, t) => Array.from({ length: config.rolloutsPerTask }, (_, g) => ({
@@ -63,8 +68,9 @@ export async function trainingLoop(config: TrainConfig, run: RunFolder, parts: P
       // 3. Update the policy.
       updating = true;
       const updateRng = new Rng(deriveSeed(config.seed, "update", iteration));
+      const updated = groups.filter((g) => g.length >= 2);
       const stats = config.algo === "grpo"
-        ? grpoUpdate(policy, reference, groups.filter((g) => g.length >= 2), config.grpo, updateRng)
+        ? grpoUpdate(policy, reference, updated, config.grpo, updateRng)
         : ppoUpdate(policy, kept, config.ppo, updateRng);
       const t2 = performance.now();
 
@@ -113,6 +119,8 @@ export async function trainingLoop(config: TrainConfig, run: RunFolder, parts: P
         entropy: stats.entropy,
         ...("kl" in stats && stats.kl !== undefined ? { kl: stats.kl } : {}),
         approxKl: stats.approxKl, clipFraction: stats.clipFraction, gradNorm: stats.gradNorm,
+        ...(config.algo === "grpo" ? { groups: { total: updated.length, informative: updated.filter((g) => variance(g.map((e) => e.totalReward)) > 1e-12).length } } : {}),
+        ...(screening ? { screen: screening.summary } : {}),
         ...(cur ? { curriculum: { ...cur, generatedInBatch: tasks.filter((t) => "lineage" in t).length } } : {}),
         rolloutSeconds: (t1 - t0) / 1000, updateSeconds: (t2 - t1) / 1000, auditSeconds: (tAudit - t2) / 1000, evalSeconds: (t3 - tAudit) / 1000,
         wallSeconds: state.wallSeconds,
@@ -182,6 +190,29 @@ async function onPolicyAudit(
   return summarizeReplays(results);
 }
 
+/**
+ * Plays each candidate task G times in the synthetic env (fixed seeds, nothing kept) and returns the
+ * `tasksPerIteration` whose synthetic returns vary most (ties: draw order). A task the policy always
+ * plays the same way gives a real group of equal returns, no gradient; one it plays in several ways
+ * is where the real env can tell them apart, and the synthetic env, wrong as its rewards may be,
+ * shows which those are.
+ */
+async function screenTasks(
+  candidates: Task[], config: TrainConfig, envs: Env[], policy: TrainablePolicy<unknown>, iteration: number, isSuccess: (totalReward: number) => boolean,
+): Promise<{ tasks: Task[]; summary: NonNullable<IterationMetrics["screen"]> }> {
+  const G = config.rolloutsPerTask;
+  const jobs = candidates.flatMap((task, t) => Array.from({ length: G }, (_, g) => ({
+    task, seed: deriveSeed(config.seed, "screen-env", iteration, t, g), rngSeed: deriveSeed(config.seed, "screen", iteration, t, g),
+  })));
+  const played = await playEpisodes(envs, policy, jobs, { isSuccess });
+  const spread = candidates.map((_, t) => variance(played.slice(t * G, (t + 1) * G).map((e) => e.totalReward)));
+  const chosen = candidates.map((_, t) => t).sort((a, b) => spread[b] - spread[a] || a - b).slice(0, config.tasksPerIteration);
+  return {
+    tasks: chosen.map((t) => candidates[t]),
+    summary: { candidates: candidates.length, steps: played.reduce((s, e) => s + e.steps.length, 0), meanVariance: mean(spread), chosenVariance: mean(chosen.map((t) => spread[t])) },
+  };
+}
+
 /** The experience model's own reward of a step (before the pessimism penalty; a halted step earns nothing). */
 const modelReward = (s: Episode["steps"][number]) => (s.info?.halted ? 0 : typeof s.info?.model_reward === "number" ? s.info.model_reward : s.reward);
 
@@ -210,3 +241,8 @@ function syntheticTrajectory(e: Episode, env: string, policy: string, isSuccess:
 }
 
 const mean = (xs: number[]) => (xs.length === 0 ? 0 : xs.reduce((s, x) => s + x, 0) / xs.length);
+/** Population variance (0 for fewer than two values). */
+const variance = (xs: number[]) => {
+  const m = mean(xs);
+  return mean(xs.map((x) => (x - m) ** 2));
+};

@@ -95,13 +95,13 @@ export class RunFolder {
     }
     const { createdAt: _, runId, ...stored } = raw as Record<string, unknown> & { runId: string };
     const defined = Object.fromEntries(Object.entries(overrides).filter(([, v]) => v !== undefined));
-    const toS2r = defined.mode !== undefined || defined.realBudget !== undefined;
+    const toS2r = defined.mode !== undefined || defined.realBudget !== undefined || defined.realScreen !== undefined;
     if (toS2r && (defined.mode !== "s2r" || !(Number(defined.realBudget) > 0) || (stored.mode !== "dreamgym" && stored.mode !== "s2r"))) {
-      throw new InvalidConfigError(`a resumed run can only go on to a real phase: a dreamgym or s2r run, with --mode s2r and --real-budget N > 0 (this run is ${String(stored.mode)})`);
+      throw new InvalidConfigError(`a resumed run can only go on to a real phase: a dreamgym or s2r run, with --mode s2r and --real-budget N > 0, --real-screen optional (this run is ${String(stored.mode)})`);
     }
     const config = resolveTrainConfig({ ...stored, ...defined }, `config of ${configFile}`);
     // The run is an S2R run from now on, also for a later resume.
-    if (toS2r) writeFileAtomic(configFile, JSON.stringify({ ...raw, mode: config.mode, realBudget: config.realBudget }, null, 2) + "\n");
+    if (toS2r) writeFileAtomic(configFile, JSON.stringify({ ...raw, mode: config.mode, realBudget: config.realBudget, realScreen: config.realScreen }, null, 2) + "\n");
     const latestFile = join(dir, "checkpoints", "latest.json");
     const latest = existsSync(latestFile) ? readJsonFile<Checkpoint>(latestFile) : undefined;
     if (latest !== undefined && (typeof latest !== "object" || latest === null || !Number.isInteger(latest.iteration) || typeof latest.policyFile !== "string" || typeof latest.state !== "object")) {

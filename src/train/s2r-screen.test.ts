@@ -1,0 +1,69 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { StateAbstraction, Task } from "../core/index.ts";
+import { ReplayBuffer } from "../buffer/index.ts";
+import { registerEnv } from "../envs/index.ts";
+import type { ExperienceModel } from "../experience/index.ts";
+import { BanditEnv } from "../testing/index.ts";
+import { readMetrics, train, type TrainConfigInput } from "./index.ts";
+
+// A bandit of 5 arms over 8 tasks, with synthetic support, so that S2R can run on it.
+const ENV = "screen-bandit";
+const abstraction: StateAbstraction = {
+  env: ENV,
+  abstract: (o) => o,
+  actions: (s) => [...s.matchAll(/\[(arm \d)\]/g)].map((m) => `click[${m[1]}]`),
+  isTerminal: () => false,
+  profile: "a bandit: click[arm i] ends the episode",
+};
+registerEnv(ENV, {
+  create: () => new BanditEnv(5, 3),
+  tasks: (env) => env.tasks(8),
+  synthetic: () => ({ abstraction, initialState: (task: Task) => `page: bandit\ninstruction: ${task.instruction}\n[arm 0] [arm 1] [arm 2] [arm 3] [arm 4]` }),
+});
+
+// The model pays by arm on two tasks and the same for every arm on the other six: only on those two
+// do a group's synthetic returns vary.
+const VARYING = new Set(["bandit:2", "bandit:5"]);
+const model: ExperienceModel = {
+  id: "two-tasks-vary",
+  predict: async ({ task, state, action }) => ({ nextState: state, reward: VARYING.has(task.id) ? Number(action.match(/\d/)![0]) / 4 : 0.5, terminated: true, info: {} }),
+};
+
+test("S2R's real phase screens its tasks in the synthetic env: it plays the tasks whose synthetic returns vary, and counts the screening as synthetic steps", async () => {
+  const root = mkdtempSync(join(tmpdir(), "dreamgym-screen-"));
+  const buffer = join(root, "empty.db");
+  ReplayBuffer.open(buffer).close();
+  const common: TrainConfigInput = {
+    env: ENV, mode: "s2r", buffer, budget: 16, realBudget: 24, tasksPerIteration: 2, rolloutsPerTask: 4, concurrency: 2, evalEvery: 0, finalEvalTasks: 2,
+    seed: 3, policy: { dim: 1024 }, curriculum: { enabled: false }, onPolicyAudit: { every: 0 },
+  };
+  const runOf = async (name: string, realScreen: number) => {
+    await train(join(root, name), { ...common, realScreen }, {}, { experienceModel: model });
+    return readMetrics(join(root, name));
+  };
+
+  const screened = await runOf("screened", 4);
+  const real = screened.filter((m) => m.phase === "real");
+  assert.equal(real.length, 3);
+  for (const m of real) {
+    // All 8 tasks are candidates (4 × 2); the 2 chosen are the varying ones: the mean variance over the 8 is a quarter of theirs.
+    const s = m.screen!;
+    assert.equal(s.candidates, 8);
+    assert.equal(s.steps, 32);
+    assert.ok(s.chosenVariance > 0.01, `chosen variance ${s.chosenVariance}`);
+    assert.ok(Math.abs(s.meanVariance - s.chosenVariance / 4) < 1e-12, `${s.meanVariance} vs ${s.chosenVariance}`);
+    // Every GRPO iteration says how many of its groups could teach anything (returns not all equal).
+    assert.equal(m.groups!.total, 2);
+    assert.ok(m.groups!.informative >= 0 && m.groups!.informative <= 2);
+  }
+  // The screening's pulls are synthetic steps (the synthetic phase took 16), the real phase's 8 an iteration real ones.
+  assert.deepEqual(real.map((m) => [m.syntheticInteractions, m.realInteractions]), [[16 + 32, 8], [16 + 64, 16], [16 + 96, 24]]);
+
+  const plain = await runOf("plain", 1);
+  assert.ok(plain.every((m) => m.screen === undefined));
+  assert.deepEqual(plain.filter((m) => m.phase === "real").map((m) => m.syntheticInteractions), [16, 16, 16]);
+});
