@@ -8,5 +8,5 @@ export { chatServer } from "./chat-server.ts";
 export type { Fault, Served } from "./chat-server.ts";
 export { ScriptedChatModel } from "./scripted-chat-model.ts";
 export { writeTinyGguf } from "./tiny-gguf.ts";
-export { BanditEnv, ChainEnv, ShopToyEnv } from "./toy-envs.ts";
+export { BanditEnv, banditPage, banditSyntheticSupport, ChainEnv, ShopToyEnv } from "./toy-envs.ts";
 export { makeTrajectory, tempFile } from "./trajectories.ts";

@@ -1,4 +1,4 @@
-import { FREE_TEXT_SLOT, Rng, type Env, type ResetOptions, type ResetResult, type StepResult, type Task } from "../core/index.ts";
+import { FREE_TEXT_SLOT, Rng, type Env, type ResetOptions, type ResetResult, type StateAbstraction, type StepResult, type Task } from "../core/index.ts";
 
 /**
  * Small environments with a known optimum, in the abstract-state format ("page: kind" first), for
@@ -56,6 +56,26 @@ export class BanditEnv extends ToyEnv {
   protected apply(action: string) {
     return { reward: action === `click[arm ${this.best}]` ? 1 : 0, terminated: true };
   }
+}
+
+/** The bandit's first page for an instruction (as `BanditEnv` shows it). */
+export const banditPage = (instruction: string, arms = 5) => `page: bandit\ninstruction: ${instruction}\n${Array.from({ length: arms }, (_, i) => `[arm ${i}]`).join(" ")}`;
+
+/**
+ * Synthetic support for a `BanditEnv` registered as `env` (`registerEnv(env, { synthetic })`): its page
+ * is the abstract state and its arms the actions, so DreamGym's loop can run it.
+ */
+export function banditSyntheticSupport(env: string, arms = 5): { abstraction: StateAbstraction; initialState: (task: Task) => string } {
+  return {
+    abstraction: {
+      env,
+      abstract: (o) => o,
+      actions: (s) => [...s.matchAll(/\[(arm \d+)\]/g)].map((m) => `click[${m[1]}]`),
+      isTerminal: () => false,
+      profile: "a bandit: click[arm i] ends the episode",
+    },
+    initialState: (task) => banditPage(task.instruction, arms),
+  };
 }
 
 /** Positions 0..length; start at 0; reach the end (reward 1) within `maxSteps`. Chance is small. */

@@ -3,30 +3,23 @@ import assert from "node:assert/strict";
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { StateAbstraction, Task, Trajectory } from "../core/index.ts";
+import type { Trajectory } from "../core/index.ts";
 import { ReplayBuffer } from "../buffer/index.ts";
 import { registerEnv } from "../envs/index.ts";
 import type { ExperienceModel } from "../experience/index.ts";
-import { BanditEnv } from "../testing/index.ts";
+import { BanditEnv, banditPage, banditSyntheticSupport } from "../testing/index.ts";
 import type { AuditPair } from "../experience/index.ts";
 import { auditFiles, readMetrics, RunFolder, train, type IterationMetrics, type TrainConfigInput } from "./index.ts";
 
 // A bandit of 5 arms where arm 3 pays 1 for real, registered with synthetic support so that the real
 // training loop can run it in dreamgym mode and audit it against the real bandit.
 const ENV = "audit-bandit";
-const start = (instruction: string) => `page: bandit\ninstruction: ${instruction}\n[arm 0] [arm 1] [arm 2] [arm 3] [arm 4]`;
-const abstraction: StateAbstraction = {
-  env: ENV,
-  abstract: (o) => o,
-  actions: (s) => [...s.matchAll(/\[(arm \d)\]/g)].map((m) => `click[${m[1]}]`),
-  isTerminal: () => false,
-  profile: "a bandit: click[arm i] ends the episode",
-};
 registerEnv(ENV, {
   create: () => new BanditEnv(5, 3),
   tasks: (env) => env.tasks(4),
-  synthetic: () => ({ abstraction, initialState: (task: Task) => start(task.instruction) }),
+  synthetic: () => banditSyntheticSupport(ENV),
 });
+const start = (instruction: string) => banditPage(instruction);
 
 /** One bandit pull as an offline (real) trajectory of the seed buffer. */
 const pull = (instruction: string, arm: number, reward: number): Trajectory => ({

@@ -3,26 +3,18 @@ import assert from "node:assert/strict";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { StateAbstraction, Task } from "../core/index.ts";
 import { ReplayBuffer } from "../buffer/index.ts";
 import { registerEnv } from "../envs/index.ts";
 import type { ExperienceModel } from "../experience/index.ts";
-import { BanditEnv } from "../testing/index.ts";
+import { BanditEnv, banditSyntheticSupport } from "../testing/index.ts";
 import { readMetrics, train, type TrainConfigInput } from "./index.ts";
 
 // A bandit of 5 arms over 8 tasks, with synthetic support, so that S2R can run on it.
 const ENV = "screen-bandit";
-const abstraction: StateAbstraction = {
-  env: ENV,
-  abstract: (o) => o,
-  actions: (s) => [...s.matchAll(/\[(arm \d)\]/g)].map((m) => `click[${m[1]}]`),
-  isTerminal: () => false,
-  profile: "a bandit: click[arm i] ends the episode",
-};
 registerEnv(ENV, {
   create: () => new BanditEnv(5, 3),
   tasks: (env) => env.tasks(8),
-  synthetic: () => ({ abstraction, initialState: (task: Task) => `page: bandit\ninstruction: ${task.instruction}\n[arm 0] [arm 1] [arm 2] [arm 3] [arm 4]` }),
+  synthetic: () => banditSyntheticSupport(ENV),
 });
 
 // The model pays by arm on two tasks and the same for every arm on the other six: only on those two
