@@ -9,7 +9,7 @@
 // train` in a child process, two at a time (one per core); writes results.md.
 //
 //   npm run experiment:webshop -- [--seeds 3] [--real 80000] [--synthetic 80000] [--parallel 2] [--out runs/experiment-webshop]
-//     [--init scratch|bc] [--experience learned|default|<chat model>] [--rows bc,real,real-tenth,dreamgym,s2r,hybrid,no-replay,no-curriculum,no-pessimism,knn] [--only-seeds 2] [--final-eval-tasks 500]
+//     [--init scratch|bc] [--synthetic-tasks seed|split] [--experience learned|default|<chat model>] [--rows bc,real,real-tenth,dreamgym,s2r,hybrid,no-replay,no-curriculum,no-pessimism,knn] [--only-seeds 2] [--final-eval-tasks 500]
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -37,6 +37,11 @@ const { values: args } = parseArgs({
     /** Only these seeds of the --seeds (e.g. 2: rerun one lost seed into the same --out). */
     "only-seeds": { type: "string" },
     "final-eval-tasks": { type: "string", default: "500" },
+    /**
+     * The synthetic rows' tasks: seed (the seed buffer's tasks and the curriculum's variations of
+     * them, the paper's seed task set) or split (every train goal).
+     */
+    "synthetic-tasks": { type: "string", default: "seed" },
   },
 });
 const seeds = Number(args.seeds);
@@ -89,7 +94,9 @@ const rule = await playScripted("rule", "test", 500);
 
 // 4. The runs: every row × seed, as child processes. RL rows start from fresh weights (their seed).
 interface Row { key: string; name: string; args: string[]; audit: string }
-const experienceArgs = args.experience === "default" ? [] : ["--experience", args.experience === "learned" ? `learned:${modelFile}` : args.experience];
+if (args["synthetic-tasks"] !== "seed" && args["synthetic-tasks"] !== "split") throw new Error(`--synthetic-tasks is seed or split, not ${args["synthetic-tasks"]}`);
+const syntheticTasks = ["--set", `syntheticTasks=${args["synthetic-tasks"]}`];
+const experienceArgs = [...(args.experience === "default" ? [] : ["--experience", args.experience === "learned" ? `learned:${modelFile}` : args.experience]), ...syntheticTasks];
 const modelName = args.experience === "learned" ? "learned model" : args.experience === "default" ? "embedded kNN model" : args.experience;
 const dg = (key: string, name: string, extra: string[], audit = fullAudit): Row => ({ key, name, args: ["--mode", "dreamgym", "--budget", String(M), ...experienceArgs, ...extra], audit });
 const allRows: Row[] = [
@@ -102,8 +109,8 @@ const allRows: Row[] = [
   dg("no-curriculum", "ablation: no curriculum", ["--no-curriculum"]),
   dg("no-pessimism", "ablation: no pessimism", ["--no-pessimism"]),
   ...(args.experience === "learned"
-    ? [{ key: "knn", name: "ablation: kNN instead of the learned model", args: ["--mode", "dreamgym", "--budget", String(M)], audit: knnAudit }]
-    : !local ? [{ key: "knn", name: "ablation: without reasoning (embedded kNN model)", args: ["--mode", "dreamgym", "--budget", String(M)], audit: knnAudit }] : []),
+    ? [{ key: "knn", name: "ablation: kNN instead of the learned model", args: ["--mode", "dreamgym", "--budget", String(M), ...syntheticTasks], audit: knnAudit }]
+    : !local ? [{ key: "knn", name: "ablation: without reasoning (embedded kNN model)", args: ["--mode", "dreamgym", "--budget", String(M), ...syntheticTasks], audit: knnAudit }] : []),
   dg("hybrid", "extra: DreamGym (hybrid rewards: purchases scored by WebShop), 0 real", ["--hybrid"], `${fullAudit} (purchase rewards exact)`),
 ];
 const wanted = args.rows?.split(",").map((k) => k.trim());
@@ -162,7 +169,7 @@ const stat = (xs: number[]) => {
 /** The last on-policy audit of a run: its exploitation rate (null: no synthetic success to check) and synthetic / real return. */
 const lastAudit = (dir: string) => readMetrics(dir).filter((m) => m.onPolicyAudit).at(-1)?.onPolicyAudit;
 const lines = [
-  `WebShop, neural policy (GRPO), test split (${finalEvalTasks} goals, greedy); ${onlySeeds ? `seed(s) ${onlySeeds.join(", ")}` : `${seeds} seeds`}, mean ± standard deviation; synthetic runs ${M.toLocaleString("en-US")} synthetic steps; experience model: ${modelName}, no verifier unless marked hybrid; ${args.init === "bc" ? "every RL run starts from the BC policy of its seed" : "every RL run from fresh weights"}.`,
+  `WebShop, neural policy (GRPO), test split (${finalEvalTasks} goals, greedy); ${onlySeeds ? `seed(s) ${onlySeeds.join(", ")}` : `${seeds} seeds`}, mean ± standard deviation; synthetic runs ${M.toLocaleString("en-US")} synthetic steps on the ${args["synthetic-tasks"] === "seed" ? "seed buffer's tasks and the curriculum's" : "train split's tasks"}; experience model: ${modelName}, no verifier unless marked hybrid; ${args.init === "bc" ? "every RL run starts from the BC policy of its seed" : "every RL run from fresh weights"}.`,
   "",
   "| method | score | success | real training steps | synthetic steps | wall time | offline ε_R (held-out test episodes) | on-policy exploitation rate (last audit) | synthetic / real return (last audit) |",
   "|---|---|---|---|---|---|---|---|---|",
