@@ -10,9 +10,9 @@ import type { RunFolder, RunState } from "./run-folder.ts";
  * The DreamGym loop, top to bottom: each iteration samples tasks (the curriculum mixes in generated
  * ones; S2R's real phase screens its tasks in the synthetic env), plays G rollouts of each in the
  * synthetic env (or the real one: real mode, S2R's second phase), updates the policy with GRPO or
- * PPO, grows the buffer with the synthetic episodes, lets the curriculum vary the tasks of highest reward variance, replays a sample of the synthetic
- * episodes in the real env (the on-policy audit), evaluates on the real eval split, and logs and
- * checkpoints. It runs until the budgets are spent and returns the final evaluation.
+ * PPO, grows the buffer with the synthetic episodes, lets the curriculum vary the tasks of highest
+ * reward variance, replays a sample of the synthetic episodes in the real env (the on-policy audit),
+ * evaluates on the real eval split, and logs and checkpoints. It runs until the budgets are spent and returns the final evaluation.
  */
 export async function trainingLoop(config: TrainConfig, run: RunFolder, parts: Parts, state: RunState, hooks: TrainHooks = {}): Promise<EvalResult> {
   const { policy, reference, real, evaluation, synthetic, curriculum } = parts;
