@@ -145,6 +145,29 @@ test("s2r trains in the synthetic env, then the real one; configs that cannot ru
   const c = JSON.parse(readFileSync(join(screened, "summary.json"), "utf8"));
   assert.equal(c.config.realScreen, 2);
   assert.equal(c.syntheticInteractions, b.syntheticInteractions + realPhase.reduce((n, m) => n + m.screen!.steps, 0));
+
+  // `--resume DIR --budget N` extends a run: 300 synthetic steps taken on to 600 end where a run of 600
+  // from the start ends (its buffer trimmed at the same iterations: a capacity small enough to matter).
+  const budgeted = (n: string) => common.map((a, i) => (common[i - 1] === "--budget" ? n : a)).concat("--set", "bufferCapacity=10");
+  const whole = join(root, "dg-whole");
+  const extended = join(root, "dg-extended");
+  assert.equal(run(["train", "--mode", "dreamgym", ...budgeted("600"), "--out", whole]).status, 0);
+  assert.equal(run(["train", "--mode", "dreamgym", ...budgeted("300"), "--out", extended]).status, 0);
+  const shortRun = metricsOf(extended).length;
+  // It stopped between scheduled checkpoints (every 5 iterations), where the run of 600 does not trim: nor does it.
+  assert.ok(shortRun % 5 !== 0, `${shortRun} iterations`);
+  assert.ok(bufferContent(extended).transitions - bufferContent(root).transitions > 10, "its buffer is not trimmed to the capacity yet");
+  assert.match(run(["train", "--resume", extended, "--budget", "300"]).stderr, /--budget extends a resumed real, dreamgym or s2r run .* to more than its 300 steps/);
+  const longer = run(["train", "--resume", extended, "--budget", "600"]);
+  assert.equal(longer.status, 0, longer.stderr);
+  const trace = (d: string) => metricsOf(d).map(({ iteration, steps, meanReward, entropy, policyLoss, syntheticInteractions }) => ({ iteration, steps, meanReward, entropy, policyLoss, syntheticInteractions }));
+  assert.ok(metricsOf(extended).length > shortRun, "it went on past 300 steps");
+  assert.deepEqual(trace(extended), trace(whole));
+  const [w, e] = [whole, extended].map((d) => JSON.parse(readFileSync(join(d, "summary.json"), "utf8")));
+  assert.deepEqual([e.config.budget, e.syntheticInteractions, e.final], [600, w.syntheticInteractions, w.final]);
+  assert.deepEqual(bufferContent(extended), bufferContent(whole), "the same synthetic episodes kept");
+  // An s2r run whose real phase has begun cannot go back to the synthetic env.
+  assert.match(run(["train", "--resume", dg, "--budget", "5000"]).stderr, /this s2r run's real phase has begun/);
   const refuse = (args: string[], message: RegExp) => {
     const out = join(root, `refused-${Math.random().toString(36).slice(2)}`);
     const x = run(["train", ...args, "--out", out]);

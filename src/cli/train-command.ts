@@ -94,23 +94,25 @@ export function registerTrain(program: Command): void {
     .option("--config <file>", "a JSON training config (flags override it)")
     .option("--set <key=value>", "set any config key, e.g. --set grpo.klCoef=0.05 (repeatable)", (v: string, acc: string[]) => [...acc, v], [] as string[])
     .option("--out <dir>", "run folder (default runs/<env>-<mode>-<algo>-<time>)")
-    .option("--resume <dir>", "continue the run in this folder from its last checkpoint (with --mode s2r --real-budget N: a dreamgym run goes on in the real env)")
+    .option("--resume <dir>", "continue the run in this folder from its last checkpoint (with --budget N: for N training steps in all; with --mode s2r --real-budget N: a dreamgym run goes on in the real env)")
     .option("--data <dir>", "data folder");
-  // Allowed with --resume too: they decide when a run stops, not what it computes (and --mode s2r
-  // with --real-budget continues a DreamGym run in the real env).
+  // Allowed with --resume too: they decide when a run stops, not what it computes (and --budget
+  // extends the run; --mode s2r with --real-budget continues a DreamGym run in the real env).
   endpointOptions(cmd)
     .action(async (o, cmd: Command) => {
       const hook = progressHook();
       try {
         if (o.resume) {
-          const others = Object.keys(o).filter((k) => !["resume", "set", "requestTimeout", "maxFailures", "mode", "realBudget", "realScreen"].includes(k) && cmd.getOptionValueSource(k) === "cli");
+          const others = Object.keys(o).filter((k) => !["resume", "set", "requestTimeout", "maxFailures", "budget", "mode", "realBudget", "realScreen"].includes(k) && cmd.getOptionValueSource(k) === "cli");
           if (others.length > 0 || (o.set as string[]).length > 0) {
             throw new InvalidConfigError(`--resume continues a run with its own config; drop ${[...others.map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`), ...((o.set as string[]).length ? ["--set"] : [])].join(", ")}`);
           }
           // --mode s2r --real-budget N: a DreamGym run goes on in the real env (sim-to-real).
           const s2r = cmd.getOptionValueSource("mode") === "cli" || cmd.getOptionValueSource("realBudget") === "cli" || cmd.getOptionValueSource("realScreen") === "cli"
             ? { mode: o.mode, realBudget: o.realBudget, realScreen: o.realScreen } : {};
-          const summary = await resumeTraining(o.resume, hook, { requestTimeout: o.requestTimeout, maxFailures: o.maxFailures, ...s2r });
+          // --budget N: more training interactions of the first phase (the run goes on as if given N from the start).
+          const budget = cmd.getOptionValueSource("budget") === "cli" ? { budget: o.budget } : {};
+          const summary = await resumeTraining(o.resume, hook, { requestTimeout: o.requestTimeout, maxFailures: o.maxFailures, ...budget, ...s2r });
           hook.stop(); // the summary goes below the progress bar, not onto its line
           printSummary(summary);
           return;

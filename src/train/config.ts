@@ -226,9 +226,10 @@ export interface TrainHooks {
 }
 
 /**
- * Settings a resumed run may change: when it stops (`requestTimeout`, `maxFailures`), and, for a
- * DreamGym run, a real phase after its synthetic one (`mode: "s2r"` with `realBudget`, and
- * optionally `realScreen`): sim-to-real
- * continuing the same run, its policy, optimiser and counters.
+ * Settings a resumed run may change: when it stops (`requestTimeout`, `maxFailures`); a larger
+ * `budget`, which extends a real, DreamGym or S2R run (before its real phase) as if it had been given
+ * from the start; and, for a DreamGym run, a real phase after its synthetic one (`mode: "s2r"` with
+ * `realBudget`, and optionally `realScreen`): sim-to-real continuing the same run, its policy,
+ * optimiser and counters.
  */
-export type ResumeOverrides = Partial<Pick<TrainConfig, "requestTimeout" | "maxFailures" | "realBudget" | "realScreen">> & { mode?: "s2r" };
+export type ResumeOverrides = Partial<Pick<TrainConfig, "requestTimeout" | "maxFailures" | "budget" | "realBudget" | "realScreen">> & { mode?: "s2r" };

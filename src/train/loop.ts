@@ -131,9 +131,11 @@ export async function trainingLoop(config: TrainConfig, run: RunFolder, parts: P
       };
       run.appendMetrics(m);
       if (last || iteration % config.checkpointEvery === 0) {
-        run.saveCheckpoint(policy.save(), state, curriculum?.toJSON());
+        // The buffer is trimmed only on schedule, so a run extended with a larger budget holds what an uninterrupted one would.
+        const onSchedule = iteration % config.checkpointEvery === 0;
+        run.saveCheckpoint(policy.save(), state, curriculum?.toJSON(), onSchedule || synthetic === undefined);
         checkpointed = iteration;
-        await synthetic?.trim();
+        if (onSchedule) await synthetic?.trim();
         run.writeReport();
       }
       hooks.onIteration?.(m, config);

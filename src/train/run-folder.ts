@@ -94,18 +94,27 @@ export class RunFolder {
       throw new DataError("not a run's config (no runId); it may be damaged: start a new run with another --out", { file: configFile });
     }
     const { createdAt: _, runId, ...stored } = raw as Record<string, unknown> & { runId: string };
+    const latestFile = join(dir, "checkpoints", "latest.json");
+    const latest = existsSync(latestFile) ? readJsonFile<Checkpoint>(latestFile) : undefined;
+    if (latest !== undefined && (typeof latest !== "object" || latest === null || !Number.isInteger(latest.iteration) || typeof latest.policyFile !== "string" || typeof latest.state !== "object")) {
+      throw new DataError("not a checkpoint record (iteration, policyFile, state); it may be damaged: restore it or start a new run", { file: latestFile });
+    }
     const defined = Object.fromEntries(Object.entries(overrides).filter(([, v]) => v !== undefined));
     const toS2r = defined.mode !== undefined || defined.realBudget !== undefined || defined.realScreen !== undefined;
     if (toS2r && (defined.mode !== "s2r" || !(Number(defined.realBudget) > 0) || (stored.mode !== "dreamgym" && stored.mode !== "s2r"))) {
       throw new InvalidConfigError(`a resumed run can only go on to a real phase: a dreamgym or s2r run, with --mode s2r and --real-budget N > 0, --real-screen optional (this run is ${String(stored.mode)})`);
     }
+    // A larger first-phase budget extends the run, as if it had been given from the start.
+    if (defined.budget !== undefined) {
+      const realPhaseBegun = stored.mode === "s2r" && (latest?.state.realInteractions ?? 0) > 0;
+      if (stored.mode === "bc" || !(Number(defined.budget) > Number(stored.budget)) || realPhaseBegun) {
+        throw new InvalidConfigError(`--budget extends a resumed real, dreamgym or s2r run (an s2r run before its real phase) to more than its ${String(stored.budget)} steps${stored.mode === "bc" ? " (this run is bc)" : realPhaseBegun ? " (this s2r run's real phase has begun)" : ""}`);
+      }
+    }
     const config = resolveTrainConfig({ ...stored, ...defined }, `config of ${configFile}`);
-    // The run is an S2R run from now on, also for a later resume.
-    if (toS2r) writeFileAtomic(configFile, JSON.stringify({ ...raw, mode: config.mode, realBudget: config.realBudget, realScreen: config.realScreen }, null, 2) + "\n");
-    const latestFile = join(dir, "checkpoints", "latest.json");
-    const latest = existsSync(latestFile) ? readJsonFile<Checkpoint>(latestFile) : undefined;
-    if (latest !== undefined && (typeof latest !== "object" || latest === null || !Number.isInteger(latest.iteration) || typeof latest.policyFile !== "string" || typeof latest.state !== "object")) {
-      throw new DataError("not a checkpoint record (iteration, policyFile, state); it may be damaged: restore it or start a new run", { file: latestFile });
+    // From now on the run is an S2R run, or one with the larger budget, also for a later resume.
+    if (toS2r || defined.budget !== undefined) {
+      writeFileAtomic(configFile, JSON.stringify({ ...raw, mode: config.mode, budget: config.budget, realBudget: config.realBudget, realScreen: config.realScreen }, null, 2) + "\n");
     }
     const folder = new RunFolder(dir, config, runId);
     // Lines after the checkpoint are replayed, so they go (and a torn last line with them).
