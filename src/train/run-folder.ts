@@ -108,7 +108,8 @@ export class RunFolder {
     if (defined.budget !== undefined) {
       const realPhaseBegun = stored.mode === "s2r" && (latest?.state.realInteractions ?? 0) > 0;
       if (stored.mode === "bc" || !(Number(defined.budget) > Number(stored.budget)) || realPhaseBegun) {
-        throw new InvalidConfigError(`--budget extends a resumed real, dreamgym or s2r run (an s2r run before its real phase) to more than its ${String(stored.budget)} steps${stored.mode === "bc" ? " (this run is bc)" : realPhaseBegun ? " (this s2r run's real phase has begun)" : ""}`);
+        const why = stored.mode === "bc" ? "this run is bc (its length is bc.epochs)" : realPhaseBegun ? "this s2r run's real phase has begun" : `this run's budget is ${String(stored.budget)}`;
+        throw new InvalidConfigError(`--budget extends a resumed real, dreamgym or s2r run (an s2r run before its real phase) to more steps than its budget: ${why}`);
       }
     }
     const config = resolveTrainConfig({ ...stored, ...defined }, `config of ${configFile}`);
