@@ -259,7 +259,7 @@ function cases(): Case[] {
   add(["train", "--resume", f("no-such-run")], /holds no run/, [f("no-such-run")]);
   add(["train", "--resume", f("run-bad-config")], /config\.json:1:\d+: corrupt JSON/);
   add(["train", "--resume", f("run-bad-latest")], /latest\.json:1:\d+: corrupt JSON/);
-  add(["train", "--resume", f("run-bad-latest"), "--budget", "5"], /--resume continues a run with its own config; drop --budget/);
+  add(["train", "--resume", f("run-bad-latest"), "--seed", "5"], /--resume continues a run with its own config; drop --seed/);
 
   // rollout.
   const rl = (name: string, ...rest: string[]) => ["rollout", "--env", "webshop", "--model", DEAD_MODEL, "--out", o(name), ...rest];

@@ -39,9 +39,9 @@ test("train writes a run folder; a run killed with SIGKILL resumes to the same r
   const killed = join(root, "killed");
   await killAfterCheckpoint(ARGS, killed, 4);
   assert.ok(!existsSync(join(killed, "summary.json")), "the run was killed before it finished");
-  const refused = run(["train", "--resume", killed, "--budget", "99999"]);
+  const refused = run(["train", "--resume", killed, "--seed", "9"]);
   assert.equal(refused.status, 2);
-  assert.match(refused.stderr, /--resume continues a run with its own config; drop --budget/);
+  assert.match(refused.stderr, /--resume continues a run with its own config; drop --seed/);
   const resumed = run(["train", "--resume", killed]);
   assert.equal(resumed.status, 0, resumed.stderr);
   assert.match(resumed.stdout, /resumed from iteration \d+/);
