@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { Rng } from "../core/index.ts";
 import type { Episode } from "../core/index.ts";
-import { groupAdvantages, grpoConfigSchema, grpoUpdate } from "./grpo.ts";
+import { batchTerms, groupAdvantages, grpoConfigSchema, grpoUpdate } from "./grpo.ts";
 import { learnToy } from "../../test/fixtures/learn-toy.ts";
 import { gae, ppoConfigSchema, ppoUpdate } from "./ppo.ts";
 import type { Evaluation, OutputGradients, TrainablePolicy } from "./policy.ts";
@@ -17,6 +17,13 @@ describe("advantages", () => {
     close(groupAdvantages([1, 0, 0.5, 0.5], 0), [Math.SQRT2, -Math.SQRT2, 0, 0]);
     close(groupAdvantages([1, 0, 0, 0], 0), [3 / Math.sqrt(3), -1 / Math.sqrt(3), -1 / Math.sqrt(3), -1 / Math.sqrt(3)]);
     close(groupAdvantages([0.7, 0.7, 0.7], 1e-6), [0, 0, 0]);
+  });
+
+  test("GRPO's batch term: λ·(group mean − batch mean)/(batch std + ε), 0 when λ is 0", () => {
+    // Returns 1,1 | 0,0 | 0.5,0.5: batch mean 0.5, population std sqrt(1/6).
+    const groups = [[1, 1], [0, 0], [0.5, 0.5]];
+    close(batchTerms(groups, 0.5, 0), [0.5 * 0.5 * Math.sqrt(6), -0.5 * 0.5 * Math.sqrt(6), 0]);
+    close(batchTerms(groups, 0), [0, 0, 0]);
   });
 
   test("PPO: GAE by hand, terminated and truncated", () => {
@@ -94,6 +101,22 @@ describe("loss gradients", () => {
     assert.ok(Math.abs(byRecord.get(2)! - 1 / 4) < 1e-6); // A = −1, ratio 1
     assert.equal(byRecord.get(3), 0); // A = −1, ratio below 0.8: clipped
     assert.equal(stats.clipFraction, 0.5);
+  });
+
+  test("GRPO with a batch term: a group of equal returns below the batch is pushed down; with λ 0 it is not", () => {
+    // Group 1 returns 0, 0 (no group-relative gradient); group 2 returns 1, 1. Batch mean 0.5, std 0.5.
+    const groups = [[episode([0], [0], [0]), episode([1], [0], [0])], [episode([2], [1], [0]), episode([3], [1], [0])]];
+    const grad = (lambda: number) => {
+      const policy = new ProbePolicy([0, 0, 0, 0]);
+      grpoUpdate(policy, undefined, groups, grpoConfigSchema.parse({ epochs: 1, minibatchSize: 4, entropyCoef: 0, advantageEps: 1e-12, batchAdvantage: lambda }), new Rng(0));
+      const idx = [0, 1, 2, 3];
+      new Rng(0).shuffle(idx);
+      const g = policy.received[0].logProbs;
+      return idx.map((_, r) => g[idx.indexOf(r)]);
+    };
+    // A = λ·(0 − 0.5)/0.5 = −λ for group 1, +λ for group 2; the gradient in log π is −A/n.
+    close(grad(0.5), [0.5 / 4, 0.5 / 4, -0.5 / 4, -0.5 / 4], 1e-9);
+    close(grad(0), [0, 0, 0, 0]);
   });
 
   test("PPO: the value loss gradient is c_v (V − R)/n", () => {

@@ -25,6 +25,13 @@ export const grpoConfigSchema = z.strictObject({
   maxGradNorm: z.number().positive().default(1),
   /** ε in the advantage's denominator. */
   advantageEps: z.number().positive().default(1e-6),
+  /**
+   * λ of a batch term added to every episode's advantage: λ·(mean_G R − mean R)/(std R + ε) over the
+   * iteration's groups. A group whose returns are all equal carries no group-relative gradient; with
+   * λ > 0 it is still pushed down where it earns less than the batch and up where it earns more, so a
+   * policy that plays a task one way, and badly, is moved off it (0: GRPO as published).
+   */
+  batchAdvantage: z.number().min(0).max(100).default(0),
 });
 export type GrpoConfig = z.infer<typeof grpoConfigSchema>;
 
@@ -34,6 +41,15 @@ export function groupAdvantages(rewards: readonly number[], eps = 1e-6): number[
   const mean = rewards.reduce((s, r) => s + r, 0) / n;
   const std = Math.sqrt(rewards.reduce((s, r) => s + (r - mean) ** 2, 0) / n);
   return rewards.map((r) => (r - mean) / (std + eps));
+}
+
+/** Each group's λ·(mean_G − mean)/(std + ε), the mean and std over every return of the batch (all 0 when λ is 0). */
+export function batchTerms(groups: readonly (readonly number[])[], lambda: number, eps = 1e-6): number[] {
+  const all = groups.flat();
+  if (lambda === 0 || all.length === 0) return groups.map(() => 0);
+  const mean = all.reduce((s, r) => s + r, 0) / all.length;
+  const std = Math.sqrt(all.reduce((s, r) => s + (r - mean) ** 2, 0) / all.length);
+  return groups.map((g) => (lambda * (g.reduce((s, r) => s + r, 0) / g.length - mean)) / (std + eps));
 }
 
 export interface GrpoStats {
@@ -56,16 +72,17 @@ export function grpoUpdate<R>(
   const records: R[] = [];
   const oldLogProbs: number[] = [];
   const advantages: number[] = [];
-  for (const group of groups) {
+  const batch = batchTerms(groups.map((g) => g.map((e) => e.totalReward)), config.batchAdvantage, config.advantageEps);
+  groups.forEach((group, k) => {
     const a = groupAdvantages(group.map((e) => e.totalReward), config.advantageEps);
     group.forEach((episode, i) => {
       for (const step of episode.steps) {
         records.push(step.record);
         oldLogProbs.push(step.logProb);
-        advantages.push(a[i]);
+        advantages.push(a[i] + batch[k]);
       }
     });
-  }
+  });
   const n = records.length;
   const stats: GrpoStats = { policyLoss: 0, entropy: 0, clipFraction: 0, approxKl: 0, gradNorm: 0, steps: n };
   if (n === 0) return stats;
