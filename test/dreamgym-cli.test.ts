@@ -137,13 +137,16 @@ test("s2r trains in the synthetic env, then the real one; configs that cannot ru
   const a = JSON.parse(readFileSync(join(dir, "summary.json"), "utf8"));
   const b = JSON.parse(readFileSync(join(dg, "summary.json"), "utf8"));
   assert.deepEqual([b.config.mode, b.realInteractions, b.syntheticInteractions, b.final], [a.config.mode, a.realInteractions, a.syntheticInteractions, a.final], "the same policy, counters and final evaluation as the S2R run");
-  // With --real-screen 2 each real iteration first plays 2 × 4 candidate tasks in the synthetic env (counted as synthetic steps).
-  const s = run(["train", "--resume", screened, "--mode", "s2r", "--real-budget", "600", "--real-screen", "2"]);
+  // With --real-screen 2 each real iteration first plays 2 × 4 candidate tasks in the synthetic env (counted as synthetic steps);
+  // --real-batch-advantage sets GRPO's batch term of the real phase, kept in the config.
+  assert.match(run(["train", "--resume", screened, "--mode", "s2r", "--real-budget", "600", "--real-batch-advantage", "-1"]).stderr, /^error: --real-batch-advantage must be a number in \[0, 100\], got "-1"$/m);
+  const s = run(["train", "--resume", screened, "--mode", "s2r", "--real-budget", "600", "--real-screen", "2", "--real-batch-advantage", "1"]);
   assert.equal(s.status, 0, s.stderr);
   const realPhase = metricsOf(screened).filter((m) => m.phase === "real") as { screen?: { candidates: number; steps: number } }[];
   assert.ok(realPhase.length > 0 && realPhase.every((m) => m.screen?.candidates === 8 && m.screen.steps > 0));
   const c = JSON.parse(readFileSync(join(screened, "summary.json"), "utf8"));
   assert.equal(c.config.realScreen, 2);
+  assert.equal(c.config.realBatchAdvantage, 1);
   assert.equal(c.syntheticInteractions, b.syntheticInteractions + realPhase.reduce((n, m) => n + m.screen!.steps, 0));
 
   // `--resume DIR --budget N` extends a run: 300 synthetic steps taken on to 600 end where a run of 600

@@ -5,6 +5,7 @@ import { resumeTraining, train, type IterationMetrics, type TrainConfig, type Tr
 import { endpointOptions } from "./endpoint-options.ts";
 import { withEnvOption } from "./env-option.ts";
 import { parseIntOption } from "./episodes.ts";
+import { parseNumberOption } from "./options.ts";
 import { progressBar } from "./progress.ts";
 
 /** `--set a.b=value` → { a: { b: value } } (value read as JSON when it parses, else a string). */
@@ -72,6 +73,7 @@ export function registerTrain(program: Command): void {
     .option("--budget <n>", "training interactions: real env steps (real), synthetic steps (dreamgym, s2r's first phase)", parseIntOption("budget", 1))
     .option("--real-budget <n>", "s2r: real env steps of the second phase", parseIntOption("real-budget"))
     .option("--real-screen <n>", "s2r: draw n× each real iteration's tasks, play them in the synthetic env, and spend the real steps on those whose returns vary most (default 1: no screening)", parseIntOption("real-screen", 1, 64))
+    .option("--real-batch-advantage <λ>", "s2r: GRPO's batch term in the real phase (grpo.batchAdvantage there): each group's mean return against the batch's, added to its advantages (default: grpo.batchAdvantage, 0)", parseNumberOption("real-batch-advantage", 0, 100))
     .option("--max-seconds <n>", "also stop after this much training wall time", parseIntOption("max-seconds"))
     .option("--buffer <file>", "dreamgym/s2r: replay buffer with offline trajectories (abstract states); the run works on a copy. bc: the buffer whose successful real episodes are cloned")
     .option("--epochs <n>", "bc: passes over the demonstrations (default 8)", parseIntOption("epochs", 1))
@@ -103,13 +105,13 @@ export function registerTrain(program: Command): void {
       const hook = progressHook();
       try {
         if (o.resume) {
-          const others = Object.keys(o).filter((k) => !["resume", "set", "requestTimeout", "maxFailures", "budget", "mode", "realBudget", "realScreen"].includes(k) && cmd.getOptionValueSource(k) === "cli");
+          const others = Object.keys(o).filter((k) => !["resume", "set", "requestTimeout", "maxFailures", "budget", "mode", "realBudget", "realScreen", "realBatchAdvantage"].includes(k) && cmd.getOptionValueSource(k) === "cli");
           if (others.length > 0 || (o.set as string[]).length > 0) {
             throw new InvalidConfigError(`--resume continues a run with its own config; drop ${[...others.map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`), ...((o.set as string[]).length ? ["--set"] : [])].join(", ")}`);
           }
           // --mode s2r --real-budget N: a DreamGym run goes on in the real env (sim-to-real).
-          const s2r = cmd.getOptionValueSource("mode") === "cli" || cmd.getOptionValueSource("realBudget") === "cli" || cmd.getOptionValueSource("realScreen") === "cli"
-            ? { mode: o.mode, realBudget: o.realBudget, realScreen: o.realScreen } : {};
+          const s2r = cmd.getOptionValueSource("mode") === "cli" || cmd.getOptionValueSource("realBudget") === "cli" || cmd.getOptionValueSource("realScreen") === "cli" || cmd.getOptionValueSource("realBatchAdvantage") === "cli"
+            ? { mode: o.mode, realBudget: o.realBudget, realScreen: o.realScreen, realBatchAdvantage: o.realBatchAdvantage } : {};
           // --budget N: more training interactions of the first phase (the run goes on as if given N from the start).
           const budget = cmd.getOptionValueSource("budget") === "cli" ? { budget: o.budget } : {};
           const summary = await resumeTraining(o.resume, hook, { requestTimeout: o.requestTimeout, maxFailures: o.maxFailures, ...budget, ...s2r });
@@ -120,7 +122,7 @@ export function registerTrain(program: Command): void {
         const input: Record<string, unknown> = o.config ? ((await readJsonFile(o.config)) as Record<string, unknown>) : {};
         // Flags given on the command line override the file; the schema supplies the rest.
         const FLAG_KEYS: Record<string, string> = {
-          env: "env", mode: "mode", algo: "algo", budget: "budget", realBudget: "realBudget", realScreen: "realScreen", maxSeconds: "maxSeconds", seed: "seed",
+          env: "env", mode: "mode", algo: "algo", budget: "budget", realBudget: "realBudget", realScreen: "realScreen", realBatchAdvantage: "realBatchAdvantage", maxSeconds: "maxSeconds", seed: "seed",
           tasksPerIter: "tasksPerIteration", group: "rolloutsPerTask", concurrency: "concurrency", evalEvery: "evalEvery", evalTasks: "evalTasks",
           finalEvalTasks: "finalEvalTasks", checkpointEvery: "checkpointEvery", data: "dataDir", buffer: "buffer", experience: "experience",
           hybrid: "hybrid", coldStart: "coldStart", syntheticOnly: "syntheticOnly", replay: "replay", cache: "cache", requestTimeout: "requestTimeout", maxFailures: "maxFailures",

@@ -105,6 +105,12 @@ export const trainConfigSchema = z.strictObject({
    * policy, screening costs `realScreen`× an iteration's calls in the synthetic env.
    */
   realScreen: z.number().int().min(1).max(64).default(1),
+  /**
+   * S2R's real phase: GRPO's `batchAdvantage` λ there (unset: `grpo.batchAdvantage`, as in the first
+   * phase). DreamGym's policy plays most real tasks one way; a group of equal returns teaches GRPO
+   * nothing, and the batch term still moves the policy off a way that earns less than the batch.
+   */
+  realBatchAdvantage: z.number().min(0).max(100).optional(),
   seed: z.number().int().min(0).max(2 ** 52).default(0),
   /** Tasks sampled per iteration, each rolled out `rolloutsPerTask` times (GRPO's group size G). */
   tasksPerIteration: z.number().int().min(1).max(1e5).default(16),
@@ -232,4 +238,4 @@ export interface TrainHooks {
  * `realBudget`, and optionally `realScreen`): sim-to-real continuing the same run, its policy,
  * optimiser and counters.
  */
-export type ResumeOverrides = Partial<Pick<TrainConfig, "requestTimeout" | "maxFailures" | "budget" | "realBudget" | "realScreen">> & { mode?: "s2r" };
+export type ResumeOverrides = Partial<Pick<TrainConfig, "requestTimeout" | "maxFailures" | "budget" | "realBudget" | "realScreen" | "realBatchAdvantage">> & { mode?: "s2r" };

@@ -69,8 +69,10 @@ export async function trainingLoop(config: TrainConfig, run: RunFolder, parts: P
       updating = true;
       const updateRng = new Rng(deriveSeed(config.seed, "update", iteration));
       const updated = groups.filter((g) => g.length >= 2);
+      // S2R's real phase may set its own batch term (`realBatchAdvantage`).
+      const grpo = phase === "real" && config.mode === "s2r" && config.realBatchAdvantage !== undefined ? { ...config.grpo, batchAdvantage: config.realBatchAdvantage } : config.grpo;
       const stats = config.algo === "grpo"
-        ? grpoUpdate(policy, reference, updated, config.grpo, updateRng)
+        ? grpoUpdate(policy, reference, updated, grpo, updateRng)
         : ppoUpdate(policy, kept, config.ppo, updateRng);
       const t2 = performance.now();
 

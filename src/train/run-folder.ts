@@ -100,9 +100,9 @@ export class RunFolder {
       throw new DataError("not a checkpoint record (iteration, policyFile, state); it may be damaged: restore it or start a new run", { file: latestFile });
     }
     const defined = Object.fromEntries(Object.entries(overrides).filter(([, v]) => v !== undefined));
-    const toS2r = defined.mode !== undefined || defined.realBudget !== undefined || defined.realScreen !== undefined;
+    const toS2r = defined.mode !== undefined || defined.realBudget !== undefined || defined.realScreen !== undefined || defined.realBatchAdvantage !== undefined;
     if (toS2r && (defined.mode !== "s2r" || !(Number(defined.realBudget) > 0) || (stored.mode !== "dreamgym" && stored.mode !== "s2r"))) {
-      throw new InvalidConfigError(`a resumed run can only go on to a real phase: a dreamgym or s2r run, with --mode s2r and --real-budget N > 0, --real-screen optional (this run is ${String(stored.mode)})`);
+      throw new InvalidConfigError(`a resumed run can only go on to a real phase: a dreamgym or s2r run, with --mode s2r and --real-budget N > 0, --real-screen and --real-batch-advantage optional (this run is ${String(stored.mode)})`);
     }
     // A larger first-phase budget extends the run, as if it had been given from the start.
     if (defined.budget !== undefined) {
@@ -115,7 +115,7 @@ export class RunFolder {
     const config = resolveTrainConfig({ ...stored, ...defined }, `config of ${configFile}`);
     // From now on the run is an S2R run, or one with the larger budget, also for a later resume.
     if (toS2r || defined.budget !== undefined) {
-      writeFileAtomic(configFile, JSON.stringify({ ...raw, mode: config.mode, budget: config.budget, realBudget: config.realBudget, realScreen: config.realScreen }, null, 2) + "\n");
+      writeFileAtomic(configFile, JSON.stringify({ ...raw, mode: config.mode, budget: config.budget, realBudget: config.realBudget, realScreen: config.realScreen, realBatchAdvantage: config.realBatchAdvantage }, null, 2) + "\n");
     }
     const folder = new RunFolder(dir, config, runId);
     // Lines after the checkpoint are replayed, so they go (and a torn last line with them).

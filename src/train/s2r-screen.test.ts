@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { ReplayBuffer } from "../buffer/index.ts";
 import { registerEnv } from "../envs/index.ts";
 import type { ExperienceModel } from "../experience/index.ts";
+import type { Task } from "../core/index.ts";
 import { BanditEnv, banditSyntheticSupport } from "../testing/index.ts";
 import { readMetrics, train, type TrainConfigInput } from "./index.ts";
 
@@ -58,4 +59,42 @@ test("S2R's real phase screens its tasks in the synthetic env: it plays the task
   const plain = await runOf("plain", 1);
   assert.ok(plain.every((m) => m.screen === undefined));
   assert.deepEqual(plain.filter((m) => m.phase === "real").map((m) => m.syntheticInteractions), [16, 16, 16]);
+});
+
+// A bandit whose odd tasks pay 0.5 whatever the arm: their real groups' returns are all equal.
+const SPLIT_ENV = "split-bandit";
+class SplitBandit extends BanditEnv {
+  private flat = false;
+  protected start(task: Task): void {
+    this.flat = Number(task.id.split(":")[1]) % 2 === 1;
+    super.start(task);
+  }
+  protected apply(action: string) {
+    return this.flat ? { reward: 0.5, terminated: true } : super.apply(action);
+  }
+}
+registerEnv(SPLIT_ENV, { create: () => new SplitBandit(5, 3), tasks: (env) => (env as SplitBandit).tasks(8), synthetic: () => banditSyntheticSupport(SPLIT_ENV) });
+
+test("S2R's real phase takes its own GRPO batch term (realBatchAdvantage): the synthetic phase is as without it, the real phase's updates are not", async () => {
+  const root = mkdtempSync(join(tmpdir(), "dreamgym-real-batch-"));
+  const buffer = join(root, "empty.db");
+  ReplayBuffer.open(buffer).close();
+  const common: TrainConfigInput = {
+    env: SPLIT_ENV, mode: "s2r", buffer, budget: 16, realBudget: 24, tasksPerIteration: 4, rolloutsPerTask: 4, concurrency: 2, evalEvery: 0, finalEvalTasks: 2,
+    seed: 3, policy: { dim: 1024 }, curriculum: { enabled: false }, onPolicyAudit: { every: 0 },
+  };
+  const runOf = async (name: string, extra: TrainConfigInput) => {
+    await train(join(root, name), { ...common, ...extra }, {}, { experienceModel: model });
+    return readMetrics(join(root, name));
+  };
+  const losses = (ms: Awaited<ReturnType<typeof runOf>>, phase: string) => ms.filter((m) => m.phase === phase).map((m) => m.policyLoss);
+  const plain = await runOf("plain", {});
+  const batch = await runOf("batch", { realBatchAdvantage: 1 });
+  assert.deepEqual(losses(batch, "synthetic"), losses(plain, "synthetic"));
+  // The first real iteration plays the same episodes from the same policy; the flat tasks' groups
+  // (0.5 each, above the others' mean) now carry an advantage, so the update differs.
+  assert.notEqual(losses(batch, "real")[0], losses(plain, "real")[0]);
+  // The same λ in grpo.batchAdvantage applies to both phases instead.
+  const both = await runOf("both", { grpo: { batchAdvantage: 1 } });
+  assert.notDeepEqual(losses(both, "synthetic"), losses(plain, "synthetic"));
 });
