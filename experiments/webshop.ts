@@ -10,6 +10,7 @@
 //
 //   npm run experiment:webshop -- [--seeds 3] [--real 80000] [--synthetic 80000] [--parallel 2] [--out runs/experiment-webshop]
 //     [--init scratch|bc] [--synthetic-tasks seed|split] [--experience learned|default|<chat model>] [--rows bc,real,real-tenth,dreamgym,s2r,hybrid,no-replay,no-curriculum,no-pessimism,knn] [--only-seeds 2] [--final-eval-tasks 500]
+//     [--real-screen 4] [--real-batch-advantage 2]
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -42,6 +43,12 @@ const { values: args } = parseArgs({
      * them, the paper's seed task set) or split (every train goal).
      */
     "synthetic-tasks": { type: "string", default: "seed" },
+    /**
+     * The S2R row's real phase: its tasks screened in the synthetic env (`--real-screen`) and GRPO's
+     * batch term there (`--real-batch-advantage`), as chosen on the dev split (docs/results.md).
+     */
+    "real-screen": { type: "string", default: "4" },
+    "real-batch-advantage": { type: "string", default: "2" },
   },
 });
 const seeds = Number(args.seeds);
@@ -104,7 +111,7 @@ const allRows: Row[] = [
   { key: "real", name: `real-env GRPO, ${N.toLocaleString("en-US")} real steps`, args: ["--mode", "real", "--budget", String(N)], audit: "—" },
   { key: "real-tenth", name: `real-env GRPO, ${tenth.toLocaleString("en-US")} real steps`, args: ["--mode", "real", "--budget", String(tenth)], audit: "—" },
   dg("dreamgym", "DreamGym (model rewards), 0 real", []),
-  { key: "s2r", name: `DreamGym-S2R (model rewards), ${tenth.toLocaleString("en-US")} real`, args: ["--mode", "s2r", "--budget", String(M), "--real-budget", String(tenth), ...experienceArgs], audit: fullAudit },
+  { key: "s2r", name: `DreamGym-S2R (model rewards), ${tenth.toLocaleString("en-US")} real (real tasks screened ×${args["real-screen"]}, batch term λ ${args["real-batch-advantage"]})`, args: ["--mode", "s2r", "--budget", String(M), "--real-budget", String(tenth), "--real-screen", args["real-screen"]!, "--real-batch-advantage", args["real-batch-advantage"]!, ...experienceArgs], audit: fullAudit },
   dg("no-replay", "ablation: no replay", ["--no-replay"]),
   dg("no-curriculum", "ablation: no curriculum", ["--no-curriculum"]),
   dg("no-pessimism", "ablation: no pessimism", ["--no-pessimism"]),

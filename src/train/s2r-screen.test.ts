@@ -65,11 +65,11 @@ test("S2R's real phase screens its tasks in the synthetic env: it plays the task
 const SPLIT_ENV = "split-bandit";
 class SplitBandit extends BanditEnv {
   private flat = false;
-  protected start(task: Task): void {
+  protected override start(task: Task): void {
     this.flat = Number(task.id.split(":")[1]) % 2 === 1;
     super.start(task);
   }
-  protected apply(action: string) {
+  protected override apply(action: string) {
     return this.flat ? { reward: 0.5, terminated: true } : super.apply(action);
   }
 }
