@@ -26,18 +26,24 @@ const model: ExperienceModel = {
   predict: async ({ task, state, action }) => ({ nextState: state, reward: VARYING.has(task.id) ? Number(action.match(/\d/)![0]) / 4 : 0.5, terminated: true, info: {} }),
 };
 
-test("S2R's real phase screens its tasks in the synthetic env: it plays the tasks whose synthetic returns vary, and counts the screening as synthetic steps", async () => {
-  const root = mkdtempSync(join(tmpdir(), "dreamgym-screen-"));
+/** Small S2R runs of `env` (16 synthetic steps, 24 real), each in a folder of one temporary root, with `model` as the experience model. */
+function s2rRuns(env: string, tasksPerIteration: number) {
+  const root = mkdtempSync(join(tmpdir(), "dreamgym-s2r-"));
   const buffer = join(root, "empty.db");
   ReplayBuffer.open(buffer).close();
   const common: TrainConfigInput = {
-    env: ENV, mode: "s2r", buffer, budget: 16, realBudget: 24, tasksPerIteration: 2, rolloutsPerTask: 4, concurrency: 2, evalEvery: 0, finalEvalTasks: 2,
+    env, mode: "s2r", buffer, budget: 16, realBudget: 24, tasksPerIteration, rolloutsPerTask: 4, concurrency: 2, evalEvery: 0, finalEvalTasks: 2,
     seed: 3, policy: { dim: 1024 }, curriculum: { enabled: false }, onPolicyAudit: { every: 0 },
   };
-  const runOf = async (name: string, realScreen: number) => {
-    await train(join(root, name), { ...common, realScreen }, {}, { experienceModel: model });
+  return async (name: string, extra: TrainConfigInput) => {
+    await train(join(root, name), { ...common, ...extra }, {}, { experienceModel: model });
     return readMetrics(join(root, name));
   };
+}
+
+test("S2R's real phase screens its tasks in the synthetic env: it plays the tasks whose synthetic returns vary, and counts the screening as synthetic steps", async () => {
+  const s2r = s2rRuns(ENV, 2);
+  const runOf = (name: string, realScreen: number) => s2r(name, { realScreen });
 
   const screened = await runOf("screened", 4);
   const real = screened.filter((m) => m.phase === "real");
@@ -76,17 +82,7 @@ class SplitBandit extends BanditEnv {
 registerEnv(SPLIT_ENV, { create: () => new SplitBandit(5, 3), tasks: (env) => (env as SplitBandit).tasks(8), synthetic: () => banditSyntheticSupport(SPLIT_ENV) });
 
 test("S2R's real phase takes its own GRPO batch term (realBatchAdvantage): the synthetic phase is as without it, the real phase's updates are not", async () => {
-  const root = mkdtempSync(join(tmpdir(), "dreamgym-real-batch-"));
-  const buffer = join(root, "empty.db");
-  ReplayBuffer.open(buffer).close();
-  const common: TrainConfigInput = {
-    env: SPLIT_ENV, mode: "s2r", buffer, budget: 16, realBudget: 24, tasksPerIteration: 4, rolloutsPerTask: 4, concurrency: 2, evalEvery: 0, finalEvalTasks: 2,
-    seed: 3, policy: { dim: 1024 }, curriculum: { enabled: false }, onPolicyAudit: { every: 0 },
-  };
-  const runOf = async (name: string, extra: TrainConfigInput) => {
-    await train(join(root, name), { ...common, ...extra }, {}, { experienceModel: model });
-    return readMetrics(join(root, name));
-  };
+  const runOf = s2rRuns(SPLIT_ENV, 4);
   const losses = (ms: Awaited<ReturnType<typeof runOf>>, phase: string) => ms.filter((m) => m.phase === phase).map((m) => m.policyLoss);
   const plain = await runOf("plain", {});
   const batch = await runOf("batch", { realBatchAdvantage: 1 });
