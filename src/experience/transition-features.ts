@@ -28,7 +28,7 @@ import type { HistoryStep } from "./experience-model.ts";
  * Web page states (element lines, actions by id) are read through their bracketed view (`webView`),
  * the history's pages and actions too, so every feature above reads the element an id names.
  */
-export const TRANSITION_FEATURE_VERSION = "transition-features-v4";
+export const TRANSITION_FEATURE_VERSION = "transition-features-v5";
 
 /**
  * The instruction without the option values it asks for and its price bound: what the product

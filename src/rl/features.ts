@@ -18,7 +18,7 @@ import { webView, type WebView } from "./web-view.ts";
  * Web page states (element lines, actions by id: the browser env) are read through their bracketed
  * view ({@link webView}): the same features, of the element each id names.
  */
-export const FEATURE_VERSION = "text-features-v3";
+export const FEATURE_VERSION = "text-features-v4";
 
 /** A sparse feature vector: hashed indices (sorted, unique) and their values. */
 export interface SparseVector {
@@ -190,7 +190,11 @@ function featurizeText(input: PolicyInput, dim: number, chosen?: ReadonlySet<str
 
   const searches = input.history.filter((a) => a.startsWith("search[")).length;
   const prev = input.history.length > 0 ? parseAction(input.history[input.history.length - 1]) : undefined;
-  const prevLabel = prev ? (idLike(prev.label) ? `${prev.verb}:<id>` : `${prev.verb}:${prev.label}`) : "none";
+  // A search's words are the task's own: a feature of them would let the scorer learn each training
+  // task by heart (its tanh layer can turn "this query" into "this item rank"), which no other task
+  // shares. A search is named by its query variant instead, as an item by "<id>".
+  const searchLabel = (p: ParsedAction) => `<query${p.variant ?? ""}>`;
+  const prevLabel = prev ? (prev.verb === "search" ? `search:${searchLabel(prev)}` : idLike(prev.label) ? `${prev.verb}:<id>` : `${prev.verb}:${prev.label}`) : "none";
   const taken = new Map<string, number>();
   for (const a of input.history) taken.set(a.toLowerCase(), (taken.get(a.toLowerCase()) ?? 0) + 1);
   const takenLabels = new Set([...input.history.map((a) => parseAction(a).label), ...(chosen ?? [])]);
@@ -224,7 +228,7 @@ function featurizeText(input: PolicyInput, dim: number, chosen?: ReadonlySet<str
     const k = `${kind}|${p.verb}`;
     b.add(`bias|${k}`);
     const item = isItem(c);
-    const label = item ? "<id>" : p.label;
+    const label = item ? "<id>" : p.verb === "search" ? searchLabel(p) : p.label;
     if (p.label.length <= 40) b.add(`label|${k}|${label}`);
     b.add(`label-steps|${k}|${label}|${bucket(step, [1, 3, 6, 9])}`);
     b.add(`prev|${k}|${prevLabel}|${label}`);
