@@ -192,7 +192,8 @@ function featurizeText(input: PolicyInput, dim: number, chosen?: ReadonlySet<str
   const prev = input.history.length > 0 ? parseAction(input.history[input.history.length - 1]) : undefined;
   // A search's words are the task's own: a feature of them would let the scorer learn each training
   // task by heart (its tanh layer can turn "this query" into "this item rank"), which no other task
-  // shares. A search is named by its query variant instead, as an item by "<id>".
+  // shares. A candidate search is named by its query variant instead, as an item by "<id>"; the
+  // previous search (read back from the history, which keeps no variant) by "<query>".
   const searchLabel = (p: ParsedAction) => `<query${p.variant ?? ""}>`;
   const prevLabel = prev ? (prev.verb === "search" ? `search:${searchLabel(prev)}` : idLike(prev.label) ? `${prev.verb}:<id>` : `${prev.verb}:${prev.label}`) : "none";
   const taken = new Map<string, number>();
