@@ -3,12 +3,12 @@
 // experience model is the learned model (trained here from the seed buffer), `-- --experience default`
 // the kNN model, `-- --experience <chat model>` the reasoning model. Rows: the rule baseline, behaviour
 // cloning on the seed buffer (0 RL), real-env GRPO at N and N/10 real steps, DreamGym (0 real), DreamGym-S2R
-// (N/10 real), the hybrid, and the ablations (no replay, no curriculum, no pessimism, kNN instead of the
+// (3× the synthetic steps, then N/10 real), the hybrid, and the ablations (no replay, no curriculum, no pessimism, kNN instead of the
 // learned model). Every RL run starts from the BC row's policy of its seed (`--init bc`, the default;
 // `--init scratch`: fresh weights). Each training run is `dreamgym
 // train` in a child process, two at a time (one per core); writes results.md.
 //
-//   npm run experiment:webshop -- [--seeds 3] [--real 80000] [--synthetic 80000] [--parallel 2] [--out runs/experiment-webshop]
+//   npm run experiment:webshop -- [--seeds 3] [--real 80000] [--synthetic 80000] [--s2r-synthetic 240000] [--parallel 2] [--out runs/experiment-webshop]
 //     [--init scratch|bc] [--synthetic-tasks seed|split] [--experience learned|default|<chat model>] [--rows bc,real,real-tenth,dreamgym,s2r,hybrid,no-replay,no-curriculum,no-pessimism,knn] [--only-seeds 2] [--final-eval-tasks 500]
 //     [--real-screen 4] [--real-batch-advantage 2]
 import { spawn } from "node:child_process";
@@ -28,6 +28,11 @@ const { values: args } = parseArgs({
     seeds: { type: "string", default: "3" },
     real: { type: "string", default: "80000" },
     synthetic: { type: "string", default: "80000" },
+    /**
+     * The S2R row's synthetic phase (default 3 × --synthetic): synthetic steps cost no real
+     * interaction, and from 80k the 8k real steps do not catch up with real-env GRPO (docs/results.md).
+     */
+    "s2r-synthetic": { type: "string" },
     parallel: { type: "string", default: "2" },
     /** Where every RL run starts: scratch (fresh weights from its seed) or bc (the BC row's policy of the same seed). */
     init: { type: "string", default: "bc" },
@@ -55,6 +60,7 @@ const seeds = Number(args.seeds);
 const N = Number(args.real);
 const tenth = Math.round(N / 10);
 const M = Number(args.synthetic);
+const S2R_M = Number(args["s2r-synthetic"] ?? 3 * M);
 const finalEvalTasks = args["final-eval-tasks"]!;
 const out = args.out!;
 const BIN = join(import.meta.dirname, "..", "bin", "dreamgym");
@@ -111,7 +117,7 @@ const allRows: Row[] = [
   { key: "real", name: `real-env GRPO, ${N.toLocaleString("en-US")} real steps`, args: ["--mode", "real", "--budget", String(N)], audit: "—" },
   { key: "real-tenth", name: `real-env GRPO, ${tenth.toLocaleString("en-US")} real steps`, args: ["--mode", "real", "--budget", String(tenth)], audit: "—" },
   dg("dreamgym", "DreamGym (model rewards), 0 real", []),
-  { key: "s2r", name: `DreamGym-S2R (model rewards), ${tenth.toLocaleString("en-US")} real (real tasks screened ×${args["real-screen"]}, batch term λ ${args["real-batch-advantage"]})`, args: ["--mode", "s2r", "--budget", String(M), "--real-budget", String(tenth), "--real-screen", args["real-screen"]!, "--real-batch-advantage", args["real-batch-advantage"]!, ...experienceArgs], audit: fullAudit },
+  { key: "s2r", name: `DreamGym-S2R (model rewards), ${S2R_M.toLocaleString("en-US")} synthetic then ${tenth.toLocaleString("en-US")} real (real tasks screened ×${args["real-screen"]}, batch term λ ${args["real-batch-advantage"]})`, args: ["--mode", "s2r", "--budget", String(S2R_M), "--real-budget", String(tenth), "--real-screen", args["real-screen"]!, "--real-batch-advantage", args["real-batch-advantage"]!, ...experienceArgs], audit: fullAudit },
   dg("no-replay", "ablation: no replay", ["--no-replay"]),
   dg("no-curriculum", "ablation: no curriculum", ["--no-curriculum"]),
   dg("no-pessimism", "ablation: no pessimism", ["--no-pessimism"]),
@@ -176,7 +182,7 @@ const stat = (xs: number[]) => {
 /** The last on-policy audit of a run: its exploitation rate (null: no synthetic success to check) and synthetic / real return. */
 const lastAudit = (dir: string) => readMetrics(dir).filter((m) => m.onPolicyAudit).at(-1)?.onPolicyAudit;
 const lines = [
-  `WebShop, neural policy (GRPO), test split (${finalEvalTasks} goals, greedy); ${onlySeeds ? `seed(s) ${onlySeeds.join(", ")}` : `${seeds} seeds`}, mean ± standard deviation; synthetic runs ${M.toLocaleString("en-US")} synthetic steps on the ${args["synthetic-tasks"] === "seed" ? "seed buffer's tasks and the curriculum's" : "train split's tasks"}; experience model: ${modelName}, no verifier unless marked hybrid; ${args.init === "bc" ? "every RL run starts from the BC policy of its seed" : "every RL run from fresh weights"}.`,
+  `WebShop, neural policy (GRPO), test split (${finalEvalTasks} goals, greedy); ${onlySeeds ? `seed(s) ${onlySeeds.join(", ")}` : `${seeds} seeds`}, mean ± standard deviation; synthetic runs ${M.toLocaleString("en-US")} synthetic steps (S2R ${S2R_M.toLocaleString("en-US")}) on the ${args["synthetic-tasks"] === "seed" ? "seed buffer's tasks and the curriculum's" : "train split's tasks"}; experience model: ${modelName}, no verifier unless marked hybrid; ${args.init === "bc" ? "every RL run starts from the BC policy of its seed" : "every RL run from fresh weights"}.`,
   "",
   "| method | score | success | real training steps | synthetic steps | wall time | offline ε_R (held-out test episodes) | on-policy exploitation rate (last audit) | synthetic / real return (last audit) |",
   "|---|---|---|---|---|---|---|---|---|",
