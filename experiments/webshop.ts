@@ -23,45 +23,69 @@ import { writeFileAtomic } from "../src/core/index.ts";
 import { latestPolicyFile, readMetrics } from "../src/train/index.ts";
 import { playScripted, seedWebShopBuffer } from "../src/cli/seed-data.ts";
 
-const { values: args } = parseArgs({
-  options: {
-    seeds: { type: "string", default: "3" },
-    real: { type: "string", default: "80000" },
-    synthetic: { type: "string", default: "80000" },
-    /**
-     * The S2R row's synthetic phase (default 3 × --synthetic): synthetic steps cost no real
-     * interaction, and from 80k the 8k real steps do not catch up with real-env GRPO (docs/results.md).
-     */
-    "s2r-synthetic": { type: "string" },
-    parallel: { type: "string", default: "2" },
-    /** Where every RL run starts: scratch (fresh weights from its seed) or bc (the BC row's policy of the same seed). */
-    init: { type: "string", default: "bc" },
-    out: { type: "string", default: "runs/experiment-webshop" },
-    experience: { type: "string", default: "learned" },
-    /** Only these rows (keys as in the header), e.g. for a reduced run. */
-    rows: { type: "string" },
-    /** Only these seeds of the --seeds (e.g. 2: rerun one lost seed into the same --out). */
-    "only-seeds": { type: "string" },
-    "final-eval-tasks": { type: "string", default: "500" },
-    /**
-     * The synthetic rows' tasks: seed (the seed buffer's tasks and the curriculum's variations of
-     * them, the paper's seed task set) or split (every train goal).
-     */
-    "synthetic-tasks": { type: "string", default: "seed" },
-    /**
-     * The S2R row's real phase: its tasks screened in the synthetic env (`--real-screen`) and GRPO's
-     * batch term there (`--real-batch-advantage`), as chosen on the dev split (docs/results.md).
-     */
-    "real-screen": { type: "string", default: "4" },
-    "real-batch-advantage": { type: "string", default: "2" },
-  },
-});
-const seeds = Number(args.seeds);
-const N = Number(args.real);
+/** Bad flags: one line and exit 2, before anything is written (seeding alone takes minutes). */
+const usage = (message: string): never => {
+  console.error(`error: ${message}`);
+  process.exit(2);
+};
+const OPTIONS = {
+  seeds: { type: "string", default: "3" },
+  real: { type: "string", default: "80000" },
+  synthetic: { type: "string", default: "80000" },
+  /**
+   * The S2R row's synthetic phase (default 3 × --synthetic): synthetic steps cost no real
+   * interaction, and from 80k the 8k real steps do not catch up with real-env GRPO (docs/results.md).
+   */
+  "s2r-synthetic": { type: "string" },
+  parallel: { type: "string", default: "2" },
+  /** Where every RL run starts: scratch (fresh weights from its seed) or bc (the BC row's policy of the same seed). */
+  init: { type: "string", default: "bc" },
+  out: { type: "string", default: "runs/experiment-webshop" },
+  experience: { type: "string", default: "learned" },
+  /** Only these rows (keys as in the header), e.g. for a reduced run. */
+  rows: { type: "string" },
+  /** Only these seeds of the --seeds (e.g. 2: rerun one lost seed into the same --out). */
+  "only-seeds": { type: "string" },
+  "final-eval-tasks": { type: "string", default: "500" },
+  /**
+   * The synthetic rows' tasks: seed (the seed buffer's tasks and the curriculum's variations of
+   * them, the paper's seed task set) or split (every train goal).
+   */
+  "synthetic-tasks": { type: "string", default: "seed" },
+  /**
+   * The S2R row's real phase: its tasks screened in the synthetic env (`--real-screen`) and GRPO's
+   * batch term there (`--real-batch-advantage`), as chosen on the dev split (docs/results.md).
+   */
+  "real-screen": { type: "string", default: "4" },
+  "real-batch-advantage": { type: "string", default: "2" },
+} as const;
+const args = (() => {
+  try {
+    return parseArgs({ options: OPTIONS }).values;
+  } catch (e) {
+    return usage((e as Error).message);
+  }
+})();
+const count = (flag: "seeds" | "real" | "synthetic" | "s2r-synthetic" | "parallel" | "final-eval-tasks") => {
+  const n = Number(args[flag]);
+  return Number.isInteger(n) && n > 0 ? n : usage(`--${flag} must be a positive integer, got "${args[flag]}"`);
+};
+const seeds = count("seeds");
+const N = count("real");
 const tenth = Math.round(N / 10);
-const M = Number(args.synthetic);
-const S2R_M = Number(args["s2r-synthetic"] ?? 3 * M);
-const finalEvalTasks = args["final-eval-tasks"]!;
+const M = count("synthetic");
+const S2R_M = args["s2r-synthetic"] === undefined ? 3 * M : count("s2r-synthetic");
+const parallel = count("parallel");
+const finalEvalTasks = String(count("final-eval-tasks"));
+const ROW_KEYS = ["bc", "real", "real-tenth", "dreamgym", "s2r", "no-replay", "no-curriculum", "no-pessimism", "knn", "hybrid"];
+const wanted = args.rows?.split(",").map((k) => k.trim());
+const unknown = wanted?.filter((k) => !ROW_KEYS.includes(k) || (k === "knn" && args.experience === "default")) ?? [];
+if (unknown.length > 0) usage(`unknown rows ${unknown.join(", ")} (rows: ${ROW_KEYS.filter((k) => k !== "knn" || args.experience !== "default").join(", ")})`);
+const onlySeeds = args["only-seeds"]?.split(",").map(Number);
+if (onlySeeds?.some((s) => !Number.isInteger(s) || s < 0 || s >= seeds)) usage(`--only-seeds takes seeds below --seeds ${seeds}, not ${args["only-seeds"]}`);
+if (args["synthetic-tasks"] !== "seed" && args["synthetic-tasks"] !== "split") usage(`--synthetic-tasks is seed or split, not ${args["synthetic-tasks"]}`);
+if (args.init !== "scratch" && args.init !== "bc") usage(`--init is scratch or bc, not ${args.init}`);
+if (args.init === "bc" && wanted && !wanted.includes("bc")) usage("--init bc needs the bc row");
 const out = args.out!;
 const BIN = join(import.meta.dirname, "..", "bin", "dreamgym");
 const started = performance.now();
@@ -107,7 +131,6 @@ const rule = await playScripted("rule", "test", 500);
 
 // 4. The runs: every row × seed, as child processes. RL rows start from fresh weights (their seed).
 interface Row { key: string; name: string; args: string[]; audit: string }
-if (args["synthetic-tasks"] !== "seed" && args["synthetic-tasks"] !== "split") throw new Error(`--synthetic-tasks is seed or split, not ${args["synthetic-tasks"]}`);
 const syntheticTasks = ["--set", `syntheticTasks=${args["synthetic-tasks"]}`];
 const experienceArgs = [...(args.experience === "default" ? [] : ["--experience", args.experience === "learned" ? `learned:${modelFile}` : args.experience]), ...syntheticTasks];
 const modelName = args.experience === "learned" ? "learned model" : args.experience === "default" ? "embedded kNN model" : args.experience;
@@ -126,12 +149,7 @@ const allRows: Row[] = [
     : !local ? [{ key: "knn", name: "ablation: without reasoning (embedded kNN model)", args: ["--mode", "dreamgym", "--budget", String(M), ...syntheticTasks], audit: knnAudit }] : []),
   dg("hybrid", "extra: DreamGym (hybrid rewards: purchases scored by WebShop), 0 real", ["--hybrid"], `${fullAudit} (purchase rewards exact)`),
 ];
-const wanted = args.rows?.split(",").map((k) => k.trim());
-const unknown = wanted?.filter((k) => !allRows.some((r) => r.key === k)) ?? [];
-if (unknown.length > 0) throw new Error(`unknown rows ${unknown.join(", ")} (rows: ${allRows.map((r) => r.key).join(", ")})`);
 const rows = wanted ? allRows.filter((r) => wanted.includes(r.key)) : allRows;
-const onlySeeds = args["only-seeds"]?.split(",").map(Number);
-if (onlySeeds?.some((s) => !Number.isInteger(s) || s < 0 || s >= seeds)) throw new Error(`--only-seeds takes seeds below --seeds ${seeds}, not ${args["only-seeds"]}`);
 const jobs: { row: number; seed: number; dir: string; init?: string }[] = rows
   .flatMap((row, r) => Array.from({ length: seeds }, (_, s) => ({ row: r, seed: s, dir: join(out, `${row.key}-seed${s}`) })))
   .filter((j) => !onlySeeds || onlySeeds.includes(j.seed));
@@ -158,12 +176,10 @@ const runJob = (job: (typeof jobs)[number]) =>
 /** Runs the jobs, `--parallel` at a time. */
 const runAll = async (list: typeof jobs) => {
   let next = 0;
-  await Promise.all(Array.from({ length: Number(args.parallel) }, async () => {
+  await Promise.all(Array.from({ length: parallel }, async () => {
     while (next < list.length) await runJob(list[next++]);
   }));
 };
-if (args.init !== "scratch" && args.init !== "bc") throw new Error(`--init is scratch or bc, not ${args.init}`);
-if (args.init === "bc" && !rows.some((r) => r.key === "bc")) throw new Error("--init bc needs the bc row");
 if (args.init === "bc") {
   // The BC runs first; every RL run of seed s then starts from the BC policy of seed s.
   await runAll(jobs.filter((j) => rows[j.row].key === "bc"));
@@ -204,6 +220,6 @@ rows.forEach((row, r) => {
   lines.push(`| ${row.name} | ${score.m.toFixed(1)} ± ${score.sd.toFixed(1)} | ${success.m.toFixed(1)} ± ${success.sd.toFixed(1)}% | ${Math.round(realSteps.m).toLocaleString("en-US")} | ${Math.round(syn.m).toLocaleString("en-US")} | ${wall.m.toFixed(0)} s | ${row.audit} | ${exploitation} | ${returns} |`);
 });
 if (failures.length > 0) lines.push("", "Failed runs:", ...failures.map((f) => `- ${f}`));
-lines.push("", `Total time ${((performance.now() - started) / 60000).toFixed(1)} min (${args.parallel} runs at a time).`);
+lines.push("", `Total time ${((performance.now() - started) / 60000).toFixed(1)} min (${parallel} runs at a time).`);
 writeFileSync(join(out, "results.md"), lines.join("\n") + "\n");
 console.log(`\n${lines.join("\n")}\n\nwritten to ${join(out, "results.md")}`);
