@@ -18,7 +18,7 @@ export function registerAudit(program: Command): void {
     .option("--env <name>", ENV_OR_URL)
     .option("--trajectories <file>", "held-out real trajectories (JSONL), of tasks the buffer has not seen")
     .option("--run <dir>", "on-policy audit of a finished run: replay its synthetic episodes (from its buffer.db) in the real env, per iteration")
-    .option("--episodes <n>", "with --run: episodes replayed per iteration (a sample fixed by the run's seed)", parseIntOption("episodes", 1), 16)
+    .option("--episodes <n>", "with --run: episodes replayed per iteration, at least, as whole groups (an iteration's episodes of one task; which, fixed by the run's seed)", parseIntOption("episodes", 1), 16)
     .option("--experience <model>", "default (embedded kNN model), learned:FILE (dreamgym model train) or a chat model (http://host/v1#model, openai:model)", "default")
     .option("--buffer <file>", "the buffer that grounds the model (demos of the audited task are left out)")
     .option("--limit <n>", "audit at most this many trajectories", parseIntOption("limit", 1))

@@ -47,7 +47,7 @@ export async function runSyntheticEpisodes(dir: string, dataDir?: string): Promi
  * `dreamgym audit --run DIR`: the on-policy audit of a run after the fact. It reads the run's
  * `config.json` (env, splits, data folder, seed) and the synthetic episodes in its `buffer.db`
  * (labelled by iteration; what `bufferCapacity` kept, so the oldest iterations of a long run are gone,
- * and a `--no-replay` run stored none), replays a sample of each iteration's episodes in the real env
+ * and a `--no-replay` run stored none), replays whole groups of each iteration's episodes in the real env
  * (train split, abstracted as in training) and prints one table row per iteration and one for all.
  * The buffer keeps no env seeds: episodes are replayed with seed 0 (WebShop does not use the seed
  * when given a task).
@@ -62,10 +62,18 @@ export async function auditRun(dir: string, opts: { episodes: number; dataDir?: 
   try {
     for (const iteration of [...byIteration.keys()].sort((a, b) => a - b)) {
       const episodes = byIteration.get(iteration)!;
-      // The same kind of sample as training's audit: fixed by the run's seed and the iteration.
-      const sample = new Rng(deriveSeed(config.seed, "audit", iteration)).sample(episodes, Math.min(opts.episodes, episodes.length));
-      const records: SyntheticRecord[] = sample.map((t) => ({
-        task: t.task, seed: 0, observation: t.steps[0].observation,
+      // The same kind of sample as training's audit: whole groups (an iteration's episodes of one
+      // task), in an order fixed by the run's seed and the iteration, until `episodes` are taken.
+      const byTask = new Map<string, Trajectory[]>();
+      for (const t of episodes) byTask.set(t.task.id, [...(byTask.get(t.task.id) ?? []), t]);
+      const groups = [...byTask.values()];
+      const sample: { t: Trajectory; group: string }[] = [];
+      for (const g of new Rng(deriveSeed(config.seed, "audit", iteration)).shuffle(groups.map((_, i) => i))) {
+        if (sample.length >= opts.episodes) break;
+        sample.push(...groups[g].map((t) => ({ t, group: `${iteration}/${g}` })));
+      }
+      const records: SyntheticRecord[] = sample.map(({ t, group }) => ({
+        task: t.task, seed: 0, observation: t.steps[0].observation, group,
         steps: t.steps.map((s) => ({ action: s.action, nextObservation: s.next_observation, terminated: s.terminated, reward: s.reward })),
       }));
       const results = await replayInRealEnv(pool.envs, records, isSuccess);

@@ -8,6 +8,13 @@ export interface SyntheticRecord {
   /** The first state the policy saw (abstract). */
   observation: string;
   steps: { action: string; nextObservation: string; terminated: boolean; reward: number; reasoning?: string }[];
+  /**
+   * The GRPO group the episode was played in (the G episodes of one task in one iteration): the
+   * advantage figures compare returns within a group only. Unset: a group of its own.
+   */
+  group?: string;
+  /** The return the policy was trained on (the model's rewards after any pessimism penalty); unset: the model's return. */
+  trainedReturn?: number;
 }
 
 /** What the real env did with a synthetic episode's actions: its first state and each step. */
@@ -19,6 +26,9 @@ export interface RealReplay {
 /** One synthetic episode replayed action by action in the real env. */
 export interface ReplayResult {
   syntheticReturn: number;
+  /** What the policy update saw (the synthetic return after any pessimism penalty); the advantage figures order these. */
+  trainedReturn: number;
+  group?: string;
   realReturn: number;
   syntheticSuccess: boolean;
   realSuccess: boolean;
@@ -53,10 +63,34 @@ export interface OnPolicyAuditSummary {
   realSuccess: number;
   /** Share of episodes whose success the model and the real env agree on. */
   successAgreement: number;
+  /** Mean synthetic − real return: what the model pays beyond what the same actions earn (> 0: it flatters them). */
+  returnGap: number;
+  /** What GRPO learns from: the order of the returns within each replayed group (absent in runs from before it was measured). */
+  advantage?: AdvantageAgreement;
   /** Synthetic successes that fail for real, as a share of the synthetic successes (null: there were none). */
   exploitationRate: number | null;
   /** The first step where the states diverge: the mean over the episodes that diverge, and how many diverge at each step ("never" too). */
   divergence: { mean: number | null; atStep: Record<string, number> };
+}
+
+/**
+ * Whether the synthetic returns rank the episodes of a group as the real ones do. GRPO's update is
+ * the group-normalised return, so a model whose rewards are right on average across tasks still
+ * teaches nothing, or the wrong thing, if it orders a task's G episodes wrongly.
+ */
+export interface AdvantageAgreement {
+  /** Replayed groups with at least two episodes. */
+  groups: number;
+  /** Pairs of episodes of one group that the synthetic or the real returns tell apart. */
+  pairs: number;
+  /** Pairs tied in both (left out: there is nothing to learn from them, and nothing to get wrong). */
+  tiedPairs: number;
+  /** Share of `pairs` ordered alike; a pair tied on one side only counts half (null: no such pair). */
+  orderAgreement: number | null;
+  /** Pairs ordered the other way round: GRPO pushes the policy toward the episode that earns less for real. */
+  reversedPairs: number;
+  /** Pearson correlation of the synthetic and real group-normalised advantages, over the groups either side tells apart (null: none, or no spread). */
+  correlation: number | null;
 }
 
 /**
@@ -100,7 +134,7 @@ async function replayOne(env: Env, r: SyntheticRecord, isSuccess: (totalReward: 
     if (x.terminated || x.truncated) break;
   }
   const syntheticReturn = r.steps.reduce((a, s) => a + s.reward, 0);
-  return { syntheticReturn, realReturn, syntheticSuccess: isSuccess(syntheticReturn), realSuccess: isSuccess(realReturn), divergedAt, steps, real };
+  return { syntheticReturn, trainedReturn: r.trainedReturn ?? syntheticReturn, ...(r.group !== undefined ? { group: r.group } : {}), realReturn, syntheticSuccess: isSuccess(syntheticReturn), realSuccess: isSuccess(realReturn), divergedAt, steps, real };
 }
 
 /** The audited episodes beside their replays, in sample order (a task the real env could not play is left out). */
@@ -133,9 +167,79 @@ export function summarizeReplays(results: readonly (ReplayResult | null)[]): OnP
     syntheticSuccess: mean(done.map((r) => (r.syntheticSuccess ? 1 : 0))),
     realSuccess: mean(done.map((r) => (r.realSuccess ? 1 : 0))),
     successAgreement: mean(done.map((r) => (r.syntheticSuccess === r.realSuccess ? 1 : 0))),
+    returnGap: mean(done.map((r) => r.syntheticReturn - r.realReturn)),
+    advantage: advantageAgreement(done),
     exploitationRate: synSuccesses.length === 0 ? null : synSuccesses.filter((r) => !r.realSuccess).length / synSuccesses.length,
     divergence: { mean: diverged.length === 0 ? null : mean(diverged), atStep },
   };
+}
+
+/** The mean return gap, signed (a summary from before it was kept: from its two returns). */
+const gap = (s: OnPolicyAuditSummary) => {
+  const g = s.returnGap ?? s.syntheticReturn - s.realReturn;
+  return `${g >= 0 ? "+" : ""}${g.toFixed(3)}`;
+};
+
+/** Returns this close count as equal (float sums of the same rewards in another order). */
+const TIE = 1e-9;
+
+/** Order and advantage agreement within the groups of replayed episodes (an episode with no group is a group of its own). */
+export function advantageAgreement(results: readonly (Pick<ReplayResult, "syntheticReturn" | "realReturn" | "group"> & { trainedReturn?: number })[]): AdvantageAgreement {
+  const byGroup = new Map<string, { syn: number; real: number }[]>();
+  results.forEach((r, i) => {
+    const key = r.group ?? `#${i}`;
+    byGroup.set(key, [...(byGroup.get(key) ?? []), { syn: r.trainedReturn ?? r.syntheticReturn, real: r.realReturn }]);
+  });
+  const sign = (x: number) => (Math.abs(x) <= TIE ? 0 : Math.sign(x));
+  let groups = 0, pairs = 0, tiedPairs = 0, agree = 0, reversed = 0;
+  const xs: number[] = [];
+  const ys: number[] = [];
+  for (const g of byGroup.values()) {
+    if (g.length < 2) continue;
+    groups++;
+    for (let i = 0; i < g.length; i++) {
+      for (let j = i + 1; j < g.length; j++) {
+        const a = sign(g[i].syn - g[j].syn);
+        const b = sign(g[i].real - g[j].real);
+        if (a === 0 && b === 0) tiedPairs++;
+        else {
+          pairs++;
+          if (a === b) agree++;
+          else if (a === 0 || b === 0) agree += 0.5;
+          else reversed++;
+        }
+      }
+    }
+    const synA = normalised(g.map((e) => e.syn));
+    const realA = normalised(g.map((e) => e.real));
+    if (synA.some((x) => x !== 0) || realA.some((x) => x !== 0)) {
+      xs.push(...synA);
+      ys.push(...realA);
+    }
+  }
+  return { groups, pairs, tiedPairs, orderAgreement: pairs === 0 ? null : agree / pairs, reversedPairs: reversed, correlation: pearson(xs, ys) };
+}
+
+/** (x − mean) / std within a group, as GRPO's advantage (all 0 where the group does not vary). */
+function normalised(xs: number[]): number[] {
+  const m = xs.reduce((a, x) => a + x, 0) / xs.length;
+  const sd = Math.sqrt(xs.reduce((a, x) => a + (x - m) ** 2, 0) / xs.length);
+  return xs.map((x) => (sd <= TIE ? 0 : (x - m) / sd));
+}
+
+/** Pearson's r (null: fewer than two points, or either side constant). */
+export function pearson(xs: readonly number[], ys: readonly number[]): number | null {
+  const n = xs.length;
+  if (n < 2) return null;
+  const mx = xs.reduce((a, x) => a + x, 0) / n;
+  const my = ys.reduce((a, y) => a + y, 0) / n;
+  let sxy = 0, sxx = 0, syy = 0;
+  for (let i = 0; i < n; i++) {
+    sxy += (xs[i] - mx) * (ys[i] - my);
+    sxx += (xs[i] - mx) ** 2;
+    syy += (ys[i] - my) ** 2;
+  }
+  return sxx <= TIE || syy <= TIE ? null : sxy / Math.sqrt(sxx * syy);
 }
 
 /** The audit as table rows (label, value), one row per figure: what `dreamgym audit --run` prints. */
@@ -147,6 +251,9 @@ export function auditRows(s: OnPolicyAuditSummary): [string, string][] {
     ["return synthetic / real", `${s.syntheticReturn.toFixed(3)} / ${s.realReturn.toFixed(3)}`],
     ["success synthetic / real", `${pct(s.syntheticSuccess)} / ${pct(s.realSuccess)}`],
     ["success agreement", pct(s.successAgreement)],
+    ["return gap (synthetic − real)", gap(s)],
+    ["order agreement in groups (pairs; reversed)", s.advantage ? `${s.advantage.orderAgreement === null ? "-" : pct(s.advantage.orderAgreement)} (${s.advantage.pairs}; ${s.advantage.reversedPairs})` : "-"],
+    ["advantage correlation", s.advantage?.correlation == null ? "-" : s.advantage.correlation.toFixed(2)],
     ["exploitation rate", s.exploitationRate === null ? "- (no synthetic success)" : pct(s.exploitationRate)],
     ["first divergent step: mean", s.divergence.mean === null ? "- (none diverged)" : s.divergence.mean.toFixed(2)],
     ["first divergent step: episodes at", steps.map(([k, n]) => `${k}:${n}`).join(" ")],
@@ -157,11 +264,14 @@ export function auditRows(s: OnPolicyAuditSummary): [string, string][] {
 /** Audits by iteration as one table (what `dreamgym audit --run` prints and `dreamgym view` shows): a header and a row per audit. */
 export function auditTable(rows: readonly { iteration: number | "all"; summary: OnPolicyAuditSummary }[]): { header: string[]; lines: string[][] } {
   const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
-  const header = ["iteration", "episodes", "return syn/real", "success syn/real", "agreement", "exploitation", "diverge@", "diverge at step: episodes"];
+  const header = ["iteration", "episodes", "return syn/real", "gap", "success syn/real", "agreement", "exploitation", "order agree (pairs)", "adv. corr", "diverge@", "diverge at step: episodes"];
   const lines = rows.map(({ iteration, summary: s }) => {
     const at = auditRows(s).find(([k]) => k === "first divergent step: episodes at")![1];
-    return [String(iteration), String(s.episodes), `${s.syntheticReturn.toFixed(3)}/${s.realReturn.toFixed(3)}`, `${pct(s.syntheticSuccess)}/${pct(s.realSuccess)}`,
-      pct(s.successAgreement), s.exploitationRate === null ? "-" : pct(s.exploitationRate), s.divergence.mean === null ? "-" : s.divergence.mean.toFixed(2), at];
+    const adv = s.advantage;
+    return [String(iteration), String(s.episodes), `${s.syntheticReturn.toFixed(3)}/${s.realReturn.toFixed(3)}`, gap(s), `${pct(s.syntheticSuccess)}/${pct(s.realSuccess)}`,
+      pct(s.successAgreement), s.exploitationRate === null ? "-" : pct(s.exploitationRate),
+      adv?.orderAgreement == null ? "-" : `${pct(adv.orderAgreement)} (${adv.pairs})`, adv?.correlation == null ? "-" : adv.correlation.toFixed(2),
+      s.divergence.mean === null ? "-" : s.divergence.mean.toFixed(2), at];
   });
   return { header, lines };
 }

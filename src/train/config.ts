@@ -68,13 +68,15 @@ export const trainConfigSchema = z.strictObject({
   maxFailures: z.number().int().min(1).max(1e6).default(10),
   /**
    * The on-policy audit (synthetic phases): every `every` iterations, and at the last synthetic one,
-   * `episodes` of that iteration's synthetic episodes (a sample fixed by the seed) are replayed action by
-   * action in the real env, to see whether what the policy learned holds there (0: off). Its real steps
-   * are counted as `auditInteractions`, apart from training and evaluation.
+   * at least `episodes` of that iteration's synthetic episodes, as whole groups (the G episodes of a
+   * task; which groups is fixed by the seed), are replayed action by action in the real env, to see
+   * whether what the policy learned holds there and whether the model ranks a group's episodes as the
+   * real env does (what GRPO learns from). Its real steps are counted as `auditInteractions`, apart
+   * from training and evaluation (every 0: off).
    */
   onPolicyAudit: z.strictObject({
     every: z.number().int().min(0).max(1e9).default(5),
-    episodes: z.number().int().min(1).max(1e6).default(8),
+    episodes: z.number().int().min(1).max(1e6).default(16),
   }).prefault({}),
   /**
    * Pessimism where the experience model reports its uncertainty u in [0, 1]: the reward becomes

@@ -92,7 +92,9 @@ export async function trainingLoop(config: TrainConfig, run: RunFolder, parts: P
       //    steps counted apart), every `onPolicyAudit.every` iterations and at the last synthetic one.
       const a = config.onPolicyAudit;
       const audited = phase === "synthetic" && !config.syntheticOnly && a.every > 0 && (iteration % a.every === 0 || state.syntheticInteractions >= config.budget);
-      const audit = audited ? await onPolicyAudit(played.map((e, i) => ({ e, seed: jobs[i].seed })).filter(({ e }) => !failed(e)), real.envs, a.episodes, new Rng(deriveSeed(config.seed, "audit", iteration)), parts.isSuccess, (pairs) => run.writeAuditPairs(iteration, pairs)) : undefined;
+      const withSeeds = () => tasks.map((_, t) => played.slice(t * config.rolloutsPerTask, (t + 1) * config.rolloutsPerTask)
+        .map((e, g) => ({ e, seed: jobs[t * config.rolloutsPerTask + g].seed })).filter(({ e }) => !failed(e)));
+      const audit = audited ? await onPolicyAudit(withSeeds(), real.envs, a.episodes, new Rng(deriveSeed(config.seed, "audit", iteration)), parts.isSuccess, (pairs) => run.writeAuditPairs(iteration, pairs)) : undefined;
       state.auditInteractions = (state.auditInteractions ?? 0) + (audit?.steps ?? 0);
       const tAudit = performance.now();
 
@@ -176,17 +178,24 @@ export async function evaluate(
 }
 
 /**
- * Replays up to `count` of the episodes (in an order drawn from `rng`) in the real envs: same task,
- * same env seed, the same actions. An episode's synthetic return is the model's rewards before any
- * pessimism penalty (a halted step earns 0): what the model told the policy the actions were worth.
+ * Replays whole groups of this iteration's synthetic episodes (the G episodes of a task, as GRPO
+ * compared them; groups in an order drawn from `rng`, until at least `count` episodes) in the real
+ * envs: same task, same env seed, the same actions. An episode's synthetic return is the model's
+ * rewards before any pessimism penalty (a halted step earns 0): what the model told the policy the
+ * actions were worth; its trained return, the one the update ranked, is kept beside it.
  */
 async function onPolicyAudit(
-  episodes: { e: Episode; seed: number | undefined }[], envs: Env[], count: number, rng: Rng, isSuccess: (totalReward: number) => boolean,
+  groups: { e: Episode; seed: number | undefined }[][], envs: Env[], count: number, rng: Rng, isSuccess: (totalReward: number) => boolean,
   keep: (pairs: AuditPair[]) => void,
 ): Promise<OnPolicyAuditSummary> {
-  const sample = rng.sample(episodes, Math.min(count, episodes.length));
-  const records: SyntheticRecord[] = sample.map(({ e, seed }) => ({
-    task: e.task, seed, observation: e.steps[0]?.observation ?? "",
+  const order = rng.shuffle(groups.map((_, t) => t).filter((t) => groups[t].length > 0));
+  const sample: { e: Episode; seed: number | undefined; group: string }[] = [];
+  for (const t of order) {
+    if (sample.length >= count) break;
+    sample.push(...groups[t].map((x) => ({ ...x, group: String(t) })));
+  }
+  const records: SyntheticRecord[] = sample.map(({ e, seed, group }) => ({
+    task: e.task, seed, observation: e.steps[0]?.observation ?? "", group, trainedReturn: e.totalReward,
     steps: e.steps.map((s) => ({ action: s.action, nextObservation: s.next_observation, terminated: s.terminated, reward: modelReward(s), ...(s.info?.reasoning ? { reasoning: String(s.info.reasoning) } : {}) })),
   }));
   const results = await replayInRealEnv(envs, records, isSuccess);

@@ -124,3 +124,47 @@ test("pessimism (β > 0) keeps the policy from learning an exploit the embedded 
   // As the policy leaves the unsure arm, the mean u of its steps falls.
   assert.ok(u.at(-1)!.mean < u[0].mean, `mean u ${u[0].mean} → ${u.at(-1)!.mean}`);
 });
+
+test("advantage agreement: the audit replays whole groups and reads how the model orders them; a model that pays the wrong arms reverses every pair GRPO can learn from", async () => {
+  const root = mkdtempSync(join(tmpdir(), "dreamgym-order-"));
+  const buffer = await seedBuffer(join(root, "empty.db"), []);
+  const model = (pays: (arm: number) => number): ExperienceModel => ({
+    id: "order", predict: async ({ state, action }) => ({ nextState: state, reward: pays(Number(/arm (\d)/.exec(action)?.[1])), terminated: true, info: {} }),
+  });
+  // Learning rate 0: the policy stays uniform, so its groups mix arm 3 (pays 1 for real) with the others.
+  const run = async (name: string, pays: (arm: number) => number) => {
+    const dir = join(root, name);
+    await train(dir, { ...COMMON, buffer, budget: 8 * 32, grpo: { learningRate: 1e-12 } }, {}, { experienceModel: model(pays) });
+    return { dir, a: audits(dir).map((m) => m.onPolicyAudit) };
+  };
+  const reversed = await run("reversed", (arm) => (arm === 3 ? 0 : 1));
+  const faithful = await run("faithful", (arm) => (arm === 3 ? 1 : 0));
+  for (const [i, x] of reversed.a.entries()) {
+    const pairs = readFileSync(auditFiles(reversed.dir)[i].file, "utf8").trim().split("\n").map((l) => JSON.parse(l) as AuditPair);
+    // Whole groups: 16 episodes = 2 groups of G = 8, each one task.
+    const groups = new Map<string, AuditPair[]>();
+    for (const p of pairs) groups.set(p.group!, [...(groups.get(p.group!) ?? []), p]);
+    assert.equal(groups.size, 2);
+    for (const g of groups.values()) assert.deepEqual(new Set(g.map((p) => p.task.id)).size, 1);
+    // A pair is informative where arm 3 meets another arm: real orders it one way, the model the other.
+    const expected = [...groups.values()].reduce((n, g) => {
+      const k = g.filter((p) => p.synthetic.steps[0].action === "click[arm 3]").length;
+      return n + k * (g.length - k);
+    }, 0);
+    assert.ok(expected > 0, "the uniform policy pulls arm 3 in some groups");
+    assert.equal(x.advantage!.pairs, expected);
+    assert.equal(x.advantage!.reversedPairs, expected);
+    assert.equal(x.advantage!.orderAgreement, 0);
+    assert.equal(x.advantage!.tiedPairs, 2 * 28 - expected);
+    assert.ok(Math.abs(x.advantage!.correlation! + 1) < 1e-9, `correlation ${x.advantage!.correlation}`);
+    assert.ok(Math.abs(x.returnGap - (x.syntheticReturn - x.realReturn)) < 1e-12);
+  }
+  for (const x of faithful.a) {
+    assert.equal(x.advantage!.orderAgreement, 1);
+    assert.equal(x.advantage!.reversedPairs, 0);
+    assert.ok(Math.abs(x.advantage!.correlation! - 1) < 1e-9);
+    assert.equal(x.returnGap, 0);
+  }
+  // The report and the audit table carry the figures.
+  assert.match(readFileSync(join(reversed.dir, "report.html"), "utf8"), /order agree \(pairs\)[\s\S]*0\.0% \(\d+\)[\s\S]*-1\.00/);
+});

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { writeFileAtomic } from "../core/index.ts";
 import { join } from "node:path";
-import type { OnPolicyAuditSummary } from "../experience/index.ts";
+import { auditTable } from "../experience/index.ts";
 import type { IterationMetrics } from "./config.ts";
 
 /**
@@ -41,16 +41,21 @@ export function writeReport(runDir: string): void {
   });
   const audited = metrics.filter((m) => m.onPolicyAudit);
   const withU = metrics.filter((m) => m.uncertainty);
+  const table = auditTable(audited.map((m) => ({ iteration: m.iteration, summary: m.onPolicyAudit! })));
   const auditSection = audited.length === 0 ? "" : `<h2>On-policy audit</h2>
-<p>A sample of the audited iterations' synthetic episodes replayed action by action in the real env (same tasks and seeds). Exploitation rate: the share of synthetic successes that fail for real.</p>
+<p>Whole groups of the audited iterations' synthetic episodes replayed action by action in the real env (same tasks and seeds). Exploitation rate: the share of synthetic successes that fail for real. Order agreement: the share of a group's pairs of episodes that the synthetic returns order as the real ones do (one side tied: half), which is what GRPO learns from; advantage correlation: of the group-normalised synthetic and real returns.</p>
 <div class="grid">${lineChart("Synthetic vs real, audited episodes", "iteration", [
     { name: "synthetic success", color: "#1f77b4", points: audited.map((m) => [m.iteration, m.onPolicyAudit!.syntheticSuccess]) },
     { name: "real success", color: "#2ca02c", points: audited.map((m) => [m.iteration, m.onPolicyAudit!.realSuccess]) },
     { name: "exploitation rate", color: "#d62728", points: audited.filter((m) => m.onPolicyAudit!.exploitationRate !== null).map((m) => [m.iteration, m.onPolicyAudit!.exploitationRate!]) },
     { name: "success agreement", color: "#9467bd", points: audited.map((m) => [m.iteration, m.onPolicyAudit!.successAgreement]) },
+  ])}${lineChart("What GRPO learns from: order within groups", "iteration", [
+    { name: "order agreement", color: "#1f77b4", points: audited.filter((m) => m.onPolicyAudit!.advantage?.orderAgreement != null).map((m) => [m.iteration, m.onPolicyAudit!.advantage!.orderAgreement!]) },
+    { name: "advantage correlation", color: "#ff7f0e", points: audited.filter((m) => m.onPolicyAudit!.advantage?.correlation != null).map((m) => [m.iteration, m.onPolicyAudit!.advantage!.correlation!]) },
+    { name: "return gap (synthetic − real)", color: "#d62728", points: audited.filter((m) => m.onPolicyAudit!.returnGap !== undefined).map((m) => [m.iteration, m.onPolicyAudit!.returnGap]) },
   ])}</div>
-<table class="rows"><tr><th>iteration</th><th>episodes</th><th>return syn / real</th><th>success syn / real</th><th>agreement</th><th>exploitation</th><th>first divergent step: mean</th><th>episodes at step</th></tr>
-${audited.map((m) => auditRow(m.iteration, m.onPolicyAudit!)).join("\n")}</table>`;
+<table class="rows"><tr>${table.header.map((h) => `<th>${escape(h)}</th>`).join("")}</tr>
+${table.lines.map((l) => `<tr>${l.map((c) => `<td>${escape(c)}</td>`).join("")}</tr>`).join("\n")}</table>`;
   const uncertaintySection = withU.length === 0 ? "" : `<h2>Model uncertainty</h2><div class="grid">${lineChart("Experience model's uncertainty u per step", "iteration", [
     { name: "mean u", color: "#ff7f0e", points: withU.map((m) => [m.iteration, m.uncertainty!.mean]) },
     { name: "halted episodes share", color: "#8c564b", points: withU.map((m) => [m.iteration, m.uncertainty!.halts / Math.max(1, m.episodes)]) },
@@ -82,17 +87,6 @@ ${uncertaintySection}
   writeFileAtomic(join(runDir, "report.html"), html);
 }
 
-/** One audited iteration as a table row. */
-function auditRow(iteration: number, a: OnPolicyAuditSummary): string {
-  const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
-  const at = Object.entries(a.divergence.atStep).sort(([x], [y]) => (x === "never" ? 1 : y === "never" ? -1 : Number(x) - Number(y))).map(([k, n]) => `${k}:${n}`).join(" ");
-  const cells = [
-    String(iteration), String(a.episodes), `${a.syntheticReturn.toFixed(3)} / ${a.realReturn.toFixed(3)}`, `${pct(a.syntheticSuccess)} / ${pct(a.realSuccess)}`,
-    pct(a.successAgreement), a.exploitationRate === null ? "-" : pct(a.exploitationRate), a.divergence.mean === null ? "-" : a.divergence.mean.toFixed(2), at,
-  ];
-  return `<tr>${cells.map((c) => `<td>${escape(c)}</td>`).join("")}</tr>`;
-}
-
 /** The metrics of a run folder, in order (a torn last line, left by a kill, is skipped). */
 export function readMetrics(runDir: string): IterationMetrics[] {
   const file = join(runDir, "metrics.jsonl");
@@ -112,16 +106,17 @@ interface Series {
   points: [number, number][];
 }
 
-/** A line chart as inline SVG, y in [0, 1]. */
+/** A line chart as inline SVG, y from min(0, lowest) to max(1, highest) (a correlation or a gap may be negative). */
 export function lineChart(title: string, xLabel: string, series: Series[], width = 520, height = 280): string {
   const pad = { l: 44, r: 12, t: 46, b: 40 };
   const all = series.flatMap((s) => s.points);
   const xMax = Math.max(1, ...all.map((p) => p[0]));
   const xMin = Math.min(xMax - 1, ...all.map((p) => p[0]));
   const yMax = Math.max(1, ...all.map((p) => p[1]));
+  const yMin = Math.min(0, ...all.map((p) => p[1]));
   const sx = (x: number) => pad.l + ((x - xMin) / (xMax - xMin)) * (width - pad.l - pad.r);
-  const sy = (y: number) => height - pad.b - (y / yMax) * (height - pad.t - pad.b);
-  const ticks = [0, 0.25, 0.5, 0.75, 1].map((f) => f * yMax);
+  const sy = (y: number) => height - pad.b - ((y - yMin) / (yMax - yMin)) * (height - pad.t - pad.b);
+  const ticks = [0, 0.25, 0.5, 0.75, 1].map((f) => yMin + f * (yMax - yMin));
   const xTicks = [0, 0.25, 0.5, 0.75, 1].map((f) => xMin + f * (xMax - xMin));
   const fmt = (v: number) => (Math.abs(v) >= 1000 ? `${(v / 1000).toFixed(v >= 10000 ? 0 : 1)}k` : Number.isInteger(v) ? String(v) : v.toFixed(2));
   const parts = [

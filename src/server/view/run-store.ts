@@ -131,7 +131,8 @@ export class RunStore {
       .filter((m) => m.onPolicyAudit !== undefined)
       .map((m) => ({ iteration: m.iteration, summary: m.onPolicyAudit! }));
     const pairs = this.auditPairs(dir);
-    if (pairs.length > 0) rows.push({ iteration: "all", summary: summarizeReplays(pairs) });
+    // A group is one iteration's: its key names the iteration, so the pooled row never mixes two.
+    if (pairs.length > 0) rows.push({ iteration: "all", summary: summarizeReplays(pairs.map((p) => (p.group === undefined ? p : { ...p, group: `${p.iteration}/${p.group}` }))) });
     return { ...auditTable(rows), rows };
   }
 
