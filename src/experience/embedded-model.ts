@@ -51,9 +51,12 @@ export class EmbeddedExperienceModel implements ExperienceModel {
     // A free-text env (a parser game: its states list no actions) takes any text, and what a command
     // does there depends on the exact state (is the gem here?): only a demo of this very command in
     // this very state is trusted. Anything else is a command it cannot vouch for, an invalid no-op,
-    // so a policy cannot harvest a reward recorded elsewhere.
+    // so a policy cannot harvest a reward recorded elsewhere. Only a real step vouches: a synthetic
+    // episode written back to the buffer records what a model said (an invalid no-op among it, as
+    // a plain step), and trusting it let a model's guess become its own evidence (on vault, "take
+    // gem" in a room with no gem, paid again and again: 100% of synthetic successes failed for real).
     if (this.exactDemos(state)) {
-      const here = demos.filter((d) => norm(d.action) === norm(action) && this.abstraction.abstract(d.state) === state);
+      const here = demos.filter((d) => d.source === "real" && norm(d.action) === norm(action) && this.abstraction.abstract(d.state) === state);
       if (here.length === 0) return { nextState: state, reward: 0, terminated: false, info: { invalid: true, unrecorded: true } };
       return this.replay(here, task, state, action, true, anchors);
     }

@@ -45,3 +45,15 @@ test("embedded model, dense rewards: any step gets its same-action demo's reward
   assert.equal((await new EmbeddedExperienceModel({ abstraction: parser, rewards: dense }).predict(input)).reward, 1);
   assert.equal((await new EmbeddedExperienceModel({ abstraction: parser }).predict(input)).reward, 0, "outcome rewards: zero until the end");
 });
+
+test("embedded model, free-text env: only a real recorded step vouches for a command; a synthetic one (a model's own guess written back) is an invalid no-op", async () => {
+  const demo = (source: Demo["source"]): Demo => ({ state: "room: hall", action: "take gem", nextState: "room: hall", reward: 1, terminated: false, task, source, score: 1 });
+  const model = new EmbeddedExperienceModel({ abstraction: parser, rewards: dense });
+  const input = (demos: Demo[]) => ({ task, history: [], state: "room: hall", action: "take gem", demos });
+  const real = await model.predict(input([demo("real")]));
+  assert.equal(real.reward, 1);
+  assert.equal(real.info.invalid, undefined);
+  const synthetic = await model.predict(input([demo("synthetic"), demo("synthetic")]));
+  assert.equal(synthetic.reward, 0);
+  assert.equal(synthetic.info.invalid, true);
+});
