@@ -4,11 +4,15 @@
 // the kNN model, `-- --experience <chat model>` the reasoning model. Rows: the rule baseline, behaviour
 // cloning on the seed buffer (0 RL), real-env GRPO at N and N/10 real steps, DreamGym (0 real), DreamGym-S2R
 // (3× the synthetic steps, then N/10 real), the hybrid, and the ablations (no replay, no curriculum, no pessimism, kNN instead of the
-// learned model). Every RL run starts from the BC row's policy of its seed (`--init bc`, the default;
-// `--init scratch`: fresh weights). Each training run is `dreamgym
-// train` in a child process, two at a time (one per core); writes results.md.
+// learned model). A seed is a *data* seed: seed s draws its own seed buffer (1,000 of the 5,410 train
+// goals, its own scripted episodes), trains its own learned model, and seeds every run's RL. Every RL
+// run starts from the BC row's policy of its seed (`--init bc`, the default; `--init scratch`: fresh
+// weights). The table gives each row's median and minimum over seeds and its teach ratio,
+// (row − BC) / (real-env GRPO − BC), per seed. Choose on `--eval-split dev`; the test split is for the
+// final table. Each training run is `dreamgym train` in a child process, two at a time (one per core);
+// writes results.md.
 //
-//   npm run experiment:webshop -- [--seeds 3] [--real 80000] [--synthetic 80000] [--s2r-synthetic 240000] [--parallel 2] [--out runs/experiment-webshop]
+//   npm run experiment:webshop -- [--seeds 5] [--eval-split test|dev] [--real 80000] [--synthetic 80000] [--s2r-synthetic 240000] [--parallel 2] [--out runs/experiment-webshop]
 //     [--init scratch|bc] [--synthetic-tasks seed|split] [--experience learned|default|<chat model>] [--rows bc,real,real-tenth,dreamgym,s2r,hybrid,no-replay,no-curriculum,no-pessimism,knn] [--only-seeds 2] [--final-eval-tasks 500]
 //     [--real-screen 4] [--real-batch-advantage 2]
 import { spawn } from "node:child_process";
@@ -29,7 +33,9 @@ const usage = (message: string): never => {
   process.exit(2);
 };
 const OPTIONS = {
-  seeds: { type: "string", default: "3" },
+  seeds: { type: "string", default: "5" },
+  /** Where the policies are scored: test (the final table, read once) or dev (where choices are made). */
+  "eval-split": { type: "string", default: "test" },
   real: { type: "string", default: "80000" },
   synthetic: { type: "string", default: "80000" },
   /**
@@ -85,54 +91,61 @@ const onlySeeds = args["only-seeds"]?.split(",").map(Number);
 if (onlySeeds?.some((s) => !Number.isInteger(s) || s < 0 || s >= seeds)) usage(`--only-seeds takes seeds below --seeds ${seeds}, not ${args["only-seeds"]}`);
 if (args["synthetic-tasks"] !== "seed" && args["synthetic-tasks"] !== "split") usage(`--synthetic-tasks is seed or split, not ${args["synthetic-tasks"]}`);
 if (args.init !== "scratch" && args.init !== "bc") usage(`--init is scratch or bc, not ${args.init}`);
+const evalSplit = args["eval-split"] as "test" | "dev";
+if (evalSplit !== "test" && evalSplit !== "dev") usage(`--eval-split is test or dev, not ${args["eval-split"]}`);
 if (args.init === "bc" && wanted && !wanted.includes("bc")) usage("--init bc needs the bc row");
 const out = args.out!;
 const BIN = join(import.meta.dirname, "..", "bin", "dreamgym");
 const started = performance.now();
 mkdirSync(out, { recursive: true });
 
-// 1. Data: the seed buffer (train goals) and held-out real trajectories for the audit (test goals).
-const seedDb = join(out, "seed.db");
-if (!existsSync(seedDb)) {
-  console.log("seeding the buffer: 1,000 oracle + 500 slipping-oracle + 500 random train episodes");
-  await seedWebShopBuffer(out, seedDb);
-}
-const held = join(out, "held");
+// 1. Data, per data seed: the seed buffer (train goals) and the learned model trained on it; and
+//    held-out real trajectories of the eval split for the models' offline audit.
+const seedList = Array.from({ length: seeds }, (_, s) => s).filter((s) => !onlySeeds || onlySeeds.includes(s));
+const dataDir = (s: number) => join(out, `data-seed${s}`);
+const seedDb = (s: number) => join(dataDir(s), "seed.db");
+const modelFile = (s: number) => join(dataDir(s), "model.bin");
+const held = join(out, `held-${evalSplit}`);
 if (!existsSync(join(held, "random.jsonl"))) {
   mkdirSync(held, { recursive: true });
-  await playScripted("oracle", "test", 100, join(held, "oracle.jsonl"));
-  await playScripted("random", "test", 100, join(held, "random.jsonl"));
-}
-
-// 2. The experience models: the learned one trained from the seed buffer (unless a chat model or kNN is
-//    the full method), and the offline audit of each local model on held-out test episodes.
-const support = syntheticSupport("webshop", createEnv("webshop", {}));
-const abstraction = support.abstraction;
-const modelFile = join(out, "model.bin");
-const local = args.experience === "default" || args.experience === "learned";
-const buffer = ReplayBuffer.open(seedDb, { readonly: true });
-if (args.experience === "learned" && !existsSync(modelFile)) {
-  console.log("training the learned experience model on the seed buffer");
-  writeFileAtomic(modelFile, trainLearnedModel(buffer, { abstraction, rewards: support.rewards, seed: 0 }).model.save());
+  await playScripted("oracle", evalSplit, 100, join(held, "oracle.jsonl"));
+  await playScripted("random", evalSplit, 100, join(held, "random.jsonl"));
 }
 const heldOut: Trajectory[] = [...(await readJsonlAll<Trajectory>(join(held, "oracle.jsonl"))), ...(await readJsonlAll<Trajectory>(join(held, "random.jsonl")))];
-const auditOf = async (model: ExperienceModel) => {
-  const a = await auditModel(heldOut, { model, abstraction, buffer });
-  return `ε_R ${(100 * a.rewardErrorRate).toFixed(1)}%`;
-};
-const knnAudit = await auditOf(new EmbeddedExperienceModel({ abstraction }));
-const learnedAudit = args.experience === "learned" ? await auditOf(loadLearnedModel(modelFile, abstraction, support.rewards)) : undefined;
-buffer.close();
+const support = syntheticSupport("webshop", createEnv("webshop", {}));
+const abstraction = support.abstraction;
+const local = args.experience === "default" || args.experience === "learned";
+const audits: { knn: string[]; learned: string[] } = { knn: [], learned: [] };
+for (const s of seedList) {
+  mkdirSync(dataDir(s), { recursive: true });
+  if (!existsSync(seedDb(s))) {
+    console.log(`data seed ${s}: seeding the buffer: 1,000 oracle + 500 slipping-oracle + 500 random episodes on 1,000 train goals drawn by the seed`);
+    await seedWebShopBuffer(dataDir(s), seedDb(s), s);
+  }
+  const buffer = ReplayBuffer.open(seedDb(s), { readonly: true });
+  if (args.experience === "learned" && !existsSync(modelFile(s))) {
+    console.log(`data seed ${s}: training the learned experience model on its seed buffer`);
+    writeFileAtomic(modelFile(s), trainLearnedModel(buffer, { abstraction, rewards: support.rewards, seed: s }).model.save());
+  }
+  const auditOf = async (model: ExperienceModel) => 100 * (await auditModel(heldOut, { model, abstraction, buffer })).rewardErrorRate;
+  audits.knn.push(`${(await auditOf(new EmbeddedExperienceModel({ abstraction }))).toFixed(1)}`);
+  if (args.experience === "learned") audits.learned.push(`${(await auditOf(loadLearnedModel(modelFile(s), abstraction, support.rewards))).toFixed(1)}`);
+  buffer.close();
+}
+const knnAudit = `ε_R ${audits.knn.join(" / ")}%`;
+const learnedAudit = args.experience === "learned" ? `ε_R ${audits.learned.join(" / ")}%` : undefined;
 const fullAudit = args.experience === "learned" ? learnedAudit! : args.experience === "default" ? knnAudit : "not measured here (dreamgym audit --experience <model>)";
-console.log(`offline audit on ${heldOut.length} held-out test episodes: kNN ${knnAudit}${learnedAudit ? `, learned ${learnedAudit}` : ""}`);
+console.log(`offline audit on ${heldOut.length} held-out ${evalSplit} episodes, per seed: kNN ${knnAudit}${learnedAudit ? `, learned ${learnedAudit}` : ""}`);
 
 // 3. The rule baseline.
-const rule = await playScripted("rule", "test", 500);
+const rule = await playScripted("rule", evalSplit, Number(finalEvalTasks));
 
 // 4. The runs: every row × seed, as child processes. RL rows start from fresh weights (their seed).
 interface Row { key: string; name: string; args: string[]; audit: string }
 const syntheticTasks = ["--set", `syntheticTasks=${args["synthetic-tasks"]}`];
-const experienceArgs = [...(args.experience === "default" ? [] : ["--experience", args.experience === "learned" ? `learned:${modelFile}` : args.experience]), ...syntheticTasks];
+// The learned model's file is the seed's: `learned:` + MODEL is replaced per job.
+const MODEL = "<model of the seed>";
+const experienceArgs = [...(args.experience === "default" ? [] : ["--experience", args.experience === "learned" ? `learned:${MODEL}` : args.experience]), ...syntheticTasks];
 const modelName = args.experience === "learned" ? "learned model" : args.experience === "default" ? "embedded kNN model" : args.experience;
 const dg = (key: string, name: string, extra: string[], audit = fullAudit): Row => ({ key, name, args: ["--mode", "dreamgym", "--budget", String(M), ...experienceArgs, ...extra], audit });
 const allRows: Row[] = [
@@ -161,7 +174,8 @@ const runJob = (job: (typeof jobs)[number]) =>
     // A run the experiment started before (killed with it) continues from its checkpoint.
     const argv = existsSync(join(job.dir, "config.json"))
       ? ["train", "--resume", job.dir]
-      : ["train", "--env", "webshop", "--algo", "grpo", "--seed", String(job.seed), "--buffer", seedDb, "--eval-every", "0", "--final-eval-tasks", finalEvalTasks, ...rows[job.row].args, ...(job.init ? ["--set", `initPolicy=${job.init}`] : []), "--out", job.dir];
+      : ["train", "--env", "webshop", "--algo", "grpo", "--seed", String(job.seed), "--buffer", seedDb(job.seed), "--eval-every", "0", "--final-eval-tasks", finalEvalTasks, "--set", `evalSplit=${evalSplit}`,
+        ...rows[job.row].args.map((a) => a.replace(MODEL, modelFile(job.seed))), ...(job.init ? ["--set", `initPolicy=${job.init}`] : []), "--out", job.dir];
     const child = spawn(process.execPath, [BIN, ...argv], { stdio: ["ignore", "ignore", "pipe"] });
     let err = "";
     child.stderr.on("data", (d) => (err += d));
@@ -189,35 +203,56 @@ if (args.init === "bc") {
   await runAll(jobs.filter((j) => rows[j.row].key !== "bc"));
 } else await runAll(jobs);
 
-// 5. The table: mean ± standard deviation over seeds.
-const stat = (xs: number[]) => {
-  const m = xs.reduce((a, b) => a + b, 0) / xs.length;
-  const sd = xs.length > 1 ? Math.sqrt(xs.reduce((a, b) => a + (b - m) ** 2, 0) / (xs.length - 1)) : 0;
-  return { m, sd };
+// 5. The tables: per seed, and each row's median and minimum over seeds, with its teach ratio
+//    (row − BC) / (real-env GRPO − BC) of the same seed, and the in-run audits' figures.
+const median = (xs: number[]) => {
+  const v = [...xs].sort((a, b) => a - b);
+  return v.length === 0 ? NaN : v.length % 2 ? v[(v.length - 1) / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
 };
-/** The last on-policy audit of a run: its exploitation rate (null: no synthetic success to check) and synthetic / real return. */
-const lastAudit = (dir: string) => readMetrics(dir).filter((m) => m.onPolicyAudit).at(-1)?.onPolicyAudit;
+const score = (key: string, s: number): number | undefined => {
+  const f = join(out, `${key}-seed${s}`, "summary.json");
+  return existsSync(f) ? JSON.parse(readFileSync(f, "utf8")).final.score : undefined;
+};
+const teach = (key: string, s: number) => {
+  const [x, bc, real] = [score(key, s), score("bc", s), score("real", s)];
+  return x === undefined || bc === undefined || real === undefined || real === bc ? undefined : (x - bc) / (real - bc);
+};
+const fmt = (x: number | undefined, d = 1) => (x === undefined || Number.isNaN(x) ? "—" : x.toFixed(d));
+const medMin = (xs: number[], d = 1) => (xs.length === 0 ? "—" : `${fmt(median(xs), d)} / ${fmt(Math.min(...xs), d)}`);
+/** A run's audits: order agreement pooled over its pairs, advantage correlation (mean), and over its last quarter the return gap and the exploitation rate. */
+const auditFigures = (dir: string) => {
+  const a = readMetrics(dir).map((m) => m.onPolicyAudit).filter((x) => x !== undefined);
+  if (a.length === 0) return undefined;
+  const pairs = a.reduce((n, x) => n + (x.advantage?.pairs ?? 0), 0);
+  const agree = a.reduce((n, x) => n + (x.advantage?.orderAgreement ?? 0) * (x.advantage?.pairs ?? 0), 0);
+  const corr = a.map((x) => x.advantage?.correlation).filter((x): x is number => typeof x === "number");
+  const tail = a.slice(-Math.max(1, Math.ceil(a.length / 4)));
+  const synSuccesses = tail.reduce((n, x) => n + x.syntheticSuccess * x.episodes, 0);
+  const exploited = tail.reduce((n, x) => n + (x.exploitationRate ?? 0) * x.syntheticSuccess * x.episodes, 0);
+  return {
+    order: pairs === 0 ? undefined : agree / pairs, pairs, corr: corr.length === 0 ? undefined : corr.reduce((p, c) => p + c, 0) / corr.length,
+    gap: tail.reduce((n, x) => n + (x.returnGap ?? x.syntheticReturn - x.realReturn), 0) / tail.length,
+    exploitation: synSuccesses === 0 ? undefined : exploited / synSuccesses, audits: a.length,
+  };
+};
 const lines = [
-  `WebShop, neural policy (GRPO), test split (${finalEvalTasks} goals, greedy); ${onlySeeds ? `seed(s) ${onlySeeds.join(", ")}` : `${seeds} seeds`}, mean ± standard deviation; synthetic runs ${M.toLocaleString("en-US")} synthetic steps (S2R ${S2R_M.toLocaleString("en-US")}) on the ${args["synthetic-tasks"] === "seed" ? "seed buffer's tasks and the curriculum's" : "train split's tasks"}; experience model: ${modelName}, no verifier unless marked hybrid; ${args.init === "bc" ? "every RL run starts from the BC policy of its seed" : "every RL run from fresh weights"}.`,
+  `WebShop, neural policy (GRPO), ${evalSplit} split (${finalEvalTasks} goals, greedy); data seeds ${seedList.join(", ")} (each its own seed buffer, learned model and RL seed); synthetic runs ${M.toLocaleString("en-US")} synthetic steps (S2R ${S2R_M.toLocaleString("en-US")}) on the ${args["synthetic-tasks"] === "seed" ? "seed buffer's tasks and the curriculum's" : "train split's tasks"}; experience model: ${modelName}, no verifier unless marked hybrid; ${args.init === "bc" ? "every RL run starts from the BC policy of its seed" : "every RL run from fresh weights"}.`,
   "",
-  "| method | score | success | real training steps | synthetic steps | wall time | offline ε_R (held-out test episodes) | on-policy exploitation rate (last audit) | synthetic / real return (last audit) |",
-  "|---|---|---|---|---|---|---|---|---|",
-  `| rule baseline | ${rule.score.toFixed(1)} | ${(100 * rule.success).toFixed(1)}% | 0 | 0 | — | — | — | — |`,
+  "Teach ratio: (row − BC) / (real-env GRPO − BC), per seed. Audit figures, per seed then pooled: order agreement within GRPO groups over the run's audits (pairs the synthetic or real returns tell apart; one side tied counts half), and over the last quarter of its audits the return gap (synthetic − real) and the exploitation rate (synthetic successes that fail for real).",
+  "",
+  "| method | score median / min | per seed | teach ratio median / min | teach per seed | offline ε_R per seed | order agreement | advantage corr. | return gap (last ¼) | exploitation (last ¼) |",
+  "|---|---|---|---|---|---|---|---|---|---|",
+  `| rule baseline | ${rule.score.toFixed(1)} | | | | | | | | |`,
 ];
-rows.forEach((row, r) => {
-  const done = jobs.filter((j) => j.row === r && existsSync(join(j.dir, "summary.json")));
-  const sums = done.map((j) => JSON.parse(readFileSync(join(j.dir, "summary.json"), "utf8")));
-  if (sums.length === 0) return void lines.push(`| ${row.name} | failed | | | | | | | |`);
-  const score = stat(sums.map((s) => s.final.score));
-  const success = stat(sums.map((s) => 100 * s.final.success));
-  const realSteps = stat(sums.map((s) => s.realInteractions));
-  const syn = stat(sums.map((s) => s.syntheticInteractions));
-  const wall = stat(sums.map((s) => s.wallSeconds));
-  const audits = done.map((j) => lastAudit(j.dir)).filter((a) => a !== undefined);
-  const rates = audits.map((a) => a.exploitationRate).filter((x): x is number => x !== null);
-  const exploitation = audits.length === 0 ? "—" : rates.length === 0 ? `no synthetic success (${audits.length} runs)` : `${(100 * stat(rates).m).toFixed(0)}%${rates.length < audits.length ? ` (${rates.length} of ${audits.length} runs; the rest no synthetic success)` : ""}`;
-  const returns = audits.length === 0 ? "—" : `${stat(audits.map((a) => a.syntheticReturn)).m.toFixed(3)} / ${stat(audits.map((a) => a.realReturn)).m.toFixed(3)}`;
-  lines.push(`| ${row.name} | ${score.m.toFixed(1)} ± ${score.sd.toFixed(1)} | ${success.m.toFixed(1)} ± ${success.sd.toFixed(1)}% | ${Math.round(realSteps.m).toLocaleString("en-US")} | ${Math.round(syn.m).toLocaleString("en-US")} | ${wall.m.toFixed(0)} s | ${row.audit} | ${exploitation} | ${returns} |`);
+rows.forEach((row) => {
+  const got = seedList.filter((s) => score(row.key, s) !== undefined);
+  if (got.length === 0) return void lines.push(`| ${row.name} | not run | | | | | | | | |`);
+  const scores = got.map((s) => score(row.key, s)!);
+  const teaches = row.key === "bc" || row.key === "real" ? [] : got.map((s) => teach(row.key, s)).filter((x): x is number => x !== undefined);
+  const aud = got.map((s) => auditFigures(join(out, `${row.key}-seed${s}`)));
+  const per = (f: (x: NonNullable<(typeof aud)[number]>) => number | undefined, d: number, pct = false) => aud.every((x) => x === undefined) ? "—"
+    : aud.map((x) => (x === undefined ? "—" : fmt(pct && f(x) !== undefined ? 100 * f(x)! : f(x), d))).join(" / ") + (pct ? "%" : "");
+  lines.push(`| ${row.name} | ${medMin(scores)} | ${got.map((s) => `${s}: ${fmt(score(row.key, s))}`).join(", ")} | ${teaches.length ? medMin(teaches, 2) : "—"} | ${teaches.length ? got.map((s) => fmt(teach(row.key, s), 2)).join(" / ") : "—"} | ${row.audit} | ${per((x) => x.order, 0, true)} | ${per((x) => x.corr, 2)} | ${per((x) => x.gap, 3)} | ${per((x) => x.exploitation, 0, true)} |`);
 });
 if (failures.length > 0) lines.push("", "Failed runs:", ...failures.map((f) => `- ${f}`));
 lines.push("", `Total time ${((performance.now() - started) / 60000).toFixed(1)} min (${parallel} runs at a time).`);

@@ -14,6 +14,8 @@ export interface EpisodesOptions {
   maxSteps?: number;
   /** A buffer whose recorded commands the random policy picks from, for an env that lists no actions. */
   actionsFrom?: string;
+  /** The split's task indexes to play, in this order (instead of every task from `start`). */
+  order?: readonly number[];
 }
 
 export { parseIntOption } from "./options.ts";
@@ -32,7 +34,7 @@ export async function playScriptedEpisodes(
     : await closing(ReplayBuffer.open(o.actionsFrom, { readonly: true }), (b) => actionVocabulary(b.actions({ env: o.env, source: "real" })));
   const env = createEnv(o.env, { dataDir: o.data, split: o.split, maxSteps: o.maxSteps });
   const tasks = envTasks(o.env, env);
-  const episodes = o.episodes ?? tasks.length;
+  const episodes = o.episodes ?? o.order?.length ?? tasks.length;
   const start = o.start ?? 0;
   const seed = o.seed ?? 0;
   const policy = createPolicy(o.env, o.policy, env, { seed, candidates });
@@ -42,7 +44,7 @@ export async function playScriptedEpisodes(
   const bar = progressBar(label, episodes, { score: "0.0", success: "0.0%" });
   try {
     for (let i = 0; i < episodes; i++) {
-      const task = tasks[(start + i) % tasks.length];
+      const task = o.order ? tasks[o.order[i % o.order.length]] : tasks[(start + i) % tasks.length];
       const t = await runEpisode(env, policy, { envName: o.env, task, seed: seed + i });
       score += t.total_reward;
       if (t.success) success++;
