@@ -239,3 +239,19 @@ test("the learned model pays the top only for purchases its data made in full: w
   assert.ok(top > purchases / 2, `${top} of ${purchases} paid the top`);
   assert.equal(topNone, 0);
 });
+
+test("dense rewards: a step pays the likeliest of top, bottom and in-between, as the data pays it, never a fraction of each", () => {
+  const dense = { min: 0, max: 5, dense: true };
+  const values = [0, 1, 5];
+  const out = (top: number, bottom: number, mid: number): HeadOutputs[] => [{ end: 0, top, bottom, mid }];
+  // Mostly nothing: 0, not the 0.05·5 + … an expected value would pay on every step.
+  assert.equal(combine(out(0.01, 0.9, 0.2), dense, true, values).reward, 0);
+  // Likely a gem (in-between, share ≈ 0.2 of the range): the data's 1, not 0.98.
+  assert.equal(combine(out(0.05, 0.1, 0.196), dense, true, values).reward, 1);
+  // Likely the chest: the top.
+  assert.equal(combine(out(0.7, 0.5, 0.2), dense, true, values).reward, 5);
+  // Without the data's values (a model from before): the in-between reward itself.
+  assert.ok(Math.abs(combine(out(0.05, 0.1, 0.196), dense).reward - 0.98) < 1e-9);
+  // Outcome rewards keep the expected value where the members are unsure (the WebShop rule).
+  assert.ok(Math.abs(combine(out(0.6, 0, 0.5), { min: 0, max: 1, dense: false }).reward - 0.8) < 1e-9);
+});
