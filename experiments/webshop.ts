@@ -13,7 +13,7 @@
 // writes results.md.
 //
 //   npm run experiment:webshop -- [--seeds 5] [--eval-split test|dev] [--real 80000] [--synthetic 80000] [--s2r-synthetic 240000] [--parallel 2] [--out runs/experiment-webshop]
-//     [--init scratch|bc] [--synthetic-tasks seed|split] [--experience learned|default|<chat model>] [--rows bc,real,real-tenth,dreamgym,s2r,hybrid,no-replay,no-curriculum,no-pessimism,knn] [--only-seeds 2] [--final-eval-tasks 500]
+//     [--init scratch|bc] [--synthetic-tasks seed|split] [--experience learned|default|<chat model>] [--rows bc,real,real-seed-tasks,real-tenth,dreamgym,s2r,hybrid,no-replay,no-curriculum,no-pessimism,knn] [--only-seeds 2] [--final-eval-tasks 500]
 //     [--real-screen 4] [--real-batch-advantage 2]
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -83,7 +83,7 @@ const M = count("synthetic");
 const S2R_M = args["s2r-synthetic"] === undefined ? 3 * M : count("s2r-synthetic");
 const parallel = count("parallel");
 const finalEvalTasks = String(count("final-eval-tasks"));
-const ROW_KEYS = ["bc", "real", "real-tenth", "dreamgym", "s2r", "no-replay", "no-curriculum", "no-pessimism", "knn", "hybrid"];
+const ROW_KEYS = ["bc", "real", "real-seed-tasks", "real-tenth", "dreamgym", "s2r", "no-replay", "no-curriculum", "no-pessimism", "knn", "hybrid"];
 const wanted = args.rows?.split(",").map((k) => k.trim());
 const unknown = wanted?.filter((k) => !ROW_KEYS.includes(k) || (k === "knn" && args.experience === "default")) ?? [];
 if (unknown.length > 0) usage(`unknown rows ${unknown.join(", ")} (rows: ${ROW_KEYS.filter((k) => k !== "knn" || args.experience !== "default").join(", ")})`);
@@ -151,6 +151,7 @@ const dg = (key: string, name: string, extra: string[], audit = fullAudit): Row 
 const allRows: Row[] = [
   { key: "bc", name: "behaviour cloning on the seed buffer's successes, 0 RL", args: ["--mode", "bc"], audit: "—" },
   { key: "real", name: `real-env GRPO, ${N.toLocaleString("en-US")} real steps`, args: ["--mode", "real", "--budget", String(N)], audit: "—" },
+  { key: "real-seed-tasks", name: `real-env GRPO on the seed buffer's tasks only, ${N.toLocaleString("en-US")} real steps`, args: ["--mode", "real", "--budget", String(N), "--set", "realTasks=seed"], audit: "—" },
   { key: "real-tenth", name: `real-env GRPO, ${tenth.toLocaleString("en-US")} real steps`, args: ["--mode", "real", "--budget", String(tenth)], audit: "—" },
   dg("dreamgym", "DreamGym (model rewards), 0 real", []),
   { key: "s2r", name: `DreamGym-S2R (model rewards), ${S2R_M.toLocaleString("en-US")} synthetic then ${tenth.toLocaleString("en-US")} real (real tasks screened ×${args["real-screen"]}, batch term λ ${args["real-batch-advantage"]})`, args: ["--mode", "s2r", "--budget", String(S2R_M), "--real-budget", String(tenth), "--real-screen", args["real-screen"]!, "--real-batch-advantage", args["real-batch-advantage"]!, ...experienceArgs], audit: fullAudit },

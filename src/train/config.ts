@@ -99,6 +99,12 @@ export const trainConfigSchema = z.strictObject({
    */
   syntheticTasks: z.enum(["split", "seed"]).default("split"),
   /**
+   * The tasks of real RL (real mode, S2R's real phase): the train split's ("split"), or only those
+   * of the buffer's real episodes ("seed"), to tell what the task set gives from what the
+   * experience model gives (real-env GRPO on DreamGym's own tasks). "seed" needs `buffer`.
+   */
+  realTasks: z.enum(["split", "seed"]).default("split"),
+  /**
    * S2R's real phase: each iteration draws `realScreen`× its tasks and plays each G times in the
    * synthetic env first; its real steps go to the tasks whose synthetic returns vary most (the
    * curriculum's criterion). A policy trained in the synthetic env is nearly deterministic, and a

@@ -168,3 +168,34 @@ test("advantage agreement: the audit replays whole groups and reads how the mode
   // The report and the audit table carry the figures.
   assert.match(readFileSync(join(reversed.dir, "report.html"), "utf8"), /order agree \(pairs\)[\s\S]*0\.0% \(\d+\)[\s\S]*-1\.00/);
 });
+
+test('realTasks "seed": real RL plays only the tasks of the buffer\'s real episodes (real-env GRPO on DreamGym\'s own task set); without a buffer it is refused', async () => {
+  const played: string[] = [];
+  // The train split's episodes are logged; the eval split has tasks of its own.
+  class Logged extends BanditEnv {
+    constructor(readonly split: string) {
+      super(5, 3);
+    }
+    override tasks(count: number) {
+      return super.tasks(count).map((t) => ({ ...t, id: `${this.split}:${t.id}` }));
+    }
+    override async reset(opts: Parameters<BanditEnv["reset"]>[0] = {}) {
+      const r = await super.reset(opts);
+      if (this.split === "train") played.push(String(opts.task?.id));
+      return r;
+    }
+  }
+  registerEnv("logged-bandit", { create: (o) => new Logged(o.split ?? "train"), tasks: (env) => env.tasks(6), splits: { train: "train", eval: "test" } });
+  const root = mkdtempSync(join(tmpdir(), "dreamgym-realtasks-"));
+  const seeded = await seedBuffer(join(root, "seed.db"), [1, 4].map((i) => ({ ...pull("pull the arm that pays", 3, 1), env: "logged-bandit", task: { id: `train:bandit:${i}`, instruction: "pull the arm that pays" } })));
+  const base: TrainConfigInput = { env: "logged-bandit", mode: "real", budget: 64, tasksPerIteration: 2, rolloutsPerTask: 4, concurrency: 1, evalEvery: 0, finalEvalTasks: 1, policy: { dim: 1024 } };
+  await train(join(root, "seed"), { ...base, realTasks: "seed", buffer: seeded });
+  // The first reset is the start's check that the env plays (its first task), not training.
+  const trained = played.slice(1);
+  assert.ok(trained.length >= 32, `${trained.length} real episodes`);
+  assert.deepEqual([...new Set(trained)].sort(), ["train:bandit:1", "train:bandit:4"]);
+  played.length = 0;
+  await train(join(root, "split"), base);
+  assert.ok(new Set(played).size > 2, "the split's tasks: more than the buffer's two");
+  await assert.rejects(train(join(root, "none"), { ...base, realTasks: "seed" }), /realTasks "seed" needs a buffer/);
+});

@@ -114,14 +114,15 @@ async function compose(config: TrainConfig, run: RunFolder, latest: Checkpoint |
     await Promise.all(opened.map((o) => o.close()));
   };
   try {
-    const real = makeEnvPool(config, config.trainSplit, actions);
-    opened.push(...real.envs);
+    const split = makeEnvPool(config, config.trainSplit, actions);
+    opened.push(...split.envs);
+    const real = config.realTasks === "seed" ? { ...split, tasks: seedTasks(synthetic_ ? run.bufferFile : bufferOf(config), config.env, split.tasks) } : split;
     const evaluation = makeEnvPool(config, config.evalSplit, actions);
     opened.push(...evaluation.envs);
-    const synthetic = !synthetic_ ? undefined : await makeSyntheticPool(config, run.bufferFile, config.syntheticTasks === "seed" ? seedTasks(run.bufferFile, config.env, real.tasks) : real.tasks, given, actions);
+    const synthetic = !synthetic_ ? undefined : await makeSyntheticPool(config, run.bufferFile, config.syntheticTasks === "seed" ? seedTasks(run.bufferFile, config.env, split.tasks) : split.tasks, given, actions);
     if (synthetic) opened.push(synthetic, ...synthetic.envs);
     // The curriculum belongs to the synthetic phase, where there is a task generator.
-    const curriculum = synthetic?.generator ? new Curriculum(config.curriculum, synthetic.generator, [...real.tasks, ...evaluation.tasks]) : undefined;
+    const curriculum = synthetic?.generator ? new Curriculum(config.curriculum, synthetic.generator, [...split.tasks, ...evaluation.tasks]) : undefined;
     if (latest?.curriculum && curriculum) curriculum.restore(latest.curriculum as ReturnType<Curriculum["toJSON"]>);
     // Contents evicted only at checkpoints (and again here, which repeats nothing if it already ran):
     // a resumed run then finds the buffer exactly as the checkpoint left it.
@@ -195,7 +196,13 @@ async function checkStart(config: TrainConfig, parts: TrainParts): Promise<void>
   }
 }
 
-/** The train-split tasks the buffer's real episodes played (`syntheticTasks: "seed"`), in split order; an error when there are none. */
+/** The buffer a real-mode run names (`realTasks: "seed"` reads its tasks from it). */
+function bufferOf(config: TrainConfig): string {
+  if (config.buffer === undefined) throw new InvalidConfigError(`realTasks "seed" needs a buffer (--buffer B.db) whose real episodes name the tasks`);
+  return config.buffer;
+}
+
+/** The train-split tasks the buffer's real episodes played (`syntheticTasks` or `realTasks` "seed"), in split order; an error when there are none. */
 function seedTasks(bufferFile: string, env: string, split: readonly Task[]): Task[] {
   const ids = new Set<string>();
   const buffer = ReplayBuffer.open(bufferFile, { readonly: true });
@@ -205,6 +212,6 @@ function seedTasks(bufferFile: string, env: string, split: readonly Task[]): Tas
     buffer.close();
   }
   const tasks = split.filter((t) => ids.has(t.id));
-  if (tasks.length === 0) throw new InvalidConfigError(`syntheticTasks "seed": the buffer holds no real ${env} episodes of the train split's tasks`);
+  if (tasks.length === 0) throw new InvalidConfigError(`tasks "seed": the buffer holds no real ${env} episodes of the train split's tasks`);
   return tasks;
 }
