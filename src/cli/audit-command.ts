@@ -67,6 +67,7 @@ export function registerAudit(program: Command): void {
           // Without a chat model (and its cache), the buffer is the only database a failure can come from.
           const audit = () => auditModel(trajectories, { model, abstraction: support.abstraction, buffer, tokensUsed: chat ? tokens : undefined });
           const r = chat ? await audit() : await inFile(o.buffer, audit);
+          for (const w of r.warnings) console.error(`warning: ${w}`);
           if (o.json) return console.log(JSON.stringify(r, null, 2));
           const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
           const rows: [string, string][] = [

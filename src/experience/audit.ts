@@ -32,6 +32,8 @@ export interface AuditReport {
   meanLatencyMs: number;
   /** Prompt + completion tokens per step (0 for models without tokens, like the embedded default). */
   tokensPerStep: number;
+  /** Where the figures mean little (no demo left to ground the model, no episode that ends, no reward to get wrong). */
+  warnings: string[];
 }
 
 /** The kind of an abstract state: its first line (e.g. "page: results"). */
@@ -82,6 +84,8 @@ export async function auditModel(trajectories: Trajectory[], opts: AuditOptions)
   let f1 = 0;
   let identical = 0;
   let latency = 0;
+  let undemoed = 0;
+  let paying = 0;
   const success = { truePositive: 0, falsePositive: 0, falseNegative: 0, trueNegative: 0 };
   let firstFailure: string | undefined;
   const tokensBefore = opts.tokensUsed?.() ?? 0;
@@ -94,6 +98,8 @@ export async function auditModel(trajectories: Trajectory[], opts: AuditOptions)
       const state = before && before.raw === s.observation ? before.state : a.abstract(s.observation);
       const real = a.abstract(s.next_observation, s.info);
       const demos = opts.buffer && opts.model.usesDemos !== false ? await retrieveDemos(opts.buffer, a, { state, action: s.action }, { k, excludeTask: t.task.id, exact: opts.model.exactDemos?.(state) }) : [];
+      if (opts.buffer && opts.model.usesDemos !== false && demos.length === 0) undemoed++;
+      if (Math.abs(s.reward) > 1e-9) paying++;
       const started = performance.now();
       const p = await opts.model.predict({ task: t.task, history, state, action: s.action, demos });
       latency += performance.now() - started;
@@ -131,7 +137,14 @@ export async function auditModel(trajectories: Trajectory[], opts: AuditOptions)
     }
   }
   const per = (x: number) => (steps > 0 ? x / steps : 0);
+  const warnings: string[] = [];
+  if (per(undemoed) >= 0.5) {
+    warnings.push(`${(100 * per(undemoed)).toFixed(0)}% of the steps found no demo once their own task's steps were left out (the audit holds out by task): in a one-task env, or with a buffer of only these tasks, the figures read a model with nothing to ground it; audit on trajectories of tasks the buffer does not hold`);
+  }
+  if (steps > 0 && terminals === 0) warnings.push("no trajectory in the sample ends: the success counts and the ending-step reward error say nothing; audit on whole episodes");
+  if (steps > 0 && paying === 0) warnings.push("no step in the sample earns a reward: ε_R cannot tell a model that never pays from a faithful one; add trajectories that earn something");
   return {
+    warnings,
     model: opts.model.id, trajectories: trajectories.length, steps,
     invalidRate: per(invalid), rewardErrorRate: per(rewardErrors), rewardMAE: per(rewardAbs), terminalRewardMAE: terminals > 0 ? terminalAbs / terminals : 0,
     success, terminationAccuracy: per(terminationOk), stateKindAccuracy: per(kindOk), elementF1: per(f1), identicalStates: per(identical), meanLatencyMs: per(latency),
