@@ -56,8 +56,11 @@ export class RadioEnv implements Env {
   private scene(): string {
     const missing = this.layout.needed.filter((p) => !this.fitted.includes(p));
     const radio = missing.length === 0 ? "The radio on the bench looks whole again." : `The radio on the bench is missing its ${missing.join(", ")}.`;
-    const open = [...this.open].sort((a, b) => a - b).map((d) => `Drawer ${words[d + 1]} is open and holds ${list(this.drawers[d])}.`);
-    return [radio, ...(open.length ? open : ["The six drawers of the cabinet are closed."]), `You hold ${list(this.held)}.`].join(" ");
+    const drawers = Array.from({ length: DRAWERS }, (_, d) => d);
+    const open = drawers.filter((d) => this.open.has(d)).map((d) => `Drawer ${words[d + 1]} is open and holds ${list(this.drawers[d])}.`);
+    const closed = drawers.filter((d) => !this.open.has(d)).map((d) => `drawer ${words[d + 1]}`);
+    const shut = closed.length === 0 ? [] : [`The closed ${closed.length === 1 ? "drawer is" : "drawers are"} ${closed.length === 1 ? closed[0] : `${closed.slice(0, -1).join(", ")} and ${closed.at(-1)}`}.`];
+    return [radio, ...open, ...shut, `You hold ${list(this.held)}.`].join(" ");
   }
 
   /** The first observation of a task, without playing it (the synthetic env's start state). */

@@ -25,6 +25,14 @@ export interface SyntheticSupport {
   maxSteps?: number;
   /** Scripted policies that can play the synthetic env (those that need the real env's state cannot). @default [] */
   policies?: readonly string[];
+  /**
+   * How the on-policy audit replays a synthetic episode in the real env: "actions" (its actions,
+   * open loop: right where the model can know what the real env will show) or "policy" (the policy
+   * that played it plays the real env, same task and seeds, closed loop: where the real env hides
+   * what no model can know, like where ALFWorld's objects lie, so a synthetic episode's exact actions
+   * cannot be expected to hold). @default "actions"
+   */
+  auditReplay?: "actions" | "policy";
 }
 
 /**

@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { advantageAgreement, pearson, summarizeReplays, type ReplayResult } from "./on-policy-audit.ts";
+import { advantageAgreement, compareReal, pearson, summarizeReplays, type ReplayResult } from "./on-policy-audit.ts";
 
 const r = (group: string | undefined, syn: number, real: number, trained = syn): Pick<ReplayResult, "syntheticReturn" | "trainedReturn" | "realReturn" | "group"> =>
   ({ group, syntheticReturn: syn, trainedReturn: trained, realReturn: real });
@@ -54,4 +54,32 @@ test("the summary carries the return gap and the advantage figures", () => {
   assert.equal(s.advantage!.orderAgreement, 1);
   assert.equal(s.advantage!.groups, 1);
   assert.equal(s.skipped, 1);
+});
+
+test("closed loop: a synthetic episode against the policy's own real episode; states diverge where the observation, the end or the action first differs", () => {
+  const record = {
+    task: { id: "t", instruction: "find the ball" }, observation: "three cups", group: "0", trainedReturn: 0.9,
+    steps: [
+      { action: "lift cup 2", nextObservation: "the ball is under cup 2", terminated: false, reward: 0 },
+      { action: "take ball", nextObservation: "done", terminated: true, reward: 1 },
+    ],
+  };
+  // The real ball lies under cup 1: the policy, reacting to what it sees, lifts two cups and still wins.
+  const real = {
+    observation: "three cups",
+    steps: [
+      { action: "lift cup 2", observation: "cup 2 is empty", reward: 0, terminated: false, truncated: false },
+      { action: "lift cup 1", observation: "the ball is under cup 1", reward: 0, terminated: false, truncated: false },
+      { action: "take ball", observation: "done", reward: 1, terminated: true, truncated: false },
+    ],
+  };
+  const x = compareReal(record, real, (r) => r >= 1);
+  assert.equal(x.divergedAt, 1);
+  assert.equal(x.syntheticSuccess, true);
+  assert.equal(x.realSuccess, true, "not an exploit: the policy found the ball for real");
+  assert.equal(x.steps, 3);
+  assert.equal(x.trainedReturn, 0.9);
+  assert.equal(x.group, "0");
+  assert.equal(compareReal(record, { observation: "three cups", steps: record.steps.map((s) => ({ action: s.action, observation: s.nextObservation, reward: s.reward, terminated: s.terminated, truncated: false })) }, (r) => r >= 1).divergedAt, null);
+  assert.equal(compareReal(record, { ...real, observation: "four cups" }, (r) => r >= 1).divergedAt, 0);
 });

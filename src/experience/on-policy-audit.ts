@@ -20,7 +20,8 @@ export interface SyntheticRecord {
 /** What the real env did with a synthetic episode's actions: its first state and each step. */
 export interface RealReplay {
   observation: string;
-  steps: { observation: string; reward: number; terminated: boolean; truncated: boolean }[];
+  /** `action`: what the policy did, where it played the real env itself (closed loop) rather than repeating the synthetic actions. */
+  steps: { action?: string; observation: string; reward: number; terminated: boolean; truncated: boolean }[];
 }
 
 /** One synthetic episode replayed action by action in the real env. */
@@ -135,6 +136,26 @@ async function replayOne(env: Env, r: SyntheticRecord, isSuccess: (totalReward: 
   }
   const syntheticReturn = r.steps.reduce((a, s) => a + s.reward, 0);
   return { syntheticReturn, trainedReturn: r.trainedReturn ?? syntheticReturn, ...(r.group !== undefined ? { group: r.group } : {}), realReturn, syntheticSuccess: isSuccess(syntheticReturn), realSuccess: isSuccess(realReturn), divergedAt, steps, real };
+}
+
+/**
+ * A synthetic episode against the real episode the same policy played on the same task and seeds
+ * (closed loop): the result a replay gives, where the real episode's actions are its own. The states
+ * diverge where the real observation or end first differs from the synthetic one.
+ */
+export function compareReal(r: SyntheticRecord, real: { observation: string; steps: { action: string; observation: string; reward: number; terminated: boolean; truncated: boolean }[] }, isSuccess: (totalReward: number) => boolean): ReplayResult {
+  let divergedAt: number | null = real.observation === r.observation ? null : 0;
+  for (let i = 0; divergedAt === null && i < Math.max(r.steps.length, real.steps.length); i++) {
+    const s = r.steps[i];
+    const x = real.steps[i];
+    if (!s || !x || x.action !== s.action || x.observation !== s.nextObservation || x.terminated !== s.terminated) divergedAt = i + 1;
+  }
+  const syntheticReturn = r.steps.reduce((a, s) => a + s.reward, 0);
+  const realReturn = real.steps.reduce((a, x) => a + x.reward, 0);
+  return {
+    syntheticReturn, trainedReturn: r.trainedReturn ?? syntheticReturn, ...(r.group !== undefined ? { group: r.group } : {}), realReturn,
+    syntheticSuccess: isSuccess(syntheticReturn), realSuccess: isSuccess(realReturn), divergedAt, steps: real.steps.length, real,
+  };
 }
 
 /** The audited episodes beside their replays, in sample order (a task the real env could not play is left out). */

@@ -36,6 +36,8 @@ export interface SyntheticPool extends EnvPool {
   generator?: TaskGenerator;
   /** LLM tokens the experience model (and generator) used so far. */
   tokens(): number;
+  /** How the on-policy audit replays this env's synthetic episodes (the config's choice, else the env's). */
+  auditReplay: "actions" | "policy";
   /** Evicts the oldest synthetic episodes past `bufferCapacity`. */
   trim(): Promise<void>;
   close(): Promise<void>;
@@ -133,6 +135,7 @@ export async function makeSyntheticPool(config: TrainConfig, bufferFile: string,
     }));
   return {
     envs, tasks, buffer, generator, tokens: model.tokens,
+    auditReplay: config.onPolicyAudit.replay === "auto" ? support.auditReplay ?? "actions" : config.onPolicyAudit.replay,
     trim: async () => {
       if (config.bufferCapacity > 0) await buffer.trim(config.bufferCapacity);
     },

@@ -77,6 +77,12 @@ export const trainConfigSchema = z.strictObject({
   onPolicyAudit: z.strictObject({
     every: z.number().int().min(0).max(1e9).default(5),
     episodes: z.number().int().min(1).max(1e6).default(16),
+    /**
+     * actions: the synthetic episodes' actions replayed open loop; policy: the policy as it played
+     * them plays the real env, same tasks and seeds (closed loop); auto: the env's choice
+     * (`SyntheticSupport.auditReplay`; ALFWorld: policy, else actions).
+     */
+    replay: z.enum(["auto", "actions", "policy"]).default("auto"),
   }).prefault({}),
   /**
    * Pessimism where the experience model reports its uncertainty u in [0, 1]: the reward becomes

@@ -1,6 +1,6 @@
 import { deriveSeed, playEpisodes, Rng, type Env, type Episode, type Task, type Trajectory } from "../core/index.ts";
 import { EndpointFailedError } from "../llm/index.ts";
-import { auditPairs, replayInRealEnv, summarizeReplays, type AuditPair, type OnPolicyAuditSummary, type SyntheticRecord } from "../experience/index.ts";
+import { auditPairs, compareReal, replayInRealEnv, summarizeReplays, type AuditPair, type OnPolicyAuditSummary, type ReplayResult, type SyntheticRecord } from "../experience/index.ts";
 import { grpoUpdate, ppoUpdate, type TrainablePolicy } from "../rl/index.ts";
 import type { EvalResult, IterationMetrics, TrainConfig, TrainHooks } from "./config.ts";
 import type { Parts } from "./compose.ts";
@@ -65,6 +65,12 @@ export async function trainingLoop(config: TrainConfig, run: RunFolder, parts: P
       const verifiedSteps = phase === "synthetic" && config.hybrid ? played.reduce((a, e) => a + e.steps.filter((s) => s.info?.verified === true).length, 0) : undefined;
       const t1 = performance.now();
 
+      // The on-policy audit (6.) runs on this iteration when due; where the policy replays its own
+      // episodes in the real env (closed loop), it plays them as it was before this update.
+      const a = config.onPolicyAudit;
+      const audited = phase === "synthetic" && !config.syntheticOnly && a.every > 0 && (iteration % a.every === 0 || state.syntheticInteractions >= config.budget);
+      const auditor = audited && synthetic!.auditReplay === "policy" ? policy.clone() : undefined;
+
       // 3. Update the policy.
       updating = true;
       const updateRng = new Rng(deriveSeed(config.seed, "update", iteration));
@@ -88,13 +94,11 @@ export async function trainingLoop(config: TrainConfig, run: RunFolder, parts: P
         ? await curriculum.update(groups.filter((g) => g.length > 0).map((g) => ({ task: g[0].task, rewards: g.map((e) => e.totalReward) })), new Rng(deriveSeed(config.seed, "curriculum", iteration)))
         : undefined;
 
-      // 6. On-policy audit: replay a sample of this iteration's synthetic episodes in the real env (its
-      //    steps counted apart), every `onPolicyAudit.every` iterations and at the last synthetic one.
-      const a = config.onPolicyAudit;
-      const audited = phase === "synthetic" && !config.syntheticOnly && a.every > 0 && (iteration % a.every === 0 || state.syntheticInteractions >= config.budget);
+      // 6. On-policy audit: replay whole groups of this iteration's synthetic episodes in the real env
+      //    (its steps counted apart), every `onPolicyAudit.every` iterations and at the last synthetic one.
       const withSeeds = () => tasks.map((_, t) => played.slice(t * config.rolloutsPerTask, (t + 1) * config.rolloutsPerTask)
-        .map((e, g) => ({ e, seed: jobs[t * config.rolloutsPerTask + g].seed })).filter(({ e }) => !failed(e)));
-      const audit = audited ? await onPolicyAudit(withSeeds(), real.envs, a.episodes, new Rng(deriveSeed(config.seed, "audit", iteration)), parts.isSuccess, (pairs) => run.writeAuditPairs(iteration, pairs)) : undefined;
+        .map((e, g) => ({ e, job: jobs[t * config.rolloutsPerTask + g] })).filter(({ e }) => !failed(e)));
+      const audit = audited ? await onPolicyAudit(withSeeds(), real.envs, a.episodes, new Rng(deriveSeed(config.seed, "audit", iteration)), parts.isSuccess, (pairs) => run.writeAuditPairs(iteration, pairs), auditor) : undefined;
       state.auditInteractions = (state.auditInteractions ?? 0) + (audit?.steps ?? 0);
       const tAudit = performance.now();
 
@@ -180,25 +184,34 @@ export async function evaluate(
 /**
  * Replays whole groups of this iteration's synthetic episodes (the G episodes of a task, as GRPO
  * compared them; groups in an order drawn from `rng`, until at least `count` episodes) in the real
- * envs: same task, same env seed, the same actions. An episode's synthetic return is the model's
- * rewards before any pessimism penalty (a halted step earns 0): what the model told the policy the
- * actions were worth; its trained return, the one the update ranked, is kept beside it.
+ * envs, same task and env seed: their actions (open loop), or, given the policy as it played them
+ * (`auditor`), its own play of the real env from the same sampling seed (closed loop). An episode's
+ * synthetic return is the model's rewards before any pessimism penalty (a halted step earns 0): what
+ * the model told the policy the actions were worth; its trained return, the one the update ranked,
+ * is kept beside it.
  */
 async function onPolicyAudit(
-  groups: { e: Episode; seed: number | undefined }[][], envs: Env[], count: number, rng: Rng, isSuccess: (totalReward: number) => boolean,
-  keep: (pairs: AuditPair[]) => void,
+  groups: { e: Episode; job: { task: Task; seed: number; rngSeed: number } }[][], envs: Env[], count: number, rng: Rng, isSuccess: (totalReward: number) => boolean,
+  keep: (pairs: AuditPair[]) => void, auditor?: TrainablePolicy<unknown>,
 ): Promise<OnPolicyAuditSummary> {
   const order = rng.shuffle(groups.map((_, t) => t).filter((t) => groups[t].length > 0));
-  const sample: { e: Episode; seed: number | undefined; group: string }[] = [];
+  const sample: { e: Episode; job: { task: Task; seed: number; rngSeed: number }; group: string }[] = [];
   for (const t of order) {
     if (sample.length >= count) break;
     sample.push(...groups[t].map((x) => ({ ...x, group: String(t) })));
   }
-  const records: SyntheticRecord[] = sample.map(({ e, seed, group }) => ({
-    task: e.task, seed, observation: e.steps[0]?.observation ?? "", group, trainedReturn: e.totalReward,
+  const records: SyntheticRecord[] = sample.map(({ e, job, group }) => ({
+    task: e.task, seed: job.seed, observation: e.steps[0]?.observation ?? "", group, trainedReturn: e.totalReward,
     steps: e.steps.map((s) => ({ action: s.action, nextObservation: s.next_observation, terminated: s.terminated, reward: modelReward(s), ...(s.info?.reasoning ? { reasoning: String(s.info.reasoning) } : {}) })),
   }));
-  const results = await replayInRealEnv(envs, records, isSuccess);
+  let results: (ReplayResult | null)[];
+  if (auditor) {
+    const real = await playEpisodes(envs, auditor, sample.map(({ e, job }) => ({ task: e.task, seed: job.seed, rngSeed: job.rngSeed })), { isSuccess });
+    results = real.map((x, i) => compareReal(records[i], {
+      observation: x.steps[0]?.observation ?? "",
+      steps: x.steps.map((s) => ({ action: s.action, observation: s.next_observation, reward: s.reward, terminated: s.terminated, truncated: s.truncated })),
+    }, isSuccess));
+  } else results = await replayInRealEnv(envs, records, isSuccess);
   keep(auditPairs(records, results)); // the episodes themselves, for `dreamgym view`
   return summarizeReplays(results);
 }

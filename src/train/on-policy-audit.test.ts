@@ -199,3 +199,25 @@ test('realTasks "seed": real RL plays only the tasks of the buffer\'s real episo
   assert.ok(new Set(played).size > 2, "the split's tasks: more than the buffer's two");
   await assert.rejects(train(join(root, "none"), { ...base, realTasks: "seed" }), /realTasks "seed" needs a buffer/);
 });
+
+test('onPolicyAudit.replay "policy": the policy as it played the synthetic episodes plays the real env (closed loop); where the states agree it reads as the open-loop replay does', async () => {
+  const root = mkdtempSync(join(tmpdir(), "dreamgym-closedloop-"));
+  const buffer = await seedBuffer(join(root, "empty.db"), []);
+  const paying = (arm: number): ExperienceModel => ({
+    id: `pays-arm-${arm}`, predict: async ({ state, action }) => ({ nextState: state, reward: action === `click[arm ${arm}]` ? 1 : 0, terminated: true, info: {} }),
+  });
+  const run = async (replay: "actions" | "policy") => {
+    const dir = join(root, replay);
+    const s = await train(dir, { ...COMMON, buffer, budget: 8 * 32, onPolicyAudit: { every: 2, episodes: 16, replay } }, {}, { experienceModel: paying(1) });
+    return { dir, s, a: audits(dir).map((m) => m.onPolicyAudit) };
+  };
+  const open = await run("actions");
+  const closed = await run("policy");
+  // The audit changes nothing of training.
+  assert.equal(closed.s.final.score, open.s.final.score);
+  assert.deepEqual(closed.a, open.a);
+  const pairs = readFileSync(auditFiles(closed.dir)[0].file, "utf8").trim().split("\n").map((l) => JSON.parse(l) as AuditPair);
+  for (const p of pairs) assert.equal(p.real.steps[0].action, p.synthetic.steps[0].action, "the policy's own real action, the one it took in the synthetic env");
+  const openPairs = readFileSync(auditFiles(open.dir)[0].file, "utf8").trim().split("\n").map((l) => JSON.parse(l) as AuditPair);
+  assert.equal(openPairs[0].real.steps[0].action, undefined);
+});
