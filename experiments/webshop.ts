@@ -13,7 +13,7 @@
 // writes results.md.
 //
 //   npm run experiment:webshop -- [--seeds 5] [--eval-split test|dev] [--real 80000] [--synthetic 80000] [--s2r-synthetic 240000] [--parallel 2] [--out runs/experiment-webshop]
-//     [--init scratch|bc] [--synthetic-tasks seed|split] [--experience learned|default|<chat model>] [--rows bc,real,real-seed-tasks,real-tenth,dreamgym,s2r,hybrid,no-replay,no-curriculum,no-pessimism,knn] [--only-seeds 2] [--final-eval-tasks 500]
+//     [--init scratch|bc] [--synthetic-tasks seed|split] [--experience learned|default|<chat model>] [--rows bc,real,real-seed-tasks,real-tenth,dreamgym,dreamgym-split-tasks,s2r,hybrid,no-replay,no-curriculum,no-pessimism,knn] [--only-seeds 2] [--final-eval-tasks 500]
 //     [--real-screen 4] [--real-batch-advantage 2]
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -83,7 +83,7 @@ const M = count("synthetic");
 const S2R_M = args["s2r-synthetic"] === undefined ? 3 * M : count("s2r-synthetic");
 const parallel = count("parallel");
 const finalEvalTasks = String(count("final-eval-tasks"));
-const ROW_KEYS = ["bc", "real", "real-seed-tasks", "real-tenth", "dreamgym", "s2r", "no-replay", "no-curriculum", "no-pessimism", "knn", "hybrid"];
+const ROW_KEYS = ["bc", "real", "real-seed-tasks", "real-tenth", "dreamgym", "dreamgym-split-tasks", "s2r", "no-replay", "no-curriculum", "no-pessimism", "knn", "hybrid"];
 const wanted = args.rows?.split(",").map((k) => k.trim());
 const unknown = wanted?.filter((k) => !ROW_KEYS.includes(k) || (k === "knn" && args.experience === "default")) ?? [];
 if (unknown.length > 0) usage(`unknown rows ${unknown.join(", ")} (rows: ${ROW_KEYS.filter((k) => k !== "knn" || args.experience !== "default").join(", ")})`);
@@ -145,7 +145,8 @@ interface Row { key: string; name: string; args: string[]; audit: string }
 const syntheticTasks = ["--set", `syntheticTasks=${args["synthetic-tasks"]}`];
 // The learned model's file is the seed's: `learned:` + MODEL is replaced per job.
 const MODEL = "<model of the seed>";
-const experienceArgs = [...(args.experience === "default" ? [] : ["--experience", args.experience === "learned" ? `learned:${MODEL}` : args.experience]), ...syntheticTasks];
+const modelArgs = args.experience === "default" ? [] : ["--experience", args.experience === "learned" ? `learned:${MODEL}` : args.experience];
+const experienceArgs = [...modelArgs, ...syntheticTasks];
 const modelName = args.experience === "learned" ? "learned model" : args.experience === "default" ? "embedded kNN model" : args.experience;
 const dg = (key: string, name: string, extra: string[], audit = fullAudit): Row => ({ key, name, args: ["--mode", "dreamgym", "--budget", String(M), ...experienceArgs, ...extra], audit });
 const allRows: Row[] = [
@@ -154,6 +155,7 @@ const allRows: Row[] = [
   { key: "real-seed-tasks", name: `real-env GRPO on the seed buffer's tasks only, ${N.toLocaleString("en-US")} real steps`, args: ["--mode", "real", "--budget", String(N), "--set", "realTasks=seed"], audit: "—" },
   { key: "real-tenth", name: `real-env GRPO, ${tenth.toLocaleString("en-US")} real steps`, args: ["--mode", "real", "--budget", String(tenth)], audit: "—" },
   dg("dreamgym", "DreamGym (model rewards), 0 real", []),
+  { key: "dreamgym-split-tasks", name: "DreamGym (model rewards) on every train goal (syntheticTasks=split), 0 real", args: ["--mode", "dreamgym", "--budget", String(M), ...modelArgs, "--set", "syntheticTasks=split"], audit: fullAudit },
   { key: "s2r", name: `DreamGym-S2R (model rewards), ${S2R_M.toLocaleString("en-US")} synthetic then ${tenth.toLocaleString("en-US")} real (real tasks screened ×${args["real-screen"]}, batch term λ ${args["real-batch-advantage"]})`, args: ["--mode", "s2r", "--budget", String(S2R_M), "--real-budget", String(tenth), "--real-screen", args["real-screen"]!, "--real-batch-advantage", args["real-batch-advantage"]!, ...experienceArgs], audit: fullAudit },
   dg("no-replay", "ablation: no replay", ["--no-replay"]),
   dg("no-curriculum", "ablation: no curriculum", ["--no-curriculum"]),
