@@ -45,7 +45,7 @@ test("dreamgym mode trains in the synthetic env; killed with SIGKILL and resumed
   // The same audit of the finished run, from its buffer.
   const table = run(["audit", "--run", whole, "--episodes", "4"]);
   assert.equal(table.status, 0, table.stderr);
-  assert.match(table.stdout, /^iteration\s+episodes\s+return syn\/real\s+success syn\/real\s+agreement\s+exploitation/m);
+  assert.match(table.stdout, /^iteration\s+episodes\s+return syn\/real\s+gap\s+success syn\/real\s+agreement\s+exploitation\s+order agree \(pairs\)\s+adv\. corr/m);
   assert.match(table.stdout, /^all\s+\d+\s+\d\.\d{3}\/\d\.\d{3}/m);
   assert.ok(metrics.every((m) => m.phase === "synthetic"));
   // The buffer grew with the kept episodes, labelled by iteration, and was trimmed to the seed + 400

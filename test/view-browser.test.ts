@@ -62,7 +62,7 @@ test("dreamgym view in Chromium: runs → curves, episode → side by side with 
     // The experiment folder's rows at once.
     await page.click("[data-test=overlay-group]");
     await page.locator("[data-test=overlaid]", { hasText: "2 runs" }).waitFor();
-    for (const c of ["reward", "success", "eval", "entropy", "kl", "exploitation"]) await page.locator(`[data-test=chart-${c}] canvas`).first().waitFor();
+    for (const c of ["reward", "success", "eval", "entropy", "kl", "exploitation", "order", "gap"]) await page.locator(`[data-test=chart-${c}] canvas`).first().waitFor();
     assert.equal(await page.locator("[data-test=open-run]").innerText(), "run: exp/seed-3");
     await page.selectOption("[data-test=axis]", "synthetic");
     await page.locator("[data-test=chart-reward] [data-test=axis-label]", { hasText: "against synthetic interactions" }).waitFor();

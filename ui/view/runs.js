@@ -11,6 +11,8 @@ const CURVES = [
   { key: "entropy", title: "policy entropy", y: (m) => m.entropy },
   { key: "kl", title: "KL to the reference (approx KL where absent)", y: (m) => m.kl ?? m.approxKl },
   { key: "exploitation", title: "exploitation rate (on-policy audit)", y: (m) => m.onPolicyAudit?.exploitationRate ?? null },
+  { key: "order", title: "order agreement within GRPO groups (on-policy audit)", y: (m) => m.onPolicyAudit?.advantage?.orderAgreement ?? null },
+  { key: "gap", title: "return gap, synthetic − real (on-policy audit)", y: (m) => m.onPolicyAudit?.returnGap ?? null },
 ];
 const AXES = {
   iteration: { label: "iteration", x: (m) => m.iteration },
