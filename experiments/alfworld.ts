@@ -12,7 +12,12 @@
 // An extra row, not run unless asked (`--rows …,hybrid`): DreamGym with ALFWorld's hybrid verifier (the
 // synthetic episode replayed in the real game while it admits its commands; rewards and ends from there).
 //
-//   npm run experiment:alfworld -- [--seeds 3] [--real 40000] [--synthetic 40000] [--epochs 8] [--parallel 2] [--curve-every 2]
+// A seed is a *data* seed: seed s plays the expert on 150 of the 200 valid_train games (a window
+// starting at game 40·s) and the random policy 200 episodes from its own seed, and seeds the RL. The
+// teach ratio table gives, per seed, (row − BC) / (real-env GRPO − BC) on valid_unseen, with the in-run
+// audits' exploitation, order agreement and return gap.
+//
+//   npm run experiment:alfworld -- [--seeds 5] [--real 40000] [--synthetic 40000] [--epochs 8] [--parallel 2] [--curve-every 2]
 //     [--init bc|scratch] [--rows bc,real,real-tenth,dreamgym,s2r,no-replay,no-curriculum,hybrid] [--out runs/experiment-alfworld]
 // A larger N in a folder of its own (a finished run of another budget is never reused):
 //   npm run experiment:alfworld -- --real 80000 --rows bc,real --seeds 1 --out runs/experiment-alfworld-80k
@@ -24,10 +29,11 @@ import { abstractEnv, playEpisodes, writeFileAtomic, type Env, type Policy } fro
 import { AlfWorldEnv, AlfWorldExpert, alfworldAbstraction, TASK_TYPES, type AlfWorldSplit, type AlfWorldTask } from "../src/envs/alfworld/index.ts";
 import { RandomPolicy } from "../src/envs/policies.ts";
 import { NeuralPolicy } from "../src/rl/index.ts";
+import type { OnPolicyAuditSummary } from "../src/experience/index.ts";
 
 const { values: args } = parseArgs({
   options: {
-    seeds: { type: "string", default: "3" },
+    seeds: { type: "string", default: "5" },
     real: { type: "string", default: "40000" },
     synthetic: { type: "string", default: "40000" },
     epochs: { type: "string", default: "8" },
@@ -61,23 +67,27 @@ const cli = (argv: string[]) =>
     child.on("exit", (code) => (code === 0 ? resolve(stdout) : reject(new Error(`dreamgym ${argv.join(" ")}: ${err.trim().split("\n").slice(-3).join(" ")}`))));
   });
 
-// 1. Data, as the paper: expert and random episodes on valid_train into the buffer (abstract states).
-const seedDb = join(out, "seed.db");
-if (!existsSync(seedDb)) {
-  console.log("seeding the buffer: 200 expert + 200 random valid_train episodes");
-  await cli(["collect", "--env", "alfworld", "--policy", "expert", "--episodes", "200", "--out", join(out, "expert.jsonl")]);
-  await cli(["collect", "--env", "alfworld", "--policy", "random", "--episodes", "200", "--out", join(out, "random.jsonl")]);
-  await cli(["buffer", "import", join(out, "expert.jsonl"), join(out, "random.jsonl"), "--abstract", "--buffer", seedDb]);
+// 1. Data, per data seed: expert episodes on 150 of the 200 valid_train games and random episodes,
+//    both drawn by the seed, into the seed's buffer (abstract states).
+const dataDir = (s: number) => join(out, `data-seed${s}`);
+const seedDb = (s: number) => join(dataDir(s), "seed.db");
+for (let s = 0; s < seeds; s++) {
+  if (existsSync(seedDb(s))) continue;
+  mkdirSync(dataDir(s), { recursive: true });
+  console.log(`data seed ${s}: seeding the buffer: 150 expert (games from ${(40 * s) % 200}) + 200 random valid_train episodes`);
+  await cli(["collect", "--env", "alfworld", "--policy", "expert", "--episodes", "150", "--start", String((40 * s) % 200), "--out", join(dataDir(s), "expert.jsonl")]);
+  await cli(["collect", "--env", "alfworld", "--policy", "random", "--episodes", "200", "--start", String((40 * s + 100) % 200), "--seed", String(1000 * s), "--out", join(dataDir(s), "random.jsonl")]);
+  await cli(["buffer", "import", join(dataDir(s), "expert.jsonl"), join(dataDir(s), "random.jsonl"), "--abstract", "--buffer", seedDb(s)]);
 }
 
-// 2. The offline audit of the ALFWorld model on held-out valid_unseen episodes (other games).
+// 2. The offline audit of the ALFWorld model on held-out valid_unseen episodes (other games), over seed 0's buffer.
 const auditFile = join(out, "audit.txt");
 if (!existsSync(auditFile)) {
   console.log("auditing the ALFWorld model on held-out valid_unseen episodes");
   await cli(["collect", "--env", "alfworld", "--policy", "expert", "--split", "valid_unseen", "--episodes", "134", "--out", join(out, "held-expert.jsonl")]);
   await cli(["collect", "--env", "alfworld", "--policy", "random", "--split", "valid_unseen", "--episodes", "60", "--out", join(out, "held-random.jsonl")]);
   writeFileSync(join(out, "held.jsonl"), readFileSync(join(out, "held-expert.jsonl"), "utf8") + readFileSync(join(out, "held-random.jsonl"), "utf8"));
-  writeFileAtomic(auditFile, await cli(["audit", "--env", "alfworld", "--trajectories", join(out, "held.jsonl"), "--buffer", seedDb]));
+  writeFileAtomic(auditFile, await cli(["audit", "--env", "alfworld", "--trajectories", join(out, "held.jsonl"), "--buffer", seedDb(0)]));
 }
 const audit = readFileSync(auditFile, "utf8");
 
@@ -164,7 +174,7 @@ const runJob = async (job: (typeof jobs)[number]) => {
   // A run the experiment started before (killed with it) continues from its checkpoint.
   const argv = existsSync(join(job.dir, "config.json"))
     ? ["train", "--resume", job.dir]
-    : ["train", "--env", "alfworld", "--algo", "grpo", "--seed", String(job.seed), "--buffer", seedDb, "--eval-every", "0", "--final-eval-tasks", "134", ...rows[job.row].args, ...(job.init ? ["--set", `initPolicy=${job.init}`] : []), "--out", job.dir];
+    : ["train", "--env", "alfworld", "--algo", "grpo", "--seed", String(job.seed), "--buffer", seedDb(job.seed), "--eval-every", "0", "--final-eval-tasks", "134", ...rows[job.row].args, ...(job.init ? ["--set", `initPolicy=${job.init}`] : []), "--out", job.dir];
   const stale = staleBudget(job);
   if (stale) {
     failures.push(`${job.dir}: ${stale}`);
@@ -232,6 +242,40 @@ for (const [r, row] of rows.entries()) {
   for (const j of finished) evals.push(await runEval(j.dir));
   lines.push(`| ${row.name} | ${pct(evals.map((e) => e.valid_unseen.success))} | ${pct(evals.map((e) => e.valid_seen.success))} | ${Math.round(stat(sums.map((s) => s.realInteractions)).m).toLocaleString("en-US")} | ${Math.round(stat(sums.map((s) => s.syntheticInteractions)).m).toLocaleString("en-US")} | ${stat(sums.map((s) => s.wallSeconds)).m.toFixed(0)} s | ${typeCells(evals)} |`);
 }
+// The teach ratio per data seed, (row − BC) / (real-env GRPO − BC) on valid_unseen, and the in-run audits.
+const successOf = async (key: string, s: number) => {
+  const j = jobs.find((x) => rows[x.row].key === key && x.seed === s);
+  return j && isFinished(j) ? 100 * (await runEval(j.dir)).valid_unseen.success : undefined;
+};
+const median = (xs: number[]) => {
+  const v = [...xs].sort((a, b) => a - b);
+  return v.length % 2 ? v[(v.length - 1) / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
+};
+const teachRows: string[] = [];
+for (const row of rows.filter((r) => r.key !== "bc" && r.key !== "real")) {
+  const per: string[] = [];
+  const ratios: number[] = [];
+  const audits: string[] = [];
+  for (let s = 0; s < seeds; s++) {
+    const [x, bc, real] = [await successOf(row.key, s), await successOf("bc", s), await successOf("real", s)];
+    const t = x === undefined || bc === undefined || real === undefined || real === bc ? undefined : (x - bc) / (real - bc);
+    if (t !== undefined) ratios.push(t);
+    per.push(`${s}: ${x?.toFixed(1) ?? "—"} (${t?.toFixed(2) ?? "—"})`);
+    const dir = join(out, `${row.key}-seed${s}`);
+    const a = existsSync(join(dir, "metrics.jsonl")) ? metricsOf(dir).map((m) => (m as { onPolicyAudit?: OnPolicyAuditSummary }).onPolicyAudit).filter((x) => x !== undefined) : [];
+    if (a.length > 0) {
+      const tail = a.slice(-Math.max(1, Math.ceil(a.length / 4)));
+      const syn = tail.reduce((n, x) => n + x.syntheticSuccess * x.episodes, 0);
+      const bad = tail.reduce((n, x) => n + (x.exploitationRate ?? 0) * x.syntheticSuccess * x.episodes, 0);
+      const pairs = a.reduce((n, x) => n + (x.advantage?.pairs ?? 0), 0);
+      const agree = a.reduce((n, x) => n + (x.advantage?.orderAgreement ?? 0) * (x.advantage?.pairs ?? 0), 0);
+      audits.push(`${s}: ${syn === 0 ? "—" : `${(100 * bad / syn).toFixed(0)}%`} / ${pairs === 0 ? "—" : `${(100 * agree / pairs).toFixed(0)}%`} / ${(tail.reduce((n, x) => n + x.returnGap, 0) / tail.length).toFixed(3)}`);
+    }
+  }
+  teachRows.push(`| ${row.name} | ${per.join(", ")} | ${ratios.length ? `${median(ratios).toFixed(2)} / ${Math.min(...ratios).toFixed(2)}` : "—"} | ${audits.join(", ") || "—"} |`);
+}
+lines.push("", "Teach ratio, (row − BC) / (real-env GRPO − BC) on valid_unseen, per data seed; audits: exploitation over the last quarter of the in-run audits / order agreement within GRPO groups over all of them / return gap over the last quarter:", "",
+  "| method | valid_unseen (teach ratio) per seed | teach ratio median / min | audits per seed |", "|---|---|---|---|", ...teachRows);
 // Real-env GRPO's curve: valid_unseen success against real steps, from the BC start (0 real) through the
 // real run's evaluations on all 134 games (every --curve-every iterations) to its end; seeds grouped by iteration.
 const rowJobs = (key: string) => jobs.filter((j) => rows[j.row].key === key && isFinished(j));
@@ -263,7 +307,7 @@ if (rowJobs("hybrid").length > 0) {
   const steps = ms.reduce((a, m) => a + m.steps, 0);
   lines.push("", `Hybrid: the real game judged ${(100 * verified / Math.max(1, steps)).toFixed(1)}% of the hybrid runs' ${steps.toLocaleString("en-US")} synthetic steps (the rest came after the synthetic world let the agent do what the real game would not, where the model's own reward stands).`);
 }
-lines.push("", "Offline audit of the ALFWorld model (buffer: the seed buffer; held out: 134 expert + 60 random valid_unseen episodes):", "", "```", audit.trim(), "```");
+lines.push("", "Offline audit of the ALFWorld model (buffer: data seed 0's seed buffer; held out: 134 expert + 60 random valid_unseen episodes):", "", "```", audit.trim(), "```");
 if (failures.length > 0) lines.push("", "Failed runs:", ...failures.map((f) => `- ${f}`));
 lines.push("", `Total time ${((performance.now() - started) / 60000).toFixed(1)} min (${args.parallel} runs at a time).`);
 writeFileSync(join(out, "results.md"), lines.join("\n") + "\n");
