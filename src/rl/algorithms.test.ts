@@ -19,6 +19,13 @@ describe("advantages", () => {
     close(groupAdvantages([0.7, 0.7, 0.7], 1e-6), [0, 0, 0]);
   });
 
+  test("GRPO's std floor: returns a few thousandths apart (a model's noise) get small advantages, not ±1; wide groups are as before", () => {
+    close(groupAdvantages([0.177, 0.18], 0), [-1, 1]);
+    close(groupAdvantages([0.177, 0.18], 0, 0.1), [-0.015, 0.015]);
+    close(groupAdvantages([1, 0, 0.5, 0.5], 0, 0.1), [Math.SQRT2, -Math.SQRT2, 0, 0]);
+    assert.equal(grpoConfigSchema.parse({}).stdFloor, 0, "GRPO as published by default");
+  });
+
   test("GRPO's batch term: λ·(group mean − batch mean)/(batch std + ε), 0 when λ is 0", () => {
     // Returns 1,1 | 0,0 | 0.5,0.5: batch mean 0.5, population std sqrt(1/6).
     const groups = [[1, 1], [0, 0], [0.5, 0.5]];

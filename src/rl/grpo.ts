@@ -32,15 +32,23 @@ export const grpoConfigSchema = z.strictObject({
    * policy that plays a task one way, and badly, is moved off it (0: GRPO as published).
    */
   batchAdvantage: z.number().min(0).max(100).default(0),
+  /**
+   * σ_min, a floor under the group's standard deviation: A_i = (R_i − mean_G R) / (max(std_G R, σ_min) + ε).
+   * A group whose returns differ by less than the floor gets advantages below 1 in size, instead of
+   * ±1 for any difference at all. Where returns come from an experience model, differences far below
+   * its resolution are its noise (the pessimism penalty's jitter, a few thousandths), and GRPO's
+   * normalisation blows them up into as strong a push as a success against a failure (0: GRPO as published).
+   */
+  stdFloor: z.number().min(0).max(1e6).default(0),
 });
 export type GrpoConfig = z.infer<typeof grpoConfigSchema>;
 
-/** (r_i − mean) / (std + ε) within one group; std is the population standard deviation. */
-export function groupAdvantages(rewards: readonly number[], eps = 1e-6): number[] {
+/** (r_i − mean) / (max(std, floor) + ε) within one group; std is the population standard deviation. */
+export function groupAdvantages(rewards: readonly number[], eps = 1e-6, floor = 0): number[] {
   const n = rewards.length;
   const mean = rewards.reduce((s, r) => s + r, 0) / n;
   const std = Math.sqrt(rewards.reduce((s, r) => s + (r - mean) ** 2, 0) / n);
-  return rewards.map((r) => (r - mean) / (std + eps));
+  return rewards.map((r) => (r - mean) / (Math.max(std, floor) + eps));
 }
 
 /** Each group's λ·(mean_G − mean)/(std + ε), the mean and std over every return of the batch (all 0 when λ is 0). */
@@ -74,7 +82,7 @@ export function grpoUpdate<R>(
   const advantages: number[] = [];
   const batch = batchTerms(groups.map((g) => g.map((e) => e.totalReward)), config.batchAdvantage, config.advantageEps);
   groups.forEach((group, k) => {
-    const a = groupAdvantages(group.map((e) => e.totalReward), config.advantageEps);
+    const a = groupAdvantages(group.map((e) => e.totalReward), config.advantageEps, config.stdFloor);
     group.forEach((episode, i) => {
       for (const step of episode.steps) {
         records.push(step.record);
