@@ -22,9 +22,9 @@ import { parseArgs } from "node:util";
 import { readJsonlAll, type Trajectory } from "../src/core/index.ts";
 import { ReplayBuffer } from "../src/buffer/index.ts";
 import { createEnv, syntheticSupport } from "../src/envs/index.ts";
-import { auditModel, EmbeddedExperienceModel, loadLearnedModel, trainLearnedModel, type ExperienceModel } from "../src/experience/index.ts";
+import { auditModel, EmbeddedExperienceModel, loadLearnedModel, orderAgreementByMargin, trainLearnedModel, type AuditPair, type ExperienceModel } from "../src/experience/index.ts";
 import { writeFileAtomic } from "../src/core/index.ts";
-import { latestPolicyFile, readMetrics } from "../src/train/index.ts";
+import { auditFiles, latestPolicyFile, readMetrics } from "../src/train/index.ts";
 import { playScripted, seedWebShopBuffer } from "../src/cli/seed-data.ts";
 
 /** Bad flags: one line and exit 2, before anything is written (seeding alone takes minutes). */
@@ -260,6 +260,20 @@ rows.forEach((row) => {
     : aud.map((x) => (x === undefined ? "—" : fmt(pct && f(x) !== undefined ? 100 * f(x)! : f(x), d))).join(" / ") + (pct ? "%" : "");
   lines.push(`| ${row.name} | ${medMin(scores)} | ${got.map((s) => `${s}: ${fmt(score(row.key, s))}`).join(", ")} | ${teaches.length ? medMin(teaches, 2) : "—"} | ${teaches.length ? got.map((s) => fmt(teach(row.key, s), 2)).join(" / ") : "—"} | ${row.audit} | ${per((x) => x.order, 0, true)} | ${per((x) => x.corr, 2)} | ${per((x) => x.gap, 3)} | ${per((x) => x.exploitation, 0, true)} |`);
 });
+// Why the order within groups goes wrong where it does: agreement by how far apart the synthetic returns are, pooled over each synthetic row's runs.
+const EDGES = [0, 0.01, 0.05, 0.2];
+const marginRows = rows.flatMap((row) => {
+  const pairs = seedList.flatMap((s) => {
+    const dir = join(out, `${row.key}-seed${s}`);
+    return existsSync(join(dir, "audit")) ? auditFiles(dir).flatMap((f) => readFileSync(f.file, "utf8").split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l) as AuditPair).map((p) => ({ ...p, group: `${s}/${f.iteration}/${p.group}` }))) : [];
+  });
+  if (pairs.length === 0) return [];
+  return [`| ${row.name} | ${orderAgreementByMargin(pairs, EDGES).map((b) => `${b.orderAgreement === null ? "—" : `${(100 * b.orderAgreement).toFixed(0)}%`} (${b.pairs})`).join(" | ")} |`];
+});
+if (marginRows.length > 0) {
+  lines.push("", "Order agreement within GRPO groups by |Δ synthetic return| of the pair (pairs in brackets), over every audit of every seed:", "",
+    `| method | ${EDGES.map((e, k) => (EDGES[k + 1] === undefined ? `≥ ${e}` : `[${e}, ${EDGES[k + 1]})`)).join(" | ")} |`, `|---|${EDGES.map(() => "---").join("|")}|`, ...marginRows);
+}
 if (failures.length > 0) lines.push("", "Failed runs:", ...failures.map((f) => `- ${f}`));
 lines.push("", `Total time ${((performance.now() - started) / 60000).toFixed(1)} min (${parallel} runs at a time).`);
 writeFileSync(join(out, "results.md"), lines.join("\n") + "\n");

@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { advantageAgreement, compareReal, pearson, summarizeReplays, type ReplayResult } from "./on-policy-audit.ts";
+import { advantageAgreement, compareReal, orderAgreementByMargin, pearson, summarizeReplays, type ReplayResult } from "./on-policy-audit.ts";
 
 const r = (group: string | undefined, syn: number, real: number, trained = syn): Pick<ReplayResult, "syntheticReturn" | "trainedReturn" | "realReturn" | "group"> =>
   ({ group, syntheticReturn: syn, trainedReturn: trained, realReturn: real });
@@ -82,4 +82,17 @@ test("closed loop: a synthetic episode against the policy's own real episode; st
   assert.equal(x.group, "0");
   assert.equal(compareReal(record, { observation: "three cups", steps: record.steps.map((s) => ({ action: s.action, observation: s.nextObservation, reward: s.reward, terminated: s.terminated, truncated: false })) }, (r) => r >= 1).divergedAt, null);
   assert.equal(compareReal(record, { ...real, observation: "four cups" }, (r) => r >= 1).divergedAt, 0);
+});
+
+test("order agreement by margin: pairs binned by how far apart their synthetic returns are", () => {
+  const bands = orderAgreementByMargin([
+    // group a: 0.001 apart and reversed; 0.5 apart and agreeing
+    r("a", 0.5, 0.2), r("a", 0.501, 0.1), r("a", 0, 0),
+    // group b: tied on both sides (left out)
+    r("b", 0.3, 0.3), r("b", 0.3, 0.3),
+  ], [0, 0.01, 0.2]);
+  assert.deepEqual(bands.map((b) => [b.from, b.to, b.pairs]), [[0, 0.01, 1], [0.01, 0.2, 0], [0.2, Infinity, 2]]);
+  assert.equal(bands[0].orderAgreement, 0);
+  assert.equal(bands[1].orderAgreement, null);
+  assert.equal(bands[2].orderAgreement, 1);
 });

@@ -241,6 +241,35 @@ export function advantageAgreement(results: readonly (Pick<ReplayResult, "synthe
   return { groups, pairs, tiedPairs, orderAgreement: pairs === 0 ? null : agree / pairs, reversedPairs: reversed, correlation: pearson(xs, ys) };
 }
 
+/**
+ * Order agreement by how far apart the synthetic returns of a pair are: for each band [edges[k],
+ * edges[k+1]) of |Δ synthetic (trained) return|, the pairs of one group that either side tells apart,
+ * and the share ordered alike (one side tied: half). Shows whether the model's small differences are
+ * signal or noise: GRPO's normalisation gives a group whose returns differ by a thousandth the same
+ * push as one whose returns differ by 1.
+ */
+export function orderAgreementByMargin(results: readonly (Pick<ReplayResult, "syntheticReturn" | "realReturn" | "group"> & { trainedReturn?: number })[], edges: readonly number[]): { from: number; to: number; pairs: number; orderAgreement: number | null }[] {
+  const bands = edges.map((from, k) => ({ from, to: edges[k + 1] ?? Infinity, pairs: 0, agree: 0 }));
+  const byGroup = new Map<string, { syn: number; real: number }[]>();
+  for (const r of results) if (r.group !== undefined) byGroup.set(r.group, [...(byGroup.get(r.group) ?? []), { syn: r.trainedReturn ?? r.syntheticReturn, real: r.realReturn }]);
+  const sign = (x: number) => (Math.abs(x) <= TIE ? 0 : Math.sign(x));
+  for (const g of byGroup.values()) {
+    for (let i = 0; i < g.length; i++) {
+      for (let j = i + 1; j < g.length; j++) {
+        const d = g[i].syn - g[j].syn;
+        const a = sign(d);
+        const b = sign(g[i].real - g[j].real);
+        if (a === 0 && b === 0) continue;
+        const band = bands.find((x) => Math.abs(d) >= x.from && Math.abs(d) < x.to);
+        if (!band) continue;
+        band.pairs++;
+        band.agree += a === b ? 1 : a === 0 || b === 0 ? 0.5 : 0;
+      }
+    }
+  }
+  return bands.map(({ from, to, pairs, agree }) => ({ from, to, pairs, orderAgreement: pairs === 0 ? null : agree / pairs }));
+}
+
 /** (x − mean) / std within a group, as GRPO's advantage (all 0 where the group does not vary). */
 function normalised(xs: number[]): number[] {
   const m = xs.reduce((a, x) => a + x, 0) / xs.length;
