@@ -188,6 +188,7 @@ registerEnv<RadioEnv>("radio", {
       profile: "radio, a repair game told in prose. A state is the scene: what the radio on the bench is missing, which of the six drawers are open and what each holds, and what the agent holds; \"The radio plays.\" at the end. Commands: open drawer <one..six>, close drawer <n>, take <part>, fit <part>, switch on, look. Only switching on the radio with its three missing parts fitted pays (10) and ends the episode; every other step pays 0.",
     },
     initialState: (task: Task) => RadioEnv.intro(task),
+    maxSteps: 40, // the real env's step limit (the synthetic env's default is 15)
     policies: ["tinker"],
   }),
   check: { invalidFeedback: (observation) => observation.startsWith("Nothing happens."), probeActions: ["look", "open drawer one", "kick radio"] },

@@ -168,6 +168,7 @@ registerEnv<VaultEnv>("vault", {
       profile: "vault, a four-room parser game. A state is \"You are in the <room>. Exits: <directions>. You see: <items or nothing>. You carry: <items or nothing>.\", or \"You found the treasure.\" at the end. Commands: go <direction>, take <item>, open chest, look, inventory. Taking a gem or the key gives 1; opening the chest while carrying the key gives 5 and ends the episode.",
     },
     initialState: (task: Task) => VaultEnv.intro(task),
+    maxSteps: 20, // the real env's step limit (the synthetic env's default is 15)
     policies: ["wander"],
   }),
   check: { invalidFeedback: (observation) => observation.startsWith("I don't understand that.") },
