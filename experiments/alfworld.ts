@@ -159,7 +159,8 @@ const failures: string[] = [];
 /** Why a run folder of this job cannot be kept: it was started with other budgets (another --real or --synthetic). */
 function staleBudget(job: (typeof jobs)[number]): string | undefined {
   if (!existsSync(join(job.dir, "config.json"))) return undefined;
-  const config = JSON.parse(readFileSync(join(job.dir, "config.json"), "utf8")) as { budget: number; realBudget: number };
+  const config = JSON.parse(readFileSync(join(job.dir, "config.json"), "utf8")) as { budget: number; realBudget: number; buffer?: string };
+  if (config.buffer !== seedDb(job.seed)) return `trained on ${config.buffer}, not data seed ${job.seed}'s ${seedDb(job.seed)}: give another --out`;
   const a = rows[job.row].args;
   const want = (flag: string) => (a.includes(flag) ? Number(a[a.indexOf(flag) + 1]) : undefined);
   const budget = want("--budget");
@@ -269,7 +270,7 @@ for (const row of rows.filter((r) => r.key !== "bc" && r.key !== "real")) {
       const bad = tail.reduce((n, x) => n + (x.exploitationRate ?? 0) * x.syntheticSuccess * x.episodes, 0);
       const pairs = a.reduce((n, x) => n + (x.advantage?.pairs ?? 0), 0);
       const agree = a.reduce((n, x) => n + (x.advantage?.orderAgreement ?? 0) * (x.advantage?.pairs ?? 0), 0);
-      audits.push(`${s}: ${syn === 0 ? "—" : `${(100 * bad / syn).toFixed(0)}%`} / ${pairs === 0 ? "—" : `${(100 * agree / pairs).toFixed(0)}%`} / ${(tail.reduce((n, x) => n + x.returnGap, 0) / tail.length).toFixed(3)}`);
+      audits.push(`${s}: ${syn === 0 ? "—" : `${(100 * bad / syn).toFixed(0)}%`} / ${pairs === 0 ? "—" : `${(100 * agree / pairs).toFixed(0)}%`} / ${(tail.reduce((n, x) => n + (x.returnGap ?? x.syntheticReturn - x.realReturn), 0) / tail.length).toFixed(3)}`);
     }
   }
   teachRows.push(`| ${row.name} | ${per.join(", ")} | ${ratios.length ? `${median(ratios).toFixed(2)} / ${Math.min(...ratios).toFixed(2)}` : "—"} | ${audits.join(", ") || "—"} |`);

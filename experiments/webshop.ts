@@ -174,8 +174,21 @@ const jobs: { row: number; seed: number; dir: string; init?: string }[] = rows
   .filter((j) => !onlySeeds || onlySeeds.includes(j.seed));
 let done = 0;
 const failures: string[] = [];
+/** Why a run folder cannot stand for data seed s on this split: it was trained on another buffer (an older, shared seed buffer) or scored on another split. */
+const stale = (dir: string, s: number): string | undefined => {
+  if (!existsSync(join(dir, "config.json"))) return undefined;
+  const c = JSON.parse(readFileSync(join(dir, "config.json"), "utf8")) as { buffer?: string; evalSplit?: string };
+  if (c.buffer !== seedDb(s)) return `${dir} was trained on ${c.buffer}, not data seed ${s}'s ${seedDb(s)}: give another --out`;
+  if ((c.evalSplit ?? "test") !== evalSplit) return `${dir} is scored on the ${c.evalSplit ?? "test"} split, not ${evalSplit}: give another --out`;
+  return undefined;
+};
 const runJob = (job: (typeof jobs)[number]) =>
   new Promise<void>((resolve) => {
+    const why = stale(job.dir, job.seed);
+    if (why) {
+      failures.push(why);
+      return resolve();
+    }
     if (existsSync(join(job.dir, "summary.json"))) return resolve();
     // A run the experiment started before (killed with it) continues from its checkpoint.
     const argv = existsSync(join(job.dir, "config.json"))
@@ -217,7 +230,7 @@ const median = (xs: number[]) => {
 };
 const score = (key: string, s: number): number | undefined => {
   const f = join(out, `${key}-seed${s}`, "summary.json");
-  return existsSync(f) ? JSON.parse(readFileSync(f, "utf8")).final.score : undefined;
+  return existsSync(f) && !stale(join(out, `${key}-seed${s}`), s) ? JSON.parse(readFileSync(f, "utf8")).final.score : undefined;
 };
 const teach = (key: string, s: number) => {
   const [x, bc, real] = [score(key, s), score("bc", s), score("real", s)];
@@ -265,7 +278,7 @@ const EDGES = [0, 0.01, 0.05, 0.2];
 const marginRows = rows.flatMap((row) => {
   const pairs = seedList.flatMap((s) => {
     const dir = join(out, `${row.key}-seed${s}`);
-    return existsSync(join(dir, "audit")) ? auditFiles(dir).flatMap((f) => readFileSync(f.file, "utf8").split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l) as AuditPair).map((p) => ({ ...p, group: `${s}/${f.iteration}/${p.group}` }))) : [];
+    return existsSync(join(dir, "audit")) ? auditFiles(dir).flatMap((f) => readFileSync(f.file, "utf8").split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l) as AuditPair).map((p) => (p.group === undefined ? p : { ...p, group: `${s}/${f.iteration}/${p.group}` }))) : [];
   });
   if (pairs.length === 0) return [];
   return [`| ${row.name} | ${orderAgreementByMargin(pairs, EDGES).map((b) => `${b.orderAgreement === null ? "—" : `${(100 * b.orderAgreement).toFixed(0)}%`} (${b.pairs})`).join(" | ")} |`];

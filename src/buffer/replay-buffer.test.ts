@@ -356,5 +356,10 @@ test("findExact: the steps of exactly this action in exactly this state, the tas
   assert.deepEqual(b.findExact({ state: "room: hall", action: "take gem" }, { env: "other" }), []);
   assert.deepEqual(b.findExact({ state: "room: attic", action: "take gem" }), []);
   assert.deepEqual(b.findExact({ state: "room: hall", action: "take key" }), []);
+  // A synthetic episode's copies of the step, its task's own and so first, never crowd out the real ones.
+  const synthetic = Array.from({ length: 6 }, (_, i) => ({ ...step("b", "take gem", 3), source: "synthetic" as const, steps: [{ ...step("b", "take gem", 3).steps[0], next_observation: `room: hall (copy ${i})` }] }));
+  await b.appendTrajectories(synthetic);
+  assert.deepEqual(b.findExact({ state: "room: hall", action: "take gem" }, { preferTask: "b", limit: 5 }).map((t) => t.source), ["real", "synthetic", "synthetic", "synthetic", "synthetic"]);
+  assert.deepEqual(b.findExact({ state: "room: hall", action: "take gem" }, { preferTask: "b", limit: 2, source: "real" }).map((t) => [t.task.id, t.reward]), [["b", 2], ["a", 1]]);
   b.close();
 });

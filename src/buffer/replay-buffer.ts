@@ -507,7 +507,7 @@ export class ReplayBuffer {
    * the stored texts' keys, without embedding anything: what a model that only replays recorded steps
    * needs, at a cost that does not grow with the buffer's vectors.
    */
-  findExact(query: { state: string; action: string }, opts: { env?: string; excludeTask?: string; preferTask?: string; limit?: number } = {}): StoredTransition[] {
+  findExact(query: { state: string; action: string }, opts: { env?: string; excludeTask?: string; preferTask?: string; limit?: number; source?: ExperienceSource } = {}): StoredTransition[] {
     this.checkOpen();
     this.followOtherWriters();
     let key = textKey(query.state);
@@ -526,6 +526,7 @@ export class ReplayBuffer {
     const args: (string | number)[] = [stateId, query.action];
     if (opts.env !== undefined) conds.push("x.env = ?"), args.push(opts.env);
     if (opts.excludeTask !== undefined) conds.push("x.task_id != ?"), args.push(opts.excludeTask);
+    if (opts.source !== undefined) conds.push("x.source = ?"), args.push(opts.source);
     // The task's own steps first (`preferTask`), then the oldest.
     const order = opts.preferTask !== undefined ? "ORDER BY x.task_id = ? DESC, x.id" : "ORDER BY x.id";
     if (opts.preferTask !== undefined) args.push(opts.preferTask);

@@ -87,6 +87,8 @@ export async function auditRun(dir: string, opts: { episodes: number; dataDir?: 
   if (opts.json) return void console.log(JSON.stringify(rows, null, 2));
   const { header, lines } = auditTable(rows);
   const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i].length)));
-  console.log(`on-policy audit of ${dir}: ${config.env}, synthetic episodes replayed in the real env (${config.trainSplit} split), ${all.filter((r) => r !== null).length} episodes`);
+  // The policy that played the episodes is gone: after the fact, only their actions can be replayed.
+  const closedLoop = config.onPolicyAudit.replay !== "actions" ? " (open loop: the actions; the run's own audits may have let its policy play, closed loop, and read otherwise)" : "";
+  console.log(`on-policy audit of ${dir}: ${config.env}, synthetic episodes replayed in the real env (${config.trainSplit} split), ${all.filter((r) => r !== null).length} episodes${closedLoop}`);
   for (const l of [header, ...lines]) console.log(l.map((c, i) => c.padEnd(widths[i])).join("  ").trimEnd());
 }

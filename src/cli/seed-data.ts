@@ -2,7 +2,7 @@ import { join } from "node:path";
 import { closing, deriveSeed, JsonlWriter, Rng } from "../core/index.ts";
 import { ReplayBuffer } from "../buffer/index.ts";
 import { importJsonl } from "../buffer/index.ts";
-import { createEnv, syntheticSupport } from "../envs/index.ts";
+import { createEnv, envTasks, syntheticSupport } from "../envs/index.ts";
 import { abstractTrajectory } from "../experience/index.ts";
 import { playScriptedEpisodes } from "./episodes.ts";
 
@@ -22,9 +22,6 @@ export async function playScripted(
   }
 }
 
-/** WebShop's train split holds 5,410 goals. */
-const TRAIN_GOALS = 5410;
-
 /**
  * The paper's WebShop seed, in miniature: 1,000 oracle, 500 slipping-oracle (`oracle-noisy`: wrong
  * products and options, so the data shows near misses as well as successes and random walks) and 500
@@ -33,11 +30,12 @@ const TRAIN_GOALS = 5410;
  *
  * Without a data seed: the first 1,000 train goals (the slipping and random episodes on the first
  * 500), episode seeds 0, 1, … (the demo's buffer). With data seed s: 1,000 train goals drawn from all
- * 5,410 and the episodes' seeds, both derived from s, so that each seed is other offline data.
+ * of the split's (5,410) and the episodes' seeds, both derived from s, so that each seed is other offline data.
  */
 export async function seedWebShopBuffer(dir: string, bufferFile: string, dataSeed?: number): Promise<number> {
+  const goals = dataSeed === undefined ? 0 : await closing(createEnv("webshop", { split: "train" }), (env) => envTasks("webshop", env).length);
   const draw = (kind: string) => dataSeed === undefined ? {} : {
-    order: new Rng(deriveSeed(dataSeed, "seed-goals")).sample(Array.from({ length: TRAIN_GOALS }, (_, i) => i), 1000),
+    order: new Rng(deriveSeed(dataSeed, "seed-goals")).sample(Array.from({ length: goals }, (_, i) => i), Math.min(1000, goals)),
     seed: deriveSeed(dataSeed, "seed-episodes", kind) % 2 ** 31,
   };
   await playScripted("oracle", "train", 1000, join(dir, "oracle.jsonl"), draw("oracle"));

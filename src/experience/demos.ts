@@ -9,7 +9,7 @@ export interface DemoOptions {
   sameAction?: boolean;
   /** Leave out demos of this task (held-out evaluation). */
   excludeTask?: string;
-  /** Only the recorded steps of this very action in this very state (a model that replays, not transfers). */
+  /** Only the real recorded steps of this very action in this very state (a model that replays, not transfers). */
   exact?: boolean;
   /** With `exact`: this task's own steps first. */
   preferTask?: string;
@@ -29,7 +29,9 @@ export interface DemoOptions {
 export async function retrieveDemos(buffer: ReplayBuffer, abstraction: StateAbstraction, query: { state: string; action: string }, opts: DemoOptions): Promise<Demo[]> {
   if (buffer.transitions === 0) return [];
   if (opts.exact) {
-    return buffer.findExact(query, { env: abstraction.env, excludeTask: opts.excludeTask, preferTask: opts.preferTask, limit: opts.k }).map((t) => ({
+    // Only real steps: what a synthetic episode wrote back is a model's guess, never evidence (and
+    // its copies, the task's own and so first, would crowd the real steps out of the k).
+    return buffer.findExact(query, { env: abstraction.env, excludeTask: opts.excludeTask, preferTask: opts.preferTask, limit: opts.k, source: "real" }).map((t) => ({
       state: abstraction.abstract(t.state), action: t.action, nextState: abstraction.abstract(t.nextState, t.info),
       reward: t.reward, terminated: t.terminated, task: t.task, source: t.source, score: 1,
     }));

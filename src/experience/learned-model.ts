@@ -256,8 +256,11 @@ function likeliest(pTop: number, pBottom: number, mid: number, rewards: RewardSp
   const between = (1 - pTop) * (1 - pBottom);
   if (top >= bottom && top >= between) return rewards.max;
   if (bottom >= between) return rewards.min;
-  const inner = (values ?? []).filter((v) => v > rewards.min && v < rewards.max);
-  return inner.length === 0 ? mid : inner.reduce((best, v) => (Math.abs(v - mid) < Math.abs(best - mid) ? v : best));
+  if (values === undefined) return mid;
+  // The data pays nothing in between (radio: 0 or 10): the likelier of the two ends.
+  const inner = values.filter((v) => v > rewards.min && v < rewards.max);
+  if (inner.length === 0) return top >= bottom ? rewards.max : rewards.min;
+  return inner.reduce((best, v) => (Math.abs(v - mid) < Math.abs(best - mid) ? v : best));
 }
 
 /** The distinct rewards of the real steps, when there are at most 32 (a dense env's payments: vault's 0, 1 and 5). */
@@ -495,7 +498,7 @@ export function trainLearnedModel(buffer: ReplayBuffer, opts: TrainLearnedModelO
     training: { seed, epochs, trajectories, transitions: examples.length, tasks: taskIds.length + valTasks.size, valFraction },
     validation: null, returns, support: support.entries(),
   };
-  const values = rewards.dense ? rewardValuesOf(examples) : undefined;
+  const values = rewards.dense ? rewardValuesOf(train) : undefined;
   if (values) info.rewardValues = values;
   let validation: LearnedModelValidation | null = null;
   if (val.length > 0) {

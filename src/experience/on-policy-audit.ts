@@ -42,7 +42,9 @@ export interface ReplayResult {
 }
 
 /** One audited episode as the run folder keeps it (`audit/iteration-NNNN.jsonl`): the synthetic episode beside its real replay. */
-export interface AuditPair extends Omit<ReplayResult, "real"> {
+export interface AuditPair extends Omit<ReplayResult, "real" | "trainedReturn"> {
+  /** Absent in audit files from before it was kept (the synthetic return stands in). */
+  trainedReturn?: number;
   /** Its place in the iteration's audit sample. */
   index: number;
   task: Task;
@@ -64,8 +66,8 @@ export interface OnPolicyAuditSummary {
   realSuccess: number;
   /** Share of episodes whose success the model and the real env agree on. */
   successAgreement: number;
-  /** Mean synthetic − real return: what the model pays beyond what the same actions earn (> 0: it flatters them). */
-  returnGap: number;
+  /** Mean synthetic − real return: what the model pays beyond what the same actions earn (> 0: it flatters them). Absent in runs from before it was kept. */
+  returnGap?: number;
   /** What GRPO learns from: the order of the returns within each replayed group (absent in runs from before it was measured). */
   advantage?: AdvantageAgreement;
   /** Synthetic successes that fail for real, as a share of the synthetic successes (null: there were none). */
@@ -168,9 +170,12 @@ export function auditPairs(records: readonly SyntheticRecord[], results: readonl
   });
 }
 
+/** What the summary reads of a replayed episode (an `AuditPair` from before the trained return was kept has none). */
+type Replayed = Omit<ReplayResult, "real" | "trainedReturn"> & { trainedReturn?: number };
+
 /** The audit's figures over replayed episodes (`skipped`: the nulls, tasks the real env could not play). */
-export function summarizeReplays(results: readonly (ReplayResult | null)[]): OnPolicyAuditSummary {
-  const done = results.filter((r): r is ReplayResult => r !== null);
+export function summarizeReplays(results: readonly (Replayed | null)[]): OnPolicyAuditSummary {
+  const done = results.filter((r): r is Replayed => r !== null);
   const mean = (xs: number[]) => (xs.length === 0 ? 0 : xs.reduce((a, x) => a + x, 0) / xs.length);
   const synSuccesses = done.filter((r) => r.syntheticSuccess);
   const diverged = done.map((r) => r.divergedAt).filter((d): d is number => d !== null);

@@ -1,4 +1,4 @@
-import { deriveSeed, playEpisodes, Rng, type Env, type Episode, type Task, type Trajectory } from "../core/index.ts";
+import { deriveSeed, InvalidConfigError, playEpisodes, Rng, type Env, type Episode, type Task, type Trajectory } from "../core/index.ts";
 import { EndpointFailedError } from "../llm/index.ts";
 import { auditPairs, compareReal, replayInRealEnv, summarizeReplays, type AuditPair, type OnPolicyAuditSummary, type ReplayResult, type SyntheticRecord } from "../experience/index.ts";
 import { grpoUpdate, ppoUpdate, type TrainablePolicy } from "../rl/index.ts";
@@ -206,14 +206,35 @@ async function onPolicyAudit(
   }));
   let results: (ReplayResult | null)[];
   if (auditor) {
-    const real = await playEpisodes(envs, auditor, sample.map(({ e, job }) => ({ task: e.task, seed: job.seed, rngSeed: job.rngSeed })), { isSuccess });
-    results = real.map((x, i) => compareReal(records[i], {
+    const real = await playInRealEnv(envs, auditor, sample.map(({ e, job }) => ({ task: e.task, seed: job.seed, rngSeed: job.rngSeed })), isSuccess);
+    results = real.map((x, i) => x && compareReal(records[i], {
       observation: x.steps[0]?.observation ?? "",
       steps: x.steps.map((s) => ({ action: s.action, observation: s.next_observation, reward: s.reward, terminated: s.terminated, truncated: s.truncated })),
     }, isSuccess));
   } else results = await replayInRealEnv(envs, records, isSuccess);
   keep(auditPairs(records, results)); // the episodes themselves, for `dreamgym view`
   return summarizeReplays(results);
+}
+
+/**
+ * The policy's own episodes in the real envs, one job per env at a time (each job its own sampling
+ * stream, so the order envs finish in changes nothing); null for a task the real env cannot play (an
+ * LLM-generated task with no goal behind it), as the open-loop replay skips it.
+ */
+async function playInRealEnv(envs: Env[], policy: TrainablePolicy<unknown>, jobs: { task: Task; seed: number; rngSeed: number }[], isSuccess: (totalReward: number) => boolean): Promise<(Episode | null)[]> {
+  const out: (Episode | null)[] = new Array(jobs.length).fill(null);
+  let next = 0;
+  await Promise.all(envs.map(async (env) => {
+    while (next < jobs.length) {
+      const i = next++;
+      try {
+        [out[i]] = await playEpisodes([env], policy, [jobs[i]], { isSuccess });
+      } catch (e) {
+        if (!(e instanceof InvalidConfigError)) throw e;
+      }
+    }
+  }));
+  return out;
 }
 
 /**

@@ -52,7 +52,7 @@ export function writeReport(runDir: string): void {
   ])}${lineChart("What GRPO learns from: order within groups", "iteration", [
     { name: "order agreement", color: "#1f77b4", points: audited.filter((m) => m.onPolicyAudit!.advantage?.orderAgreement != null).map((m) => [m.iteration, m.onPolicyAudit!.advantage!.orderAgreement!]) },
     { name: "advantage correlation", color: "#ff7f0e", points: audited.filter((m) => m.onPolicyAudit!.advantage?.correlation != null).map((m) => [m.iteration, m.onPolicyAudit!.advantage!.correlation!]) },
-    { name: "return gap (synthetic − real)", color: "#d62728", points: audited.filter((m) => m.onPolicyAudit!.returnGap !== undefined).map((m) => [m.iteration, m.onPolicyAudit!.returnGap]) },
+    { name: "return gap (synthetic − real)", color: "#d62728", points: audited.map((m) => [m.iteration, m.onPolicyAudit!.returnGap ?? m.onPolicyAudit!.syntheticReturn - m.onPolicyAudit!.realReturn]) },
   ])}</div>
 <table class="rows"><tr>${table.header.map((h) => `<th>${escape(h)}</th>`).join("")}</tr>
 ${table.lines.map((l) => `<tr>${l.map((c) => `<td>${escape(c)}</td>`).join("")}</tr>`).join("\n")}</table>`;

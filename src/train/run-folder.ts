@@ -112,7 +112,11 @@ export class RunFolder {
         throw new InvalidConfigError(`--budget extends a resumed real, dreamgym or s2r run (an s2r run before its real phase) to more steps than its budget: ${why}`);
       }
     }
-    const config = resolveTrainConfig({ ...stored, ...defined }, `config of ${configFile}`);
+    // A run from before the audit's replay could be chosen replayed actions: it goes on doing so, so
+    // its audit rows stay comparable.
+    const audit = stored.onPolicyAudit;
+    const before = typeof audit === "object" && audit !== null && !("replay" in audit) ? { onPolicyAudit: { ...audit, replay: "actions" } } : {};
+    const config = resolveTrainConfig({ ...stored, ...before, ...defined }, `config of ${configFile}`);
     // From now on the run is an S2R run, or one with the larger budget, also for a later resume.
     if (toS2r || defined.budget !== undefined) {
       writeFileAtomic(configFile, JSON.stringify({ ...raw, mode: config.mode, budget: config.budget, realBudget: config.realBudget, realScreen: config.realScreen, realBatchAdvantage: config.realBatchAdvantage }, null, 2) + "\n");
