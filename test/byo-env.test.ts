@@ -56,3 +56,25 @@ test("a registered free-text, dense-reward env: check → collect → buffer →
   const baseline = random.score / 100;
   assert.ok(trained >= baseline + 0.5, `DreamGym's greedy return ${trained} vs random's ${baseline}`);
 });
+
+test("the second example, radio (prose, long episodes, one reward at the end): it keeps the Env contract, its expert repairs every radio, and the audit warns that held-out scenes find no recorded step", async () => {
+  const radio = ["--env-module", join(import.meta.dirname, "..", "examples", "radio", "radio.ts")];
+  const r = (...args: string[]) => {
+    const x = run([...radio, ...args]);
+    assert.equal(x.status, 0, `dreamgym ${args.join(" ")}\n${x.stderr}`);
+    return x;
+  };
+  const dir = mkdtempSync(join(tmpdir(), "dreamgym-radio-"));
+  assert.match(r("env", "check", "--env", "radio").stdout, /checkEnv passed/);
+  const expert = r("collect", "--env", "radio", "--policy", "expert", "--episodes", "30", "--out", join(dir, "expert.jsonl")).stdout;
+  assert.match(expert, /30 trajectories \(\d+ steps\).* success 100\.0%/);
+  const steps = Number(/\((\d+) steps\)/.exec(expert)![1]);
+  assert.ok(steps / 30 >= 10, `the expert takes ${steps / 30} steps an episode: longer than vault's`);
+  r("collect", "--env", "radio", "--policy", "tinker", "--seed", "1", "--episodes", "30", "--out", join(dir, "tinker.jsonl"));
+  r("collect", "--env", "radio", "--policy", "expert", "--split", "test", "--episodes", "10", "--out", join(dir, "held.jsonl"));
+  r("buffer", "import", join(dir, "expert.jsonl"), join(dir, "tinker.jsonl"), "--abstract", "--buffer", join(dir, "b.db"));
+  const audit = r("audit", "--env", "radio", "--trajectories", join(dir, "held.jsonl"), "--buffer", join(dir, "b.db"), "--json");
+  assert.match(audit.stderr, /^warning: \d+% of the steps found no demo once their own task's steps were left out/m);
+  const report = JSON.parse(audit.stdout) as { warnings: string[] };
+  assert.ok(report.warnings.length >= 1);
+});
