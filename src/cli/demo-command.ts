@@ -117,6 +117,7 @@ async function demo(o: DemoOptions): Promise<void> {
       `| ${name} | ${score.toFixed(1)} | ${(100 * success).toFixed(1)}% | ${realSteps.toLocaleString("en-US")} | ${syn.toLocaleString("en-US")} | ${wall ? `${wall.toFixed(0)} s` : "-"} | ${exploitation} |`),
   ].join("\n");
   console.log(`\n${table}\n\nWebShop test split, 500 goals, greedy policies; experience model: ${modelName}. ${o.init === "bc" ? "Every RL run starts from the BC policy" : "Every RL run starts from fresh weights"} (seed ${o.seed}). Total demo time ${((performance.now() - started) / 1000 / 60).toFixed(1)} min. Runs (metrics, report.html): ${o.out}/*/`);
+  console.log("One seed of one seed buffer: whether synthetic experience teaches is a question for several data seeds (each its own offline data): npm run experiment:webshop, and its table with teach ratios in docs/results.md.");
 }
 
 export function registerDemo(program: Command): void {
