@@ -57,6 +57,7 @@ before(async () => {
   writeFileSync(f("reward-negative.jsonl"), line(traj({ total_reward: -5, steps: [{ ...good[1].steps[0], reward: -5 }] })) + "\n");
   writeFileSync(f("unknown-env.jsonl"), line(traj({ env: "nowhere" })) + "\n");
   writeFileSync(f("no-steps.jsonl"), line(traj({ steps: [], total_reward: 0 })) + "\n");
+  writeFileSync(f("short-token"), "x\n");
   // Buffers: a good one, one with corrupt pages (opens fine; reading or looking up its texts fails), and files that are not buffers.
   const b = ReplayBuffer.open(f("good.db"));
   await b.appendTrajectories(Array.from({ length: 300 }, (_, i) => makeTrajectory(i, { env: "webshop", steps: 4 })));
@@ -205,6 +206,8 @@ function cases(): Case[] {
   add(["view", "--runs", dir, "--buffer", f("not-a-db.db"), "--port", "0"], /not a database|not a dreamgym buffer/);
   add(["view", "--runs", dir, "--buffer", f("garbage.bin"), "--port", "0"], /not a database|not a dreamgym buffer/);
   add(["view", "--runs", dir, "--port", "-1"], /port/);
+  add(["view", "--runs", dir, "--port", "0", "--token-file", f("short-token")], /the token has 1 characters; give at least 16/);
+  add(["serve", "--env", "webshop", "--port", "0", "--token-file", f("short-token")], /the token has 1 characters; give at least 16/);
   add(["buffer", "search", "shelf", "--buffer", f("missing.db")], /does not exist/, [f("missing.db")]);
   for (const v of ["0"]) add(["buffer", "search", "shelf", "--buffer", f("good.db"), "-k", v], /^error: -k must be an integer/);
   add(["buffer", "search", "shelf", "--buffer", f("good.db"), "--source", "bogus"], /--source must be real or synthetic/);
@@ -257,6 +260,7 @@ function cases(): Case[] {
   add(tr("t-s2r", "--mode", "s2r", "--buffer", f("good.db")), /realBudget/, [o("t-s2r")]);
   add(tr("t-alf", "--env", "alfworld", "--mode", "dreamgym", "--buffer", f("good.db")), /holds webshop trajectories, not alfworld/, [o("t-alf")]);
   add(["train", "--resume", f("no-such-run")], /holds no run/, [f("no-such-run")]);
+  add(["train", "--resume", ""], /--resume needs the folder of the run to continue/);
   add(["train", "--resume", f("run-bad-config")], /config\.json:1:\d+: corrupt JSON/);
   add(["train", "--resume", f("run-bad-latest")], /latest\.json:1:\d+: corrupt JSON/);
   add(["train", "--resume", f("run-bad-latest"), "--seed", "5"], /--resume continues a run with its own config; drop --seed/);

@@ -31,7 +31,7 @@ test("dreamgym serve: prints where it serves (port 0: the port it got), serves O
   const dir = mkdtempSync(join(tmpdir(), "dreamgym-serve-cli-"));
   const counts = join(dir, "open.txt");
   const tokenFile = join(dir, "token");
-  writeFileSync(tokenFile, "t0ken\n");
+  writeFileSync(tokenFile, "t0ken-of-at-least-16-characters\n");
   const module = ["--env-module", join(import.meta.dirname, "fixtures", "counted-env.mjs")];
   const s = serve([...module, "--env", "counted", "--port", "0", "--split", "test", "--token-file", tokenFile], { ...process.env, DREAMGYM_OPEN_ENVS: counts });
   const { line, url } = await s.ready;
@@ -39,10 +39,10 @@ test("dreamgym serve: prints where it serves (port 0: the port it got), serves O
   assert.notEqual(new URL(url).port, "0");
   assert.deepEqual(await (await fetch(`${url}/health`)).json(), { status: "healthy", sessions: 0, max_sessions: 256 });
   assert.equal((await fetch(`${url}/metadata`)).status, 401);
-  assert.equal((await fetch(`${url}/metadata`, { headers: { authorization: "Bearer t0ken" } })).status, 200);
+  assert.equal((await fetch(`${url}/metadata`, { headers: { authorization: "Bearer t0ken-of-at-least-16-characters" } })).status, 200);
 
   const ws = `${url.replace("http", "ws")}/ws`;
-  const clients = [await TestClient.open(ws, { headers: { authorization: "Bearer t0ken" } }), await TestClient.open(ws, { headers: { authorization: "Bearer t0ken" } })];
+  const clients = [await TestClient.open(ws, { headers: { authorization: "Bearer t0ken-of-at-least-16-characters" } }), await TestClient.open(ws, { headers: { authorization: "Bearer t0ken-of-at-least-16-characters" } })];
   for (const c of clients) assert.equal((await c.call({ type: "reset", data: {} })).type, "observation");
   s.child.kill("SIGTERM");
   for (const c of clients) assert.deepEqual(await c.closed, { code: 1001, reason: "the server is shutting down" });

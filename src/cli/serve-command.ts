@@ -33,6 +33,9 @@ interface ServeOptions {
 /** Addresses only this machine can reach: the only ones served without a token. */
 const LOOPBACK = new Set(["127.0.0.1", "localhost", "::1"]);
 
+/** The shortest bearer token accepted. */
+export const MIN_TOKEN = 16;
+
 /** The bearer token: `--token-file` first, else `$DREAMGYM_TOKEN`; required off loopback (`serve` and `view`). */
 export function readToken(o: { tokenFile?: string; host: string }): string | undefined {
   let token: string | undefined;
@@ -49,6 +52,8 @@ export function readToken(o: { tokenFile?: string; host: string }): string | und
     token = process.env.DREAMGYM_TOKEN.trim();
   }
   if (token !== undefined && /\s/.test(token)) throw new InvalidConfigError("the token must not contain white space");
+  // A short token can be guessed by anyone who can reach the port: at least as long as 96 random bits in base64.
+  if (token !== undefined && token.length < MIN_TOKEN) throw new InvalidConfigError(`the token has ${token.length} characters; give at least ${MIN_TOKEN} (e.g. openssl rand -base64 24)`);
   if (token === undefined && !LOOPBACK.has(o.host)) {
     throw new InvalidConfigError(`serving on ${o.host} lets other machines in: give a bearer token (--token-file F, or the DREAMGYM_TOKEN environment variable), or bind 127.0.0.1`);
   }

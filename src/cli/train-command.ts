@@ -104,6 +104,7 @@ export function registerTrain(program: Command): void {
     .action(async (o, cmd: Command) => {
       const hook = progressHook();
       try {
+        if (o.resume === "") throw new InvalidConfigError("--resume needs the folder of the run to continue");
         if (o.resume) {
           const others = Object.keys(o).filter((k) => !["resume", "set", "requestTimeout", "maxFailures", "budget", "mode", "realBudget", "realScreen", "realBatchAdvantage"].includes(k) && cmd.getOptionValueSource(k) === "cli");
           if (others.length > 0 || (o.set as string[]).length > 0) {
