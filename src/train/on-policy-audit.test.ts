@@ -9,7 +9,7 @@ import { registerEnv } from "../envs/index.ts";
 import type { ExperienceModel } from "../experience/index.ts";
 import { BanditEnv, banditPage, banditSyntheticSupport } from "../testing/index.ts";
 import type { AuditPair } from "../experience/index.ts";
-import { auditFiles, readMetrics, RunFolder, train, type IterationMetrics, type TrainConfigInput } from "./index.ts";
+import { auditFiles, readMetrics, resumeTraining, RunFolder, train, type IterationMetrics, type TrainConfigInput } from "./index.ts";
 
 // A bandit of 5 arms where arm 3 pays 1 for real, registered with synthetic support so that the real
 // training loop can run it in dreamgym mode and audit it against the real bandit.
@@ -223,4 +223,16 @@ test('onPolicyAudit.replay "policy": the policy as it played the synthetic episo
   }
   const openPairs = readFileSync(auditFiles(open.dir)[0].file, "utf8").trim().split("\n").map((l) => JSON.parse(l) as AuditPair);
   assert.equal(openPairs[0].real.steps[0].action, undefined);
+});
+
+test("a damaged metrics line (null, a number, an object without its iteration) is skipped: the run's other lines read, and it resumes", async () => {
+  const root = mkdtempSync(join(tmpdir(), "dreamgym-nullmetrics-"));
+  const dir = join(root, "run");
+  const config: TrainConfigInput = { env: ENV, mode: "real", budget: 64, tasksPerIteration: 2, rolloutsPerTask: 4, concurrency: 1, evalEvery: 0, finalEvalTasks: 1, checkpointEvery: 2, policy: { dim: 1024 } };
+  const done = await train(dir, config);
+  const lines = readFileSync(join(dir, "metrics.jsonl"), "utf8").trim().split("\n");
+  writeFileSync(join(dir, "metrics.jsonl"), [lines[0], "null", "42", '{"phase":"real"}', ...lines.slice(1)].join("\n") + "\n");
+  assert.deepEqual(readMetrics(dir).map((m) => m.iteration), lines.map((l) => JSON.parse(l).iteration));
+  const again = await resumeTraining(dir);
+  assert.equal(again.final.score, done.final.score);
 });

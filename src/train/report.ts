@@ -87,13 +87,18 @@ ${uncertaintySection}
   writeFileAtomic(join(runDir, "report.html"), html);
 }
 
-/** The metrics of a run folder, in order (a torn last line, left by a kill, is skipped). */
+/**
+ * The metrics of a run folder, in order. A line that is not an iteration's record (a torn last line
+ * left by a kill, or a damaged one: `null`, a number, an object without its iteration) is skipped, so
+ * a resume and `dreamgym view` read the rest.
+ */
 export function readMetrics(runDir: string): IterationMetrics[] {
   const file = join(runDir, "metrics.jsonl");
   if (!existsSync(file)) return [];
   return readFileSync(file, "utf8").split("\n").filter((l) => l.trim()).flatMap((l) => {
     try {
-      return [JSON.parse(l) as IterationMetrics];
+      const m = JSON.parse(l) as unknown;
+      return typeof m === "object" && m !== null && !Array.isArray(m) && Number.isInteger((m as IterationMetrics).iteration) ? [m as IterationMetrics] : [];
     } catch {
       return [];
     }
