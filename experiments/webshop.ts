@@ -21,7 +21,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { readJsonlAll, type Trajectory } from "../src/core/index.ts";
 import { ReplayBuffer } from "../src/buffer/index.ts";
-import { createEnv, syntheticSupport } from "../src/envs/index.ts";
+import { createEnv, resolveDataDir, syntheticSupport } from "../src/envs/index.ts";
 import { auditModel, EmbeddedExperienceModel, loadLearnedModel, orderAgreementByMargin, trainLearnedModel, type AuditPair, type ExperienceModel } from "../src/experience/index.ts";
 import { writeFileAtomic } from "../src/core/index.ts";
 import { auditFiles, latestPolicyFile, readMetrics } from "../src/train/index.ts";
@@ -96,6 +96,14 @@ if (args.init !== "scratch" && args.init !== "bc") usage(`--init is scratch or b
 const evalSplit = args["eval-split"] as "test" | "dev";
 if (evalSplit !== "test" && evalSplit !== "dev") usage(`--eval-split is test or dev, not ${args["eval-split"]}`);
 if (args.init === "bc" && wanted && !wanted.includes("bc")) usage("--init bc needs the bc row");
+const stdFloor = Number(args["std-floor"]);
+if (!(Number.isFinite(stdFloor) && stdFloor >= 0)) usage(`--std-floor must be a number ≥ 0, got "${args["std-floor"]}"`);
+// The data pack is found before anything is written (its absence is one line, not a half-made folder).
+try {
+  resolveDataDir({ subdir: "webshop" });
+} catch (e) {
+  usage((e as Error).message);
+}
 const out = args.out!;
 const BIN = join(import.meta.dirname, "..", "bin", "dreamgym");
 const started = performance.now();
