@@ -1,4 +1,5 @@
 import { InvalidConfigError, type Env, type Task } from "../core/index.ts";
+import { groupAdvantages } from "../rl/index.ts";
 
 /** A synthetic episode to replay in the real env: its task, its actions and what the model said each did. */
 export interface SyntheticRecord {
@@ -136,8 +137,17 @@ async function replayOne(env: Env, r: SyntheticRecord, isSuccess: (totalReward: 
     if (divergedAt === null && (x.observation !== s.nextObservation || x.terminated !== s.terminated)) divergedAt = steps;
     if (x.terminated || x.truncated) break;
   }
+  return resultOf(r, real, divergedAt, steps, isSuccess);
+}
+
+/** A synthetic episode's figures beside its real counterpart (`steps`: the real env steps taken). */
+function resultOf(r: SyntheticRecord, real: RealReplay, divergedAt: number | null, steps: number, isSuccess: (totalReward: number) => boolean): ReplayResult {
   const syntheticReturn = r.steps.reduce((a, s) => a + s.reward, 0);
-  return { syntheticReturn, trainedReturn: r.trainedReturn ?? syntheticReturn, ...(r.group !== undefined ? { group: r.group } : {}), realReturn, syntheticSuccess: isSuccess(syntheticReturn), realSuccess: isSuccess(realReturn), divergedAt, steps, real };
+  const realReturn = real.steps.reduce((a, x) => a + x.reward, 0);
+  return {
+    syntheticReturn, trainedReturn: r.trainedReturn ?? syntheticReturn, ...(r.group !== undefined ? { group: r.group } : {}), realReturn,
+    syntheticSuccess: isSuccess(syntheticReturn), realSuccess: isSuccess(realReturn), divergedAt, steps, real,
+  };
 }
 
 /**
@@ -152,12 +162,7 @@ export function compareReal(r: SyntheticRecord, real: { observation: string; ste
     const x = real.steps[i];
     if (!s || !x || x.action !== s.action || x.observation !== s.nextObservation || x.terminated !== s.terminated) divergedAt = i + 1;
   }
-  const syntheticReturn = r.steps.reduce((a, s) => a + s.reward, 0);
-  const realReturn = real.steps.reduce((a, x) => a + x.reward, 0);
-  return {
-    syntheticReturn, trainedReturn: r.trainedReturn ?? syntheticReturn, ...(r.group !== undefined ? { group: r.group } : {}), realReturn,
-    syntheticSuccess: isSuccess(syntheticReturn), realSuccess: isSuccess(realReturn), divergedAt, steps: real.steps.length, real,
-  };
+  return resultOf(r, real, divergedAt, real.steps.length, isSuccess);
 }
 
 /** The audited episodes beside their replays, in sample order (a task the real env could not play is left out). */
@@ -209,38 +214,52 @@ const gap = (s: OnPolicyAuditSummary) => {
 /** Returns this close count as equal (float sums of the same rewards in another order). */
 const TIE = 1e-9;
 
-/** Order and advantage agreement within the groups of replayed episodes (an episode with no group is a group of its own). */
-export function advantageAgreement(results: readonly (Pick<ReplayResult, "syntheticReturn" | "realReturn" | "group"> & { trainedReturn?: number })[]): AdvantageAgreement {
+/** What the agreement figures read of a replayed episode. */
+type Ranked = Pick<ReplayResult, "syntheticReturn" | "realReturn" | "group"> & { trainedReturn?: number };
+
+/** The episodes' (trained synthetic, real) returns by group; an episode with no group is a group of its own. */
+function groupsOf(results: readonly Ranked[]): { syn: number; real: number }[][] {
   const byGroup = new Map<string, { syn: number; real: number }[]>();
   results.forEach((r, i) => {
     const key = r.group ?? `#${i}`;
     byGroup.set(key, [...(byGroup.get(key) ?? []), { syn: r.trainedReturn ?? r.syntheticReturn, real: r.realReturn }]);
   });
-  const sign = (x: number) => (Math.abs(x) <= TIE ? 0 : Math.sign(x));
+  return [...byGroup.values()];
+}
+
+/** How a pair is ordered by the two sides: null where both tie, else 1 alike, ½ tied on one side only, 0 reversed. */
+function pairOrder(x: { syn: number; real: number }, y: { syn: number; real: number }): number | null {
+  const sign = (d: number) => (Math.abs(d) <= TIE ? 0 : Math.sign(d));
+  const a = sign(x.syn - y.syn);
+  const b = sign(x.real - y.real);
+  return a === 0 && b === 0 ? null : a === b ? 1 : a === 0 || b === 0 ? 0.5 : 0;
+}
+
+/** Order and advantage agreement within the groups of replayed episodes (an episode with no group is a group of its own). */
+export function advantageAgreement(results: readonly Ranked[]): AdvantageAgreement {
   let groups = 0, pairs = 0, tiedPairs = 0, agree = 0, reversed = 0;
   const xs: number[] = [];
   const ys: number[] = [];
-  for (const g of byGroup.values()) {
+  for (const g of groupsOf(results)) {
     if (g.length < 2) continue;
     groups++;
+    let told = false;
     for (let i = 0; i < g.length; i++) {
       for (let j = i + 1; j < g.length; j++) {
-        const a = sign(g[i].syn - g[j].syn);
-        const b = sign(g[i].real - g[j].real);
-        if (a === 0 && b === 0) tiedPairs++;
+        const o = pairOrder(g[i], g[j]);
+        if (o === null) tiedPairs++;
         else {
+          told = true;
           pairs++;
-          if (a === b) agree++;
-          else if (a === 0 || b === 0) agree += 0.5;
-          else reversed++;
+          agree += o;
+          if (o === 0) reversed++;
         }
       }
     }
-    const synA = normalised(g.map((e) => e.syn));
-    const realA = normalised(g.map((e) => e.real));
-    if (synA.some((x) => x !== 0) || realA.some((x) => x !== 0)) {
-      xs.push(...synA);
-      ys.push(...realA);
+    // GRPO's own advantages, over the groups either side tells apart.
+    if (told) {
+      xs.push(...groupAdvantages(g.map((e) => e.syn), TIE));
+      ys.push(...groupAdvantages(g.map((e) => e.real), TIE));
     }
   }
   return { groups, pairs, tiedPairs, orderAgreement: pairs === 0 ? null : agree / pairs, reversedPairs: reversed, correlation: pearson(xs, ys) };
@@ -253,33 +272,21 @@ export function advantageAgreement(results: readonly (Pick<ReplayResult, "synthe
  * signal or noise: GRPO's normalisation gives a group whose returns differ by a thousandth the same
  * push as one whose returns differ by 1.
  */
-export function orderAgreementByMargin(results: readonly (Pick<ReplayResult, "syntheticReturn" | "realReturn" | "group"> & { trainedReturn?: number })[], edges: readonly number[]): { from: number; to: number; pairs: number; orderAgreement: number | null }[] {
+export function orderAgreementByMargin(results: readonly Ranked[], edges: readonly number[]): { from: number; to: number; pairs: number; orderAgreement: number | null }[] {
   const bands = edges.map((from, k) => ({ from, to: edges[k + 1] ?? Infinity, pairs: 0, agree: 0 }));
-  const byGroup = new Map<string, { syn: number; real: number }[]>();
-  for (const r of results) if (r.group !== undefined) byGroup.set(r.group, [...(byGroup.get(r.group) ?? []), { syn: r.trainedReturn ?? r.syntheticReturn, real: r.realReturn }]);
-  const sign = (x: number) => (Math.abs(x) <= TIE ? 0 : Math.sign(x));
-  for (const g of byGroup.values()) {
+  for (const g of groupsOf(results)) {
     for (let i = 0; i < g.length; i++) {
       for (let j = i + 1; j < g.length; j++) {
-        const d = g[i].syn - g[j].syn;
-        const a = sign(d);
-        const b = sign(g[i].real - g[j].real);
-        if (a === 0 && b === 0) continue;
-        const band = bands.find((x) => Math.abs(d) >= x.from && Math.abs(d) < x.to);
-        if (!band) continue;
+        const o = pairOrder(g[i], g[j]);
+        const d = Math.abs(g[i].syn - g[j].syn);
+        const band = bands.find((x) => d >= x.from && d < x.to);
+        if (o === null || !band) continue;
         band.pairs++;
-        band.agree += a === b ? 1 : a === 0 || b === 0 ? 0.5 : 0;
+        band.agree += o;
       }
     }
   }
   return bands.map(({ from, to, pairs, agree }) => ({ from, to, pairs, orderAgreement: pairs === 0 ? null : agree / pairs }));
-}
-
-/** (x − mean) / std within a group, as GRPO's advantage (all 0 where the group does not vary). */
-function normalised(xs: number[]): number[] {
-  const m = xs.reduce((a, x) => a + x, 0) / xs.length;
-  const sd = Math.sqrt(xs.reduce((a, x) => a + (x - m) ** 2, 0) / xs.length);
-  return xs.map((x) => (sd <= TIE ? 0 : (x - m) / sd));
 }
 
 /** Pearson's r (null: fewer than two points, or either side constant). */
