@@ -16,7 +16,7 @@
 //     [--init scratch|bc] [--synthetic-tasks seed|split] [--experience learned|default|<chat model>] [--rows bc,real,real-seed-tasks,real-tenth,dreamgym,dreamgym-split-tasks,dreamgym-std-floor,s2r,hybrid,no-replay,no-curriculum,no-pessimism,knn] [--only-seeds 2] [--final-eval-tasks 500]
 //     [--real-screen 4] [--real-batch-advantage 2] [--std-floor 0.1]
 import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { readJsonlAll, type Trajectory } from "../src/core/index.ts";
@@ -186,7 +186,9 @@ const failures: string[] = [];
 const stale = (dir: string, s: number): string | undefined => {
   if (!existsSync(join(dir, "config.json"))) return undefined;
   const c = JSON.parse(readFileSync(join(dir, "config.json"), "utf8")) as { buffer?: string; evalSplit?: string };
-  if (c.buffer !== seedDb(s)) return `${dir} was trained on ${c.buffer}, not data seed ${s}'s ${seedDb(s)}: give another --out`;
+  // The same file by another path (a folder of runs shared by symlink) is the same buffer.
+  const same = (a: string, b: string) => a === b || (existsSync(a) && existsSync(b) && realpathSync(a) === realpathSync(b));
+  if (c.buffer === undefined || !same(c.buffer, seedDb(s))) return `${dir} was trained on ${c.buffer}, not data seed ${s}'s ${seedDb(s)}: give another --out`;
   if ((c.evalSplit ?? "test") !== evalSplit) return `${dir} is scored on the ${c.evalSplit ?? "test"} split, not ${evalSplit}: give another --out`;
   return undefined;
 };

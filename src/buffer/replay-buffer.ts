@@ -68,6 +68,8 @@ export class ReplayBuffer {
   private dataVersion: number;
   private textCache = new Map<string, number>();
   private readonly filterCounts = new Map<string, number>();
+  /** Bumped by every change of the content, ours or another connection's (see `version`). */
+  private changes = 0;
   /** Appends run one at a time: their checks and their transaction see each other's results. */
   private queue: Promise<unknown> = Promise.resolve();
   private evictedSinceCleanup = 0;
@@ -299,6 +301,7 @@ export class ReplayBuffer {
 
   /** After a commit: counts and indexes follow; rows evicted in the same transaction are not indexed. */
   private afterCommit(added: IndexedRow[], evicted: number[]): void {
+    this.changes++;
     const gone = new Set(evicted);
     const kept = gone.size > 0 ? added.filter((r) => !gone.has(r.id)) : added;
     this.size += added.length - evicted.length;
@@ -563,11 +566,22 @@ export class ReplayBuffer {
     return this.searchVector(await this.embedQuery(query), opts);
   }
 
+  /**
+   * A number that changes whenever the buffer's content may have changed (a write here or by
+   * another connection): a search's result may be reused while it stays the same.
+   */
+  get version(): number {
+    this.checkOpen();
+    this.followOtherWriters();
+    return this.changes;
+  }
+
   /** Another connection committed: our counts and indexes are stale. */
   private followOtherWriters(): void {
     const v = Number(this.sql("PRAGMA data_version").pluck().get());
     if (v === this.dataVersion) return;
     this.dataVersion = v;
+    this.changes++;
     this.size = this.count();
     this.filterCounts.clear();
     this.textCache = new Map();

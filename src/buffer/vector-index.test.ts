@@ -75,3 +75,19 @@ test("ties go to the lower id on the SIMD path too, whatever the storage order",
   assert.deepEqual(idx.search(a, 5).map((c) => c.id), [9, 12, 15, 18, 21]);
   assert.deepEqual(idx.search(a, 3, { source: 1 }).map((c) => c.id), [9, 12, 15]);
 });
+
+test("exact search stays exact where int8 rounding cannot tell rows apart", () => {
+  // 2,000 rows within a hair of one vector: the int8 first pass sees them all as ties, and only the
+  // exact scores (ties: lower id) decide.
+  const dims = 64;
+  const [base] = randomVectors(1, dims, 11);
+  const rng = new Rng(12);
+  const vs = Array.from({ length: 2000 }, () => l2Normalize(base.map((x) => x + (rng.random() - 0.5) * 1e-3)));
+  const idx = new ExactIndex(dims, 16);
+  const ids = vs.map((_, i) => 5000 - i); // ids in reverse of storage order
+  vs.forEach((v, i) => idx.add(ids[i], v, { env: 1, source: (i % 2) + 1, task: 1, action: 1 }));
+  for (const q of [base, ...randomVectors(3, dims, 13)]) {
+    assert.deepEqual(idx.search(q, 7).map((c) => c.id), naive(vs, ids, q, 7));
+    assert.deepEqual(idx.search(q, 4, { source: 2 }).map((c) => c.id), naive(vs, ids, q, 4, (i) => (i % 2) + 1 === 2));
+  }
+});

@@ -13,7 +13,7 @@ interface UsearchIndex {
 }
 interface Usearch {
   Index: new (config: { dimensions: number; metric: string; quantization: string; connectivity: number; expansion_add: number; expansion_search: number }) => UsearchIndex;
-  exactSearch(dataset: Float32Array, queries: Float32Array, dims: number, k: number, metric: string, threads?: number): UsearchMatches;
+  exactSearch<T extends Float32Array | Int8Array>(dataset: T, queries: T, dims: number, k: number, metric: string, threads?: number): UsearchMatches;
 }
 const usearch = require("usearch") as Usearch;
 
@@ -31,9 +31,10 @@ export interface Candidate {
 }
 
 /**
- * Exact cosine search over unit vectors held in one growing Float32Array (outside the JS heap).
- * Unfiltered queries use usearch's SIMD brute force; a filter that keeps few rows is scored in JS
- * over just those rows.
+ * Exact cosine search over unit vectors held in one growing Float32Array (outside the JS heap),
+ * with usearch's SIMD brute force over int8 copies, the candidates then scored exactly (in JS
+ * alone for a few rows). A filtered query searches a copy of just its rows, kept until the index
+ * changes.
  */
 export class ExactIndex {
   readonly dims: number;
@@ -45,6 +46,9 @@ export class ExactIndex {
   private action: Int32Array;
   private n = 0;
   private readonly rowOf = new Map<number, number>();
+  /** Filtered views and the rows of each action code, until the next change (see `view`). */
+  private readonly views = new Map<string, View>();
+  private byAction: Map<number, number[]> | null = null;
 
   constructor(dims: number, capacity = 1024) {
     this.dims = dims;
@@ -79,6 +83,7 @@ export class ExactIndex {
 
   add(id: number, vector: Float32Array, tags: RowTags): void {
     if (this.n === this.ids.length) this.grow();
+    this.changed(tags);
     const r = this.n++;
     this.matrix.set(vector, r * this.dims);
     this.ids[r] = id;
@@ -89,11 +94,18 @@ export class ExactIndex {
     this.rowOf.set(id, r);
   }
 
+  /** A row of these tags comes or goes: the views it belongs to (and the whole index's) are stale; the others hold only ids and stay. */
+  private changed(tags: RowTags): void {
+    this.byAction = null;
+    for (const [key, v] of this.views) if (v.ids === null || matches(tags, v.filter)) this.views.delete(key);
+  }
+
   /** Removes rows by swapping the last row into their place. */
   remove(ids: Iterable<number>): void {
     for (const id of ids) {
       const r = this.rowOf.get(id);
       if (r === undefined) continue;
+      this.changed({ env: this.env[r], source: this.source[r], task: this.task[r], action: this.action[r] });
       const last = --this.n;
       this.rowOf.delete(id);
       if (r !== last) {
@@ -117,46 +129,147 @@ export class ExactIndex {
 
   /** The best `k` rows by cosine similarity (ties: lower id first), optionally filtered. */
   search(query: Float32Array, k: number, filter: Partial<RowTags> = {}): Candidate[] {
-    const n = this.n;
-    if (n === 0 || k <= 0) return [];
-    const filtered = filter.env !== undefined || filter.source !== undefined || filter.task !== undefined || filter.action !== undefined;
-    if (n >= 2048) {
-      // SIMD brute force over everything; a filter that keeps most rows is applied afterwards, with room to spare.
-      let matching = n;
-      if (filtered) {
-        matching = 0;
-        for (let r = 0; r < n; r++) if (this.rowMatches(r, filter)) matching++;
-      }
-      if (matching === 0) return [];
-      if (matching * 2 >= n) {
-        // Fetch a margin, then order by (score, lower id) so ties at the cut do not depend on storage order.
-        const want = Math.min(n, (filtered ? Math.ceil((k * n) / matching) * 2 : k) + 16);
-        const m = usearch.exactSearch(this.matrix.subarray(0, n * this.dims), query, this.dims, want, "ip", 1);
-        const all: Candidate[] = [];
-        for (let i = 0; i < m.keys.length; i++) {
-          const r = Number(m.keys[i]);
-          if (!filtered || this.rowMatches(r, filter)) all.push({ id: this.ids[r], score: 1 - m.distances[i] });
-        }
-        all.sort((a, b) => b.score - a.score || a.id - b.id);
-        const last = all[Math.min(k, all.length) - 1];
-        const tieBeyond = last !== undefined && m.keys.length < n && 1 - m.distances[m.keys.length - 1] >= last.score;
-        if (all.length >= Math.min(k, matching) && !tieBeyond) return all.slice(0, k);
-      }
-    }
-    // Score in JS: small buffers, or a filter (only matching rows are scored).
-    const heap = new TopK(k);
+    if (this.n === 0 || k <= 0) return [];
+    const view = this.view(filter);
+    const count = view.ids === null ? this.n : view.ids.length;
+    if (count === 0) return [];
     const d = this.dims;
-    const mat = this.matrix;
-    for (let r = 0; r < n; r++) {
-      if (filtered && !this.rowMatches(r, filter)) continue;
+    const idAt = (i: number) => (view.ids === null ? this.ids[i] : view.ids[i]);
+    const exact = (i: number) => {
       let s = 0;
-      const o = r * d;
-      for (let j = 0; j < d; j++) s += mat[o + j] * query[j];
-      heap.push(this.ids[r], s);
+      const o = i * d;
+      for (let j = 0; j < d; j++) s += view.matrix[o + j] * query[j];
+      return s;
+    };
+    const heap = new TopK(k);
+    if (count < SIMD_MIN_ROWS) {
+      for (let i = 0; i < count; i++) heap.push(idAt(i), exact(i));
+      return heap.sorted();
     }
-    return heap.sorted();
+    // A first pass over int8 copies (usearch's SIMD brute force, a quarter of float32's memory
+    // traffic) picks candidates, which are scored exactly. The result is exact: the int8 score of a
+    // row is off its exact score by at most `slack` (Cauchy–Schwarz on the rounding errors), so when
+    // the k-th exact score beats every row left out by more than that, none of them can enter or
+    // tie; else the candidates widen.
+    const q = this.quantized(view);
+    const qScale = 127 / maxAbs(query);
+    const q8 = quantize(query, qScale);
+    let qErr = 0;
+    let qNorm = 0;
+    for (let j = 0; j < d; j++) {
+      qErr += (q8[j] - query[j] * qScale) ** 2;
+      qNorm += q8[j] * q8[j];
+    }
+    const slack = (q.maxError * Math.sqrt(qNorm)) / (q.scale * qScale) + Math.sqrt(qErr) / qScale;
+    for (let want = Math.min(count, 4 * k + 64); ; want = Math.min(count, want * 4)) {
+      const m = usearch.exactSearch(q.int8, q8, d, want, "ip", 1);
+      const top = new TopK(k);
+      for (let i = 0; i < m.keys.length; i++) {
+        const r = Number(m.keys[i]);
+        top.push(idAt(r), exact(r));
+      }
+      const best = top.sorted();
+      if (m.keys.length >= count) return best;
+      // usearch's "ip" distance is 1 − the dot product of the int8 vectors.
+      const leftOut = (1 - m.distances[m.keys.length - 1]) / (q.scale * qScale);
+      if (best.length === k && best[k - 1].score > leftOut + slack) return best;
+    }
+  }
+
+  /** A view's int8 copy (one scale for the whole view) and its largest rounding error (L2, per row), made at its first search. */
+  private quantized(view: View): Quantized {
+    if (!view.int8) {
+      const d = this.dims;
+      const count = view.ids === null ? this.n : view.ids.length;
+      const matrix = view.matrix.subarray(0, count * d);
+      const scale = 127 / maxAbs(matrix);
+      const int8 = quantize(matrix, scale);
+      let maxError = 0;
+      for (let i = 0; i < count; i++) {
+        let e = 0;
+        for (let j = i * d; j < (i + 1) * d; j++) e += (int8[j] - matrix[j] * scale) ** 2;
+        maxError = Math.max(maxError, Math.sqrt(e));
+      }
+      view.int8 = { int8, scale, maxError };
+    }
+    return view.int8;
+  }
+
+  /**
+   * The rows a filter keeps, with their vectors copied into one matrix (no filter: every row, in
+   * place): made at the filter's first search and kept until the index changes, so a filtered search
+   * reads only its own rows (a synthetic env asks the same filters again and again while the buffer
+   * stands still).
+   */
+  private view(filter: Partial<RowTags>): View {
+    const key = `${filter.env ?? ""}|${filter.source ?? ""}|${filter.task ?? ""}|${filter.action ?? ""}`;
+    let v = this.views.get(key);
+    if (v) return v;
+    const n = this.n;
+    const d = this.dims;
+    if (key === "|||") {
+      v = { ids: null, matrix: this.matrix, filter };
+    } else {
+      // Rows of the action, when the filter names one, are found through the action's list.
+      let candidates: ArrayLike<number> | null = null;
+      if (filter.action !== undefined) {
+        if (!this.byAction) {
+          this.byAction = new Map();
+          for (let r = 0; r < n; r++) {
+            const list = this.byAction.get(this.action[r]);
+            if (list) list.push(r);
+            else this.byAction.set(this.action[r], [r]);
+          }
+        }
+        candidates = this.byAction.get(filter.action) ?? [];
+      }
+      const kept: number[] = [];
+      const total = candidates === null ? n : candidates.length;
+      for (let i = 0; i < total; i++) {
+        const r = candidates === null ? i : candidates[i];
+        if (this.rowMatches(r, filter)) kept.push(r);
+      }
+      const matrix = new Float32Array(kept.length * d);
+      kept.forEach((r, i) => matrix.set(this.matrix.subarray(r * d, (r + 1) * d), i * d));
+      v = { ids: Float64Array.from(kept, (r) => this.ids[r]), matrix, filter: { ...filter } };
+    }
+    if (this.views.size >= MAX_VIEWS) this.views.clear();
+    this.views.set(key, v);
+    return v;
   }
 }
+
+/** A filter's rows' ids (null: every row, in place) and their vectors, with an int8 copy once searched by SIMD. */
+interface View {
+  filter: Partial<RowTags>;
+  ids: Float64Array | null;
+  matrix: Float32Array;
+  int8?: Quantized;
+}
+
+interface Quantized {
+  int8: Int8Array;
+  scale: number;
+  maxError: number;
+}
+
+const matches = (t: RowTags, f: Partial<RowTags>) =>
+  (f.env === undefined || t.env === f.env) && (f.source === undefined || t.source === f.source) && (f.task === undefined || t.task === f.task) && (f.action === undefined || t.action === f.action);
+const maxAbs = (x: Float32Array) => {
+  let m = 0;
+  for (let i = 0; i < x.length; i++) m = Math.max(m, Math.abs(x[i]));
+  return m || 1;
+};
+const quantize = (x: Float32Array, scale: number) => {
+  const q = new Int8Array(x.length);
+  for (let i = 0; i < x.length; i++) q[i] = Math.round(x[i] * scale);
+  return q;
+};
+
+/** Below this many rows a search scores in JS (usearch's call costs more than it saves). */
+const SIMD_MIN_ROWS = 256;
+/** Filtered views kept at once (each holds copies of its rows' vectors). */
+const MAX_VIEWS = 256;
 
 /** Keeps the k best (score, id) pairs; ties prefer the lower id. */
 export class TopK {

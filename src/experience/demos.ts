@@ -19,6 +19,8 @@ export interface DemoOptions {
    * crowd the top k (a model's uncertainty reads it; it grounds no prediction).
    */
   realAnchor?: boolean;
+  /** Only real recorded steps, none a synthetic episode wrote back (then `realAnchor` adds nothing). */
+  realOnly?: boolean;
 }
 
 /**
@@ -26,7 +28,26 @@ export interface DemoOptions {
  * the env and (unless turned off) the k most similar states where the same action was taken, merged
  * best first, as abstract states.
  */
-export async function retrieveDemos(buffer: ReplayBuffer, abstraction: StateAbstraction, query: { state: string; action: string }, opts: DemoOptions): Promise<Demo[]> {
+export function retrieveDemos(buffer: ReplayBuffer, abstraction: StateAbstraction, query: { state: string; action: string }, opts: DemoOptions): Promise<Demo[]> {
+  // The same query on the same content has the same answer: a policy's rollouts of one task ask for
+  // the same pages again and again (about 60% of WebShop's synthetic steps), and in training the
+  // buffer changes only between iterations. Answers are kept per content version of the buffer.
+  let byAbstraction = memo.get(buffer);
+  if (!byAbstraction) memo.set(buffer, (byAbstraction = new WeakMap()));
+  const version = buffer.version;
+  let m = byAbstraction.get(abstraction);
+  if (!m || m.version !== version || m.answers.size >= MEMO_MAX) byAbstraction.set(abstraction, (m = { version, answers: new Map() }));
+  const key = JSON.stringify([query.state, query.action, opts.k, opts.sameAction, opts.excludeTask, opts.exact, opts.preferTask, opts.realAnchor, opts.realOnly]);
+  let answer = m.answers.get(key);
+  if (!answer) m.answers.set(key, (answer = search(buffer, abstraction, query, opts)));
+  return answer;
+}
+
+/** Answers of `retrieveDemos` per buffer and abstraction, for one content version (at most MEMO_MAX). */
+const memo = new WeakMap<ReplayBuffer, WeakMap<StateAbstraction, { version: number; answers: Map<string, Promise<Demo[]>> }>>();
+const MEMO_MAX = 50_000;
+
+async function search(buffer: ReplayBuffer, abstraction: StateAbstraction, query: { state: string; action: string }, opts: DemoOptions): Promise<Demo[]> {
   if (buffer.transitions === 0) return [];
   if (opts.exact) {
     // Only real steps: what a synthetic episode wrote back is a model's guess, never evidence (and
@@ -38,10 +59,11 @@ export async function retrieveDemos(buffer: ReplayBuffer, abstraction: StateAbst
   }
   const vector = await buffer.embedQuery(query);
   const env = abstraction.env;
+  const source = opts.realOnly ? ("real" as const) : undefined;
   const fetch = opts.excludeTask === undefined ? opts.k : opts.k * 3; // room for the excluded task's own transitions
   const pick = (hits: SearchResult[]) => hits.filter((h) => h.transition.task.id !== opts.excludeTask).slice(0, opts.k);
-  const similar = pick(buffer.searchVector(vector, { k: fetch, filter: { env } }));
-  const sameAction = opts.sameAction === false ? [] : pick(buffer.searchVector(vector, { k: fetch, filter: { env, action: query.action } }));
+  const similar = pick(buffer.searchVector(vector, { k: fetch, filter: { env, source } }));
+  const sameAction = opts.sameAction === false ? [] : pick(buffer.searchVector(vector, { k: fetch, filter: { env, source, action: query.action } }));
   const seen = new Set<number>();
   const demo = (h: SearchResult): Demo => ({
     state: abstraction.abstract(h.transition.state), action: h.transition.action, nextState: abstraction.abstract(h.transition.nextState, h.transition.info),
@@ -51,7 +73,7 @@ export async function retrieveDemos(buffer: ReplayBuffer, abstraction: StateAbst
     .filter((h) => !seen.has(h.transition.id) && seen.add(h.transition.id))
     .sort((a, b) => b.score - a.score)
     .map(demo);
-  if (!opts.realAnchor) return demos;
+  if (!opts.realAnchor || opts.realOnly) return demos;
   const anchor = pick(buffer.searchVector(vector, { k: fetch, filter: { env, source: "real", action: query.action } }))[0];
   return anchor && !seen.has(anchor.transition.id) ? [...demos, { ...demo(anchor), anchor: true }] : demos;
 }

@@ -53,6 +53,10 @@ export interface ExperienceModel {
   exactDemos?(state: string): boolean;
   /** Whether it reads the retrieved demos; false: the synthetic env retrieves none (a model that learned its own tables). @default true */
   readonly usesDemos?: boolean;
+  /** Whether it reads the real anchor among the demos (`DemoOptions.realAnchor`: how well real data backs the step); false spares a search per step. @default true */
+  readonly readsAnchor?: boolean;
+  /** Whether its demos are only real recorded steps (`DemoOptions.realOnly`). @default false */
+  readonly realDemosOnly?: boolean;
   /** Learns from the buffer's offline transitions before its first prediction (a model with tables of its own; once per buffer). */
   fit?(buffer: ReplayBuffer): Promise<void>;
 }

@@ -7,7 +7,7 @@ import { abstractEnv, checkEnv, type Task } from "../core/index.ts";
 import { ReplayBuffer } from "../buffer/index.ts";
 import { RandomPolicy, runEpisode } from "../envs/index.ts";
 import { OraclePolicy, RulePolicy, WebShopEnv, webshopAbstraction, webshopPageKind, webshopStartPage, webshopVerifier } from "../envs/webshop/index.ts";
-import { abstractTrajectory, EmbeddedExperienceModel, SyntheticEnv } from "./index.ts";
+import { abstractTrajectory, EmbeddedExperienceModel, retrieveDemos, SyntheticEnv } from "./index.ts";
 
 const real = new WebShopEnv({ split: "train" });
 const abs = webshopAbstraction(real.catalogue);
@@ -46,6 +46,29 @@ test("synthetic transitions are recorded in the buffer as synthetic, one traject
   assert.equal(recorded.length, 1);
   assert.equal(recorded[0].policy, "rule");
   assert.equal(recorded[0].task.id, testTasks[0].id);
+  b.close();
+});
+
+test("retrieval answers are reused while the buffer stands still, and follow every write, ours or another connection's", async () => {
+  const b = await seededBuffer(60);
+  const [step] = [...b.trajectories({ source: "real" })][5].steps;
+  // An action no recorded step took in this state: once written, its step is the best match.
+  const query = { state: step.observation, action: "click[written elsewhere]" };
+  const opts = { k: 5, realAnchor: true };
+  const first = await retrieveDemos(b, abs, query, opts);
+  assert.equal(await retrieveDemos(b, abs, query, opts), first, "the same answer, not searched again");
+  // A fresh connection (its own answers) finds the same demos.
+  const other = ReplayBuffer.open(b.path);
+  assert.deepEqual(await retrieveDemos(other, abs, query, opts), first);
+  // That step, synthetic, written by the other connection: the first connection's next answer has
+  // it; real-only answers do not.
+  const marked = "page: results\ninstruction: written by another connection";
+  await other.appendTransitions([{ trajectoryId: "synthetic:test", step: 0, env: "webshop", task: { id: "t-other", instruction: "x" }, state: step.observation, action: query.action, reward: 0, nextState: marked, terminated: false, truncated: false, source: "synthetic" }]);
+  const after = await retrieveDemos(b, abs, query, opts);
+  assert.ok(after.some((d) => d.nextState === marked), "the other connection's write is seen");
+  assert.ok(!first.some((d) => d.nextState === marked));
+  assert.ok(!(await retrieveDemos(b, abs, query, { ...opts, realOnly: true })).some((d) => d.source === "synthetic"));
+  other.close();
   b.close();
 });
 

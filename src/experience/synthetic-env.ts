@@ -123,7 +123,7 @@ export class SyntheticEnv implements Env {
     }
     const task = this.task;
     if (this.o.buffer && this.o.model.fit) await this.o.model.fit(this.o.buffer);
-    const demos = this.o.buffer && this.o.model.usesDemos !== false && this.o.k > 0 ? await retrieveDemos(this.o.buffer, this.o.abstraction, { state: this.state, action }, { k: this.o.k, sameAction: this.o.sameActionDemos, exact: this.o.model.exactDemos?.(this.state), preferTask: task.id, realAnchor: true }) : [];
+    const demos = this.o.buffer && this.o.model.usesDemos !== false && this.o.k > 0 ? await retrieveDemos(this.o.buffer, this.o.abstraction, { state: this.state, action }, { k: this.o.k, sameAction: this.o.sameActionDemos, exact: this.o.model.exactDemos?.(this.state), preferTask: task.id, realAnchor: this.o.model.readsAnchor !== false, realOnly: this.o.model.realDemosOnly }) : [];
     const prediction = await this.o.model.predict({ task, history: this.history, state: this.state, action, demos });
     if (prediction.info.failed) {
       this.done = truncatedNow();

@@ -1,0 +1,79 @@
+// `npm run bench:train`: what a DreamGym iteration costs against a real-env one, all in. Real-env GRPO
+// and DreamGym with the learned model, from the same BC policy, the same budget and seed, each
+// `dreamgym train` in its own process, one after the other. The data (a seed buffer of data seed 0,
+// its learned model and the BC policy) is made once into --data and kept. Prints the wall time
+// of each (training only: the final evaluation is the same for both and left out), steps/s, and
+// the ratio; timings, never assertions.
+//
+//   npm run bench:train -- [--budget 20000] [--data runs/bench-train] [--runs 1]
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { ReplayBuffer } from "../src/buffer/index.ts";
+import { writeFileAtomic } from "../src/core/index.ts";
+import { createEnv, syntheticSupport } from "../src/envs/index.ts";
+import { trainLearnedModel } from "../src/experience/index.ts";
+import { latestPolicyFile, readMetrics } from "../src/train/index.ts";
+import { seedWebShopBuffer } from "../src/cli/seed-data.ts";
+
+const { values: args } = parseArgs({ options: { budget: { type: "string", default: "20000" }, data: { type: "string", default: "runs/bench-train" }, runs: { type: "string", default: "1" } } });
+const budget = Number(args.budget);
+const runs = Number(args.runs);
+if (!(Number.isInteger(budget) && budget > 0) || !(Number.isInteger(runs) && runs > 0)) {
+  console.error("error: --budget and --runs take positive integers");
+  process.exit(2);
+}
+const data = args.data!;
+const BIN = join(import.meta.dirname, "..", "bin", "dreamgym");
+const dreamgym = (argv: string[]) => {
+  const r = spawnSync(process.execPath, [BIN, ...argv], { stdio: ["ignore", "ignore", "inherit"] });
+  if (r.status !== 0) throw new Error(`dreamgym ${argv.join(" ")} exited ${r.status}`);
+};
+
+// The data, once: seed buffer, learned model, BC policy.
+mkdirSync(data, { recursive: true });
+const seedDb = join(data, "seed.db");
+const modelFile = join(data, "model.bin");
+const bcDir = join(data, "bc");
+if (!existsSync(seedDb)) {
+  console.log(`making ${data}: the seed buffer of data seed 0 (2,000 scripted episodes), once`);
+  await seedWebShopBuffer(data, seedDb, 0);
+}
+if (!existsSync(modelFile)) {
+  const support = await (async () => {
+    const env = createEnv("webshop", {});
+    try {
+      return syntheticSupport("webshop", env);
+    } finally {
+      await env.close();
+    }
+  })();
+  const buffer = ReplayBuffer.open(seedDb, { readonly: true });
+  writeFileAtomic(modelFile, trainLearnedModel(buffer, { abstraction: support.abstraction, rewards: support.rewards, seed: 0 }).model.save());
+  buffer.close();
+}
+if (!existsSync(join(bcDir, "summary.json"))) {
+  rmSync(bcDir, { recursive: true, force: true });
+  dreamgym(["train", "--env", "webshop", "--mode", "bc", "--seed", "0", "--buffer", seedDb, "--eval-every", "0", "--final-eval-tasks", "0", "--out", bcDir]);
+}
+const init = latestPolicyFile(bcDir);
+
+/** One run's training seconds (wall time less its evaluations) and steps. */
+const time = (name: string, extra: string[]) => {
+  const dir = join(data, `run-${name}`);
+  rmSync(dir, { recursive: true, force: true });
+  dreamgym(["train", "--env", "webshop", "--algo", "grpo", "--seed", "0", "--buffer", seedDb, "--budget", String(budget), "--eval-every", "0", "--final-eval-tasks", "0", "--set", `initPolicy=${init}`, ...extra, "--out", dir]);
+  const m = readMetrics(dir);
+  const last = m[m.length - 1];
+  const evalSeconds = m.reduce((s, x) => s + x.evalSeconds, 0);
+  const steps = last.realInteractions + last.syntheticInteractions;
+  rmSync(dir, { recursive: true, force: true });
+  return { seconds: last.wallSeconds - evalSeconds, steps };
+};
+const fmt = (r: { seconds: number; steps: number }) => `${r.seconds.toFixed(1)} s (${Math.round(r.steps / r.seconds).toLocaleString("en-US")} steps/s)`;
+for (let i = 0; i < runs; i++) {
+  const real = time("real", ["--mode", "real"]);
+  const dg = time("dreamgym", ["--mode", "dreamgym", "--experience", `learned:${modelFile}`]);
+  console.log(`run ${i + 1}: ${budget.toLocaleString("en-US")} steps each; real-env GRPO ${fmt(real)}; DreamGym (learned model) ${fmt(dg)}; DreamGym / real ${(dg.seconds / real.seconds).toFixed(2)}×`);
+}
