@@ -62,3 +62,18 @@ export class ApiCallError extends DreamGymError {
     this.isRetryable = details.isRetryable ?? (details.status === undefined || [408, 409, 429].includes(details.status) || details.status >= 500);
   }
 }
+
+/** A value as an error message shows it: a string quoted, and its type when that is what is wrong (`"3" (a string)`). */
+export function describeValue(v: unknown): string {
+  if (typeof v === "string") return `${JSON.stringify(v.length > 60 ? `${v.slice(0, 60)}…` : v)} (a string)`;
+  if (typeof v === "number") return String(v);
+  if (v === null || v === undefined) return String(v);
+  if (Array.isArray(v)) return "an array";
+  return `${typeof v === "object" ? "an object" : `${String(v)} (a ${typeof v})`}`;
+}
+
+/** An env's `step` argument: a string, else an `InvalidConfigError` that says what came instead. */
+export function checkAction(action: unknown): string {
+  if (typeof action !== "string") throw new InvalidConfigError(`an action is a string, got ${typeof action === "number" ? `${action} (a number)` : describeValue(action)}`);
+  return action;
+}

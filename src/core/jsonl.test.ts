@@ -15,6 +15,15 @@ test("round trip: what writeJsonl writes, readJsonl reads", async () => {
   assert.deepEqual(await readJsonlAll(file), records);
 });
 
+test("a UTF-8 byte-order mark before the first line is not part of it (issue 34, item 18)", async () => {
+  const file = join(dir, "bom.jsonl");
+  writeFileSync(file, "\uFEFF" + '{"a":1}\n{"b":2}\n');
+  assert.deepEqual(await readJsonlAll(file), [{ a: 1 }, { b: 2 }]);
+  const json = join(dir, "bom.json");
+  writeFileSync(json, '\uFEFF{"c":3}');
+  assert.deepEqual(readJsonFile(json), { c: 3 });
+});
+
 test("a malformed line throws a DataError naming file and line", async () => {
   const file = join(dir, "bad.jsonl");
   writeFileSync(file, '{"ok":1}\n\n{"broken":\n{"ok":2}\n');

@@ -50,7 +50,11 @@ export async function* readJsonl<T = unknown>(
 async function* lines(file: string): AsyncGenerator<string> {
   const stream = createReadStream(file, { encoding: "utf8", highWaterMark: 1 << 20 });
   let rest = "";
-  for await (const chunk of stream as AsyncIterable<string>) {
+  let first = true;
+  for await (let chunk of stream as AsyncIterable<string>) {
+    // A byte-order mark (editors on Windows write one) is not part of the first line.
+    if (first && chunk.charCodeAt(0) === 0xfeff) chunk = chunk.slice(1);
+    first = false;
     const parts = (rest + chunk).split("\n");
     rest = parts.pop()!;
     for (const p of parts) yield p.endsWith("\r") ? p.slice(0, -1) : p;
@@ -206,6 +210,7 @@ export function readJsonFile<T = unknown>(file: string): T {
   } catch (e) {
     throw new DataError(`cannot read file: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, { file }, e);
   }
+  if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
   try {
     return JSON.parse(text) as T;
   } catch (e) {

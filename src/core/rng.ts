@@ -1,3 +1,4 @@
+import { describeValue } from "./errors.ts";
 /**
  * A seeded random number generator: MT19937 with CPython's seeding and its `random()`,
  * `getrandbits`, `_randbelow`, `shuffle`, `sample` and `uniform` algorithms, bit for bit. Being
@@ -17,7 +18,7 @@ export class Rng {
 
   /** CPython `random.seed(int)`: the absolute value, split into 32-bit words, little end first. */
   seed(seed: number): void {
-    if (!Number.isSafeInteger(seed)) throw new RangeError(`seed must be a safe integer, got ${seed}`);
+    if (!Number.isSafeInteger(seed)) throw new RangeError(`seed must be a safe integer, got ${describeValue(seed)}`);
     let n = Math.abs(seed);
     const key: number[] = [];
     do {

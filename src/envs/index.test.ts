@@ -45,3 +45,13 @@ test("the data folder: explicit, then DREAMGYM_DATA, with errors that say where 
     else process.env.DREAMGYM_DATA = saved;
   }
 });
+
+test("a step that is not a string and a seed that is not a number are refused in words that say so (issue 34, item 18)", async () => {
+  for (const name of ["webshop", "alfworld"]) {
+    const env = createEnv(name, {});
+    await env.reset({ seed: 0 });
+    await assert.rejects(env.step(42 as unknown as string), (e: Error) => e instanceof InvalidConfigError && e.message === "an action is a string, got 42 (a number)");
+    await assert.rejects(env.reset({ seed: "3" as unknown as number }), (e: Error) => /got "3" \(a string\)/.test(e.message), name);
+    await env.close();
+  }
+});

@@ -1,5 +1,5 @@
 import {
-  ClosedEnvironmentError, InvalidConfigError, ResetNeededError, Rng,
+  checkAction, ClosedEnvironmentError, InvalidConfigError, ResetNeededError, Rng,
   type Env, type ResetOptions, type ResetResult, type StepResult, type Task,
 } from "../../core/index.ts";
 import { resolveDataDir } from "../data-dir.ts";
@@ -154,6 +154,7 @@ export class AlfWorldEnv implements Env {
   async step(action: string): Promise<StepResult> {
     if (this.closed) throw new ClosedEnvironmentError();
     if (this.done || !this.game || !this.state) throw new ResetNeededError();
+    checkAction(action);
     this.steps++;
     const ground = this.commands.get(action.trim());
     let observation = "Nothing happens.";

@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { DataError, InvalidConfigError, readJsonFile, Rng } from "../../core/index.ts";
+import { DataError, describeValue, InvalidConfigError, readJsonFile, Rng } from "../../core/index.ts";
 import { resolveDataDir } from "../data-dir.ts";
 import { TextSearchIndex } from "./text-search.ts";
 
@@ -258,7 +258,7 @@ const cache = new Map<string, Catalogue>();
 /** Loads (once per folder and seed) the shared catalogue. */
 export function loadCatalogue(opts: CatalogueOptions = {}): Catalogue {
   const seed = opts.seed ?? DEFAULT_CATALOGUE_SEED;
-  if (!Number.isSafeInteger(seed)) throw new InvalidConfigError(`WebShop seed must be an integer, got ${seed}`);
+  if (!Number.isSafeInteger(seed)) throw new InvalidConfigError(`WebShop seed must be an integer, got ${describeValue(seed)}`);
   const dir = resolveWebShopDir(opts.dataDir);
   const key = `${dir}\0${seed}`;
   let c = cache.get(key);

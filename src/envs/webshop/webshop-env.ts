@@ -1,5 +1,5 @@
 import {
-  ClosedEnvironmentError, FREE_TEXT_SLOT, InvalidConfigError, ResetNeededError, Rng,
+  checkAction, ClosedEnvironmentError, FREE_TEXT_SLOT, InvalidConfigError, ResetNeededError, Rng,
   type Env, type ResetOptions, type ResetResult, type StepInfo, type StepResult, type Task,
 } from "../../core/index.ts";
 import { loadCatalogue, splitRange, WEBSHOP_SPLITS, type Catalogue, type Goal, type Product, type WebShopSplit } from "./catalogue.ts";
@@ -165,6 +165,7 @@ export class WebShopEnv implements Env {
     if (this.closed) throw new ClosedEnvironmentError();
     const s = this.session;
     if (!s || s.done) throw new ResetNeededError();
+    checkAction(action);
     s.steps++;
     const [name, rawArg] = parseAction(action);
     const arg = rawArg?.toLowerCase() ?? null;
