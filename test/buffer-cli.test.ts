@@ -58,3 +58,19 @@ test("buffer errors: corrupt file, bad source, nothing to import", () => {
   assert.equal(none.status, 2);
   assert.match(none.stderr, /give trajectory JSONL files to import, or --few-shot/);
 });
+
+test("buffer search shows control and direction characters from the data escaped, never raw (issue 34, item 15)", () => {
+  const dir = mkdtempSync(join(tmpdir(), "dreamgym-buffer-esc-"));
+  const data = join(dir, "hostile.jsonl");
+  const db = join(dir, "b.db");
+  const hostile = "look \u001b[2J\u0000 here \u202eevil";
+  const step = { observation: `room ${hostile}`, action: `open ${hostile}`, reward: 1, next_observation: `done ${hostile}`, terminated: true, truncated: false };
+  writeFileSync(data, JSON.stringify({ env: "webshop", task: { id: `t\u001b[31m1`, instruction: "open it" }, steps: [step], total_reward: 1, success: true }) + "\n");
+  const imp = run(["buffer", "import", data, "--buffer", db]);
+  assert.equal(imp.status, 0, imp.stderr);
+  const search = run(["buffer", "search", "open", "--buffer", db]);
+  assert.equal(search.status, 0, search.stderr);
+  assert.doesNotMatch(search.stdout, /[\u0000\u001b\u202e]/);
+  assert.match(search.stdout, /\\u\{1b\}\[2J\\u\{0\} here \\u\{202e\}evil/);
+  assert.match(search.stdout, /task t\\u\{1b\}\[31m1/);
+});

@@ -10,7 +10,7 @@ import { abstractTrajectory } from "../experience/index.ts";
 import { parseSeconds } from "./endpoint-options.ts";
 import { parseIntOption } from "./episodes.ts";
 import { inFile, safeText } from "./errors.ts";
-import { checkOutputFile } from "./output.ts";
+import { checkOutputFile, printable } from "./output.ts";
 import { progressBar } from "./progress.ts";
 
 /**
@@ -210,10 +210,12 @@ export function registerBufferCommands(program: Command): void {
         if (results.length === 0) console.log("no transitions match");
         for (const [i, r] of results.entries()) {
           const t = r.transition;
-          console.log(`${i + 1}. score ${r.score.toFixed(3)}  #${t.id} ${t.env} ${t.source} task ${t.task.id} step ${t.step}  reward ${t.reward}${t.terminated ? " (terminated)" : ""}`);
-          console.log(`   state:  ${t.state.slice(0, 160).replace(/\s+/g, " ")}${t.state.length > 160 ? "…" : ""}`);
-          console.log(`   action: ${t.action}`);
-          console.log(`   next:   ${t.nextState.slice(0, 160).replace(/\s+/g, " ")}${t.nextState.length > 160 ? "…" : ""}`);
+          // Texts from the data go through `printable`: a trajectory must not drive the terminal.
+          const clip = (x: string) => printable(`${x.slice(0, 160).replace(/\s+/g, " ")}${x.length > 160 ? "…" : ""}`);
+          console.log(`${i + 1}. score ${r.score.toFixed(3)}  #${t.id} ${printable(t.env)} ${t.source} task ${printable(t.task.id)} step ${t.step}  reward ${t.reward}${t.terminated ? " (terminated)" : ""}`);
+          console.log(`   state:  ${clip(t.state)}`);
+          console.log(`   action: ${printable(t.action)}`);
+          console.log(`   next:   ${clip(t.nextState)}`);
         }
       } finally {
         b.close();

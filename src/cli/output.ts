@@ -119,3 +119,12 @@ export function checkInputFile(file: string, what: string, hint: string): void {
   if (!existsSync(file)) throw new DataError(`no such ${what}`, { file });
   if (!statSync(file).isFile()) throw new DataError(`not a file; ${hint}`, { file });
 }
+
+/**
+ * Text from data (trajectories, tasks, LLM answers) made safe for a terminal: control characters
+ * (ESC, NUL, …, C1), and the marks that reorder or hide text (bidi overrides and isolates,
+ * zero-width characters), are shown as `\u{…}` instead of acting on the terminal.
+ */
+export function printable(text: string): string {
+  return text.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]/g, (c) => `\\u{${c.charCodeAt(0).toString(16)}}`);
+}
