@@ -28,7 +28,10 @@ const data = args.data!;
 const BIN = join(import.meta.dirname, "..", "bin", "dreamgym");
 const dreamgym = (argv: string[]) => {
   const r = spawnSync(process.execPath, [BIN, ...argv], { stdio: ["ignore", "ignore", "inherit"] });
-  if (r.status !== 0) throw new Error(`dreamgym ${argv.join(" ")} exited ${r.status}`);
+  if (r.status !== 0) {
+    console.error(`error: dreamgym ${argv.join(" ")} exited ${r.status}`);
+    process.exit(2);
+  }
 };
 
 // The data, once: seed buffer, learned model, BC policy.
@@ -55,7 +58,7 @@ if (!existsSync(modelFile)) {
 }
 if (!existsSync(join(bcDir, "summary.json"))) {
   rmSync(bcDir, { recursive: true, force: true });
-  dreamgym(["train", "--env", "webshop", "--mode", "bc", "--seed", "0", "--buffer", seedDb, "--eval-every", "0", "--final-eval-tasks", "0", "--out", bcDir]);
+  dreamgym(["train", "--env", "webshop", "--mode", "bc", "--seed", "0", "--buffer", seedDb, "--eval-every", "0", "--final-eval-tasks", "1", "--out", bcDir]);
 }
 const init = latestPolicyFile(bcDir);
 
@@ -63,7 +66,7 @@ const init = latestPolicyFile(bcDir);
 const time = (name: string, extra: string[]) => {
   const dir = join(data, `run-${name}`);
   rmSync(dir, { recursive: true, force: true });
-  dreamgym(["train", "--env", "webshop", "--algo", "grpo", "--seed", "0", "--buffer", seedDb, "--budget", String(budget), "--eval-every", "0", "--final-eval-tasks", "0", "--set", `initPolicy=${init}`, ...extra, "--out", dir]);
+  dreamgym(["train", "--env", "webshop", "--algo", "grpo", "--seed", "0", "--buffer", seedDb, "--budget", String(budget), "--eval-every", "0", "--final-eval-tasks", "1", "--set", `initPolicy=${init}`, ...extra, "--out", dir]);
   const m = readMetrics(dir);
   const last = m[m.length - 1];
   const evalSeconds = m.reduce((s, x) => s + x.evalSeconds, 0);
