@@ -1,4 +1,4 @@
-import { chromium, type Browser, type BrowserContext, type BrowserContextOptions, type Page } from "playwright-core";
+import type { Browser, BrowserContext, BrowserContextOptions, Page } from "playwright-core";
 import { ClosedEnvironmentError, InvalidConfigError } from "../../core/index.ts";
 import { BrowserUnavailableError, resolveChromium } from "./chromium.ts";
 import { childPids, commandLine, memoryOf, processTree } from "./proc.ts";
@@ -121,6 +121,8 @@ export class BrowserPool {
     this.executable ??= resolveChromium(this.explicitPath);
     const before = new Set(childPids(process.pid));
     let browser: Browser;
+    // Loaded at the first launch: playwright-core costs a third of the CLI's start-up otherwise.
+    const { chromium } = await import("playwright-core");
     try {
       browser = await chromium.launch({ executablePath: this.executable, headless: true, timeout: this.launchTimeoutMs, args: ["--disable-dev-shm-usage", "--disable-gpu"] });
     } catch (e) {

@@ -1,5 +1,6 @@
-import winkNLP from "wink-nlp";
-import model from "wink-eng-lite-web-model";
+import { createRequire } from "node:module";
+import type winkNLPType from "wink-nlp";
+import type modelType from "wink-eng-lite-web-model";
 
 /**
  * The lower-cased nouns and proper nouns of a product title, as WebShop's `get_type_reward` takes
@@ -30,16 +31,26 @@ interface CoreModel {
 // A new instance costs ~100 ms; hidden words only cost memory, so rebuild rarely.
 const REBUILD_AFTER_WORDS = 200_000;
 
-let nlp: ReturnType<typeof winkNLP>;
+let nlp: ReturnType<typeof winkNLPType>;
 let core: CoreModel;
 let intrinsicWords = 0;
 
 type ModelParts = { core: () => CoreModel; metaCER: () => unknown };
+// Both are CommonJS, loaded at the first title tagged: the model takes a fifth of the CLI's start-up,
+// and most commands never score a purchase.
+let winkNLP: typeof winkNLPType;
+let model: typeof modelType;
 // The model's `metaCER()` stringifies its module's copy again on each call (wink-eng-lite-web-model
 // 1.8.1), so that a third instance overflows the string length: call it once for all instances.
-const cerModel = (model as unknown as ModelParts).metaCER();
+let cerModel: unknown;
 
 function build(): void {
+  if (!model) {
+    const require = createRequire(import.meta.url);
+    winkNLP = require("wink-nlp") as typeof winkNLPType;
+    model = require("wink-eng-lite-web-model") as typeof modelType;
+    cerModel = (model as unknown as ModelParts).metaCER();
+  }
   // wink-nlp builds its lexicon by calling `core()`, a fresh copy each time; keep a handle on it.
   const tracked = { ...model, metaCER: () => cerModel, core: () => (core = (model as unknown as ModelParts).core()) };
   // Part-of-speech tags read no other annotation (sentences, entities, negation, sentiment): skip them.
@@ -56,12 +67,10 @@ function nearlyFull(): boolean {
   return false;
 }
 
-build();
-const its = nlp!.its;
-
 /** The nouns of `title`, uncached. */
 export function tagNouns(title: string): string[] {
-  if (nearlyFull()) build();
+  if (!nlp || nearlyFull()) build();
+  const its = nlp.its;
   const lexeme = core.features.lexeme;
   const known = lexeme.list.length;
   try {
