@@ -56,6 +56,9 @@ export function progressHook() {
         reward: m.bc ? `loss ${m.bc.loss.toFixed(3)}` : m.meanReward.toFixed(3), success: m.bc ? `p(a*) ${m.bc.meanProb.toFixed(2)}` : `${(100 * m.success).toFixed(0)}%`, eval: lastEval,
       });
     },
+    onWarning(message: string) {
+      console.error(`warning: ${message}`);
+    },
     stop() {
       bar?.stop();
       bar = undefined;

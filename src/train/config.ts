@@ -243,6 +243,8 @@ export interface TrainSummary {
 
 export interface TrainHooks {
   onIteration?: (m: IterationMetrics, config: TrainConfig) => void;
+  /** Something the run goes on despite, which its user should know (a resume that found its metrics damaged). */
+  onWarning?: (message: string) => void;
 }
 
 /**

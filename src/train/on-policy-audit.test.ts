@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Trajectory } from "../core/index.ts";
@@ -233,6 +233,17 @@ test("a damaged metrics line (null, a number, an object without its iteration) i
   const lines = readFileSync(join(dir, "metrics.jsonl"), "utf8").trim().split("\n");
   writeFileSync(join(dir, "metrics.jsonl"), [lines[0], "null", "42", '{"phase":"real"}', ...lines.slice(1)].join("\n") + "\n");
   assert.deepEqual(readMetrics(dir).map((m) => m.iteration), lines.map((l) => JSON.parse(l).iteration));
-  const again = await resumeTraining(dir);
+  const warnings: string[] = [];
+  const again = await resumeTraining(dir, { onWarning: (w) => warnings.push(w) });
   assert.equal(again.final.score, done.final.score);
+  // Said, and set aside, not dropped without a word (issue 34, item 7).
+  assert.equal(warnings.length, 1);
+  assert.match(warnings[0], /3 damaged lines set aside in metrics\.damaged\.jsonl/);
+  assert.deepEqual(readFileSync(join(dir, "metrics.damaged.jsonl"), "utf8").trim().split("\n"), ["null", "42", '{"phase":"real"}']);
+  // A metrics file gone: the resume says which iterations' figures are lost.
+  rmSync(join(dir, "metrics.jsonl"));
+  const lost: string[] = [];
+  await resumeTraining(dir, { onWarning: (w) => lost.push(w) });
+  const checkpoint = JSON.parse(readFileSync(join(dir, "checkpoints", "latest.json"), "utf8")).iteration as number;
+  assert.deepEqual(lost, [`${join(dir, "metrics.jsonl")} is missing, with the figures of iterations 1–${checkpoint}; the run goes on from its checkpoint (iteration ${checkpoint}), and its report and view will not show them`]);
 });

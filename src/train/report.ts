@@ -95,14 +95,18 @@ ${uncertaintySection}
 export function readMetrics(runDir: string): IterationMetrics[] {
   const file = join(runDir, "metrics.jsonl");
   if (!existsSync(file)) return [];
-  return readFileSync(file, "utf8").split("\n").filter((l) => l.trim()).flatMap((l) => {
-    try {
-      const m = JSON.parse(l) as unknown;
-      return typeof m === "object" && m !== null && !Array.isArray(m) && Number.isInteger((m as IterationMetrics).iteration) ? [m as IterationMetrics] : [];
-    } catch {
-      return [];
-    }
-  });
+  return readFileSync(file, "utf8").split("\n").flatMap((l) => parseMetricsLine(l) ?? []);
+}
+
+/** One line of metrics.jsonl as an iteration's record; undefined for anything else (blank, damaged, not a record). */
+export function parseMetricsLine(line: string): IterationMetrics | undefined {
+  if (line.trim() === "") return undefined;
+  try {
+    const m = JSON.parse(line) as unknown;
+    return typeof m === "object" && m !== null && !Array.isArray(m) && Number.isInteger((m as IterationMetrics).iteration) ? (m as IterationMetrics) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 interface Series {

@@ -3,7 +3,7 @@ import { dirname, join, resolve } from "node:path";
 import { DataError, InvalidConfigError, readJsonFile, writeFileAtomic } from "../core/index.ts";
 import type { AuditPair } from "../experience/index.ts";
 import { resolveTrainConfig, type IterationMetrics, type ResumeOverrides, type TrainConfig } from "./config.ts";
-import { readMetrics, writeReport } from "./report.ts";
+import { parseMetricsLine, writeReport } from "./report.ts";
 
 /** Counters a run carries across iterations and resumes. */
 export interface RunState {
@@ -86,7 +86,7 @@ export class RunFolder {
   }
 
   /** Opens a run to resume it: its config (with `overrides`) and its last checkpoint. Metrics past the checkpoint go. */
-  static open(dir: string, overrides: ResumeOverrides = {}): { folder: RunFolder; latest: Checkpoint | undefined } {
+  static open(dir: string, overrides: ResumeOverrides = {}): { folder: RunFolder; latest: Checkpoint | undefined; warnings: string[] } {
     const configFile = join(dir, "config.json");
     if (!existsSync(configFile)) throw new InvalidConfigError(`${dir} holds no run (no config.json)`);
     const raw = readJsonFile<Record<string, unknown>>(configFile);
@@ -122,12 +122,29 @@ export class RunFolder {
       writeFileAtomic(configFile, JSON.stringify({ ...raw, mode: config.mode, budget: config.budget, realBudget: config.realBudget, realScreen: config.realScreen, realBatchAdvantage: config.realBatchAdvantage }, null, 2) + "\n");
     }
     const folder = new RunFolder(dir, config, runId);
-    // Lines after the checkpoint are replayed, so they go (and a torn last line with them).
-    const keep = readMetrics(dir).filter((m) => m.iteration <= (latest?.iteration ?? 0));
-    writeFileAtomic(join(dir, "metrics.jsonl"), keep.map((m) => JSON.stringify(m) + "\n").join(""));
+    // Lines after the checkpoint are replayed, so they go (and a torn last line with them). Anything
+    // else missing is said, and a damaged line is kept aside, not dropped without a word.
+    const upTo = latest?.iteration ?? 0;
+    const metricsFile = join(dir, "metrics.jsonl");
+    const warnings: string[] = [];
+    const lines = existsSync(metricsFile) ? readFileSync(metricsFile, "utf8").split("\n") : [];
+    const last = lines.map((l) => l.trim() !== "").lastIndexOf(true);
+    const damaged = lines.filter((l, i) => l.trim() !== "" && i !== last && parseMetricsLine(l) === undefined);
+    if (damaged.length > 0) {
+      appendFileSync(join(dir, "metrics.damaged.jsonl"), damaged.map((l) => l + "\n").join(""));
+      warnings.push(`${metricsFile}: ${damaged.length} damaged line${damaged.length === 1 ? "" : "s"} set aside in metrics.damaged.jsonl; the run goes on from its checkpoint`);
+    }
+    const keep = lines.map(parseMetricsLine).filter((m): m is IterationMetrics => m !== undefined && m.iteration <= upTo);
+    const have = new Set(keep.map((m) => m.iteration));
+    const lost = Array.from({ length: upTo }, (_, i) => i + 1).filter((i) => !have.has(i));
+    if (lost.length > 0) {
+      const span = lost.length === 1 ? `${lost[0]}` : lost.length === lost[lost.length - 1] - lost[0] + 1 ? `${lost[0]}–${lost[lost.length - 1]}` : `${lost.length} of 1–${upTo}`;
+      warnings.push(`${metricsFile} ${existsSync(metricsFile) ? "lacks" : "is missing, with"} the figures of iteration${lost.length === 1 ? "" : "s"} ${span}; the run goes on from its checkpoint (iteration ${upTo}), and its report and view will not show them`);
+    }
+    writeFileAtomic(metricsFile, keep.map((m) => JSON.stringify(m) + "\n").join(""));
     // So do audited episodes past it (the resumed run writes them again, the same).
     for (const f of auditFiles(dir)) if (f.iteration > (latest?.iteration ?? 0)) rmSync(f.file, { force: true });
-    return { folder, latest };
+    return { folder, latest, warnings };
   }
 
   /** The policy label of the run's synthetic episodes of one iteration (so a resume can find them). */

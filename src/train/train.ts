@@ -67,7 +67,8 @@ function savedRemote(runDir: string): TrainConfigInput | undefined {
 }
 
 async function resumeOpened(runDir: string, hooks: TrainHooks, overrides: ResumeOverrides, parts: TrainParts): Promise<TrainSummary> {
-  const { folder, latest } = RunFolder.open(runDir, overrides);
+  const { folder, latest, warnings } = RunFolder.open(runDir, overrides);
+  for (const w of warnings) hooks.onWarning?.(w);
   if (folder.config.mode === "dreamgym" || folder.config.mode === "s2r") {
     // Synthetic episodes the killed run stored after its checkpoint are written again by the replay.
     const buffer = ReplayBuffer.open(folder.bufferFile);
