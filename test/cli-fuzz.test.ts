@@ -83,6 +83,10 @@ before(async () => {
   writeFileSync(f("run-bad-latest/config.json"), line({ runId: "abc", budget: 10 }));
   writeFileSync(f("run-bad-latest/metrics.jsonl"), "");
   writeFileSync(f("run-bad-latest/checkpoints/latest.json"), "{oops");
+  mkdirSync(f("run-empty-state/checkpoints"), { recursive: true });
+  writeFileSync(f("run-empty-state/config.json"), line({ runId: "abc", budget: 10 }));
+  writeFileSync(f("run-empty-state/metrics.jsonl"), "");
+  writeFileSync(f("run-empty-state/checkpoints/latest.json"), line({ iteration: 2, policyFile: "iter-000002.policy", state: {} }));
   writeFileSync(f("config-garbage.json"), "{ budget: 5 ");
   writeFileSync(f("config-array.json"), "[1, 2]");
   writeFileSync(f("policy-garbage.policy"), "not a policy");
@@ -263,6 +267,7 @@ function cases(): Case[] {
   add(["train", "--resume", ""], /--resume needs the folder of the run to continue/);
   add(["train", "--resume", f("run-bad-config")], /config\.json:1:\d+: corrupt JSON/);
   add(["train", "--resume", f("run-bad-latest")], /latest\.json:1:\d+: corrupt JSON/);
+  add(["train", "--resume", f("run-empty-state")], /latest\.json: the checkpoint's state lacks iteration, realInteractions/); // issue 34, item 8
   add(["train", "--resume", f("run-bad-latest"), "--seed", "5"], /--resume continues a run with its own config; drop --seed/);
 
   // rollout.

@@ -96,9 +96,13 @@ export class RunFolder {
     const { createdAt: _, runId, ...stored } = raw as Record<string, unknown> & { runId: string };
     const latestFile = join(dir, "checkpoints", "latest.json");
     const latest = existsSync(latestFile) ? readJsonFile<Checkpoint>(latestFile) : undefined;
-    if (latest !== undefined && (typeof latest !== "object" || latest === null || !Number.isInteger(latest.iteration) || typeof latest.policyFile !== "string" || typeof latest.state !== "object")) {
+    if (latest !== undefined && (typeof latest !== "object" || latest === null || !Number.isInteger(latest.iteration) || typeof latest.policyFile !== "string" || typeof latest.state !== "object" || latest.state === null)) {
       throw new DataError("not a checkpoint record (iteration, policyFile, state); it may be damaged: restore it or start a new run", { file: latestFile });
     }
+    // The counters the loop goes on from: a state without them would train, then fail at the end.
+    const counters = ["iteration", "realInteractions", "evalInteractions", "syntheticInteractions", "droppedEpisodes", "episodes", "wallSeconds"] as const;
+    const missing = latest === undefined ? [] : counters.filter((k) => typeof latest.state[k] !== "number" || !Number.isFinite(latest.state[k]) || latest.state[k] < 0);
+    if (missing.length > 0) throw new DataError(`the checkpoint's state lacks ${missing.join(", ")} (numbers ≥ 0); it may be damaged: restore it or start a new run`, { file: latestFile });
     const defined = Object.fromEntries(Object.entries(overrides).filter(([, v]) => v !== undefined));
     const toS2r = defined.mode !== undefined || defined.realBudget !== undefined || defined.realScreen !== undefined || defined.realBatchAdvantage !== undefined;
     if (toS2r && (defined.mode !== "s2r" || !(Number(defined.realBudget) > 0) || (stored.mode !== "dreamgym" && stored.mode !== "s2r"))) {
