@@ -247,3 +247,24 @@ test("a damaged metrics line (null, a number, an object without its iteration) i
   const checkpoint = JSON.parse(readFileSync(join(dir, "checkpoints", "latest.json"), "utf8")).iteration as number;
   assert.deepEqual(lost, [`${join(dir, "metrics.jsonl")} is missing, with the figures of iterations 1–${checkpoint}; the run goes on from its checkpoint (iteration ${checkpoint}), and its report and view will not show them`]);
 });
+
+test("a resume checks what a start checks: a config.json edited to another env or mode is refused (issue 34, item 3)", async () => {
+  const root = mkdtempSync(join(tmpdir(), "dreamgym-edited-"));
+  const dir = join(root, "run");
+  const config: TrainConfigInput = { env: ENV, mode: "real", budget: 32, tasksPerIteration: 2, rolloutsPerTask: 4, concurrency: 1, evalEvery: 0, finalEvalTasks: 1, checkpointEvery: 2, policy: { dim: 1024 } };
+  await train(dir, config);
+  const file = join(dir, "config.json");
+  const saved = readFileSync(file, "utf8");
+  const edit = (change: Record<string, unknown>) => writeFileSync(file, JSON.stringify({ ...JSON.parse(saved), ...change }, null, 2));
+  edit({ env: "alfworld", trainSplit: "valid_train", evalSplit: "valid_unseen" });
+  await assert.rejects(resumeTraining(dir), new RegExp(`names env alfworld, but the run.s checkpoint was trained on ${ENV}`));
+  edit({ mode: "dreamgym" });
+  await assert.rejects(resumeTraining(dir), /names mode dreamgym, but the run's checkpoint was trained in mode real/);
+  // A checkpoint from before it recorded its mode: the start's own check refuses a buffer-less DreamGym run.
+  const latestFile = join(dir, "checkpoints", "latest.json");
+  const { env: _e, mode: _m, ...older } = JSON.parse(readFileSync(latestFile, "utf8"));
+  writeFileSync(latestFile, JSON.stringify(older));
+  await assert.rejects(resumeTraining(dir), /mode dreamgym needs a buffer/);
+  writeFileSync(file, saved);
+  assert.ok((await resumeTraining(dir)).final.tasks >= 1, "the run as it was resumes");
+});

@@ -30,6 +30,9 @@ export interface Checkpoint {
   policyFile: string;
   state: RunState;
   curriculum?: unknown;
+  /** The env and mode it was trained in (absent in checkpoints from before): a resume must not go on in others. */
+  env?: string;
+  mode?: string;
 }
 
 /**
@@ -125,6 +128,14 @@ export class RunFolder {
     if (toS2r || defined.budget !== undefined) {
       writeFileAtomic(configFile, JSON.stringify({ ...raw, mode: config.mode, budget: config.budget, realBudget: config.realBudget, realScreen: config.realScreen, realBatchAdvantage: config.realBatchAdvantage }, null, 2) + "\n");
     }
+    // An edited config.json must not take the run elsewhere: its policy was trained in this env and mode
+    // (a DreamGym run going on to its real phase, S2R, is the one change of mode a resume makes).
+    if (latest?.env !== undefined && latest.env !== config.env) {
+      throw new InvalidConfigError(`${configFile} names env ${config.env}, but the run's checkpoint was trained on ${latest.env}: restore its env, or start a new run (a policy does not carry over between envs)`);
+    }
+    if (latest?.mode !== undefined && latest.mode !== config.mode && !(latest.mode === "dreamgym" && config.mode === "s2r")) {
+      throw new InvalidConfigError(`${configFile} names mode ${config.mode}, but the run's checkpoint was trained in mode ${latest.mode}: restore its mode, or start a new run with --init-policy`);
+    }
     const folder = new RunFolder(dir, config, runId);
     // Lines after the checkpoint are replayed, so they go (and a torn last line with them). Anything
     // else missing is said, and a damaged line is kept aside, not dropped without a word.
@@ -178,7 +189,7 @@ export class RunFolder {
     const dir = join(this.dir, "checkpoints");
     const policyFile = `iter-${String(state.iteration).padStart(6, "0")}.policy`;
     writeFileAtomic(join(dir, policyFile), policy);
-    const latest: Checkpoint = { iteration: state.iteration, ...(trimmed ? {} : { trimmed }), policyFile, state, ...(curriculum ? { curriculum } : {}) };
+    const latest: Checkpoint = { iteration: state.iteration, ...(trimmed ? {} : { trimmed }), policyFile, state, ...(curriculum ? { curriculum } : {}), env: this.config.env, mode: this.config.mode };
     writeFileAtomic(join(dir, "latest.json"), JSON.stringify(latest, null, 2) + "\n");
     const old = readdirSync(dir).filter((f) => /^iter-\d+\.policy$/.test(f)).sort().slice(0, -2);
     for (const f of old) rmSync(join(dir, f), { force: true });

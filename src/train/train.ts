@@ -68,6 +68,11 @@ function savedRemote(runDir: string): TrainConfigInput | undefined {
 
 async function resumeOpened(runDir: string, hooks: TrainHooks, overrides: ResumeOverrides, parts: TrainParts): Promise<TrainSummary> {
   const { folder, latest, warnings } = RunFolder.open(runDir, overrides);
+  // What a fresh start checks, a resume checks too (a config.json edited since may name what cannot
+  // run). The run's own copy of the buffer stands for the seed buffer, and the checkpoint for initPolicy.
+  const copy = existsSync(folder.bufferFile) ? folder.bufferFile : folder.config.buffer;
+  const synthetic = (folder.config.mode === "dreamgym" || folder.config.mode === "s2r") && folder.config.buffer !== undefined;
+  await checkStart({ ...folder.config, buffer: synthetic ? copy : folder.config.buffer, initPolicy: latest ? undefined : folder.config.initPolicy }, parts);
   for (const w of warnings) hooks.onWarning?.(w);
   if (folder.config.mode === "dreamgym" || folder.config.mode === "s2r") {
     // Synthetic episodes the killed run stored after its checkpoint are written again by the replay.
