@@ -74,3 +74,23 @@ test("buffer search shows control and direction characters from the data escaped
   assert.match(search.stdout, /\\u\{1b\}\[2J\\u\{0\} here \\u\{202e\}evil/);
   assert.match(search.stdout, /task t\\u\{1b\}\[31m1/);
 });
+
+test("buffer import takes success from the env's rule and the total from the steps, and says what it set right (issue 34, item 4)", () => {
+  const dir = mkdtempSync(join(tmpdir(), "dreamgym-buffer-trust-"));
+  const data = join(dir, "claims.jsonl");
+  const db = join(dir, "b.db");
+  const step = (reward: number, last: boolean) => ({ observation: "page", action: last ? "click[buy now]" : "search[x]", reward, next_observation: "next", terminated: last, truncated: false });
+  const t = (id: string, rewards: number[], over: Record<string, unknown>) => JSON.stringify({ env: "webshop", task: { id, instruction: "buy x" }, steps: rewards.map((r, i) => step(r, i === rewards.length - 1)), ...over });
+  writeFileSync(data, [t("claims-success", [0, 0], { total_reward: 0, success: true }), t("claims-total", [0, 0], { total_reward: 1 }), t("honest", [0, 1], { total_reward: 1, success: true })].join("\n") + "\n");
+  const imp = run(["buffer", "import", data, "--buffer", db]);
+  assert.equal(imp.status, 0, imp.stderr);
+  assert.match(imp.stdout, /2 trajectories imported with a field set right/);
+  assert.match(imp.stdout, /line 1: "success" true disagrees with webshop's rule on the total reward 0: false/);
+  assert.match(imp.stdout, /line 2: "total_reward" 1 disagrees with its steps' rewards \(sum 0\): recomputed as 0/);
+  const stats = JSON.parse(run(["buffer", "stats", "--buffer", db, "--json"]).stdout);
+  const exported = join(dir, "out.jsonl");
+  run(["buffer", "export", "--buffer", db, "--out", exported]);
+  const back = readFileSync(exported, "utf8").trim().split("\n").map((l) => JSON.parse(l) as { task: { id: string }; success: boolean; total_reward: number });
+  assert.deepEqual(back.map((x) => [x.task.id, x.success, x.total_reward]).sort(), [["claims-success", false, 0], ["claims-total", false, 0], ["honest", true, 1]]);
+  assert.equal(stats.trajectories, 3);
+});

@@ -14,6 +14,8 @@ export interface ImportReport {
   evicted: number;
   /** Lines that were not imported, with their numbers and what was wrong. */
   malformed: JsonlLineError[];
+  /** Lines imported with a field set right (a total or success that disagreed with the steps and the env's rule). */
+  corrected: JsonlLineError[];
 }
 
 export interface ImportOptions {
@@ -31,7 +33,7 @@ export interface ImportOptions {
 
 /** Imports a trajectory JSONL file; malformed lines are reported with their numbers and skipped. */
 export async function importJsonl(buffer: ReplayBuffer, file: string, opts: ImportOptions = {}): Promise<ImportReport> {
-  const report: ImportReport = { file, added: 0, duplicates: 0, transitions: 0, evicted: 0, malformed: [] };
+  const report: ImportReport = { file, added: 0, duplicates: 0, transitions: 0, evicted: 0, malformed: [], corrected: [] };
   const size = opts.batch ?? 500;
   let batch: Trajectory[] = [];
   let line = 0;
@@ -45,7 +47,7 @@ export async function importJsonl(buffer: ReplayBuffer, file: string, opts: Impo
     batch = [];
     opts.onProgress?.(line);
   };
-  for await (const { value, line: n } of readJsonl(file, { parse: (v) => parseTrajectory(v, opts.rules), onError: (e) => report.malformed.push(e) })) {
+  for await (const { value, line: n } of readJsonl(file, { parse: (v, n) => parseTrajectory(v, opts.rules, (message) => report.corrected.push({ file, line: n, message })), onError: (e) => report.malformed.push(e) })) {
     line = n;
     batch.push(opts.transform ? opts.transform(value) : value);
     if (batch.length >= size) await flush();

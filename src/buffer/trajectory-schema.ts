@@ -5,7 +5,7 @@ import type { TrajectoryRules, Trajectory, Transition } from "../core/index.ts";
  * Checks a parsed JSONL value against the trajectory format (docs/data-formats.md); throws saying which field is
  * wrong. With `rules`, the env must be a known one and rewards in its range.
  */
-export function parseTrajectory(value: unknown, rules?: TrajectoryRules): Trajectory {
+export function parseTrajectory(value: unknown, rules?: TrajectoryRules, corrected?: (message: string) => void): Trajectory {
   const fail = (what: string): never => {
     throw new Error(`not a trajectory: ${what}`);
   };
@@ -33,23 +33,38 @@ export function parseTrajectory(value: unknown, rules?: TrajectoryRules): Trajec
     if (st.reasoning !== undefined && typeof st.reasoning !== "string") fail(`steps[${i}].reasoning must be a string`);
     if (st.info !== undefined && (typeof st.info !== "object" || st.info === null)) fail(`steps[${i}].info must be an object`);
   });
-  const total = v.total_reward ?? steps.reduce((a: number, s) => a + ((s as Transition).reward ?? 0), 0);
+  const notes: string[] = []; // said once the whole line is known good
+  const sum = steps.reduce((a: number, s) => a + ((s as Transition).reward ?? 0), 0);
+  let total = v.total_reward ?? sum;
   if (typeof total !== "number" || !Number.isFinite(total)) fail('"total_reward" must be a finite number');
   // Outcome rewards: the total is one step's reward; dense rewards add up over the steps.
   const [tlo, thi] = spec?.dense ? [Math.min(0, lo * steps.length), Math.max(0, hi * steps.length)] : [lo, hi];
   if (!((total as number) >= tlo && (total as number) <= thi)) fail(`"total_reward" ${total} is outside ${v.env}'s range for ${steps.length} steps [${tlo}, ${thi}]`);
+  // Within range, for a known env the steps are still the record: a total that disagrees with them is recomputed, and said.
+  if (rules && Math.abs((total as number) - sum) > 1e-9 * Math.max(1, Math.abs(sum))) {
+    notes.push(`"total_reward" ${total} disagrees with its steps' rewards (sum ${sum}): recomputed as ${sum}`);
+    total = sum;
+  }
   if (v.success !== undefined && typeof v.success !== "boolean") fail('"success" must be a boolean');
   const source = v.source ?? "real";
   if (source !== "real" && source !== "synthetic") fail('"source" must be "real" or "synthetic"');
   if (v.policy !== undefined && v.policy !== null && typeof v.policy !== "string") fail('"policy" must be a string');
+  // For a known env success is its rule on the total, whatever the file says (a file's "success": true
+  // on all-zero rewards would count as a demonstration); a disagreement is said.
+  let success = (v.success as boolean | undefined) ?? (rules ? rules.success(v.env as string, total as number) : (total as number) >= 1);
+  if (rules && success !== rules.success(v.env as string, total as number)) {
+    success = !success;
+    notes.push(`"success" ${!success} disagrees with ${v.env}'s rule on the total reward ${total}: ${success}`);
+  }
   const created = v.created_at ?? new Date(0).toISOString();
   if (typeof created !== "string") fail('"created_at" must be a string');
+  for (const n of notes) corrected?.(n);
   return {
     env: v.env as string,
     task: task as Trajectory["task"],
     steps: steps as Transition[],
     total_reward: total as number,
-    success: (v.success as boolean | undefined) ?? (rules ? rules.success(v.env as string, total as number) : (total as number) >= 1),
+    success,
     source: source as Trajectory["source"],
     ...(typeof v.policy === "string" ? { policy: v.policy } : {}),
     created_at: created as string,

@@ -123,6 +123,9 @@ export function registerBufferCommands(program: Command): void {
           console.log(`${file}: ${r.added} trajectories added (${r.transitions} transitions), ${r.duplicates} already present, ${r.malformed.length} malformed lines${r.evicted ? `, ${r.evicted} transitions evicted` : ""}`);
           for (const m of r.malformed.slice(0, 20)) console.log(`  line ${m.line}: ${safeText(m.message)}`);
           if (r.malformed.length > 20) console.log(`  … and ${r.malformed.length - 20} more`);
+          if (r.corrected.length > 0) console.log(`${file}: ${r.corrected.length} trajectories imported with a field set right:`);
+          for (const m of r.corrected.slice(0, 20)) console.log(`  line ${m.line}: ${safeText(m.message)}`);
+          if (r.corrected.length > 20) console.log(`  … and ${r.corrected.length - 20} more`);
         }
         if (o.fewShot) {
           for (const { file, trajectories } of fewShotTrajectories(resolveDataDir({ dataDir: o.data }))) {
