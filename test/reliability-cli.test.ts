@@ -1,9 +1,10 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, watch, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { run } from "./helpers.ts";
+import { BIN, run } from "./helpers.ts";
 
 test("--version prints package.json's version", () => {
   const r = run(["--version"]);
@@ -56,4 +57,30 @@ test("buffer stats reports the integrity check; collect --append keeps what was 
   const r = run(["collect", "--env", "webshop", "--policy", "nobody", "--episodes", "3", "--out", file, "--append"]);
   assert.equal(r.status, 2);
   assert.equal(readFileSync(file, "utf8"), before);
+});
+
+test("collect stopped with SIGINT keeps the episodes it played, whole, and leaves no temporary file (issue 34, item 17)", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "dreamgym-collect-int-"));
+  const out = join(dir, "o.jsonl");
+  const child = spawn(process.execPath, [BIN, "collect", "--env", "webshop", "--policy", "random", "--episodes", "1000000", "--out", out], { stdio: ["ignore", "pipe", "pipe"] });
+  let stderr = "";
+  child.stderr.on("data", (d) => (stderr += d));
+  const exited = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
+  // Signal once the output holds a few episodes (its temporary file, beside it).
+  const tmp = `${out}.${child.pid}.tmp`;
+  await new Promise<void>((resolve) => {
+    const watcher = watch(dir, () => {
+      if (existsSync(tmp) && statSync(tmp).size > 20_000) {
+        watcher.close();
+        resolve();
+      }
+    });
+  });
+  child.kill("SIGINT");
+  assert.equal(await exited, 130);
+  assert.deepEqual(readdirSync(dir), ["o.jsonl"]);
+  const lines = readFileSync(out, "utf8").trimEnd().split("\n");
+  assert.ok(lines.length >= 1);
+  for (const l of lines) assert.equal(JSON.parse(l).env, "webshop");
+  assert.match(stderr, new RegExp(`stopped by SIGINT after ${lines.length} of 1000000 episodes`));
 });

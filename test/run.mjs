@@ -3,7 +3,7 @@
 // not all of them clean up after a failure; none of it should outlive the run.
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, readdirSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { availableParallelism, tmpdir } from "node:os";
 import { join, relative } from "node:path";
 
 const root = join(import.meta.dirname, "..");
@@ -13,7 +13,11 @@ const files = (dir) =>
 const tests = ["src", "test"].flatMap((d) => files(join(root, d))).map((f) => relative(root, f)).sort();
 const tmp = mkdtempSync(join(tmpdir(), "dreamgym-test-"));
 try {
-  const run = spawnSync(process.execPath, ["--import", "tsx", "--test", ...tests], { cwd: root, stdio: "inherit", env: { ...process.env, TMPDIR: tmp } });
+  // Files run two at a time (Node's default is one fewer than the cores: one, on the 2-core machines
+  // CI uses): most wait on child processes, servers and browsers, so two keep both cores busy. Every
+  // file makes its own temp folders and takes its ports from the OS, so files do not meet.
+  const concurrency = Math.max(2, availableParallelism());
+  const run = spawnSync(process.execPath, ["--import", "tsx", "--test", `--test-concurrency=${concurrency}`, ...tests], { cwd: root, stdio: "inherit", env: { ...process.env, TMPDIR: tmp } });
   process.exitCode = run.status ?? 1;
 } finally {
   rmSync(tmp, { recursive: true, force: true });

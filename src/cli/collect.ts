@@ -62,9 +62,15 @@ export function registerCollect(program: Command): void {
               steps += t.steps.length;
             },
             () => (out = new JsonlOutput(o.out, { append: Boolean(o.append) })),
+            true,
           );
           (out as JsonlOutput | null)?.commit();
           console.log(`wrote ${r.episodes} trajectories (${steps} steps) to ${o.out}: score ${(100 * r.score).toFixed(1)}, success ${(100 * r.success).toFixed(1)}%`);
+          if (r.stopped) {
+            // Stopped by the user: what was played is kept, and the exit code says it was cut short.
+            console.error(`stopped by ${r.stopped} after ${r.episodes} of ${o.episodes} episodes; those are in ${o.out}`);
+            process.exitCode = 130;
+          }
         } finally {
           (out as JsonlOutput | null)?.abort(); // a no-op after commit()
         }

@@ -62,8 +62,8 @@ export class JsonlOutput {
       throw e;
     }
     this.committed = special ? 0 : fstatSync(this.fd).size;
-    // No signal handler removes the temporary file on Ctrl-C: episode loops that never yield to the
-    // event loop would then not stop at all. A killed run leaves `<out>.<pid>.tmp`, never a cut-off `<out>`.
+    // Ctrl-C is the command's to handle (collect keeps the episodes played: `stoppableLoop`). A
+    // process killed outright leaves `<out>.<pid>.tmp`, never a cut-off `<out>`.
   }
   write(record: unknown): void {
     const data = Buffer.from(JSON.stringify(record) + "\n");

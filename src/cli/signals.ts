@@ -12,3 +12,35 @@ export async function untilStopSignal(): Promise<NodeJS.Signals> {
   process.once("SIGINT", again);
   return signal;
 }
+
+/**
+ * A loop that can be stopped: SIGINT or SIGTERM sets `signal`, and the loop ends after the item it
+ * is on (a second signal exits at once, 130). `tick()` lets the signal in: a loop of resolved promises
+ * never yields to the event loop, so it does, at most every 50 ms. `release()` removes the handlers.
+ */
+export function stoppableLoop(): { readonly signal: NodeJS.Signals | undefined; tick(): Promise<void>; release(): void } {
+  let signal: NodeJS.Signals | undefined;
+  const on = (s: NodeJS.Signals) => () => {
+    if (signal !== undefined) process.exit(130);
+    signal = s;
+  };
+  const int = on("SIGINT");
+  const term = on("SIGTERM");
+  process.on("SIGINT", int);
+  process.on("SIGTERM", term);
+  let last = performance.now();
+  return {
+    get signal() {
+      return signal;
+    },
+    async tick() {
+      if (performance.now() - last < 50) return;
+      await new Promise((resolve) => setImmediate(resolve));
+      last = performance.now();
+    },
+    release() {
+      process.off("SIGINT", int);
+      process.off("SIGTERM", term);
+    },
+  };
+}

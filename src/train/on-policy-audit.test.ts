@@ -233,8 +233,12 @@ test("a damaged metrics line (null, a number, an object without its iteration) i
   const lines = readFileSync(join(dir, "metrics.jsonl"), "utf8").trim().split("\n");
   writeFileSync(join(dir, "metrics.jsonl"), [lines[0], "null", "42", '{"phase":"real"}', ...lines.slice(1)].join("\n") + "\n");
   assert.deepEqual(readMetrics(dir).map((m) => m.iteration), lines.map((l) => JSON.parse(l).iteration));
+  // A checkpoint write a kill cut short leaves its temporary file: the resume removes it (issue 34, item 17).
+  const stale = join(dir, "checkpoints", "iter-000009.policy.12345.tmp");
+  writeFileSync(stale, "half a policy");
   const warnings: string[] = [];
   const again = await resumeTraining(dir, { onWarning: (w) => warnings.push(w) });
+  assert.ok(!existsSync(stale));
   assert.equal(again.final.score, done.final.score);
   // Said, and set aside, not dropped without a word (issue 34, item 7).
   assert.equal(warnings.length, 1);

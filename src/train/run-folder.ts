@@ -136,6 +136,9 @@ export class RunFolder {
     if (latest?.mode !== undefined && latest.mode !== config.mode && !(latest.mode === "dreamgym" && config.mode === "s2r")) {
       throw new InvalidConfigError(`${configFile} names mode ${config.mode}, but the run's checkpoint was trained in mode ${latest.mode}: restore its mode, or start a new run with --init-policy`);
     }
+    // Files a killed write left half-made beside their targets (`<file>.<pid>.tmp`) are removed.
+    const checkpoints = join(dir, "checkpoints");
+    if (existsSync(checkpoints)) for (const f of readdirSync(checkpoints)) if (/\.\d+\.tmp$/.test(f)) rmSync(join(checkpoints, f), { force: true });
     const folder = new RunFolder(dir, config, runId);
     // Lines after the checkpoint are replayed, so they go (and a torn last line with them). Anything
     // else missing is said, and a damaged line is kept aside, not dropped without a word.
