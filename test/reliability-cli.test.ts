@@ -84,3 +84,27 @@ test("collect stopped with SIGINT keeps the episodes it played, whole, and leave
   for (const l of lines) assert.equal(JSON.parse(l).env, "webshop");
   assert.match(stderr, new RegExp(`stopped by SIGINT after ${lines.length} of 1000000 episodes`));
 });
+
+test("NaN stops training: a diverging run exits 2 in one line, and a checkpoint holding NaN is refused (issue 34, item 2)", () => {
+  const dir = mkdtempSync(join(tmpdir(), "dreamgym-nan-"));
+  const T = ["train", "--env", "webshop", "--mode", "real", "--budget", "600", "--tasks-per-iter", "4", "--group", "2", "--checkpoint-every", "2", "--eval-every", "0", "--final-eval-tasks", "5"];
+  const diverged = run([...T, "--set", "grpo.learningRate=1e300", "--out", join(dir, "diverged")]);
+  assert.equal(diverged.status, 2);
+  assert.match(diverged.stderr, /^error: training diverged at iteration \d+: policyLoss NaN.*has no checkpoint yet/);
+  assert.equal(diverged.stderr.trim().split("\n").length, 1);
+  assert.ok(!existsSync(join(dir, "diverged", "summary.json")));
+  // A good run's checkpoint with NaN written into its parameters: a resume and an initPolicy refuse it.
+  const good = join(dir, "good");
+  assert.equal(run([...T, "--out", good]).status, 0);
+  const latest = JSON.parse(readFileSync(join(good, "checkpoints", "latest.json"), "utf8")) as { policyFile: string };
+  const file = join(good, "checkpoints", latest.policyFile);
+  const bytes = readFileSync(file);
+  bytes.writeFloatLE(Number.NaN, bytes.length - 4);
+  writeFileSync(file, bytes);
+  const resumed = run(["train", "--resume", good, "--budget", "1200"]);
+  assert.equal(resumed.status, 2, resumed.stderr);
+  assert.match(resumed.stderr, /holds parameters that are not finite numbers/);
+  const init = run([...T, "--set", `initPolicy=${file}`, "--out", join(dir, "from-nan")]);
+  assert.equal(init.status, 2);
+  assert.match(init.stderr, /holds parameters that are not finite numbers/);
+});

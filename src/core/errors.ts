@@ -63,6 +63,13 @@ export class ApiCallError extends DreamGymError {
   }
 }
 
+/** Training produced a loss, gradient or parameter that is not a finite number: the run stops there. */
+export class TrainingDivergedError extends DreamGymError {
+  constructor(message: string) {
+    super(message, "TRAINING_DIVERGED");
+  }
+}
+
 /** A value as an error message shows it: a string quoted, and its type when that is what is wrong (`"3" (a string)`). */
 export function describeValue(v: unknown): string {
   if (typeof v === "string") return `${JSON.stringify(v.length > 60 ? `${v.slice(0, 60)}…` : v)} (a string)`;

@@ -51,5 +51,7 @@ export function unpackParams<H>(bytes: Uint8Array, magic: string, source: string
     arrays.push(new Float32Array(copy.buffer, at, n));
     at += n * 4;
   }
+  // NaN or ∞ in a parameter (a damaged file, or training that diverged) would train on to nonsense.
+  for (const a of arrays) for (let i = 0; i < a.length; i++) if (!Number.isFinite(a[i])) throw new InvalidConfigError(`${source} holds parameters that are not finite numbers (NaN or ∞): it is damaged, or its training diverged`);
   return { header, arrays };
 }

@@ -4,7 +4,7 @@ import { createEnv, envEntry, hasSyntheticSupport, syntheticSupport } from "../e
 import { bcEpoch, type TrainablePolicy } from "../rl/index.ts";
 import type { EvalResult, IterationMetrics, TrainConfig, TrainHooks } from "./config.ts";
 import type { Parts } from "./compose.ts";
-import { evaluate } from "./loop.ts";
+import { checkFinite, evaluate } from "./loop.ts";
 import type { RunFolder, RunState } from "./run-folder.ts";
 
 /** The demonstrations of a behaviour-cloning run, as the policy's own step records. */
@@ -93,6 +93,7 @@ export async function behaviourCloningLoop(config: TrainConfig, run: RunFolder, 
     const iteration = state.iteration + 1;
     const t0 = performance.now();
     const s = bcEpoch(policy, demos.records, config.bc, new Rng(deriveSeed(config.seed, "bc", iteration)));
+    checkFinite(s, iteration, run);
     const t1 = performance.now();
     const last = iteration === config.bc.epochs || (config.maxSeconds > 0 && state.wallSeconds + prepSeconds + (t1 - t0) / 1000 >= config.maxSeconds);
     let evalResult: EvalResult | undefined;

@@ -1,4 +1,6 @@
-import { deriveSeed, InvalidConfigError, playEpisodes, Rng, type Env, type Episode, type Task, type Trajectory } from "../core/index.ts";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { deriveSeed, InvalidConfigError, playEpisodes, Rng, TrainingDivergedError, type Env, type Episode, type Task, type Trajectory } from "../core/index.ts";
 import { EndpointFailedError } from "../llm/index.ts";
 import { auditPairs, compareReal, replayInRealEnv, summarizeReplays, type AuditPair, type OnPolicyAuditSummary, type ReplayResult, type SyntheticRecord } from "../experience/index.ts";
 import { grpoUpdate, ppoUpdate, type TrainablePolicy } from "../rl/index.ts";
@@ -80,6 +82,7 @@ export async function trainingLoop(config: TrainConfig, run: RunFolder, parts: P
       const stats = config.algo === "grpo"
         ? grpoUpdate(policy, reference, updated, grpo, updateRng)
         : ppoUpdate(policy, kept, config.ppo, updateRng);
+      checkFinite(stats, iteration, run);
       const t2 = performance.now();
 
       // 4. The buffer grows with the synthetic episodes (one transaction, labelled by iteration so a
@@ -293,3 +296,15 @@ const variance = (xs: number[]) => {
   const m = mean(xs);
   return mean(xs.map((x) => (x - m) ** 2));
 };
+
+/**
+ * A loss or gradient that is not a finite number stops the run (it would train on to nonsense and
+ * report it, exit 0): the checkpoints written so far are the last good ones.
+ */
+export function checkFinite(stats: object, iteration: number, run: Pick<RunFolder, "dir">): void {
+  const bad = Object.entries(stats).filter(([, v]) => typeof v === "number" && !Number.isFinite(v));
+  if (bad.length === 0) return;
+  const latest = join(run.dir, "checkpoints", "latest.json");
+  const kept = existsSync(latest) ? `${run.dir} keeps its last good checkpoint (iteration ${(JSON.parse(readFileSync(latest, "utf8")) as { iteration: number }).iteration})` : `${run.dir} has no checkpoint yet`;
+  throw new TrainingDivergedError(`training diverged at iteration ${iteration}: ${bad.map(([k, v]) => `${k} ${v}`).join(", ")} (a learning rate too high?); the run stops, and ${kept}; start again with other settings (a lower learning rate)`);
+}
