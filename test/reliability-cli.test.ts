@@ -108,3 +108,30 @@ test("NaN stops training: a diverging run exits 2 in one line, and a checkpoint 
   assert.equal(init.status, 2);
   assert.match(init.stderr, /holds parameters that are not finite numbers/);
 });
+
+test("a run still training is not resumed by a second process; once its process is gone, the resume goes on (issue 34, item 1)", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "dreamgym-lock-"));
+  const out = join(dir, "run");
+  const first = spawn(process.execPath, [BIN, "train", "--env", "webshop", "--mode", "real", "--budget", "3000", "--tasks-per-iter", "4", "--group", "2", "--checkpoint-every", "1", "--eval-every", "0", "--final-eval-tasks", "5", "--out", out], { stdio: "ignore" });
+  const exited = new Promise<void>((resolve) => first.on("close", () => resolve()));
+  // Once it has written a checkpoint it is training: frozen there (SIGSTOP), it holds the run.
+  await new Promise<void>((resolve) => {
+    const timer = setInterval(() => {
+      if (!existsSync(join(out, "checkpoints", "latest.json"))) return;
+      clearInterval(timer);
+      first.kill("SIGSTOP");
+      resolve();
+    }, 5);
+  });
+  const before = readFileSync(join(out, "metrics.jsonl"), "utf8");
+  const second = run(["train", "--resume", out]);
+  assert.equal(second.status, 2);
+  assert.match(second.stderr, new RegExp(`is being trained by process ${first.pid} now`));
+  assert.equal(readFileSync(join(out, "metrics.jsonl"), "utf8"), before, "the refused resume changed nothing");
+  first.kill("SIGKILL");
+  await exited;
+  assert.ok(existsSync(join(out, "run.lock")), "a killed process leaves its lock");
+  const resumed = run(["train", "--resume", out]);
+  assert.equal(resumed.status, 0, resumed.stderr);
+  assert.ok(!existsSync(join(out, "run.lock")), "released at the end");
+});

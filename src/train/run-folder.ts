@@ -1,4 +1,4 @@
-import { appendFileSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { appendFileSync, closeSync, copyFileSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, writeSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { DataError, InvalidConfigError, readJsonFile, writeFileAtomic } from "../core/index.ts";
 import type { AuditPair } from "../experience/index.ts";
@@ -226,4 +226,48 @@ function firstMissing(dir: string): string | null {
   if (existsSync(p)) return null;
   while (!existsSync(dirname(p))) p = dirname(p);
   return p;
+}
+
+/**
+ * Takes the run folder for this process (`run.lock`, holding its pid) until the returned function
+ * is called or the process exits. A folder that a live process holds is refused: two processes
+ * training one run would write the same metrics and checkpoints. A lock whose process is gone (a
+ * killed run) is stale and taken over.
+ */
+export function lockRun(dir: string): () => void {
+  const file = join(dir, "run.lock");
+  for (let attempt = 0; ; attempt++) {
+    let fd: number;
+    try {
+      fd = openSync(file, "wx");
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "EEXIST" || attempt > 0) throw e;
+      const pid = Number(readFileSync(file, "utf8").trim());
+      if (Number.isSafeInteger(pid) && pid > 0 && isAlive(pid)) {
+        throw new InvalidConfigError(`${dir} is being trained by process ${pid} now (${file}): wait for it to end, or stop it, before resuming; two processes would write the same run`);
+      }
+      rmSync(file, { force: true });
+      continue;
+    }
+    writeSync(fd, `${process.pid}\n`);
+    closeSync(fd);
+    let held = true;
+    const release = () => {
+      if (!held) return;
+      held = false;
+      process.off("exit", release);
+      rmSync(file, { force: true });
+    };
+    process.on("exit", release);
+    return release;
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "EPERM"; // alive, another user's
+  }
 }

@@ -12,7 +12,7 @@ import { resolveTrainConfig, type EvalResult, type ResumeOverrides, type TrainCo
 import { candidateSource, makeEnvPool, makePolicy, makeSyntheticPool, type Parts, type TrainParts } from "./compose.ts";
 import { trainingLoop } from "./loop.ts";
 import { behaviourCloningLoop, countDemonstrations } from "./bc.ts";
-import { NEW_RUN, RunFolder, type Checkpoint } from "./run-folder.ts";
+import { lockRun, NEW_RUN, RunFolder, type Checkpoint } from "./run-folder.ts";
 
 /**
  * Starts a new run in `runDir` (which must not hold one): `train(dir, { env: "webshop", mode:
@@ -24,7 +24,14 @@ export async function train(runDir: string, input: TrainConfigInput, hooks: Trai
   return withRemote(input, async (input) => {
     const config = resolveTrainConfig(input);
     await checkStart(config, parts);
-    return RunFolder.create(runDir, config, (run, started) => run_(run, undefined, hooks, parts, started));
+    return RunFolder.create(runDir, config, async (run, started) => {
+      const release = lockRun(run.dir);
+      try {
+        return await run_(run, undefined, hooks, parts, started);
+      } finally {
+        release();
+      }
+    });
   });
 }
 
@@ -67,6 +74,16 @@ function savedRemote(runDir: string): TrainConfigInput | undefined {
 }
 
 async function resumeOpened(runDir: string, hooks: TrainHooks, overrides: ResumeOverrides, parts: TrainParts): Promise<TrainSummary> {
+  // Taken before the folder is read or changed, so a run still training elsewhere is not touched.
+  const release = existsSync(join(runDir, "config.json")) ? lockRun(runDir) : () => {};
+  try {
+    return await resumeLocked(runDir, hooks, overrides, parts);
+  } finally {
+    release();
+  }
+}
+
+async function resumeLocked(runDir: string, hooks: TrainHooks, overrides: ResumeOverrides, parts: TrainParts): Promise<TrainSummary> {
   const { folder, latest, warnings } = RunFolder.open(runDir, overrides);
   // What a fresh start checks, a resume checks too (a config.json edited since may name what cannot
   // run). The run's own copy of the buffer stands for the seed buffer, and the checkpoint for initPolicy.
