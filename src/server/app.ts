@@ -10,6 +10,7 @@ import { InvalidConfigError } from "../core/index.ts";
 import type { ObservationFormat } from "./env-host.ts";
 import { agentGymRoutes } from "./agentgym.ts";
 import { limitBody } from "./body.ts";
+import { foreignRequest, isLoopbackName } from "./guard.ts";
 import { errorBody, openEnvRoutes, ValidationFailed } from "./openenv.ts";
 import { OpenEnvSockets } from "./openenv-socket.ts";
 import { ServeError, type SessionManager } from "./sessions.ts";
@@ -130,10 +131,23 @@ const LISTEN_ERRORS: Record<string, string> = {
 
 /** Listens on host:port with keep-alive (the env server's app, or the view's); a port in use or a bad address is a one-line error. */
 export async function startServer(o: { app: Pick<ServeApp, "app" | "upgrade" | "close">; port: number; host: string }): Promise<RunningServer> {
-  const server = createAdaptorServer({ fetch: o.app.app.fetch }) as Server;
+  // Web pages stay out (guard.ts): checked before any route, and before any WebSocket handshake.
+  const loopbackOnly = isLoopbackName(o.host.toLowerCase());
+  const fetch = (req: Request, ...rest: unknown[]) => {
+    const body = req.headers.has("transfer-encoding") || Number(req.headers.get("content-length") ?? 0) > 0;
+    const refused = foreignRequest(req.headers, req.method, loopbackOnly, body);
+    if (refused) return Response.json(errorBody(refused.status === 403 ? "FORBIDDEN" : "UNSUPPORTED_MEDIA_TYPE", refused.message), { status: refused.status });
+    return o.app.app.fetch(req, ...(rest as []));
+  };
+  const server = createAdaptorServer({ fetch }) as Server;
   server.keepAliveTimeout = 60_000; // trainers reuse connections between steps
   server.headersTimeout = 65_000;
-  server.on("upgrade", o.app.upgrade);
+  server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const refused = foreignRequest(req.headers, "GET", loopbackOnly, false);
+    if (!refused) return o.app.upgrade(req, socket, head);
+    const text = JSON.stringify(errorBody("FORBIDDEN", refused.message));
+    socket.end(`HTTP/1.1 403 Forbidden\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n${text}`);
+  });
   try {
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
