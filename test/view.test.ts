@@ -3,7 +3,7 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { appendFileSync, cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -266,5 +266,34 @@ test("dreamgym view: bad input is one line and exit 2", async () => {
     oneLine(r, new RegExp(`${port} is in use`));
   } finally {
     await new Promise((resolve) => holder.close(resolve));
+  }
+});
+
+test("files that a symlink leads out of a run folder are not served; a run folder that is a symlink is (issue 34, item 14)", async () => {
+  const runs = mkdtempSync(join(tmpdir(), "dreamgym-view-links-"));
+  const outside = mkdtempSync(join(tmpdir(), "dreamgym-view-outside-"));
+  writeFileSync(join(outside, "creds.json"), JSON.stringify({ runId: "x", secret: "hunter2-hunter2" }));
+  writeFileSync(join(outside, "metrics.jsonl"), JSON.stringify({ iteration: 1, secret: "hunter2-hunter2" }) + "\n");
+  // A run whose config.json leads outside: not a run here.
+  cpSync(fx.dirs[0], join(runs, "leaky-config"), { recursive: true });
+  rmSync(join(runs, "leaky-config", "config.json"));
+  symlinkSync(join(outside, "creds.json"), join(runs, "leaky-config", "config.json"));
+  // A run whose metrics lead outside: listed, without them.
+  cpSync(fx.dirs[0], join(runs, "leaky-metrics"), { recursive: true });
+  rmSync(join(runs, "leaky-metrics", "metrics.jsonl"));
+  symlinkSync(join(outside, "metrics.jsonl"), join(runs, "leaky-metrics", "metrics.jsonl"));
+  // A run folder that is itself a symlink (runs shared between experiments): served.
+  symlinkSync(fx.dirs[1], join(runs, "alias"));
+  const view = await startServer({ app: createViewApp({ runs }), port: 0, host: "127.0.0.1" });
+  try {
+    const list = await (await fetch(`${view.url}/api/runs`)).json() as { runs: { id: string; iterations: number }[] };
+    assert.deepEqual(list.runs.map((r) => r.id), ["alias", "leaky-metrics"]);
+    assert.equal(list.runs[1].iterations, 0);
+    assert.ok(list.runs[0].iterations > 0);
+    const metrics = await (await fetch(`${view.url}/api/run/metrics?run=leaky-metrics`)).text();
+    assert.match(metrics, /"metrics":\[\]/);
+    assert.doesNotMatch(metrics, /hunter2/);
+  } finally {
+    await view.close();
   }
 });

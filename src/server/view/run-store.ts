@@ -1,5 +1,5 @@
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
-import { join, relative, sep } from "node:path";
+import { existsSync, readdirSync, readFileSync, realpathSync, statSync } from "node:fs";
+import { dirname, join, relative, sep } from "node:path";
 import type { Task } from "../../core/index.ts";
 import { auditTable, summarizeReplays, type AuditPair, type OnPolicyAuditSummary } from "../../experience/index.ts";
 import { auditFiles, readMetrics, type Checkpoint, type EvalResult, type IterationMetrics } from "../../train/index.ts";
@@ -35,13 +35,35 @@ const RUNNING_WINDOW_MS = 120_000;
 /** Folders below the root searched for runs (an experiment: root/experiment/row). */
 const MAX_DEPTH = 4;
 
+/**
+ * Whether `file` is the run folder's own: it resolves inside `dir`. A symlink from a run folder to
+ * anywhere else (`config.json → ~/.ssh/…`) is not served; a run folder that is itself a symlink is.
+ */
+export function ownFile(dir: string, file: string): boolean {
+  try {
+    return realpathSync(file).startsWith(realpathSync(dir) + sep);
+  } catch {
+    return false; // absent
+  }
+}
+
 const readJson = <T>(file: string): T | undefined => {
   try {
+    if (!ownFile(dirname(file), file)) return undefined;
     return JSON.parse(readFileSync(file, "utf8")) as T;
   } catch {
     return undefined; // absent, or caught mid-write by a running trainer: the next poll reads it
   }
 };
+
+const isFolder = (path: string) => {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false; // a dangling link
+  }
+};
+const ownMetrics = (dir: string) => (ownFile(dir, join(dir, "metrics.jsonl")) ? readMetrics(dir) : []);
 
 /**
  * The run folders under one root, found again on every listing (a new run appears while the app is
@@ -69,7 +91,9 @@ export class RunStore {
         return;
       }
       for (const e of entries.sort((a, b) => (a.name < b.name ? -1 : 1))) {
-        if (e.isDirectory() && !e.name.startsWith(".") && e.name !== "node_modules") walk(join(dir, e.name), depth + 1);
+        // A folder linked in (runs shared between experiments) is walked too; the depth bounds a loop.
+        const folder = e.isDirectory() || (e.isSymbolicLink() && isFolder(join(dir, e.name)));
+        if (folder && !e.name.startsWith(".") && e.name !== "node_modules") walk(join(dir, e.name), depth + 1);
       }
     };
     walk(this.root, 0);
@@ -88,7 +112,7 @@ export class RunStore {
 
   info(id: string, dir: string): RunInfo {
     const config = readJson<Record<string, unknown>>(join(dir, "config.json")) ?? {};
-    const metrics = readMetrics(dir);
+    const metrics = ownMetrics(dir);
     const summary = readJson<{ final?: EvalResult }>(join(dir, "summary.json"));
     const last = metrics.at(-1);
     const lastEval = [...metrics].reverse().find((m) => m.eval !== undefined)?.eval;
@@ -112,13 +136,13 @@ export class RunStore {
 
   /** Metrics lines from index `since` on (a live view asks for what it has not seen). */
   metrics(dir: string, since = 0): IterationMetrics[] {
-    return readMetrics(dir).slice(since);
+    return ownMetrics(dir).slice(since);
   }
 
   /** The audited episodes of the run, by iteration (the files `audit/iteration-NNNN.jsonl`). */
   auditPairs(dir: string, iteration?: number): (AuditPair & { iteration: number })[] {
     return auditFiles(dir)
-      .filter((f) => iteration === undefined || f.iteration === iteration)
+      .filter((f) => (iteration === undefined || f.iteration === iteration) && ownFile(dir, f.file))
       .flatMap((f) => readFileSync(f.file, "utf8").split("\n").filter((l) => l.trim()).map((l) => ({ ...(JSON.parse(l) as AuditPair), iteration: f.iteration })));
   }
 
@@ -127,7 +151,7 @@ export class RunStore {
    * episodes were kept, one over all of them, as `dreamgym audit --run` prints it.
    */
   audit(dir: string): { header: string[]; lines: string[][]; rows: { iteration: number | "all"; summary: OnPolicyAuditSummary }[] } {
-    const rows: { iteration: number | "all"; summary: OnPolicyAuditSummary }[] = readMetrics(dir)
+    const rows: { iteration: number | "all"; summary: OnPolicyAuditSummary }[] = ownMetrics(dir)
       .filter((m) => m.onPolicyAudit !== undefined)
       .map((m) => ({ iteration: m.iteration, summary: m.onPolicyAudit! }));
     const pairs = this.auditPairs(dir);

@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { extname, join } from "node:path";
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
@@ -10,7 +10,7 @@ import { retrieveDemos } from "../../experience/index.ts";
 import { carriesToken } from "../app.ts";
 import { CONTENT_TYPES, viewAssets, type ViewAssets } from "./assets.ts";
 import { curriculumTree } from "./curriculum-tree.ts";
-import { RunStore } from "./run-store.ts";
+import { ownFile, RunStore } from "./run-store.ts";
 
 export interface ViewAppOptions {
   /** The folder whose run folders (at any depth up to 4) the app lists. */
@@ -82,6 +82,7 @@ export function createViewApp(o: ViewAppOptions): ViewApp {
     const file = join(dir, "buffer.db");
     let b = buffers.get(file);
     if (!b) {
+      if (existsSync(file) && !ownFile(dir, file)) throw new NotFound("this run's buffer.db leads out of its folder (a symlink): not served");
       try {
         b = ReplayBuffer.open(file, { readonly: true });
       } catch (e) {
