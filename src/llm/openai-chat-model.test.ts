@@ -190,3 +190,57 @@ test("model specs", () => {
   assert.equal(createChatModel("gguf:./m.gguf").id, "gguf:./m.gguf");
   assert.throws(() => createChatModel("llama"), /unknown model "llama"/);
 });
+
+test("an answer is bounded as a whole: a dripping body times out, a huge one fails as it streams, a 200 that is not the protocol counts as a failed call (issue 34, items 9–11)", async () => {
+  const { createServer } = await import("node:http");
+  const drips = new Set<NodeJS.Timeout>();
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on("end", () => {
+      const mode = req.url?.split("/")[1];
+      if (mode === "text") {
+        res.writeHead(200, { "content-type": "text/plain" });
+        return void res.end("hello, not json");
+      }
+      res.writeHead(200, { "content-type": "application/json" });
+      if (mode === "drip") {
+        const t = setInterval(() => res.write(" "), 20); // headers at once, then a byte now and then
+        drips.add(t);
+        return void res.on("close", () => clearInterval(t));
+      }
+      // huge: 8 MB of spaces before a JSON body, in 64 KB chunks, as fast as the client reads
+      const chunk = Buffer.alloc(1 << 16, 32);
+      let n = 0;
+      const write = () => {
+        while (n < 128) {
+          n++;
+          if (!res.write(chunk)) return void res.once("drain", write);
+        }
+        res.end("{}");
+      };
+      write();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  try {
+    const drip = new OpenAIChatModel({ baseURL: `${base}/drip`, model: "m", timeoutMs: 300, maxFailures: 2, ...fast });
+    const t0 = performance.now();
+    await assert.rejects(drip.generate({ messages: [{ role: "user", content: "x" }] }), (e: unknown) => e instanceof ApiCallError && !(e instanceof EndpointFailedError) && /no whole answer within 0\.3 s/.test((e as Error).message));
+    assert.ok(performance.now() - t0 < 5000, "bounded by the timeout, not by the server");
+    await assert.rejects(drip.generate({ messages: [{ role: "user", content: "x" }] }), (e: unknown) => e instanceof EndpointFailedError && /failed 2 calls in a row/.test((e as Error).message));
+
+    const huge = new OpenAIChatModel({ baseURL: `${base}/huge`, model: "m", maxAnswerBytes: 100_000, maxRetries: 1, maxFailures: 5, ...fast });
+    await assert.rejects(huge.generate({ messages: [{ role: "user", content: "x" }] }), (e: unknown) => e instanceof ApiCallError && /the answer is larger than 100000 bytes/.test((e as Error).message));
+    assert.equal(huge.stats.requests, 2, "retried once, as a malformed answer is");
+
+    // Not the protocol: the endpoint is there (not "cannot be reached"), and the calls count to the breaker.
+    const text = new OpenAIChatModel({ baseURL: `${base}/text`, model: "m", maxRetries: 0, maxFailures: 3, ...fast });
+    for (let i = 0; i < 2; i++) await assert.rejects(text.generate({ messages: [{ role: "user", content: "x" }] }), (e: unknown) => !(e instanceof EndpointFailedError) && /not an OpenAI chat completion \(it begins "hello, not json"\)/.test((e as Error).message));
+    await assert.rejects(text.generate({ messages: [{ role: "user", content: "x" }] }), (e: unknown) => e instanceof EndpointFailedError && /failed 3 calls in a row/.test((e as Error).message));
+  } finally {
+    for (const t of drips) clearInterval(t);
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+});

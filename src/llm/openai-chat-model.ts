@@ -25,6 +25,40 @@ export interface OpenAIChatModelOptions {
   maxBackoffMs?: number;
   /** A response cache (or its file path): identical requests are answered from it. */
   cache?: ResponseCache | string;
+  /** The largest answer read, in bytes; a longer one fails the attempt as it streams in. @default 16 MiB */
+  maxAnswerBytes?: number;
+}
+
+/** An HTTP answer that is not an OpenAI chat completion (the endpoint is there, but speaks something else). */
+class NotTheProtocolError extends Error {}
+/** An answer that did not arrive whole within the request timeout (a server that drips its body). */
+class AnswerDeadlineError extends Error {}
+/** An answer larger than `maxAnswerBytes`. */
+class AnswerTooLargeError extends Error {}
+
+/**
+ * `fetch` with a bound on the answer's size: a declared length above it fails at once, a streamed
+ * body fails as it passes it (a server that sends 100 MB answers must not take the process with it).
+ */
+function limitedFetch(maxBytes: number): typeof fetch {
+  return async (input, init) => {
+    const res = await fetch(input, init);
+    const tooLarge = () => new AnswerTooLargeError(`the answer is larger than ${maxBytes} bytes (HTTP ${res.status})`);
+    if (Number(res.headers.get("content-length") ?? 0) > maxBytes) {
+      await res.body?.cancel().catch(() => {});
+      throw tooLarge();
+    }
+    if (!res.body) return res;
+    let seen = 0;
+    const body = res.body.pipeThrough(new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, out) {
+        seen += chunk.byteLength;
+        if (seen > maxBytes) out.error(tooLarge());
+        else out.enqueue(chunk);
+      },
+    }));
+    return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
+  };
 }
 
 const RETRYABLE_STATUS = (s: number) => s === 408 || s === 409 || s === 429 || s >= 500;
@@ -60,7 +94,7 @@ export class OpenAIChatModel implements ChatModel {
     this.breaker = new FailureBreaker(this.url, { maxFailures: opts.maxFailures });
     this.cache = typeof opts.cache === "string" ? new ResponseCache(opts.cache) : (opts.cache ?? null);
     // Retries are ours (classification, jitter, counters), so the client makes one attempt.
-    this.client = new OpenAI({ baseURL, apiKey: opts.apiKey ?? process.env.OPENAI_API_KEY ?? "not-needed", maxRetries: 0, timeout: this.timeoutMs });
+    this.client = new OpenAI({ baseURL, apiKey: opts.apiKey ?? process.env.OPENAI_API_KEY ?? "not-needed", maxRetries: 0, timeout: this.timeoutMs, fetch: limitedFetch(opts.maxAnswerBytes ?? 16 * 1024 * 1024) });
   }
 
   /** Calls in flight and calls waiting for a slot. */
@@ -99,8 +133,10 @@ export class OpenAIChatModel implements ChatModel {
       } catch (e) {
         if (this.breaker.tripped) throw this.breaker.tripped; // aborted by the trip
         const status = (e as { status?: number }).status;
-        if (status !== undefined) this.breaker.answered();
-        const timedOut = e instanceof OpenAI.APIConnectionTimeoutError;
+        // An answer that is not the protocol, too large or too slow to finish came from a server that is there.
+        const answered = status !== undefined || e instanceof NotTheProtocolError || causedBy(e, AnswerTooLargeError) || causedBy(e, AnswerDeadlineError);
+        if (answered) this.breaker.answered();
+        const timedOut = e instanceof OpenAI.APIConnectionTimeoutError || causedBy(e, AnswerDeadlineError);
         // No status: no connection, a cut connection, no answer in time, or a body that is not the protocol.
         const transport = status === undefined;
         const retryable = transport ? !timedOut && this.breaker.reached : RETRYABLE_STATUS(status);
@@ -127,9 +163,16 @@ export class OpenAIChatModel implements ChatModel {
   private async once(request: ChatRequest): Promise<ChatResponse> {
     const abort = new AbortController();
     const off = this.breaker.onTrip(() => abort.abort());
+    // The client's timeout ends at the answer's headers; this one bounds the whole answer. A moment
+    // later than the client's, so that no headers at all stays the client's timeout (not answered).
+    const deadline = setTimeout(() => abort.abort(new AnswerDeadlineError(`timed out: no whole answer within ${this.timeoutMs / 1000} s (--request-timeout)`)), this.timeoutMs + 50);
     try {
       return await this.attempt(request, abort.signal);
+    } catch (e) {
+      if (abort.signal.aborted && abort.signal.reason instanceof AnswerDeadlineError && !causedBy(e, AnswerDeadlineError)) throw abort.signal.reason;
+      throw e;
     } finally {
+      clearTimeout(deadline);
       off();
     }
   }
@@ -145,7 +188,7 @@ export class OpenAIChatModel implements ChatModel {
       ...(request.stop ? { stop: request.stop } : {}),
       ...(request.schema ? { response_format: { type: "json_schema" as const, json_schema: { name: request.schema.name, schema: request.schema.schema, strict: true } } } : {}),
     }, { signal });
-    if (!res || !Array.isArray(res.choices)) throw new Error("the response has no choices");
+    if (!res || typeof res !== "object" || !Array.isArray(res.choices)) throw new NotTheProtocolError(`the answer is not an OpenAI chat completion${typeof res === "string" ? ` (it begins ${JSON.stringify((res as string).slice(0, 40))})` : " (no choices)"}`);
     const choices: ChatChoice[] = res.choices.map((c) => {
       const text = c.message?.content ?? "";
       const choice: ChatChoice = { text, finishReason: c.finish_reason ?? undefined };
@@ -178,4 +221,10 @@ function describe(e: unknown): string {
     if (typeof code === "string" && !message.includes(code)) return `${message} (${code})`;
   }
   return message;
+}
+
+/** Whether `e` or an error in its cause chain is a `kind`. */
+function causedBy(e: unknown, kind: new (...args: never[]) => Error): boolean {
+  for (let c = e, depth = 0; c && depth < 5; c = (c as { cause?: unknown }).cause, depth++) if (c instanceof kind) return true;
+  return false;
 }
