@@ -75,3 +75,38 @@ test("a loopback server refuses web pages: foreign Host (DNS rebinding), foreign
     await view.close();
   }
 });
+
+test("a WebSocket client that sends and never reads is held: the server stops reading it, its unsent replies stay bounded (issue 34, item 12)", async () => {
+  const { connect } = await import("node:net");
+  const { MAX_UNSENT_BYTES } = await import("./openenv-socket.ts");
+  const manager = new SessionManager(await EnvHost.open({ env: "webshop" }), { maxSessions: 4, idleTimeout: 300 });
+  const app = createServeApp({ manager });
+  const server = await startServer({ app, port: 0, host: "127.0.0.1" });
+  const socket = connect(server.port, "127.0.0.1");
+  try {
+    await new Promise<void>((resolve) => socket.once("connect", () => resolve()));
+    socket.write(`GET /ws HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`);
+    socket.pause(); // never reads: not the handshake's answer, not a reply
+    // Masked text frames (as a client must send them), each a reset: its reply is a whole start page.
+    const payload = Buffer.from(JSON.stringify({ type: "reset", data: {} }));
+    const frame = Buffer.alloc(2 + 4 + payload.length);
+    frame[0] = 0x81;
+    frame[1] = 0x80 | payload.length;
+    const mask = [1, 2, 3, 4];
+    frame.set(mask, 2);
+    for (let i = 0; i < payload.length; i++) frame[6 + i] = payload[i] ^ mask[i % 4];
+    const frames = 20_000;
+    socket.write(Buffer.concat(Array.from({ length: frames }, () => frame)));
+    // The server answers until the replies waiting to go out reach the bound, then stops reading.
+    await new Promise<void>((resolve) => {
+      const timer = setInterval(() => app.sockets.stats.unsentBytes >= MAX_UNSENT_BYTES && (clearInterval(timer), resolve()), 10);
+    });
+    const answered = app.sockets.stats.answered;
+    assert.ok(answered < frames, `${answered} of ${frames} messages answered: reading stopped`);
+    // A reply is a few KB: past the bound by at most the messages already taken in (64) times one.
+    assert.ok(app.sockets.stats.unsentBytes < MAX_UNSENT_BYTES + 64 * 64 * 1024, `${app.sockets.stats.unsentBytes} bytes unsent`);
+  } finally {
+    socket.destroy();
+    await server.close();
+  }
+});

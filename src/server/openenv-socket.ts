@@ -25,6 +25,11 @@ export interface OpenEnvSocketOptions {
 
 /** Messages queued on one connection before it stops reading (backpressure on a client that does not wait for replies). */
 const MAX_PENDING = 64;
+/**
+ * Reply bytes one connection may have waiting to go out before it stops reading: a client that sends
+ * and never reads would otherwise have its replies pile up in the server's memory.
+ */
+export const MAX_UNSENT_BYTES = 4 * 1024 * 1024;
 /** How long a closing handshake may take at shutdown before the socket is cut. */
 const CLOSE_GRACE_MS = 2000;
 
@@ -53,6 +58,9 @@ export class OpenEnvSockets {
   get size(): number {
     return this.alive.size;
   }
+
+  /** Reply bytes not yet written out, over all connections, and messages answered (a client that does not read is held at `MAX_UNSENT_BYTES`). */
+  readonly stats = { unsentBytes: 0, answered: 0 };
 
   /** The node server's `upgrade` listener. */
   readonly upgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
@@ -119,11 +127,27 @@ export class OpenEnvSockets {
       });
     };
     const synthetic = this.manager.host.mode === "synthetic";
+    // Reading stops while too many messages wait for an answer, or too many reply bytes wait to go out.
+    let unsent = 0;
+    const mayRead = () => pending < MAX_PENDING && unsent < MAX_UNSENT_BYTES;
+    const send = (text: string) => {
+      const size = Buffer.byteLength(text);
+      unsent += size;
+      this.stats.unsentBytes += size;
+      ws.send(text, () => {
+        unsent -= size;
+        this.stats.unsentBytes -= size;
+        if (mayRead() && ws.isPaused) ws.resume();
+      });
+      if (!mayRead()) ws.pause();
+    };
     const answer = async (text: string) => {
       const reply = await handleMessage(text, session, synthetic);
-      if (--pending < MAX_PENDING && ws.isPaused) ws.resume();
+      this.stats.answered++;
+      pending--;
+      if (mayRead() && ws.isPaused) ws.resume();
       if (reply === "close") await session.close("closed by the client");
-      else if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(reply));
+      else if (ws.readyState === WebSocket.OPEN) send(JSON.stringify(reply));
     };
     // handleMessage answers every failure; anything else is a bug: drop this connection, not the server.
     const answerOrDrop = (text: string) => answer(text).catch(() => ws.terminate());
@@ -131,7 +155,7 @@ export class OpenEnvSockets {
       const text = rawText(data);
       // With nothing in flight (a client that waits for each reply) the message is answered at once, not chained.
       chain = pending++ === 0 ? answerOrDrop(text) : chain.then(() => answerOrDrop(text));
-      if (pending >= MAX_PENDING) ws.pause();
+      if (!mayRead()) ws.pause();
     });
   }
 
