@@ -193,6 +193,9 @@ test("each error code: INVALID_JSON, UNKNOWN_TYPE, VALIDATION_ERROR; the connect
     assert.equal(r.data.message, "Invalid message");
     assert.ok(r.data.errors.some((e: { loc: unknown; type: string }) => JSON.stringify(e.loc) === JSON.stringify(loc) && e.type === type), `${JSON.stringify(message)}: ${JSON.stringify(r.data.errors)}`);
   }
+  // A message nested 10,000 deep: an error frame, not a dropped connection (issue 34, item 18).
+  const deep = await c.call(`{"type":"step","data":{"action":${"[".repeat(10_000)}${"]".repeat(10_000)}}}`);
+  assert.deepEqual([deep.type, deep.data.code, deep.data.message], ["error", "VALIDATION_ERROR", "Invalid message: nested deeper than 32 levels"]);
   const outOfRange = await c.call({ type: "reset", data: { task_index: 500 } });
   assert.equal(outOfRange.data.code, "VALIDATION_ERROR");
   assert.match(outOfRange.data.message, /task index 500 is out of range: webshop split test has tasks 0\.\.499/);

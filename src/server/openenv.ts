@@ -267,6 +267,20 @@ const MESSAGE_KEYS = new Map<unknown, readonly string[]>([["reset", ["type", "da
  * One WS message of a session: its reply, or "close". Never throws: every failure is an error reply
  * with OpenEnv's code, and the connection stays open.
  */
+const MAX_DEPTH = 32;
+
+/** Whether a parsed JSON value nests deeper than `max` (walked without recursion). */
+function depthOver(value: unknown, max: number): boolean {
+  const stack: [unknown, number][] = [[value, 1]];
+  while (stack.length > 0) {
+    const [v, d] = stack.pop()!;
+    if (typeof v !== "object" || v === null) continue;
+    if (d > max) return true;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push([child, d + 1]);
+  }
+  return false;
+}
+
 export async function handleMessage(text: string, session: Session, synthetic: boolean): Promise<WsReply | "close"> {
   let msg: unknown;
   try {
@@ -276,6 +290,8 @@ export async function handleMessage(text: string, session: Session, synthetic: b
   }
   // Upstream ends the connection with SESSION_ERROR on JSON that is not an object (a crash in its loop); this is a validation error.
   if (!isObject(msg)) return errorReply("VALIDATION_ERROR", "Invalid message", [{ type: "model_type", loc: [], msg: "Input should be an object", input: msg }]);
+  // No message of the protocol nests deep; a hostile one would overflow the stack of whatever walks it.
+  if (depthOver(msg, MAX_DEPTH)) return errorReply("VALIDATION_ERROR", `Invalid message: nested deeper than ${MAX_DEPTH} levels`);
   const type = msg.type ?? "";
   const allowed = MESSAGE_KEYS.get(type);
   if (!allowed) {
