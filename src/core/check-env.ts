@@ -18,7 +18,10 @@ export interface CheckEnvOptions {
    * actions must not change.
    */
   invalidFeedback?: string | RegExp | ((observation: string, before: string) => boolean);
-  /** Actions to try, in turn, when the env lists none (a free-text env). @default ["look", "inventory", "help"] */
+  /**
+   * Actions to try, in turn, when the env lists none (a free-text env). Choose commands that cannot
+   * open a pager or wait for input in your game (`help` does in many parser games). @default ["look", "inventory"]
+   */
   probeActions?: readonly string[];
 }
 
@@ -64,7 +67,7 @@ export async function checkEnv(env: Env, opts: CheckEnvOptions = {}): Promise<vo
   const seed = opts.seed ?? 0;
   const steps = opts.steps ?? 5;
   const freeText = opts.freeText ?? "test";
-  const probes = opts.probeActions ?? ["look", "inventory", "help"];
+  const probes = opts.probeActions ?? ["look", "inventory"];
   let closed = false;
   try {
     const a = await rollout(env, seed, steps, freeText, probes);
@@ -98,7 +101,7 @@ export async function checkEnv(env: Env, opts: CheckEnvOptions = {}): Promise<vo
       // By code, not class: a user's env may throw the error of another copy of the package.
       threw = DreamGymError.isInstance(e) && e.code === "ENV_CLOSED";
     }
-    if (!threw) fail("reset() after close() must throw ClosedEnvironmentError");
+    if (!threw) fail("reset() after close() must throw ClosedEnvironmentError (wrap the env in orderEnforcing(env), which a default-export env module is handed)");
   } finally {
     if (!closed) await env.close();
   }

@@ -1,7 +1,7 @@
 import { existsSync, statSync } from "node:fs";
 import { extname, join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
-import { DataError, DreamGymError } from "../core/index.ts";
+import { DataError, DreamGymError, orderEnforcing, withActions, withTimeLimit } from "../core/index.ts";
 import { registerEnv, type EnvSpec } from "./registry.ts";
 
 /** Config files looked for in the working folder, first found wins. */
@@ -20,6 +20,15 @@ async function ensureTypeScript(file: string): Promise<void> {
   } catch {
     throw new DataError(`${file} is TypeScript and no TypeScript loader is installed: install tsx (npm i -D tsx) or give a .js module`, { file });
   }
+}
+
+/** What a default-export env module function is handed. */
+export interface EnvModuleApi {
+  registerEnv: typeof registerEnv;
+  /** `step` before `reset` and after the end throws, as `dreamgym env check` requires. */
+  orderEnforcing: typeof orderEnforcing;
+  withTimeLimit: typeof withTimeLimit;
+  withActions: typeof withActions;
 }
 
 /**
@@ -46,8 +55,9 @@ export async function loadEnvModules(files: readonly string[], opts: { cwd?: str
       const first = String((e as Error)?.message ?? e).split("\n")[0];
       throw new DataError(`env module failed to load: ${first}`, { file }, e);
     }
-    const def = mod.default as { envs?: unknown } | ((api: { registerEnv: typeof registerEnv }) => unknown) | undefined;
-    if (typeof def === "function") await def({ registerEnv });
+    const def = mod.default as { envs?: unknown } | ((api: EnvModuleApi) => unknown) | undefined;
+    // The module gets what registering a checked env takes, so it need not install dreamgym to import it.
+    if (typeof def === "function") await def({ registerEnv, orderEnforcing, withTimeLimit, withActions });
     const envs = (mod.envs ?? (typeof def === "object" && def !== null ? def.envs : undefined)) as Record<string, EnvSpec> | undefined;
     if (envs !== undefined) {
       if (typeof envs !== "object" || envs === null) throw new DataError("env module: `envs` must be an object of name → spec", { file });

@@ -63,7 +63,11 @@ test("registerEnv: a user's env is created, listed, played and checked by name l
 test("env modules: --env-module files and dreamgym.config.js register their envs (side effect or an `envs` export)", async () => {
   const dir = mkdtempSync(join(tmpdir(), "dreamgym-envmod-"));
   writeFileSync(join(dir, "by-export.mjs"), `export const envs = { "exported-env": { create: () => ({}) , description: "from envs" } };\n`);
-  writeFileSync(join(dir, "dreamgym.config.mjs"), `export default ({ registerEnv }) => registerEnv("configured-env", { create: () => ({}) });\n`);
+  // The default-export form is handed the wrappers a checked env needs, so it imports nothing (issue 34).
+  writeFileSync(join(dir, "dreamgym.config.mjs"), `export default ({ registerEnv, orderEnforcing, withTimeLimit, withActions }) => {
+  if (![orderEnforcing, withTimeLimit, withActions].every((f) => typeof f === "function")) throw new Error("no wrappers");
+  registerEnv("configured-env", { create: () => orderEnforcing({}) });
+};\n`);
   writeFileSync(join(dir, "broken.mjs"), `throw new Error("boom");\n`);
   try {
     const loaded = await loadEnvModules(["by-export.mjs"], { cwd: dir });
