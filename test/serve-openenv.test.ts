@@ -413,6 +413,7 @@ test("synthetic mode: sessions step the embedded experience model over a buffer;
     const meta = await (await get(s, "/metadata")).json();
     assert.equal(meta.dreamgym.mode, "synthetic");
     assert.equal(meta.dreamgym.observation, "abstract");
+    assert.deepEqual(meta.dreamgym.experience, { spec: "default", model: "embedded-knn-v1", hybrid: false }, "which experience model answers");
     const c = await TestClient.open(s.ws);
     const r = await c.call({ type: "reset", data: { task_index: 0 } });
     assert.match(r.data.observation.text, /^page: search\ninstruction: /);

@@ -49,6 +49,12 @@ export class EnvHost {
   readonly abstraction?: StateAbstraction;
   private readonly taskIndex: Map<string, number>;
   private readonly spec: EnvSpec;
+  /** Synthetic mode: the experience model served (as given, and its id) and whether rewards are verified. */
+  get experience(): { spec: string; model: string; hybrid: boolean } | undefined {
+    if (!this.synthetic) return undefined;
+    return { spec: this.o.experience ?? "default", model: this.synthetic.model.model.id, hybrid: this.o.hybrid ?? false };
+  }
+
   private constructor(
     private readonly o: EnvHostOptions,
     init: { split: string; tasks: Task[]; support?: SyntheticSupport },

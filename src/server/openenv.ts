@@ -193,6 +193,7 @@ export function openEnvRoutes(manager: SessionManager, o: OpenEnvRouteOptions): 
     dreamgym: {
       env: host.name, mode: host.mode, split: host.split, observation: observationKind(host, o.format),
       rewards: { min: host.rewards.min, max: host.rewards.max, dense: host.rewards.dense }, tasks: host.tasks.length, version: o.version,
+      ...(host.experience ? { experience: host.experience } : {}),
     },
   }));
 
