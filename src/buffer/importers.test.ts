@@ -1,6 +1,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { ReplayBuffer } from "./replay-buffer.ts";
 import { exportJsonl, fewShotTrajectories, importJsonl, parseTranscript } from "./importers.ts";
 import { parseTrajectory } from "./trajectory-schema.ts";
@@ -103,4 +105,23 @@ test("the trajectory schema: with the env registry's rules, unknown envs and rew
   assert.throws(() => parseTrajectory({ ...dense, total_reward: 5 }, rules), /"total_reward" 5 is outside counter's range for 2 steps \[0, 4\]/);
   // Without rules (library use with other envs) only the structure is checked.
   assert.doesNotThrow(() => parseTrajectory(bad({ env: "toy-env", steps: [{ ...t.steps[0], reward: 7 }], total_reward: 7 })));
+});
+
+test("a lone surrogate is stored as U+FFFD and counted so: export and re-import add no duplicate (issue 34, item 18)", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "dreamgym-surrogate-"));
+  const t = makeTrajectory(7, { env: "webshop" });
+  const file = join(dir, "a.jsonl");
+  // JSON.stringify writes a lone surrogate as an escape; the line is valid JSON, but not valid text.
+  writeFileSync(file, JSON.stringify({ ...t, task: { ...t.task, instruction: "buy a lamp \ud800 now" } }) + "\n");
+  const b = ReplayBuffer.open(join(dir, "b.db"));
+  try {
+    assert.equal((await importJsonl(b, file)).added, 1);
+    const out = join(dir, "out.jsonl");
+    exportJsonl(b, out);
+    assert.match(readFileSync(out, "utf8"), /buy a lamp \uFFFD now/);
+    const again = await importJsonl(b, out);
+    assert.deepEqual([again.added, again.duplicates], [0, 1]);
+  } finally {
+    b.close();
+  }
 });

@@ -59,7 +59,7 @@ export function parseTrajectory(value: unknown, rules?: TrajectoryRules, correct
   const created = v.created_at ?? new Date(0).toISOString();
   if (typeof created !== "string") fail('"created_at" must be a string');
   for (const n of notes) corrected?.(n);
-  return {
+  return wellFormed({
     env: v.env as string,
     task: task as Trajectory["task"],
     steps: steps as Transition[],
@@ -68,7 +68,18 @@ export function parseTrajectory(value: unknown, rules?: TrajectoryRules, correct
     source: source as Trajectory["source"],
     ...(typeof v.policy === "string" ? { policy: v.policy } : {}),
     created_at: created as string,
-  };
+  });
+}
+
+/**
+ * Lone surrogates (not text: JSON can carry them, UTF-8 cannot) as U+FFFD, as the buffer stores
+ * them: the content id then matches what is stored, so an export and re-import adds no duplicate.
+ */
+function wellFormed<T>(value: T): T {
+  if (typeof value === "string") return (value as string).replace(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, "\ufffd") as T;
+  if (Array.isArray(value)) return value.map(wellFormed) as T;
+  if (typeof value === "object" && value !== null) return Object.fromEntries(Object.entries(value).map(([k, x]) => [k, wellFormed(x)])) as T;
+  return value;
 }
 
 /**
