@@ -16,7 +16,7 @@ try {
   // Files run two at a time (Node's default is one fewer than the cores: one, on the 2-core machines
   // CI uses): most wait on child processes, servers and browsers, so two keep both cores busy. Every
   // file makes its own temp folders and takes its ports from the OS, so files do not meet.
-  const concurrency = Math.max(2, availableParallelism());
+  const concurrency = Number(process.env.DREAMGYM_TEST_CONCURRENCY) || Math.max(2, availableParallelism());
   const run = spawnSync(process.execPath, ["--import", "tsx", "--test", `--test-concurrency=${concurrency}`, ...tests], { cwd: root, stdio: "inherit", env: { ...process.env, TMPDIR: tmp } });
   process.exitCode = run.status ?? 1;
 } finally {
