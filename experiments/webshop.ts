@@ -14,7 +14,7 @@
 //
 //   npm run experiment:webshop -- [--seeds 5] [--eval-split test|dev] [--real 80000] [--synthetic 80000] [--s2r-synthetic 240000] [--parallel 2] [--out runs/experiment-webshop]
 //     [--init scratch|bc] [--synthetic-tasks seed|split] [--experience learned|default|<chat model>] [--rows bc,real,real-seed-tasks,real-tenth,dreamgym,dreamgym-split-tasks,dreamgym-std-floor,s2r,hybrid,no-replay,no-curriculum,no-pessimism,knn] [--only-seeds 2] [--final-eval-tasks 500]
-//     [--real-screen 4] [--real-batch-advantage 2] [--std-floor 0.1]
+//     [--real-screen 4] [--real-batch-advantage 2] [--std-floor 0.1] [--rl-seeds 1]
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -50,6 +50,11 @@ const OPTIONS = {
   experience: { type: "string", default: "learned" },
   /** Only these rows (keys as in the header), e.g. for a reduced run. */
   rows: { type: "string" },
+  /**
+   * RL runs per data seed for every RL row (each its own RL seed, the same data, model and BC start):
+   * a row's score for a data seed is their mean, since one RL run cannot tell close variants apart.
+   */
+  "rl-seeds": { type: "string", default: "1" },
   /** Only these seeds of the --seeds (e.g. 2: rerun one lost seed into the same --out). */
   "only-seeds": { type: "string" },
   "final-eval-tasks": { type: "string", default: "500" },
@@ -74,11 +79,16 @@ const args = (() => {
     return usage((e as Error).message);
   }
 })();
-const count = (flag: "seeds" | "real" | "synthetic" | "s2r-synthetic" | "parallel" | "final-eval-tasks") => {
+const count = (flag: "seeds" | "rl-seeds" | "real" | "synthetic" | "s2r-synthetic" | "parallel" | "final-eval-tasks") => {
   const n = Number(args[flag]);
   return Number.isInteger(n) && n > 0 ? n : usage(`--${flag} must be a positive integer, got "${args[flag]}"`);
 };
 const seeds = count("seeds");
+const rlSeeds = count("rl-seeds");
+/** Run r of data seed s: the first keeps the folder name runs had before there were several. */
+const runDir = (key: string, s: number, r: number) => join(out, r === 0 ? `${key}-seed${s}` : `${key}-seed${s}-rl${r}`);
+/** Its RL seed: the data seed's for the first run, others derived from it. */
+const rlSeed = (s: number, r: number) => (r === 0 ? s : 1000 * r + s);
 const N = count("real");
 const tenth = Math.round(N / 10);
 const M = count("synthetic");
@@ -177,8 +187,8 @@ const allRows: Row[] = [
   dg("hybrid", "extra: DreamGym (hybrid rewards: purchases scored by WebShop), 0 real", ["--hybrid"], `${fullAudit} (purchase rewards exact)`),
 ];
 const rows = wanted ? allRows.filter((r) => wanted.includes(r.key)) : allRows;
-const jobs: { row: number; seed: number; dir: string; init?: string }[] = rows
-  .flatMap((row, r) => Array.from({ length: seeds }, (_, s) => ({ row: r, seed: s, dir: join(out, `${row.key}-seed${s}`) })))
+const jobs: { row: number; seed: number; rl: number; dir: string; init?: string }[] = rows
+  .flatMap((row, r) => Array.from({ length: seeds }, (_, s) => Array.from({ length: row.key === "bc" ? 1 : rlSeeds }, (_, k) => ({ row: r, seed: s, rl: k, dir: runDir(row.key, s, k) }))).flat())
   .filter((j) => !onlySeeds || onlySeeds.includes(j.seed));
 let done = 0;
 const failures: string[] = [];
@@ -203,14 +213,14 @@ const runJob = (job: (typeof jobs)[number]) =>
     // A run the experiment started before (killed with it) continues from its checkpoint.
     const argv = existsSync(join(job.dir, "config.json"))
       ? ["train", "--resume", job.dir]
-      : ["train", "--env", "webshop", "--algo", "grpo", "--seed", String(job.seed), "--buffer", seedDb(job.seed), "--eval-every", "0", "--final-eval-tasks", finalEvalTasks, "--set", `evalSplit=${evalSplit}`,
+      : ["train", "--env", "webshop", "--algo", "grpo", "--seed", String(rlSeed(job.seed, job.rl)), "--buffer", seedDb(job.seed), "--eval-every", "0", "--final-eval-tasks", finalEvalTasks, "--set", `evalSplit=${evalSplit}`,
         ...rows[job.row].args.map((a) => a.replace(MODEL, modelFile(job.seed))), ...(job.init ? ["--set", `initPolicy=${job.init}`] : []), "--out", job.dir];
     const child = spawn(process.execPath, [BIN, ...argv], { stdio: ["ignore", "ignore", "pipe"] });
     let err = "";
     child.stderr.on("data", (d) => (err += d));
     child.on("exit", (code) => {
       done++;
-      console.log(`[${done}/${jobs.length}] ${rows[job.row].name}, seed ${job.seed}: ${code === 0 ? "done" : `failed (${code})`} at ${((performance.now() - started) / 60000).toFixed(1)} min`);
+      console.log(`[${done}/${jobs.length}] ${rows[job.row].name}, seed ${job.seed}${rlSeeds > 1 ? ` run ${job.rl}` : ""}: ${code === 0 ? "done" : `failed (${code})`} at ${((performance.now() - started) / 60000).toFixed(1)} min`);
       // A failed run is reported and left out of the table; the others go on.
       if (code !== 0) failures.push(`${job.dir}: ${err.trim().split("\n").slice(-3).join(" ")}`);
       resolve();
@@ -238,9 +248,11 @@ const median = (xs: number[]) => {
   const v = [...xs].sort((a, b) => a - b);
   return v.length === 0 ? NaN : v.length % 2 ? v[(v.length - 1) / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
 };
+/** A row's score for data seed s: the mean over its RL runs (all of them finished, else undefined). */
 const score = (key: string, s: number): number | undefined => {
-  const f = join(out, `${key}-seed${s}`, "summary.json");
-  return existsSync(f) && !stale(join(out, `${key}-seed${s}`), s) ? JSON.parse(readFileSync(f, "utf8")).final.score : undefined;
+  const runs = Array.from({ length: key === "bc" ? 1 : rlSeeds }, (_, r) => runDir(key, s, r));
+  const scores = runs.map((dir) => (existsSync(join(dir, "summary.json")) && !stale(dir, s) ? (JSON.parse(readFileSync(join(dir, "summary.json"), "utf8")).final.score as number) : undefined));
+  return scores.some((x) => x === undefined) ? undefined : scores.reduce((a, b) => a! + b!, 0)! / scores.length;
 };
 const teach = (key: string, s: number) => {
   const [x, bc, real] = [score(key, s), score("bc", s), score("real", s)];
@@ -265,7 +277,7 @@ const auditFigures = (dir: string) => {
   };
 };
 const lines = [
-  `WebShop, neural policy (GRPO), ${evalSplit} split (${finalEvalTasks} goals, greedy); data seeds ${seedList.join(", ")} (each its own seed buffer, learned model and RL seed); synthetic runs ${M.toLocaleString("en-US")} synthetic steps (S2R ${S2R_M.toLocaleString("en-US")}) on the ${args["synthetic-tasks"] === "seed" ? "seed buffer's tasks and the curriculum's" : "train split's tasks"}; experience model: ${modelName}, no verifier unless marked hybrid; ${args.init === "bc" ? "every RL run starts from the BC policy of its seed" : "every RL run from fresh weights"}.`,
+  `WebShop, neural policy (GRPO), ${evalSplit} split (${finalEvalTasks} goals, greedy); data seeds ${seedList.join(", ")} (each its own seed buffer, learned model and RL seed); synthetic runs ${M.toLocaleString("en-US")} synthetic steps (S2R ${S2R_M.toLocaleString("en-US")}) on the ${args["synthetic-tasks"] === "seed" ? "seed buffer's tasks and the curriculum's" : "train split's tasks"}; experience model: ${modelName}, no verifier unless marked hybrid; ${args.init === "bc" ? "every RL run starts from the BC policy of its seed" : "every RL run from fresh weights"}${rlSeeds > 1 ? `; each RL row's score per data seed is the mean of ${rlSeeds} RL runs (RL seeds s, 1000 + s, …; audit figures: the first run)` : ""}.`,
   "",
   "Teach ratio: (row − BC) / (real-env GRPO − BC), per seed. Audit figures, per seed then pooled: order agreement within GRPO groups over the run's audits (pairs the synthetic or real returns tell apart; one side tied counts half), and over the last quarter of its audits the return gap (synthetic − real) and the exploitation rate (synthetic successes that fail for real).",
   "",
