@@ -208,7 +208,6 @@ export class LearnedExperienceModel implements ExperienceModel {
     if (header.lengths.length !== expectedLengths.length || header.lengths.some((n, i) => n !== expectedLengths[i])) {
       throw new InvalidConfigError(`${source}: the parameter layout does not match dim=${dim} hidden=${hidden} members=${members}`);
     }
-    for (const a of arrays) for (const x of a) if (!Number.isFinite(x)) throw new InvalidConfigError(`${source} holds parameters that are not finite numbers`);
     const rng = new Rng(0);
     let next = 0; // the arrays are the members' heads' params, in order (the layout is checked above)
     const nets = Array.from({ length: members }, () => HEADS.map(() => {
