@@ -115,6 +115,10 @@ export class Curriculum {
     const keyOf = this.generator.key?.bind(this.generator);
     const keys = new Set(keyOf ? known.map((t) => keyOf(t)).filter((k): k is string => k !== undefined) : []);
     const texts = keyOf ? [] : known.map((t) => words(t.instruction));
+    // Kept apart until every parent is done: an endpoint that fails midway leaves the pool as it was,
+    // so the run can be checkpointed at the last whole iteration.
+    const added: GeneratedTask[] = [];
+    let counter = this.counter;
     for (const { task: parent } of parents) {
       let generated: { tasks: Task[]; infeasible: number };
       try {
@@ -137,14 +141,16 @@ export class Curriculum {
           continue;
         }
         const generation = ((parent as Partial<GeneratedTask>).lineage?.generation ?? 0) + 1;
-        const child: GeneratedTask = { ...t, id: `${parent.id.split("~")[0]}~g${generation}.${++this.counter}`, lineage: { parent: parent.id, generation } };
-        this.generated.push(child);
+        const child: GeneratedTask = { ...t, id: `${parent.id.split("~")[0]}~g${generation}.${++counter}`, lineage: { parent: parent.id, generation } };
+        added.push(child);
         ids.add(child.id);
         if (key !== undefined) keys.add(key);
         else texts.push(w);
         result.added++;
       }
     }
+    this.generated.push(...added);
+    this.counter = counter;
     if (this.generated.length > this.config.maxGenerated) this.generated.splice(0, this.generated.length - this.config.maxGenerated);
     result.pool = this.generated.length;
     return result;

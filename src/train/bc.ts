@@ -4,8 +4,10 @@ import { createEnv, envEntry, hasSyntheticSupport, syntheticSupport } from "../e
 import { bcEpoch, type TrainablePolicy } from "../rl/index.ts";
 import type { EvalResult, IterationMetrics, TrainConfig, TrainHooks } from "./config.ts";
 import type { Parts } from "./compose.ts";
-import { checkFinite, evaluate } from "./loop.ts";
-import type { RunFolder, RunState } from "./run-folder.ts";
+import { checkFinite } from "./iteration-metrics.ts";
+import { evaluate } from "./loop.ts";
+import type { RunSink } from "./run-sink.ts";
+import type { RunState } from "./run-folder.ts";
 
 /** The demonstrations of a behaviour-cloning run, as the policy's own step records. */
 export interface Demonstrations<R = unknown> {
@@ -80,7 +82,7 @@ export function countDemonstrations(config: TrainConfig, bufferFile: string): nu
  * and synthetic interactions stay 0. The epoch's order derives from (seed, iteration), so a resumed
  * run gives the same metrics as one that was never stopped.
  */
-export async function behaviourCloningLoop(config: TrainConfig, run: RunFolder, parts: Parts, state: RunState, hooks: TrainHooks = {}): Promise<EvalResult> {
+export async function behaviourCloningLoop(config: TrainConfig, parts: Parts, state: RunState, sink: RunSink, hooks: TrainHooks = {}): Promise<EvalResult> {
   const { policy, evaluation } = parts;
   const t00 = performance.now();
   const demos = await demonstrations(config, config.buffer!, policy, evaluation.tasks, parts.actions);
@@ -93,7 +95,7 @@ export async function behaviourCloningLoop(config: TrainConfig, run: RunFolder, 
     const iteration = state.iteration + 1;
     const t0 = performance.now();
     const s = bcEpoch(policy, demos.records, config.bc, new Rng(deriveSeed(config.seed, "bc", iteration)));
-    checkFinite(s, iteration, run);
+    checkFinite(s, iteration, sink);
     const t1 = performance.now();
     const last = iteration === config.bc.epochs || (config.maxSeconds > 0 && state.wallSeconds + prepSeconds + (t1 - t0) / 1000 >= config.maxSeconds);
     let evalResult: EvalResult | undefined;
@@ -114,10 +116,9 @@ export async function behaviourCloningLoop(config: TrainConfig, run: RunFolder, 
       bc: { demonstrations: demos.episodes, steps: demos.records.length, skipped: demos.skipped, loss: s.loss, meanProb: s.meanProb },
     };
     prepSeconds = 0;
-    run.appendMetrics(m);
+    sink.appendMetrics(m);
     if (last || iteration % config.checkpointEvery === 0) {
-      run.saveCheckpoint(policy.save(), state, undefined);
-      run.writeReport();
+      sink.saveCheckpoint(policy.save(), state, undefined);
     }
     hooks.onIteration?.(m, config);
     if (last) break;

@@ -1,5 +1,7 @@
 export { train, resumeTraining } from "./train.ts";
 export { trainingLoop, evaluate } from "./loop.ts";
+export { MemorySink } from "./run-sink.ts";
+export type { RunSink } from "./run-sink.ts";
 export { trainConfigSchema, resolveTrainConfig } from "./config.ts";
 export type { TrainConfig, TrainConfigInput, TrainSummary, IterationMetrics, EvalResult, TrainHooks, ResumeOverrides } from "./config.ts";
 export { candidateSource, makeEnvPool, makeSyntheticPool, makePolicy } from "./compose.ts";

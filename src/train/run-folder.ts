@@ -4,6 +4,7 @@ import { DataError, InvalidConfigError, readJsonFile, writeFileAtomic } from "..
 import type { AuditPair } from "../experience/index.ts";
 import { resolveTrainConfig, type IterationMetrics, type ResumeOverrides, type TrainConfig } from "./config.ts";
 import { parseMetricsLine, writeReport } from "./report.ts";
+import type { RunSink } from "./run-sink.ts";
 
 /** Counters a run carries across iterations and resumes. */
 export interface RunState {
@@ -52,8 +53,12 @@ export function latestPolicyFile(runDir: string): string {
  * `metrics.jsonl` (one line per iteration), `checkpoints/` (the last two policies and
  * `latest.json`), `buffer.db` (the run's own copy of the seed buffer), `report.html`, `summary.json`, and `audit/` (the episodes of each on-policy audit).
  */
-export class RunFolder {
+export class RunFolder implements RunSink {
   private constructor(readonly dir: string, readonly config: TrainConfig, readonly runId: string) {}
+
+  get where(): string {
+    return this.dir;
+  }
 
   get bufferFile(): string {
     return join(this.dir, "buffer.db");
@@ -187,7 +192,7 @@ export class RunFolder {
     appendFileSync(join(this.dir, "metrics.jsonl"), JSON.stringify(m) + "\n");
   }
 
-  /** Writes the policy, then `latest.json` pointing at it; keeps the last two policy files. */
+  /** Writes the policy, then `latest.json` pointing at it; keeps the last two policy files; refreshes the report. */
   saveCheckpoint(policy: Uint8Array, state: RunState, curriculum: unknown, trimmed = true): void {
     const dir = join(this.dir, "checkpoints");
     const policyFile = `iter-${String(state.iteration).padStart(6, "0")}.policy`;
@@ -196,6 +201,12 @@ export class RunFolder {
     writeFileAtomic(join(dir, "latest.json"), JSON.stringify(latest, null, 2) + "\n");
     const old = readdirSync(dir).filter((f) => /^iter-\d+\.policy$/.test(f)).sort().slice(0, -2);
     for (const f of old) rmSync(join(dir, f), { force: true });
+    this.writeReport();
+  }
+
+  lastCheckpoint(): number {
+    const latest = join(this.dir, "checkpoints", "latest.json");
+    return existsSync(latest) ? (JSON.parse(readFileSync(latest, "utf8")) as { iteration: number }).iteration : 0;
   }
 
   writeSummary(summary: object): void {

@@ -5,14 +5,14 @@ import { checkBufferEnv, ReplayBuffer } from "../buffer/index.ts";
 import { Curriculum } from "../curriculum/index.ts";
 import { createEnv, envEntry, envTasks, hasSyntheticSupport, remoteUrl, syntheticSupport } from "../envs/index.ts";
 import { isLocalExperience, LEARNED_PREFIX, loadLearnedModel } from "../experience/index.ts";
-import { probeEndpoint } from "../llm/index.ts";
+import { EndpointFailedError, probeEndpoint } from "../llm/index.ts";
 import { httpBase, useRemoteEnv } from "../remote/index.ts";
 import { NeuralPolicy } from "../rl/index.ts";
 import { resolveTrainConfig, type EvalResult, type ResumeOverrides, type TrainConfig, type TrainConfigInput, type TrainHooks, type TrainSummary } from "./config.ts";
 import { candidateSource, makeEnvPool, makePolicy, makeSyntheticPool, type Parts, type TrainParts } from "./compose.ts";
 import { trainingLoop } from "./loop.ts";
 import { behaviourCloningLoop, countDemonstrations } from "./bc.ts";
-import { lockRun, NEW_RUN, RunFolder, type Checkpoint } from "./run-folder.ts";
+import { lockRun, NEW_RUN, RunFolder, type Checkpoint, type RunState } from "./run-folder.ts";
 
 /**
  * Starts a new run in `runDir` (which must not hold one): `train(dir, { env: "webshop", mode:
@@ -110,7 +110,10 @@ async function run_(run: RunFolder, latest: Checkpoint | undefined, hooks: Train
   const state = latest ? { ...latest.state } : { ...NEW_RUN };
   try {
     started(); // everything is open: from here a failure leaves a run to resume
-    final = config.mode === "bc" ? await behaviourCloningLoop(config, run, parts, state, hooks) : await trainingLoop(config, run, parts, state, hooks);
+    final = config.mode === "bc" ? await behaviourCloningLoop(config, parts, state, run, hooks) : await trainingLoop(config, parts, state, run, hooks);
+  } catch (e) {
+    if (e instanceof EndpointFailedError) keepDoneIterations(e, run, parts, state);
+    throw e;
   } finally {
     await parts.close();
   }
@@ -122,6 +125,18 @@ async function run_(run: RunFolder, latest: Checkpoint | undefined, hooks: Train
   run.writeSummary({ ...summary, runSeconds: (performance.now() - t0) / 1000 });
   run.writeReport();
   return summary;
+}
+
+/**
+ * The experience model's endpoint is down: the run stops instead of spending its budget on dropped
+ * episodes. The loop calls LLMs only before an iteration changes anything, so the policy, the
+ * curriculum and `state` are as the last whole iteration left them: they are checkpointed when that
+ * iteration was not yet (off schedule: the buffer is trimmed only at scheduled checkpoints), and a
+ * resume gives what an uninterrupted run would have.
+ */
+function keepDoneIterations(e: EndpointFailedError, run: RunFolder, parts: Parts, state: RunState): void {
+  if (state.iteration > run.lastCheckpoint()) run.saveCheckpoint(parts.policy.save(), state, parts.curriculum?.toJSON(), false);
+  e.message += `; the run stopped, checkpointed at iteration ${run.lastCheckpoint()}: continue it with dreamgym train --resume ${run.dir}`;
 }
 
 /** Builds what the config names (and takes what `given` holds): policy, env pools, synthetic env, curriculum. */
