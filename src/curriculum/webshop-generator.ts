@@ -1,6 +1,5 @@
-import type { Rng, Task } from "../core/index.ts";
+import type { Rng, Task, TaskGenerator } from "../core/index.ts";
 import { getReward, webshopGoalOf, type Catalogue, type Goal, type Product } from "../envs/webshop/index.ts";
-import type { TaskGenerator } from "./curriculum.ts";
 
 const PRICE_STEPS = Array.from({ length: 99 }, (_, i) => 10 * (i + 1));
 

@@ -7,7 +7,7 @@ import type { Trajectory } from "../core/index.ts";
 import { ReplayBuffer } from "../buffer/index.ts";
 import { AlfWorldEnv, AlfWorldExpert, alfworldAbstraction, parseAlfState } from "../envs/alfworld/index.ts";
 import { RandomPolicy, runEpisode } from "../envs/index.ts";
-import { abstractTrajectory } from "./abstract-trajectory.ts";
+import { abstractTrajectory } from "../core/index.ts";
 import { AlfWorldExperienceModel, delex, delexObservation, listText } from "./alfworld-model.ts";
 import { auditModel } from "./audit.ts";
 import { createExperienceModel } from "./create-experience-model.ts";

@@ -1,8 +1,8 @@
 import { Rng, type Trajectory } from "../core/index.ts";
 import type { ReplayBuffer } from "../buffer/index.ts";
 import { alfworldAbstraction, listedEntities, parseAlfState, renderAlfState, type AlfState } from "../envs/alfworld/index.ts";
-import { abstractTrajectory } from "./abstract-trajectory.ts";
-import type { ExperienceModel, HistoryStep, PredictInput, Prediction } from "./experience-model.ts";
+import { abstractTrajectory } from "../core/index.ts";
+import type { ExperienceModel, HistoryStep, PredictInput, Prediction } from "../core/index.ts";
 
 /**
  * The embedded (no LLM) experience model of ALFWorld, learned from offline trajectories only (the

@@ -4,7 +4,7 @@ import { readFileSync } from "node:fs";
 import { EmbeddedExperienceModel } from "./embedded-model.ts";
 import { LearnedExperienceModel } from "./learned-model.ts";
 import { AlfWorldExperienceModel } from "./alfworld-model.ts";
-import type { ExperienceModel } from "./experience-model.ts";
+import type { ExperienceModel } from "../core/index.ts";
 import { ReasoningExperienceModel } from "./reasoning-model.ts";
 
 export interface CreateExperienceModelOptions {

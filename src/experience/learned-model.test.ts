@@ -12,7 +12,7 @@ import { abstractTrajectory, auditModel, createExperienceModel, EmbeddedExperien
 import { chosenOptions, purchaseKey, PurchaseSupport, requestOf } from "./transition-features.ts";
 import { combine, UNSUPPORTED_TOP, type HeadOutputs } from "./learned-model.ts";
 import type { ScoreNet } from "../rl/index.ts";
-import type { HistoryStep } from "./experience-model.ts";
+import type { HistoryStep } from "../core/index.ts";
 
 /** Real WebShop episodes: `n` tasks of the split from `start`, one policy. */
 async function episodes(env: WebShopEnv, policy: (env: WebShopEnv) => Policy, start: number, n: number): Promise<Trajectory[]> {

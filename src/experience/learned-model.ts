@@ -2,7 +2,7 @@ import { InvalidConfigError, OUTCOME_REWARDS, Rng, type RewardSpec, type StateAb
 import type { ReplayBuffer } from "../buffer/index.ts";
 import { packParams, ScoreNet, unpackParams, viewAction, webView, type SparseVector } from "../rl/index.ts";
 import { EmbeddedExperienceModel } from "./embedded-model.ts";
-import type { ExperienceModel, HistoryStep, PredictInput, Prediction } from "./experience-model.ts";
+import type { ExperienceModel, HistoryStep, PredictInput, Prediction } from "../core/index.ts";
 import { isValTask } from "./sft-data.ts";
 import { PurchaseSupport, purchaseKey, TRANSITION_FEATURE_VERSION, transitionFeatures } from "./transition-features.ts";
 

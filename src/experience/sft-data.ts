@@ -6,7 +6,7 @@ import { trajectoryContentId } from "../buffer/index.ts";
 import type { ReplayBuffer } from "../buffer/index.ts";
 import { EndpointFailedError, type ChatMessage, type ChatModel } from "../llm/index.ts";
 import { retrieveDemos } from "./demos.ts";
-import type { HistoryStep } from "./experience-model.ts";
+import type { HistoryStep } from "../core/index.ts";
 import { ReasoningExperienceModel } from "./reasoning-model.ts";
 
 export interface SftBuildOptions {

@@ -4,7 +4,7 @@ import {
 } from "../core/index.ts";
 import type { ReplayBuffer } from "../buffer/index.ts";
 import { retrieveDemos } from "./demos.ts";
-import type { ExperienceModel, HistoryStep } from "./experience-model.ts";
+import type { ExperienceModel, HistoryStep } from "../core/index.ts";
 
 
 export interface SyntheticEnvOptions {

@@ -1,7 +1,7 @@
 import type { Task } from "../core/index.ts";
 import { bucket, contentTokens, FeatureBuilder, featurize, webView, type SparseVector } from "../rl/index.ts";
 import { elementKind } from "./embedded-model.ts";
-import type { HistoryStep } from "./experience-model.ts";
+import type { HistoryStep } from "../core/index.ts";
 
 /**
  * Features of a transition (task, history, state, action) for the learned experience model. Every

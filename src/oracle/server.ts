@@ -1,8 +1,8 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { parseEpisodeBlock } from "../experience/index.ts";
-import type { OracleNoise } from "./noise.ts";
-import { WebShopOracle, type OracleAnswer } from "./webshop-oracle.ts";
+import type { OracleAnswer, OracleNoise } from "../core/index.ts";
+import { WebShopOracle } from "./webshop-oracle.ts";
 
 export interface OracleServerOptions {
   noise: OracleNoise;

@@ -1,4 +1,4 @@
-import { bucket, FeatureBuilder, type FeaturizedStep } from "./features.ts";
+import { bucket, FeatureBuilder, type FeaturizedStep } from "../core/index.ts";
 import type { PolicyInput } from "./policy.ts";
 
 /**

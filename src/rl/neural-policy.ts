@@ -1,5 +1,5 @@
-import { InvalidConfigError, Rng } from "../core/index.ts";
-import { FEATURE_VERSION, featurize, type FeaturizedStep } from "./features.ts";
+import { InvalidConfigError, Rng, type FeaturizedStep } from "../core/index.ts";
+import { FEATURE_VERSION, featurize } from "./features.ts";
 import type { ActOptions, Decision, Evaluation, OutputGradients, PolicyInput, TrainablePolicy, UpdateStats } from "./policy.ts";
 import { ScoreNet } from "./score-net.ts";
 import { packParams, unpackParams } from "./param-file.ts";
