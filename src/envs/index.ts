@@ -1,7 +1,7 @@
 import type { Env, TrajectoryRules } from "../core/index.ts";
 import { NoisyOraclePolicy, OraclePolicy, RulePolicy, WebShopEnv, webshopAbstraction, webshopStartPage, webshopVerifier, type WebShopOptions } from "./webshop/index.ts";
 import { dirname } from "node:path";
-import { AlfWorldEnv, AlfWorldExpert, AlfWorldReplay, alfworldAbstraction, alfworldVerifier, type AlfWorldOptions } from "./alfworld/index.ts";
+import { AlfWorldEnv, AlfWorldExperienceModel, AlfWorldExpert, AlfWorldReplay, alfworldAbstraction, alfworldVerifier, type AlfWorldOptions } from "./alfworld/index.ts";
 import { useBrowserEnv, WebArenaEnv, webarenaAbstraction, webarenaStartState, type BrowserEnvFactory, type WebArenaEnvOptions } from "./webarena/index.ts";
 import { envEntry, envNames, registerBuiltin, type CommonEnvOptions } from "./registry.ts";
 import { BrowserEnv, BrowserPool } from "./browser/index.ts";
@@ -41,6 +41,8 @@ registerBuiltin<AlfWorldEnv>("alfworld", {
     auditReplay: "policy",
   }),
   check: { invalidFeedback: "Nothing happens." },
+  // Its embedded model learns de-lexicalised templates from the buffer's real games (kNN cannot invent a room).
+  experienceModel: () => new AlfWorldExperienceModel(),
 });
 
 // WebArena(-Lite) on a user's deployment: tasks and the synthetic env work anywhere; real episodes
@@ -134,8 +136,10 @@ export function listPolicies(name: string): readonly string[] {
 
 export {
   registerEnv, unregisterEnv, registerRemote, unregisterRemote, remoteUrl, envEntry, findEnv, findLocalEnv, envNames, listEnvs, envTasks, syntheticSupport, hasSyntheticSupport, createPolicy,
+  plugPoint,
 } from "./registry.ts";
-export type { EnvSpec, EnvEntry, CommonEnvOptions, SyntheticSupport } from "./registry.ts";
+export type { EnvSpec, EnvEntry, CommonEnvOptions, SyntheticSupport, PlugPoint } from "./registry.ts";
+export type { AgentGymHost, AgentGymSupport, AgentGymView, ExperienceModelContext, TaskGeneratorContext } from "./plug-points.ts";
 export { resolveDataDir, PACKAGE_ROOT } from "./data-dir.ts";
 export { RandomPolicy } from "./policies.ts";
 export { runEpisode } from "./rollout.ts";

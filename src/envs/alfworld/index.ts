@@ -13,4 +13,5 @@ export { parseGrammar, TextGenerator } from "./grammar.ts";
 export { alfworldAbstraction, alfworldAbstract, checkAlfStep, parseAlfState, renderAlfState, introState, listedEntities, agentgymFeedback, MID_ROOM } from "./abstraction.ts";
 export type { AlfState } from "./abstraction.ts";
 export { AlfWorldReplay, alfworldVerifier } from "./replay.ts";
+export { AlfWorldExperienceModel } from "./experience-model.ts";
 export type { AlfWorldReplayOptions, Replayed } from "./replay.ts";
