@@ -1,7 +1,7 @@
 import type { Env, TrajectoryRules } from "../core/index.ts";
 import { NoisyOraclePolicy, OraclePolicy, RulePolicy, WebShopEnv, webshopAbstraction, webshopStartPage, webshopVerifier, type WebShopOptions } from "./webshop/index.ts";
 import { dirname } from "node:path";
-import { AlfWorldEnv, AlfWorldExperienceModel, AlfWorldExpert, AlfWorldReplay, alfworldAbstraction, alfworldVerifier, type AlfWorldOptions } from "./alfworld/index.ts";
+import { AlfWorldEnv, AlfWorldExperienceModel, AlfWorldExpert, AlfWorldReplay, alfworldAbstraction, alfworldFeatures, alfworldVerifier, type AlfWorldOptions } from "./alfworld/index.ts";
 import { useBrowserEnv, WebArenaEnv, webarenaAbstraction, webarenaStartState, type BrowserEnvFactory, type WebArenaEnvOptions } from "./webarena/index.ts";
 import { envEntry, envNames, registerBuiltin, type CommonEnvOptions } from "./registry.ts";
 import { BrowserEnv, BrowserPool } from "./browser/index.ts";
@@ -43,6 +43,8 @@ registerBuiltin<AlfWorldEnv>("alfworld", {
   check: { invalidFeedback: "Nothing happens." },
   // Its embedded model learns de-lexicalised templates from the buffer's real games (kNN cannot invent a room).
   experienceModel: () => new AlfWorldExperienceModel(),
+  // Commands scored against the task's goal by entity type: the same weights serve every scene.
+  features: alfworldFeatures,
 });
 
 // WebArena(-Lite) on a user's deployment: tasks and the synthetic env work anywhere; real episodes

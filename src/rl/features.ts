@@ -1,7 +1,6 @@
 import { stemmer } from "stemmer";
-import { bucket, FeatureBuilder, FREE_TEXT_SLOT, type FeaturizedStep } from "../core/index.ts";
+import { bucket, FeatureBuilder, FREE_TEXT_SLOT, type FeaturizedStep, type PolicyFeatures } from "../core/index.ts";
 import type { PolicyInput } from "./policy.ts";
-import { alfView, featurizeAlfworld } from "./alfworld-features.ts";
 import { webView, type WebView } from "./web-view.ts";
 
 /**
@@ -67,10 +66,10 @@ function parseAction(action: string): ParsedAction {
   return m ? { action, verb: m[1].toLowerCase(), label: m[2].toLowerCase() } : { action, verb: "text", label: action.toLowerCase() };
 }
 
-export function featurize(input: PolicyInput, dim: number): FeaturizedStep {
-  // ALFWorld's abstract states get their own features; every other state (WebShop's pages) the ones below.
-  const alf = alfView(input.observation);
-  if (alf) return featurizeAlfworld(input, alf, dim);
+/** A step's features: the env's own (`own`, its `EnvSpec.features`) where they read the state, else a web page's or a bracketed text state's. */
+export function featurize(input: PolicyInput, dim: number, own?: PolicyFeatures): FeaturizedStep {
+  const mine = own?.featurize(input, dim);
+  if (mine) return mine;
   const web = webView(input.observation);
   if (web) return featurizeWeb(input, web, dim);
   return featurizeText(input, dim);

@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { abstractEnv, closing, InvalidConfigError, withActions, type ActionSource, type Env, type Task } from "../core/index.ts";
 import { ReplayBuffer } from "../buffer/index.ts";
 import { AlfWorldTaskGenerator, Curriculum, LlmTaskGenerator, WebShopTaskGenerator, type TaskGenerator } from "../curriculum/index.ts";
-import { actionVocabulary, createEnv, envEntry, envTasks, findLocalEnv, hasSyntheticSupport, syntheticSupport } from "../envs/index.ts";
+import { actionVocabulary, createEnv, envEntry, envTasks, findLocalEnv, hasSyntheticSupport, plugPoint, syntheticSupport } from "../envs/index.ts";
 import { WebShopEnv, type Catalogue } from "../envs/webshop/index.ts";
 import { AlfWorldEnv, type AlfWorldSplit } from "../envs/alfworld/index.ts";
 import { createExperienceModel, SyntheticEnv, type ExperienceModel } from "../experience/index.ts";
@@ -170,9 +170,9 @@ async function envTaskGenerator(config: TrainConfig): Promise<TaskGenerator | un
   });
 }
 
-/** The policy a run starts from: the parts', else fresh weights from the seed (or `initPolicy`'s). */
+/** The policy a run starts from: the parts', else fresh weights from the seed (or `initPolicy`'s), with the env's own features where it has them. */
 export function makePolicy(config: TrainConfig, parts: TrainParts, initPolicy?: Uint8Array): TrainablePolicy<unknown> {
-  const policy = parts.policy ?? (new NeuralPolicy({ ...config.policy, seed: config.seed }) as TrainablePolicy<unknown>);
+  const policy = parts.policy ?? (new NeuralPolicy({ ...config.policy, seed: config.seed, features: plugPoint(config.env, "features") }) as TrainablePolicy<unknown>);
   if (initPolicy && config.initPolicy) policy.load(initPolicy, config.initPolicy);
   return policy;
 }

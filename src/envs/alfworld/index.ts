@@ -14,4 +14,6 @@ export { alfworldAbstraction, alfworldAbstract, checkAlfStep, parseAlfState, ren
 export type { AlfState } from "./abstraction.ts";
 export { AlfWorldReplay, alfworldVerifier } from "./replay.ts";
 export { AlfWorldExperienceModel } from "./experience-model.ts";
+export { alfworldFeatures, alfGoal, alfStep, alfView, featurizeAlfworld } from "./features.ts";
+export type { AlfGoal, AlfStep } from "./features.ts";
 export type { AlfWorldReplayOptions, Replayed } from "./replay.ts";
