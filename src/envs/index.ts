@@ -1,7 +1,12 @@
 import type { Env, TrajectoryRules } from "../core/index.ts";
-import { NoisyOraclePolicy, OraclePolicy, RulePolicy, WebShopEnv, webshopAbstraction, webshopStartPage, webshopVerifier, type WebShopOptions } from "./webshop/index.ts";
+import {
+  catalogueTaskGenerator, NoisyOraclePolicy, OraclePolicy, RulePolicy, WebShopEnv, webshopAbstraction, webshopStartPage, webshopVerifier, type WebShopOptions,
+} from "./webshop/index.ts";
 import { dirname } from "node:path";
-import { AlfWorldEnv, AlfWorldExperienceModel, AlfWorldExpert, AlfWorldReplay, alfworldAbstraction, alfworldFeatures, alfworldVerifier, type AlfWorldOptions } from "./alfworld/index.ts";
+import {
+  AlfWorldEnv, AlfWorldExperienceModel, AlfWorldExpert, AlfWorldReplay, alfworldAbstraction, alfworldFeatures, AlfWorldTaskGenerator, alfworldVerifier,
+  type AlfWorldOptions, type AlfWorldSplit,
+} from "./alfworld/index.ts";
 import { useBrowserEnv, WebArenaEnv, webarenaAbstraction, webarenaStartState, type BrowserEnvFactory, type WebArenaEnvOptions } from "./webarena/index.ts";
 import { envEntry, envNames, registerBuiltin, type CommonEnvOptions } from "./registry.ts";
 import { BrowserEnv, BrowserPool } from "./browser/index.ts";
@@ -23,6 +28,7 @@ registerBuiltin<WebShopEnv>("webshop", {
     verifier: webshopVerifier(env.catalogue),
     policies: ["rule", "random"],
   }),
+  taskGenerator: (env, context) => catalogueTaskGenerator(env.catalogue, context),
 });
 registerBuiltin<AlfWorldEnv>("alfworld", {
   description: "ALFWorld (text): household tasks from PDDL games, 134 unseen + 140 seen evaluation games, 200 training games",
@@ -45,6 +51,10 @@ registerBuiltin<AlfWorldEnv>("alfworld", {
   experienceModel: () => new AlfWorldExperienceModel(),
   // Commands scored against the task's goal by entity type: the same weights serve every scene.
   features: alfworldFeatures,
+  // Variants on training games' scenes, each checked by the expert in the real game.
+  taskGenerator: (_env, context) => new AlfWorldTaskGenerator({ dataDir: context.dataDir, trainSplit: context.trainSplit as AlfWorldSplit, maxSteps: context.maxSteps }),
+  // A task is a game's scene with a goal: an LLM's free-text variation has no scene to start in.
+  llmTasks: false,
 });
 
 // WebArena(-Lite) on a user's deployment: tasks and the synthetic env work anywhere; real episodes
@@ -79,6 +89,7 @@ registerBuiltin<BrowserEnv & { site: WebShopSite }>("webshop-browser", {
     verifier: webshopBrowserVerifier(env.site.catalogue),
     policies: ["rule", "random"],
   }),
+  taskGenerator: (env, context) => catalogueTaskGenerator(env.site.catalogue, context),
 });
 
 // The browser's WebShop pages written in-process (no Chromium): same states, actions and rewards.
@@ -95,6 +106,7 @@ registerBuiltin<WebShopPagesEnv>("webshop-pages", {
     verifier: webshopBrowserVerifier(env.catalogue),
     policies: ["rule", "random"],
   }),
+  taskGenerator: (env, context) => catalogueTaskGenerator(env.catalogue, context),
 });
 
 /** The built-in envs, their options and instances (a registered env is an `Env` with common options). */

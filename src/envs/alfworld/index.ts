@@ -14,6 +14,8 @@ export { alfworldAbstraction, alfworldAbstract, checkAlfStep, parseAlfState, ren
 export type { AlfState } from "./abstraction.ts";
 export { AlfWorldReplay, alfworldVerifier } from "./replay.ts";
 export { AlfWorldExperienceModel } from "./experience-model.ts";
+export { AlfWorldTaskGenerator, alfworldTaskKey, sceneFits } from "./task-generator.ts";
+export type { AlfWorldTaskGeneratorOptions } from "./task-generator.ts";
 export { alfworldFeatures, alfGoal, alfStep, alfView, featurizeAlfworld } from "./features.ts";
 export type { AlfGoal, AlfStep } from "./features.ts";
 export type { AlfWorldReplayOptions, Replayed } from "./replay.ts";
