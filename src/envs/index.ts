@@ -1,6 +1,6 @@
 import type { Env, TrajectoryRules } from "../core/index.ts";
 import {
-  catalogueTaskGenerator, NoisyOraclePolicy, OraclePolicy, RulePolicy, WebShopEnv, webshopAbstraction, webshopStartPage, webshopVerifier, type WebShopOptions,
+  catalogueTaskGenerator, NoisyOraclePolicy, OraclePolicy, RulePolicy, WebShopEnv, webshopAbstraction, WebShopOracle, webshopStartPage, webshopVerifier, type WebShopOptions,
 } from "./webshop/index.ts";
 import { dirname } from "node:path";
 import {
@@ -29,6 +29,7 @@ registerBuiltin<WebShopEnv>("webshop", {
     policies: ["rule", "random"],
   }),
   taskGenerator: (env, context) => catalogueTaskGenerator(env.catalogue, context),
+  oracle: (options) => new WebShopOracle(options),
 });
 registerBuiltin<AlfWorldEnv>("alfworld", {
   description: "ALFWorld (text): household tasks from PDDL games, 134 unseen + 140 seen evaluation games, 200 training games",

@@ -1,8 +1,10 @@
-import { InvalidConfigError, type Rng } from "../core/index.ts";
 import {
-  pageText, pyFloat, renderItemPage, WebShopEnv, webshopAbstraction, webshopTask, type Catalogue, type Product,
-} from "../envs/webshop/index.ts";
-import { pickKind, requestRng, type Oracle, type OracleAnswer, type OracleNoise, type RewardNoiseKind, type StateNoiseKind } from "../core/index.ts";
+  InvalidConfigError, pickKind, requestRng, type Oracle, type OracleAnswer, type OracleNoise, type RewardNoiseKind, type Rng, type StateNoiseKind,
+} from "../../core/index.ts";
+import { pyFloat, type Catalogue, type Product } from "./catalogue.ts";
+import { pageText, renderItemPage } from "./pages.ts";
+import { webshopAbstraction } from "./state-abstraction.ts";
+import { WebShopEnv, webshopTask } from "./webshop-env.ts";
 
 /** A real env that has played a prefix of an episode, and the abstract states it passed. */
 interface Replay {
