@@ -1,10 +1,11 @@
 import type { Env, TrajectoryRules } from "../core/index.ts";
 import {
-  catalogueTaskGenerator, NoisyOraclePolicy, OraclePolicy, RulePolicy, WebShopEnv, webshopAbstraction, WebShopOracle, webshopStartPage, webshopVerifier, type WebShopOptions,
+  catalogueTaskGenerator, NoisyOraclePolicy, OraclePolicy, RulePolicy, WebShopEnv, webshopAbstraction, webshopAgentGym, WebShopOracle, webshopStartPage, webshopVerifier,
+  type WebShopOptions,
 } from "./webshop/index.ts";
 import { dirname } from "node:path";
 import {
-  AlfWorldEnv, AlfWorldExperienceModel, AlfWorldExpert, AlfWorldReplay, alfworldAbstraction, alfworldFeatures, AlfWorldTaskGenerator, alfworldVerifier,
+  AlfWorldEnv, AlfWorldExperienceModel, AlfWorldExpert, AlfWorldReplay, alfworldAbstraction, alfworldAgentGym, alfworldFeatures, AlfWorldTaskGenerator, alfworldVerifier,
   type AlfWorldOptions, type AlfWorldSplit,
 } from "./alfworld/index.ts";
 import { useBrowserEnv, WebArenaEnv, webarenaAbstraction, webarenaStartState, type BrowserEnvFactory, type WebArenaEnvOptions } from "./webarena/index.ts";
@@ -30,6 +31,7 @@ registerBuiltin<WebShopEnv>("webshop", {
   }),
   taskGenerator: (env, context) => catalogueTaskGenerator(env.catalogue, context),
   oracle: (options) => new WebShopOracle(options),
+  agentGym: webshopAgentGym,
 });
 registerBuiltin<AlfWorldEnv>("alfworld", {
   description: "ALFWorld (text): household tasks from PDDL games, 134 unseen + 140 seen evaluation games, 200 training games",
@@ -56,6 +58,7 @@ registerBuiltin<AlfWorldEnv>("alfworld", {
   taskGenerator: (_env, context) => new AlfWorldTaskGenerator({ dataDir: context.dataDir, trainSplit: context.trainSplit as AlfWorldSplit, maxSteps: context.maxSteps }),
   // A task is a game's scene with a goal: an LLM's free-text variation has no scene to start in.
   llmTasks: false,
+  agentGym: alfworldAgentGym,
 });
 
 // WebArena(-Lite) on a user's deployment: tasks and the synthetic env work anywhere; real episodes

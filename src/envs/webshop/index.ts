@@ -18,5 +18,6 @@ export { webshopStartPage, webshopVerifier, webshopGoalOf } from "./synthetic-su
 export { WebShopTaskGenerator, catalogueTaskGenerator } from "./task-generator.ts";
 export { WebShopOracle } from "./oracle.ts";
 export type { WebShopOracleOptions } from "./oracle.ts";
+export { webshopAgentGym } from "./agentgym.ts";
 export { pageText, renderItemPage, renderSearchPage, renderResultsPage, renderSubPage, renderDonePage, pyJsonDumps, SUB_PAGES } from "./pages.ts";
 export type { Page, SubPage } from "./pages.ts";
