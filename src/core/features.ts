@@ -20,7 +20,7 @@ export interface FeaturizedStep {
  * format where the generic text features read the wrong things.
  */
 export interface PolicyFeatures {
-  /** What the features are, for messages (e.g. "alfworld-features"). */
+  /** What the features are, for messages (e.g. "myenv-features"). */
   readonly name: string;
   /** The step's features, or undefined for a state not in the env's format (the generic text features then apply). */
   featurize(input: PolicyInput, dim: number): FeaturizedStep | undefined;

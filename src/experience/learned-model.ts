@@ -386,7 +386,7 @@ function examplesOf(trajectories: Iterable<Trajectory>, a: StateAbstraction, rew
 
 /** An action by what it does (a web page's `click [7]` by the element it names), lowercased. */
 const normAction = (state: string, action: string) => viewAction(state, action).trim().toLowerCase();
-/** A state's first line: its kind, for WebShop's abstract states ("page: results"); a web page's kind as its view names it. */
+/** A state's first line: its kind, for abstract states that name their page ("page: results"); a web page's kind as its view names it. */
 function firstLine(state: string): string {
   const web = webView(state);
   if (web) return `page: ${web.kind}`;
