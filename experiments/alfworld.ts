@@ -26,7 +26,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { abstractEnv, playEpisodes, writeFileAtomic, type Env, type Policy } from "../src/core/index.ts";
-import { AlfWorldEnv, AlfWorldExpert, alfworldAbstraction, TASK_TYPES, type AlfWorldSplit, type AlfWorldTask } from "../src/envs/alfworld/index.ts";
+import { AlfWorldEnv, AlfWorldExpert, alfworldAbstraction, alfworldFeatures, TASK_TYPES, type AlfWorldSplit, type AlfWorldTask } from "../src/envs/alfworld/index.ts";
 import { RandomPolicy } from "../src/envs/policies.ts";
 import { NeuralPolicy } from "../src/rl/index.ts";
 import type { OnPolicyAuditSummary } from "../src/experience/index.ts";
@@ -124,7 +124,8 @@ const runEval = (dir: string) =>
     const config = JSON.parse(readFileSync(join(dir, "config.json"), "utf8")) as { seed: number; policy: { dim: number; hidden: number } };
     const bytes = readFileSync(policyFile(dir));
     return evaluatePolicy(() => {
-      const p = new NeuralPolicy({ ...config.policy, seed: config.seed });
+      // The features the run trained with (ALFWorld's own, as `train` gives the policy).
+      const p = new NeuralPolicy({ ...config.policy, seed: config.seed, features: alfworldFeatures });
       p.load(bytes, dir);
       return p as Policy<unknown>;
     }, true);

@@ -8,9 +8,11 @@ export * from "./core/index.ts";
 // Environments: the registry (built-in and your own), scripted policies, the data folder.
 export {
   createEnv, registerEnv, unregisterEnv, envEntry, listEnvs, listPolicies, createPolicy, syntheticSupport, envTasks, defaultSplits, loadEnvModules,
-  actionVocabulary, runEpisode, RandomPolicy, resolveDataDir,
+  actionVocabulary, runEpisode, RandomPolicy, resolveDataDir, plugPoint,
 } from "./envs/index.ts";
-export type { EnvName, EnvSpec, EnvEntry, CommonEnvOptions, SyntheticSupport, EpisodeOptions } from "./envs/index.ts";
+export type {
+  EnvName, EnvSpec, EnvEntry, CommonEnvOptions, SyntheticSupport, EpisodeOptions, PlugPoint, ExperienceModelContext, TaskGeneratorContext, AgentGymSupport,
+} from "./envs/index.ts";
 export { WebShopEnv } from "./envs/webshop/index.ts";
 export type { WebShopOptions, WebShopTask } from "./envs/webshop/index.ts";
 export { AlfWorldEnv } from "./envs/alfworld/index.ts";

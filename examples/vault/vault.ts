@@ -2,9 +2,15 @@
  * An environment of our own, brought to dreamgym: "vault", a small parser game. Free-text commands
  * (no action list), dense rewards (+1 for each gem and the key, +5 for opening the chest, which ends
  * the episode), four rooms per task laid out from the task's number. Load it into any command with
- * `dreamgym --env-module examples/vault/vault.ts <command> --env vault …`.
+ * `dreamgym --env-module examples/vault/vault.ts <command> --env vault …`. Besides the Env contract it
+ * plugs in what a built-in env can: its own embedded experience model and a task generator for the
+ * curriculum (see the end of the file).
  */
-import { orderEnforcing, registerEnv, Rng, scripted, withTimeLimit, type Env, type ResetOptions, type StepResult, type Task } from "dreamgym";
+import {
+  abstractTrajectory, orderEnforcing, registerEnv, Rng, scripted, withTimeLimit,
+  type Env, type EnvSpec, type ExperienceModel, type ExperienceModelContext, type PredictInput, type Prediction, type ResetOptions, type RewardSpec,
+  type StateAbstraction, type StepResult, type Task, type TaskGenerator, type TrajectoryStore,
+} from "dreamgym";
 
 const ROOMS = ["hall", "library", "kitchen", "cellar", "garden", "study", "attic", "pantry"];
 const INSTRUCTION = "Find the key and open the chest; pick up every gem you see on the way.";
@@ -15,15 +21,19 @@ interface Layout {
   items: string[][]; // items lying in each room
 }
 
-/** Four rooms in a 2×2 grid, two gems, a key and a chest, placed from the task's number. */
+/**
+ * Four rooms in a 2×2 grid, two gems, a key and a chest, placed from the task's number; a curriculum
+ * variant (`items`) keeps the rooms and places the gems, the key and the chest from its own number.
+ */
 function layoutOf(task: Task): Layout {
   const rng = new Rng(Number(task.layout));
   const rooms = rng.sample(ROOMS, 4);
+  const place = task.items === undefined ? rng : new Rng(Number(task.items));
   const items: string[][] = [[], [], [], []];
-  items[rng.randbelow(4)].push("gem");
-  items[rng.randbelow(4)].push("gem");
-  items[rng.randbelow(4)].push("key");
-  items[1 + rng.randbelow(3)].push("chest");
+  items[place.randbelow(4)].push("gem");
+  items[place.randbelow(4)].push("gem");
+  items[place.randbelow(4)].push("key");
+  items[1 + place.randbelow(3)].push("chest");
   return { rooms, items };
 }
 
@@ -145,7 +155,102 @@ function wanderer(seed: number) {
   });
 }
 
-registerEnv<VaultEnv>("vault", {
+/** What the buffer's real episodes recorded after a command in a state. */
+interface Outcome {
+  task: string;
+  next: string;
+  reward: number;
+  terminated: boolean;
+}
+
+/** A state and a command as the game reads it (case and spacing do not matter to its parser). */
+const stepKey = (state: string, command: string) => `${state}\t${command.trim().toLowerCase().split(/\s+/).join(" ")}`;
+
+/**
+ * Vault's own embedded experience model (the spec's `experienceModel`): a table of the buffer's real
+ * transitions by (state, command). A recorded step replays what followed it, in the episode's own
+ * layout where the data has it, else what followed most often; any other command is an invalid no-op,
+ * so a policy cannot earn a reward the data never showed in that state. Its `u` (for pessimism) is
+ * how much the recorded rewards and ends of the step disagree.
+ */
+export class VaultTableModel implements ExperienceModel {
+  readonly id = "vault-table-v1";
+  /** It reads its own table, not the demos the synthetic env would retrieve. */
+  readonly usesDemos = false;
+  private readonly abstraction: StateAbstraction;
+  private readonly rewards: RewardSpec;
+  private readonly table = new Map<string, Outcome[]>();
+  private fittedOn: TrajectoryStore | undefined;
+
+  constructor(context: ExperienceModelContext) {
+    this.abstraction = context.abstraction;
+    this.rewards = context.rewards;
+  }
+
+  /** Reads the buffer's real episodes of this env (once per buffer). */
+  async fit(buffer: TrajectoryStore): Promise<void> {
+    if (this.fittedOn === buffer) return;
+    this.fittedOn = buffer;
+    this.table.clear();
+    for (const t of buffer.trajectories({ env: this.abstraction.env, source: "real" })) {
+      for (const s of abstractTrajectory(t, this.abstraction).steps) {
+        const key = stepKey(s.observation, s.action);
+        const outcomes = this.table.get(key) ?? [];
+        outcomes.push({ task: t.task.id, next: s.next_observation, reward: s.reward, terminated: s.terminated });
+        this.table.set(key, outcomes);
+      }
+    }
+  }
+
+  async predict({ task, state, action }: PredictInput): Promise<Prediction> {
+    const recorded = this.table.get(stepKey(state, action)) ?? [];
+    if (recorded.length === 0) return { nextState: state, reward: 0, terminated: false, info: { invalid: true, unrecorded: true } };
+    const own = recorded.filter((o) => o.task === task.id);
+    const pool = own.length > 0 ? own : recorded;
+    // The most frequent outcome; ties go to the first in text order, so the same data always answers the same.
+    const counts = new Map<string, number>();
+    for (const o of pool) {
+      const k = JSON.stringify([o.next, o.reward, o.terminated]);
+      counts.set(k, (counts.get(k) ?? 0) + 1);
+    }
+    const [best] = [...counts].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))[0];
+    const [nextState, reward, terminated] = JSON.parse(best) as [string, number, boolean];
+    return { nextState, reward, terminated: terminated || this.abstraction.isTerminal(nextState), info: { recorded: pool.length, u: this.disagreement(pool) } };
+  }
+
+  /** The larger of the rewards' spread (over half the reward range) and how split the outcomes are on ending. */
+  private disagreement(pool: readonly Outcome[]): number {
+    const mean = pool.reduce((s, o) => s + o.reward, 0) / pool.length;
+    const sd = Math.sqrt(pool.reduce((s, o) => s + (o.reward - mean) ** 2, 0) / pool.length);
+    const ended = pool.filter((o) => o.terminated).length / pool.length;
+    const u = Math.max(Math.min(1, sd / Math.max((this.rewards.max - this.rewards.min) / 2, 1e-9)), 2 * Math.min(ended, 1 - ended));
+    return Math.round(u * 1e6) / 1e6;
+  }
+}
+
+/**
+ * Vault's own task variation for the curriculum (the spec's `taskGenerator`): the parent's rooms with
+ * the gems, the key and the chest placed anew. Every placement can be won (the chest never lies in
+ * the start room), so none is infeasible; a variant whose layout a known task already has (an
+ * evaluation task's among them) is a duplicate by its key.
+ */
+export class VaultItemsGenerator implements TaskGenerator {
+  readonly name = "vault-items";
+
+  async generate(parent: Task, count: number, rng: Rng): Promise<{ tasks: Task[]; infeasible: number }> {
+    const tasks = Array.from({ length: count }, () => {
+      const items = rng.randbelow(1_000_000_000);
+      return { id: `${parent.id}~items${items}`, instruction: INSTRUCTION, layout: parent.layout, items };
+    });
+    return { tasks, infeasible: 0 };
+  }
+
+  key(task: Task): string {
+    return JSON.stringify(layoutOf(task));
+  }
+}
+
+export const vaultSpec: EnvSpec<VaultEnv> = {
   description: "vault (example): a four-room parser game, free-text commands, dense rewards",
   create: (opts) => orderEnforcing(withTimeLimit(new VaultEnv(opts), opts.maxSteps ?? 20)),
   splits: { train: "train", eval: "test" },
@@ -172,4 +277,10 @@ registerEnv<VaultEnv>("vault", {
     policies: ["wander"],
   }),
   check: { invalidFeedback: (observation) => observation.startsWith("I don't understand that.") },
-});
+  // Plug points: the same parts a built-in env gives the framework.
+  experienceModel: (context) => new VaultTableModel(context),
+  taskGenerator: () => new VaultItemsGenerator(),
+  // A task is a layout, not its sentence (every task says the same): an LLM's free-text tasks would have no rooms.
+  llmTasks: false,
+};
+registerEnv("vault", vaultSpec);

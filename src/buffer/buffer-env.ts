@@ -2,8 +2,8 @@ import { InvalidConfigError } from "../core/index.ts";
 import type { ReplayBuffer } from "./replay-buffer.ts";
 
 /**
- * Refuses a buffer of another env's trajectories and none of `env`'s (an ALFWorld buffer used for
- * WebShop, or the reverse): its states would ground nothing here. The message names both envs. An
+ * Refuses a buffer of another env's trajectories and none of `env`'s: its states, in another format,
+ * would ground nothing here. The message names both envs. An
  * empty buffer passes (a cold start); a mixed one too (retrieval filters by env).
  */
 export function checkBufferEnv(buffer: ReplayBuffer, file: string, env: string): void {

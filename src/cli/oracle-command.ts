@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { InvalidConfigError } from "../core/index.ts";
-import { parseNoiseKinds, REWARD_NOISE_KINDS, startOracleServer, STATE_NOISE_KINDS } from "../oracle/index.ts";
+import { oracleEnvs, parseNoiseKinds, REWARD_NOISE_KINDS, startOracleServer, STATE_NOISE_KINDS } from "../oracle/index.ts";
 import { parseIntOption, parseNumberOption } from "./options.ts";
 import { untilStopSignal } from "./signals.ts";
 
@@ -33,7 +33,7 @@ export function registerOracleModel(program: Command): void {
     .option("--host <address>", "address to bind (loopback only: the oracle takes no token)", "127.0.0.1")
     .option("--data <dir>", "data folder")
     .action(async (o: OracleServeOptions) => {
-      if (o.env !== "webshop") throw new InvalidConfigError(`the oracle model plays webshop only, not "${o.env}"`);
+      if (!oracleEnvs().includes(o.env)) throw new InvalidConfigError(`the oracle model plays ${oracleEnvs().join(", ")} only, not "${o.env}"`);
       if (!LOOPBACK.has(o.host)) throw new InvalidConfigError(`the oracle model serves loopback only (127.0.0.1, localhost, ::1), not ${o.host}`);
       const noise = {
         epsilonR: o.epsilonR, epsilonP: o.epsilonP, seed: o.seed,

@@ -12,7 +12,7 @@ export interface CheckEnvOptions {
   /** Text that fills a free-text slot of a listed action. @default "test" */
   freeText?: string;
   /**
-   * What the env answers an invalid action with: the exact text (ALFWorld: "Nothing happens."), a
+   * What the env answers an invalid action with: the exact text (e.g. "Nothing happens."), a
    * pattern, or a predicate over the answer and the observation before it (a parser game's "I don't
    * understand that."). By default the observation must stay as it was. Either way the listed
    * actions must not change.

@@ -19,3 +19,11 @@ export type { Policy, PolicyInput, PastStep, Decision, ActOptions } from "./poli
 export { playEpisode, playEpisodes, deriveSeed, episodeTrajectory } from "./episode.ts";
 export type { Episode, EpisodeStep, EpisodeJob, PlayOptions } from "./episode.ts";
 export { parseConfig } from "./parse-config.ts";
+// What an env can plug into the framework (its EnvSpec's plug points), declared here so an env's folder can implement them.
+export type { ExperienceModel, PredictInput, Prediction, Demo, HistoryStep, TrajectoryStore } from "./experience-model.ts";
+export { abstractTrajectory } from "./abstract-trajectory.ts";
+export type { TaskGenerator } from "./task-generator.ts";
+export { FeatureBuilder, bucket } from "./features.ts";
+export type { FeaturizedStep, PolicyFeatures, SparseVector } from "./features.ts";
+export { parseNoiseKinds, pickKind, requestRng, REWARD_NOISE_KINDS, STATE_NOISE_KINDS } from "./oracle.ts";
+export type { Oracle, OracleAnswer, OracleNoise, OracleOptions, RewardNoiseKind, StateNoiseKind } from "./oracle.ts";

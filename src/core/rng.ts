@@ -2,8 +2,8 @@ import { describeValue } from "./errors.ts";
 /**
  * A seeded random number generator: MT19937 with CPython's seeding and its `random()`,
  * `getrandbits`, `_randbelow`, `shuffle`, `sample` and `uniform` algorithms, bit for bit. Being
- * CPython-exact lets environments reproduce reference implementations written in Python (WebShop's
- * goal shuffle and prices), and gives one deterministic source of randomness everywhere else.
+ * CPython-exact lets environments reproduce reference implementations written in Python (a
+ * benchmark's goal shuffle and prices), and gives one deterministic source of randomness everywhere else.
  */
 const N = 624;
 const M = 397;

@@ -20,13 +20,13 @@ export interface StateAbstraction {
    * @default any non-empty text
    */
   isState?(state: string): boolean;
-  /** Whether a state ends the episode by its kind (e.g. WebShop's done page). */
+  /** Whether a state ends the episode by its kind (e.g. a shop's done page). */
   isTerminal(state: string): boolean;
   /** For prompts: the state format and the action grammar, in a few lines. */
   readonly profile: string;
   /**
    * For prompts: how rewards and ends go in this env, where the reward spec's generic sentence would
-   * be wrong (ALFWorld: an episode ends only when its task is done, with reward 1).
+   * be wrong (e.g. an episode ends only when its task is done, with reward 1).
    */
   readonly rewardRule?: string;
   /** One line of a state, for a prompt's summary of older steps. @default its first line */
@@ -61,8 +61,8 @@ export interface Verdict {
 }
 
 /**
- * Where the real env can verify a synthetic step (e.g. WebShop's reward of a purchase, ALFWorld's
- * game replaying the episode): its verdict; null where it cannot (hybrid mode). It may answer
+ * Where the real env can verify a synthetic step (e.g. the env's own reward of a purchase, or
+ * its game replaying the episode): its verdict; null where it cannot (hybrid mode). It may answer
  * asynchronously (a real env that steps).
  */
 export type Verifier = (task: Task, history: readonly { state: string; action: string }[], state: string, action: string) => Verdict | null | Promise<Verdict | null>;

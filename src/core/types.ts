@@ -10,7 +10,7 @@ export type Action = string;
 
 /** A task: what the agent is asked to do. Environments may attach their own fields. */
 export interface Task {
-  /** Stable id, unique within its environment (e.g. `webshop:goal:42`). */
+  /** Stable id, unique within its environment (e.g. `myenv:goal:42`). */
   id: string;
   /** The instruction shown to the agent. */
   instruction: string;
@@ -54,7 +54,7 @@ export interface Trajectory {
 
 /**
  * What an env's rewards look like: the range of one step's reward, and whether rewards come only
- * when an episode ends (outcome, as WebShop and ALFWorld) or on any step (dense, e.g. a game score).
+ * when an episode ends (outcome: a task done or not) or on any step (dense, e.g. a game score).
  */
 export interface RewardSpec {
   /** @default 0 */
@@ -65,7 +65,7 @@ export interface RewardSpec {
   dense: boolean;
 }
 
-/** Outcome rewards in [0, 1]: 1 only when the task is completed (WebShop, ALFWorld). */
+/** Outcome rewards in [0, 1]: 1 only when the task is completed. */
 export const OUTCOME_REWARDS: RewardSpec = Object.freeze({ min: 0, max: 1, dense: false });
 
 /**

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { Rng, Task } from "../core/index.ts";
+import type { Rng, Task, TaskGenerator } from "../core/index.ts";
 import { EndpointFailedError } from "../llm/index.ts";
 
 /**
@@ -34,18 +34,6 @@ export interface Lineage {
 
 /** A generated task: its lineage rides along in the task itself. */
 export type GeneratedTask = Task & { lineage: Lineage };
-
-/** Varies tasks into new ones. Generators filter out infeasible tasks themselves and say how many. */
-export interface TaskGenerator {
-  readonly name: string;
-  generate(parent: Task, count: number, rng: Rng): Promise<{ tasks: Task[]; infeasible: number }>;
-  /**
-   * What makes two tasks the same, where the instruction does not (ALFWorld: one sentence is asked of
-   * many scenes; the key is the game and the task's targets). Without it, near-equal instructions
-   * (word Jaccard ≥ 0.95) are duplicates.
-   */
-  key?(task: Task): string | undefined;
-}
 
 /** V_τ of one group's rewards (population variance). */
 export function rewardVariance(rewards: readonly number[]): number {

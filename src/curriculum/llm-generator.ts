@@ -1,7 +1,6 @@
 import { z } from "zod";
-import type { Rng, Task } from "../core/index.ts";
+import type { Rng, Task, TaskGenerator } from "../core/index.ts";
 import { extractJson, type ChatModel } from "../llm/index.ts";
-import type { TaskGenerator } from "./curriculum.ts";
 
 const Output = z.object({ tasks: z.array(z.object({ instruction: z.string().min(8) })) });
 const OUTPUT_SCHEMA = { name: "task_variations", schema: z.toJSONSchema(Output) as Record<string, unknown> };

@@ -1,7 +1,13 @@
 import type { Env, TrajectoryRules } from "../core/index.ts";
-import { NoisyOraclePolicy, OraclePolicy, RulePolicy, WebShopEnv, webshopAbstraction, webshopStartPage, webshopVerifier, type WebShopOptions } from "./webshop/index.ts";
+import {
+  catalogueTaskGenerator, NoisyOraclePolicy, OraclePolicy, RulePolicy, WebShopEnv, webshopAbstraction, webshopAgentGym, WebShopOracle, webshopStartPage, webshopVerifier,
+  type WebShopOptions,
+} from "./webshop/index.ts";
 import { dirname } from "node:path";
-import { AlfWorldEnv, AlfWorldExpert, AlfWorldReplay, alfworldAbstraction, alfworldVerifier, type AlfWorldOptions } from "./alfworld/index.ts";
+import {
+  AlfWorldEnv, AlfWorldExperienceModel, AlfWorldExpert, AlfWorldReplay, alfworldAbstraction, alfworldAgentGym, alfworldFeatures, AlfWorldTaskGenerator, alfworldVerifier,
+  type AlfWorldOptions, type AlfWorldSplit,
+} from "./alfworld/index.ts";
 import { useBrowserEnv, WebArenaEnv, webarenaAbstraction, webarenaStartState, type BrowserEnvFactory, type WebArenaEnvOptions } from "./webarena/index.ts";
 import { envEntry, envNames, registerBuiltin, type CommonEnvOptions } from "./registry.ts";
 import { BrowserEnv, BrowserPool } from "./browser/index.ts";
@@ -23,6 +29,9 @@ registerBuiltin<WebShopEnv>("webshop", {
     verifier: webshopVerifier(env.catalogue),
     policies: ["rule", "random"],
   }),
+  taskGenerator: (env, context) => catalogueTaskGenerator(env.catalogue, context),
+  oracle: (options) => new WebShopOracle(options),
+  agentGym: webshopAgentGym,
 });
 registerBuiltin<AlfWorldEnv>("alfworld", {
   description: "ALFWorld (text): household tasks from PDDL games, 134 unseen + 140 seen evaluation games, 200 training games",
@@ -41,6 +50,15 @@ registerBuiltin<AlfWorldEnv>("alfworld", {
     auditReplay: "policy",
   }),
   check: { invalidFeedback: "Nothing happens." },
+  // Its embedded model learns de-lexicalised templates from the buffer's real games (kNN cannot invent a room).
+  experienceModel: () => new AlfWorldExperienceModel(),
+  // Commands scored against the task's goal by entity type: the same weights serve every scene.
+  features: alfworldFeatures,
+  // Variants on training games' scenes, each checked by the expert in the real game.
+  taskGenerator: (_env, context) => new AlfWorldTaskGenerator({ dataDir: context.dataDir, trainSplit: context.trainSplit as AlfWorldSplit, maxSteps: context.maxSteps }),
+  // A task is a game's scene with a goal: an LLM's free-text variation has no scene to start in.
+  llmTasks: false,
+  agentGym: alfworldAgentGym,
 });
 
 // WebArena(-Lite) on a user's deployment: tasks and the synthetic env work anywhere; real episodes
@@ -75,6 +93,7 @@ registerBuiltin<BrowserEnv & { site: WebShopSite }>("webshop-browser", {
     verifier: webshopBrowserVerifier(env.site.catalogue),
     policies: ["rule", "random"],
   }),
+  taskGenerator: (env, context) => catalogueTaskGenerator(env.site.catalogue, context),
 });
 
 // The browser's WebShop pages written in-process (no Chromium): same states, actions and rewards.
@@ -91,6 +110,7 @@ registerBuiltin<WebShopPagesEnv>("webshop-pages", {
     verifier: webshopBrowserVerifier(env.catalogue),
     policies: ["rule", "random"],
   }),
+  taskGenerator: (env, context) => catalogueTaskGenerator(env.catalogue, context),
 });
 
 /** The built-in envs, their options and instances (a registered env is an `Env` with common options). */
@@ -134,8 +154,10 @@ export function listPolicies(name: string): readonly string[] {
 
 export {
   registerEnv, unregisterEnv, registerRemote, unregisterRemote, remoteUrl, envEntry, findEnv, findLocalEnv, envNames, listEnvs, envTasks, syntheticSupport, hasSyntheticSupport, createPolicy,
+  plugPoint,
 } from "./registry.ts";
-export type { EnvSpec, EnvEntry, CommonEnvOptions, SyntheticSupport } from "./registry.ts";
+export type { EnvSpec, EnvEntry, CommonEnvOptions, SyntheticSupport, PlugPoint } from "./registry.ts";
+export type { AgentGymHost, AgentGymSupport, AgentGymView, ExperienceModelContext, TaskGeneratorContext } from "./plug-points.ts";
 export { resolveDataDir, PACKAGE_ROOT } from "./data-dir.ts";
 export { RandomPolicy } from "./policies.ts";
 export { runEpisode } from "./rollout.ts";

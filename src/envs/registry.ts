@@ -1,7 +1,9 @@
 import {
   InvalidConfigError, OUTCOME_REWARDS,
-  type ActionSource, type CheckEnvOptions, type Env, type Policy, type RewardSpec, type StateAbstraction, type Task, type Verifier,
+  type ActionSource, type CheckEnvOptions, type Env, type ExperienceModel, type Oracle, type OracleOptions, type Policy, type PolicyFeatures, type RewardSpec,
+  type StateAbstraction, type Task, type TaskGenerator, type Verifier,
 } from "../core/index.ts";
+import type { AgentGymSupport, ExperienceModelContext, TaskGeneratorContext } from "./plug-points.ts";
 import { RandomPolicy } from "./policies.ts";
 
 /** Options every environment understands; each env adds its own. */
@@ -70,7 +72,36 @@ export interface EnvSpec<E extends Env = Env> {
    * tasks and synthetic version may still work (WebArena without a deployment). @default always available
    */
   unavailable?(env: E): string | undefined;
+
+  // Plug points: what an env gives the framework's parts beyond the Env contract, each optional.
+
+  /**
+   * The env's own embedded experience model: what `--experience default` plays its synthetic env with
+   * (no LLM; a fresh model per call), in place of the kNN model over the buffer. @default the kNN model
+   */
+  experienceModel?(context: ExperienceModelContext): ExperienceModel;
+  /**
+   * The env's own task variation for the curriculum (no LLM), over an instance of the env of the
+   * evaluation split (its data). Undefined, or none returned: the curriculum varies tasks only with
+   * an LLM experience model.
+   */
+  taskGenerator?(env: E, context: TaskGeneratorContext): TaskGenerator | undefined;
+  /**
+   * Whether an LLM can write the env's tasks (a task is its sentence): with an LLM experience model the
+   * curriculum then varies tasks with it, in place of `taskGenerator`. false where a task needs more
+   * than a sentence (a scene to start in), and `taskGenerator` stays. @default true
+   */
+  llmTasks?: boolean;
+  /** The env's own features for the neural policy, for states in its format. @default the generic text features */
+  features?: PolicyFeatures;
+  /** The oracle experience model (`dreamgym oracle-model serve`): the real env behind the reasoning model's protocol, with seeded noise. */
+  oracle?(options: OracleOptions): Oracle;
+  /** How AgentGym's HTTP protocol serves the env (`dreamgym serve`, `/agentgym`), where its upstream server differs from the generic one. */
+  agentGym?: AgentGymSupport;
 }
+
+/** The plug points of an env spec. */
+export type PlugPoint = "experienceModel" | "taskGenerator" | "llmTasks" | "features" | "oracle" | "agentGym";
 
 /** A registered env with its defaults filled in. */
 export interface EnvEntry {
@@ -168,6 +199,17 @@ export function findEnv(name: string): EnvEntry | undefined {
 /** The env `name` registered locally (built-in or by registerEnv), ignoring a remote shadow. */
 export function findLocalEnv(name: string): EnvEntry | undefined {
   return builtins.get(name) ?? table.get(name);
+}
+
+/**
+ * The env `name`'s plug point `key`: its entry's, else (an env server's env, which shadows the name)
+ * the local env's of that name, whose data and parts are here. Undefined when neither has it.
+ */
+export function plugPoint<K extends PlugPoint>(name: string, key: K): EnvSpec[K] | undefined {
+  const spec = [findEnv(name)?.spec, findLocalEnv(name)?.spec].find((s) => s?.[key] !== undefined);
+  const value = spec?.[key];
+  // A method keeps its spec as `this`, as when the framework calls it on the spec.
+  return (typeof value === "function" ? value.bind(spec) : value) as EnvSpec[K] | undefined;
 }
 
 /** The registered env `name`, or an error that lists the known ones. */

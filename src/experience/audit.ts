@@ -1,7 +1,6 @@
-import type { StateAbstraction, Trajectory } from "../core/index.ts";
+import type { ExperienceModel, HistoryStep, StateAbstraction, Trajectory } from "../core/index.ts";
 import type { ReplayBuffer } from "../buffer/index.ts";
 import { retrieveDemos } from "./demos.ts";
-import type { ExperienceModel, HistoryStep } from "./experience-model.ts";
 
 /** How faithful an experience model is, on real trajectories it replays step by step. */
 export interface AuditReport {

@@ -1,10 +1,9 @@
-import { InvalidConfigError, OUTCOME_REWARDS, type RewardSpec, type StateAbstraction } from "../core/index.ts";
+import { InvalidConfigError, OUTCOME_REWARDS, type ExperienceModel, type RewardSpec, type StateAbstraction } from "../core/index.ts";
+import { plugPoint } from "../envs/index.ts";
 import { createChatModel, parseModelSpec, type ChatModel, type OpenAIChatModelOptions } from "../llm/index.ts";
 import { readFileSync } from "node:fs";
 import { EmbeddedExperienceModel } from "./embedded-model.ts";
 import { LearnedExperienceModel } from "./learned-model.ts";
-import { AlfWorldExperienceModel } from "./alfworld-model.ts";
-import type { ExperienceModel } from "./experience-model.ts";
 import { ReasoningExperienceModel } from "./reasoning-model.ts";
 
 export interface CreateExperienceModelOptions {
@@ -28,17 +27,9 @@ export interface ExperienceModelHandle {
 }
 
 /**
- * Envs whose embedded default is a model of their own (it learns its tables from the buffer's real
- * trajectories at its first step): ALFWorld's de-lexicalised template model. Others get the kNN model.
- */
-const EMBEDDED_BY_ENV: Record<string, () => ExperienceModel> = {
-  alfworld: () => new AlfWorldExperienceModel(),
-};
-
-/**
- * The one way to get an experience model: `"default"` is the embedded model (no LLM: kNN, or the
- * env's own, e.g. ALFWorld's), `"learned:model.bin"` the learned model in that file (`dreamgym model
- * train`; no LLM either), a chat
+ * The one way to get an experience model: `"default"` is the embedded model (no LLM: the env's own,
+ * where the entry of the abstraction's env has one (`EnvSpec.experienceModel`), else kNN),
+ * `"learned:model.bin"` the learned model in that file (`dreamgym model train`; no LLM either), a chat
  * model string (`http://host/v1#model`, `openai:model`, `gguf:file`) is the reasoning model over it,
  * and a ready `ExperienceModel` (a user's own) is used as it is (and not closed here).
  */
@@ -46,8 +37,9 @@ export function createExperienceModel(spec: string | ExperienceModel, opts: Crea
   const rewards = opts.rewards ?? OUTCOME_REWARDS;
   if (typeof spec !== "string") return { model: spec, tokens: () => 0, close: async () => {} };
   if (spec === "default") {
-    const own = EMBEDDED_BY_ENV[opts.abstraction.env];
-    return { model: own ? own() : new EmbeddedExperienceModel({ abstraction: opts.abstraction, rewards }), tokens: () => 0, close: async () => {} };
+    const own = plugPoint(opts.abstraction.env, "experienceModel");
+    const model = own ? own({ abstraction: opts.abstraction, rewards }) : new EmbeddedExperienceModel({ abstraction: opts.abstraction, rewards });
+    return { model, tokens: () => 0, close: async () => {} };
   }
   if (spec.startsWith(LEARNED_PREFIX)) return { model: loadLearnedModel(spec.slice(LEARNED_PREFIX.length), opts.abstraction, rewards), tokens: () => 0, close: async () => {} };
   parseModelSpec(spec); // a clear error for a malformed string, before anything is built

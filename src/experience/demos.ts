@@ -1,6 +1,5 @@
-import type { StateAbstraction } from "../core/index.ts";
+import type { Demo, StateAbstraction } from "../core/index.ts";
 import type { ReplayBuffer, SearchResult } from "../buffer/index.ts";
-import type { Demo } from "./experience-model.ts";
 
 export interface DemoOptions {
   /** Demos per query. */

@@ -1,6 +1,5 @@
-import { OUTCOME_REWARDS, type RewardSpec, type StateAbstraction } from "../core/index.ts";
+import { OUTCOME_REWARDS, type Demo, type ExperienceModel, type PredictInput, type Prediction, type RewardSpec, type StateAbstraction } from "../core/index.ts";
 import { clickChoice, viewAction, webView } from "../rl/index.ts";
-import type { Demo, ExperienceModel, PredictInput, Prediction } from "./experience-model.ts";
 
 export interface EmbeddedModelOptions {
   abstraction: StateAbstraction;

@@ -1,10 +1,10 @@
-export type { ExperienceModel, PredictInput, Prediction, Demo, HistoryStep } from "./experience-model.ts";
+export type { ExperienceModel, PredictInput, Prediction, Demo, HistoryStep, TrajectoryStore } from "../core/index.ts";
 export { EmbeddedExperienceModel } from "./embedded-model.ts";
-export { AlfWorldExperienceModel } from "./alfworld-model.ts";
+export { AlfWorldExperienceModel } from "../envs/alfworld/index.ts";
 export type { EmbeddedModelOptions } from "./embedded-model.ts";
 export { SyntheticEnv } from "./synthetic-env.ts";
 export type { SyntheticEnvOptions } from "./synthetic-env.ts";
-export { abstractTrajectory } from "./abstract-trajectory.ts";
+export { abstractTrajectory } from "../core/index.ts";
 export { ReasoningExperienceModel, EPISODE_BLOCK_PREFIX, episodeBlock, parseEpisodeBlock } from "./reasoning-model.ts";
 export type { ReasoningModelOptions } from "./reasoning-model.ts";
 export { auditModel, elementF1, stateKind } from "./audit.ts";

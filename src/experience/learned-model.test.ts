@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { InvalidConfigError, type Policy, type Trajectory } from "../core/index.ts";
+import { InvalidConfigError, type HistoryStep, type Policy, type Trajectory } from "../core/index.ts";
 import { ReplayBuffer } from "../buffer/index.ts";
 import { runEpisode } from "../envs/index.ts";
 import { RandomPolicy } from "../envs/policies.ts";
@@ -12,7 +12,6 @@ import { abstractTrajectory, auditModel, createExperienceModel, EmbeddedExperien
 import { chosenOptions, purchaseKey, PurchaseSupport, requestOf } from "./transition-features.ts";
 import { combine, UNSUPPORTED_TOP, type HeadOutputs } from "./learned-model.ts";
 import type { ScoreNet } from "../rl/index.ts";
-import type { HistoryStep } from "./experience-model.ts";
 
 /** Real WebShop episodes: `n` tasks of the split from `start`, one policy. */
 async function episodes(env: WebShopEnv, policy: (env: WebShopEnv) => Policy, start: number, n: number): Promise<Trajectory[]> {

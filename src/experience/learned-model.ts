@@ -1,8 +1,10 @@
-import { InvalidConfigError, OUTCOME_REWARDS, Rng, type RewardSpec, type StateAbstraction, type Trajectory } from "../core/index.ts";
+import {
+  InvalidConfigError, OUTCOME_REWARDS, Rng, type ExperienceModel, type HistoryStep, type PredictInput, type Prediction, type PolicyFeatures, type RewardSpec, type StateAbstraction, type Trajectory,
+} from "../core/index.ts";
 import type { ReplayBuffer } from "../buffer/index.ts";
 import { packParams, ScoreNet, unpackParams, viewAction, webView, type SparseVector } from "../rl/index.ts";
+import { plugPoint } from "../envs/index.ts";
 import { EmbeddedExperienceModel } from "./embedded-model.ts";
-import type { ExperienceModel, HistoryStep, PredictInput, Prediction } from "./experience-model.ts";
 import { isValTask } from "./sft-data.ts";
 import { PurchaseSupport, purchaseKey, TRANSITION_FEATURE_VERSION, transitionFeatures } from "./transition-features.ts";
 
@@ -132,6 +134,8 @@ export class LearnedExperienceModel implements ExperienceModel {
   private readonly h: Float64Array;
   private readonly returns: Map<string, string>;
   private readonly support: PurchaseSupport;
+  /** The policy features of the abstraction's env, which the transition features include. */
+  private readonly features: PolicyFeatures | undefined;
 
   constructor(info: LearnedModelInfo, members: ScoreNet[][], opts: LearnedModelOptions) {
     this.info = info;
@@ -142,6 +146,7 @@ export class LearnedExperienceModel implements ExperienceModel {
     this.h = new Float64Array(info.hidden);
     this.returns = new Map((info.returns ?? []).map((r) => [`${r.action}\t${r.from}`, r.to]));
     this.support = new PurchaseSupport(info.support ?? []);
+    this.features = plugPoint(opts.abstraction.env, "features");
   }
 
   exactDemos(state: string): boolean {
@@ -161,7 +166,7 @@ export class LearnedExperienceModel implements ExperienceModel {
     // The top reward needs evidence: the data bought this product for this request in full (any task).
     const key = this.info.support ? purchaseKey(input) : undefined;
     const supported = key === undefined || this.support.others(key, "") > 0;
-    return { ...combine(this.outputs(transitionFeatures(input, this.info.dim, this.support)), this.rewards, supported, this.info.rewardValues), supported };
+    return { ...combine(this.outputs(transitionFeatures(input, this.info.dim, this.support, this.features)), this.rewards, supported, this.info.rewardValues), supported };
   }
 
   async predict(input: PredictInput): Promise<Prediction> {
@@ -343,7 +348,7 @@ function supportOf(trajectories: readonly Trajectory[], a: StateAbstraction, rew
 }
 
 /** The training examples of a buffer's real trajectories of the abstraction's env, oldest first. */
-function examplesOf(trajectories: Iterable<Trajectory>, a: StateAbstraction, rewards: RewardSpec, dim: number, support: PurchaseSupport): { examples: Example[]; trajectories: number; returns: ReturnRule[] } {
+function examplesOf(trajectories: Iterable<Trajectory>, a: StateAbstraction, rewards: RewardSpec, dim: number, support: PurchaseSupport, features: PolicyFeatures | undefined): { examples: Example[]; trajectories: number; returns: ReturnRule[] } {
   const examples: Example[] = [];
   const backs = new Map<string, { n: number; hits: number }>();
   let count = 0;
@@ -357,7 +362,7 @@ function examplesOf(trajectories: Iterable<Trajectory>, a: StateAbstraction, rew
       const earns = s.terminated || rewards.dense;
       const input = { task: t.task, history, state, action: s.action };
       examples.push({
-        x: transitionFeatures(input, dim, support), key: purchaseKey(input), task: t.task.id, end: s.terminated, earns, reward: s.reward,
+        x: transitionFeatures(input, dim, support, features), key: purchaseKey(input), task: t.task.id, end: s.terminated, earns, reward: s.reward,
         top: s.reward >= rewards.max - 1e-9, bottom: s.reward <= rewards.min + 1e-9, share: Math.min(1, Math.max(0, (s.reward - rewards.min) / range)),
       });
       if (nextState !== state) {
@@ -381,7 +386,7 @@ function examplesOf(trajectories: Iterable<Trajectory>, a: StateAbstraction, rew
 
 /** An action by what it does (a web page's `click [7]` by the element it names), lowercased. */
 const normAction = (state: string, action: string) => viewAction(state, action).trim().toLowerCase();
-/** A state's first line: its kind, for WebShop's abstract states ("page: results"); a web page's kind as its view names it. */
+/** A state's first line: its kind, for abstract states that name their page ("page: results"); a web page's kind as its view names it. */
 function firstLine(state: string): string {
   const web = webView(state);
   if (web) return `page: ${web.kind}`;
@@ -456,7 +461,7 @@ export function trainLearnedModel(buffer: ReplayBuffer, opts: TrainLearnedModelO
   // Support from the training tasks only, so the held-out ones are judged as new tasks are (and each
   // training task's own purchase never counts for itself: `others`).
   const support = supportOf(real, a, rewards, (task) => !isValTask(task, valFraction));
-  const { examples, trajectories, returns } = examplesOf(real, a, rewards, dim, support);
+  const { examples, trajectories, returns } = examplesOf(real, a, rewards, dim, support, plugPoint(a.env, "features"));
   if (examples.length === 0) throw new InvalidConfigError(`the buffer has no real ${a.env} transitions to learn from (dreamgym buffer import F.jsonl --abstract --buffer B.db)`);
   const val = examples.filter((e) => isValTask(e.task, valFraction));
   const train = examples.filter((e) => !isValTask(e.task, valFraction));

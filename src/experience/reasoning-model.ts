@@ -1,8 +1,9 @@
 import { z } from "zod";
-import { isAbstractState, OUTCOME_REWARDS, type RewardSpec, type StateAbstraction } from "../core/index.ts";
+import {
+  isAbstractState, OUTCOME_REWARDS, type Demo, type ExperienceModel, type HistoryStep, type PredictInput, type Prediction, type RewardSpec, type StateAbstraction,
+} from "../core/index.ts";
 import { EndpointFailedError, type ChatChoice, type ChatMessage, type ChatModel } from "../llm/index.ts";
 import { elementF1 } from "./audit.ts";
-import type { Demo, ExperienceModel, HistoryStep, PredictInput, Prediction } from "./experience-model.ts";
 
 export interface ReasoningModelOptions {
   chat: ChatModel;

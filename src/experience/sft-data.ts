@@ -1,12 +1,13 @@
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { DataError, InvalidConfigError, JsonlWriter, readJsonFile, readJsonl, repairJsonlTail, writeFileAtomic, type StateAbstraction, type Trajectory } from "../core/index.ts";
+import {
+  DataError, InvalidConfigError, JsonlWriter, readJsonFile, readJsonl, repairJsonlTail, writeFileAtomic, type HistoryStep, type StateAbstraction, type Trajectory,
+} from "../core/index.ts";
 import { trajectoryContentId } from "../buffer/index.ts";
 import type { ReplayBuffer } from "../buffer/index.ts";
 import { EndpointFailedError, type ChatMessage, type ChatModel } from "../llm/index.ts";
 import { retrieveDemos } from "./demos.ts";
-import type { HistoryStep } from "./experience-model.ts";
 import { ReasoningExperienceModel } from "./reasoning-model.ts";
 
 export interface SftBuildOptions {

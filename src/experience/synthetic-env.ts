@@ -1,10 +1,8 @@
 import {
-  ClosedEnvironmentError, FREE_TEXT_SLOT, InvalidConfigError, ResetNeededError, Rng,
-  type Env, type ResetOptions, type ResetResult, type StateAbstraction, type StepResult, type Task, type Verifier,
+  ClosedEnvironmentError, FREE_TEXT_SLOT, InvalidConfigError, ResetNeededError, Rng, type Env, type ExperienceModel, type HistoryStep, type ResetOptions, type ResetResult, type StateAbstraction, type StepResult, type Task, type Verifier,
 } from "../core/index.ts";
 import type { ReplayBuffer } from "../buffer/index.ts";
 import { retrieveDemos } from "./demos.ts";
-import type { ExperienceModel, HistoryStep } from "./experience-model.ts";
 
 
 export interface SyntheticEnvOptions {

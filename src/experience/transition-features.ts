@@ -1,7 +1,6 @@
-import type { Task } from "../core/index.ts";
+import type { HistoryStep, PolicyFeatures, Task } from "../core/index.ts";
 import { bucket, contentTokens, FeatureBuilder, featurize, webView, type SparseVector } from "../rl/index.ts";
 import { elementKind } from "./embedded-model.ts";
-import type { HistoryStep } from "./experience-model.ts";
 
 /**
  * Features of a transition (task, history, state, action) for the learned experience model. Every
@@ -145,10 +144,13 @@ export function chosenOptions(history: readonly HistoryStep[], state: string): M
   return chosen;
 }
 
-/** With `support`, an item page also says how many other tasks bought its product for this request at the top reward (none, one, more). */
-export function transitionFeatures(input: TransitionInput, dim: number, support?: PurchaseSupport): SparseVector {
+/**
+ * With `support`, an item page also says how many other tasks bought its product for this request at
+ * the top reward (none, one, more); `features`: the env's own policy features (its `EnvSpec.features`).
+ */
+export function transitionFeatures(input: TransitionInput, dim: number, support?: PurchaseSupport, features?: PolicyFeatures): SparseVector {
   const { task, history, state, action } = viewTransition(input);
-  const policy = featurize({ task, observation: state, actions: [action], history: history.map((h) => h.action) }, dim);
+  const policy = featurize({ task, observation: state, actions: [action], history: history.map((h) => h.action) }, dim, features);
   const b = new FeatureBuilder(dim);
   const kind = pageKind(state);
   const ek = elementKind(state, action) ?? "text";

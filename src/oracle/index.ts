@@ -1,8 +1,8 @@
 // The oracle experience model (issue 19): the real env behind the reasoning model's chat protocol,
 // corrupted by known, seeded amounts of reward and state noise, for fidelity sweeps.
-export { WebShopOracle } from "./webshop-oracle.ts";
-export type { OracleAnswer, WebShopOracleOptions } from "./webshop-oracle.ts";
-export { startOracleServer } from "./server.ts";
+export { WebShopOracle } from "../envs/webshop/index.ts";
+export type { WebShopOracleOptions } from "../envs/webshop/index.ts";
+export { oracleEnvs, startOracleServer } from "./server.ts";
 export type { OracleServer, OracleServerOptions, OracleServerStats } from "./server.ts";
-export { parseNoiseKinds, pickKind, requestRng, REWARD_NOISE_KINDS, STATE_NOISE_KINDS } from "./noise.ts";
-export type { OracleNoise, RewardNoiseKind, StateNoiseKind } from "./noise.ts";
+export { parseNoiseKinds, pickKind, requestRng, REWARD_NOISE_KINDS, STATE_NOISE_KINDS } from "../core/index.ts";
+export type { Oracle, OracleAnswer, OracleNoise, OracleOptions, RewardNoiseKind, StateNoiseKind } from "../core/index.ts";

@@ -1,12 +1,12 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import type { OracleAnswer, OracleNoise } from "../core/index.ts";
+import { envNames, plugPoint } from "../envs/index.ts";
 import { parseEpisodeBlock } from "../experience/index.ts";
-import type { OracleNoise } from "./noise.ts";
-import { WebShopOracle, type OracleAnswer } from "./webshop-oracle.ts";
 
 export interface OracleServerOptions {
   noise: OracleNoise;
-  /** @default "webshop" (the only env the oracle plays so far) */
+  /** An env with an oracle (its `EnvSpec.oracle`; see `oracleEnvs()`). @default "webshop" */
   env?: string;
   dataDir?: string;
   /** @default 0 (any free port) */
@@ -45,6 +45,11 @@ function send(res: ServerResponse, status: number, body: unknown): void {
   res.end(JSON.stringify(body));
 }
 
+/** The envs whose entry has an oracle (`EnvSpec.oracle`). */
+export function oracleEnvs(): string[] {
+  return envNames().filter((name) => plugPoint(name, "oracle") !== undefined);
+}
+
 /**
  * A local OpenAI-compatible chat server whose "model" is the oracle: it reads the episode line of the
  * reasoning experience model's prompt (task id and actions), replays it in the real env, and answers
@@ -54,8 +59,9 @@ function send(res: ServerResponse, status: number, body: unknown): void {
  */
 export async function startOracleServer(opts: OracleServerOptions): Promise<OracleServer> {
   const env = opts.env ?? "webshop";
-  if (env !== "webshop") throw new Error(`the oracle model plays webshop only, not "${env}"`);
-  const oracle = new WebShopOracle({ noise: opts.noise, dataDir: opts.dataDir });
+  const make = plugPoint(env, "oracle");
+  if (!make) throw new Error(`the oracle model plays ${oracleEnvs().join(", ")} only, not "${env}"`);
+  const oracle = make({ noise: opts.noise, dataDir: opts.dataDir });
   const stats: OracleServerStats = { requests: 0, refused: 0, busySeconds: 0, rewardCorrupted: 0, stateCorrupted: 0, envSteps: 0, cachedSteps: 0 };
   const server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
     try {

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import type { Task } from "../core/index.ts";
-import { featurize, type FeaturizedStep } from "./features.ts";
+import type { FeaturizedStep, Task } from "../core/index.ts";
+import { featurize } from "./features.ts";
 
 // WebShop's abstract pages: a search page with its free-text slot, a results page of two items.
 const searchPage = "page: search\n[search]";

@@ -1,7 +1,6 @@
 import { stemmer } from "stemmer";
-import { FREE_TEXT_SLOT } from "../core/index.ts";
+import { bucket, FeatureBuilder, FREE_TEXT_SLOT, type FeaturizedStep, type PolicyFeatures } from "../core/index.ts";
 import type { PolicyInput } from "./policy.ts";
-import { alfView, featurizeAlfworld } from "./alfworld-features.ts";
 import { webView, type WebView } from "./web-view.ts";
 
 /**
@@ -19,20 +18,6 @@ import { webView, type WebView } from "./web-view.ts";
  * view ({@link webView}): the same features, of the element each id names.
  */
 export const FEATURE_VERSION = "text-features-v4";
-
-/** A sparse feature vector: hashed indices (sorted, unique) and their values. */
-export interface SparseVector {
-  idx: Int32Array;
-  val: Float32Array;
-}
-
-export interface FeaturizedStep {
-  /** The candidate actions, free text filled in. */
-  actions: string[];
-  candidates: SparseVector[];
-  /** Features of the state alone (the value head's input). */
-  state: SparseVector;
-}
 
 const STOP = new Set(
   "a an the and or of for to in on with by at from is are be it its i im i'm me my you your we our this that these those as but not no can will would could should please need want looking find buy get also some any which who what".split(" "),
@@ -65,39 +50,6 @@ export function queryCandidates(instruction: string): string[] {
   return [whole, noPrice, noOptions, head].map((q) => q.replace(/\s+/g, " "));
 }
 
-/** 32-bit FNV-1a. */
-function hash(s: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < s.length; i++) {
-    h ^= s.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
-  }
-  return h >>> 0;
-}
-
-/** Builds a sparse vector from named features, hashed into `dim` buckets (values of a name add up). */
-export class FeatureBuilder {
-  private readonly map = new Map<number, number>();
-  constructor(private readonly dim: number) {}
-  add(name: string, value = 1): void {
-    if (value === 0) return;
-    const i = hash(name) % this.dim;
-    this.map.set(i, (this.map.get(i) ?? 0) + value);
-  }
-  build(): SparseVector {
-    const idx = Int32Array.from(this.map.keys()).sort();
-    const val = new Float32Array(idx.length);
-    for (let j = 0; j < idx.length; j++) val[j] = this.map.get(idx[j])!;
-    return { idx, val };
-  }
-}
-
-/** The index of the first edge `x` does not pass (0..edges.length). */
-export const bucket = (x: number, edges: number[]) => {
-  let b = 0;
-  while (b < edges.length && x > edges[b]) b++;
-  return b;
-};
 /** An item label: an id such as an ASIN (a mix of letters and digits, no spaces). */
 export const idLike = (label: string) => /^(?=.*\d)(?=.*[a-z])[a-z0-9-]{6,}$/i.test(label);
 
@@ -114,10 +66,10 @@ function parseAction(action: string): ParsedAction {
   return m ? { action, verb: m[1].toLowerCase(), label: m[2].toLowerCase() } : { action, verb: "text", label: action.toLowerCase() };
 }
 
-export function featurize(input: PolicyInput, dim: number): FeaturizedStep {
-  // ALFWorld's abstract states get their own features; every other state (WebShop's pages) the ones below.
-  const alf = alfView(input.observation);
-  if (alf) return featurizeAlfworld(input, alf, dim);
+/** A step's features: the env's own (`own`, its `EnvSpec.features`) where they read the state, else a web page's or a bracketed text state's. */
+export function featurize(input: PolicyInput, dim: number, own?: PolicyFeatures): FeaturizedStep {
+  const mine = own?.featurize(input, dim);
+  if (mine) return mine;
   const web = webView(input.observation);
   if (web) return featurizeWeb(input, web, dim);
   return featurizeText(input, dim);

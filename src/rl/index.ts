@@ -1,12 +1,13 @@
 export type {
   ActOptions, Decision, PastStep, Evaluation, OutputGradients, Policy, PolicyInput, TrainablePolicy, UpdateStats,
 } from "./policy.ts";
-export { FEATURE_VERSION, featurize, queryCandidates, contentTokens, FeatureBuilder, bucket, idLike } from "./features.ts";
+export { FEATURE_VERSION, featurize, queryCandidates, contentTokens, idLike } from "./features.ts";
+export { FeatureBuilder, bucket } from "../core/index.ts";
 export { webView, viewAction, isWebState, clickChoice } from "./web-view.ts";
 export type { WebView } from "./web-view.ts";
 export { ScoreNet } from "./score-net.ts";
 export { packParams, unpackParams } from "./param-file.ts";
-export type { FeaturizedStep, SparseVector } from "./features.ts";
+export type { FeaturizedStep, PolicyFeatures, SparseVector } from "../core/index.ts";
 export { NeuralPolicy } from "./neural-policy.ts";
 export type { NeuralPolicyConfig, NeuralStepRecord } from "./neural-policy.ts";
 export { grpoConfigSchema, grpoUpdate, groupAdvantages } from "./grpo.ts";

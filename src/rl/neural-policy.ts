@@ -1,5 +1,5 @@
-import { InvalidConfigError, Rng } from "../core/index.ts";
-import { FEATURE_VERSION, featurize, type FeaturizedStep } from "./features.ts";
+import { InvalidConfigError, Rng, type FeaturizedStep, type PolicyFeatures } from "../core/index.ts";
+import { FEATURE_VERSION, featurize } from "./features.ts";
 import type { ActOptions, Decision, Evaluation, OutputGradients, PolicyInput, TrainablePolicy, UpdateStats } from "./policy.ts";
 import { ScoreNet } from "./score-net.ts";
 import { packParams, unpackParams } from "./param-file.ts";
@@ -11,6 +11,8 @@ export interface NeuralPolicyConfig {
   hidden?: number;
   /** Seeds the initial weights. @default 0 */
   seed?: number;
+  /** The env's own features for states in its format (its `EnvSpec.features`). @default the generic text features */
+  features?: PolicyFeatures;
 }
 
 /** What the policy keeps of a step to score it again in the update. */
@@ -64,7 +66,7 @@ export class NeuralPolicy implements TrainablePolicy<NeuralStepRecord> {
     if (!input.actions || input.actions.length === 0) {
       throw new InvalidConfigError("the neural policy needs an env that lists its actions (availableActions() returned none)");
     }
-    const features = featurize(input, this.dim);
+    const features = featurize(input, this.dim, this.config.features);
     const scores = features.candidates.map((x) => this.actor.forward(x, this.h));
     const probs = softmax(scores);
     let choice = 0;
@@ -91,7 +93,7 @@ export class NeuralPolicy implements TrainablePolicy<NeuralStepRecord> {
 
   recordFor(input: PolicyInput, action: string): NeuralStepRecord | undefined {
     if (!input.actions || input.actions.length === 0) return undefined;
-    const features = featurize(input, this.dim);
+    const features = featurize(input, this.dim, this.config.features);
     let choice = features.actions.indexOf(action);
     if (choice < 0) {
       // The same action written differently (case, spacing), as an env that parses actions would take it.
@@ -103,7 +105,7 @@ export class NeuralPolicy implements TrainablePolicy<NeuralStepRecord> {
   }
 
   value(input: PolicyInput): number {
-    return this.critic.forward(featurize(input, this.dim).state, this.h);
+    return this.critic.forward(featurize(input, this.dim, this.config.features).state, this.h);
   }
 
   evaluate(records: readonly NeuralStepRecord[]): Evaluation {

@@ -63,7 +63,7 @@ export function ppoUpdate<R>(policy: TrainablePolicy<R>, episodes: readonly Epis
   const oldValues: number[] = [];
   for (const e of episodes) {
     const values = e.steps.map((s) => s.value ?? 0);
-    // The step limit is part of the task (WebShop's 15 steps end the episode with its reward), so a
+    // The step limit is part of the task (an episode cut there is scored as it stands), so a
     // truncated episode is not bootstrapped: V after the last step is 0 either way.
     const g = gae(e.steps.map((s) => s.reward), values, 0, config.gamma, config.gaeLambda);
     e.steps.forEach((s, t) => {

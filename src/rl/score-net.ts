@@ -1,5 +1,5 @@
 import type { Rng } from "../core/index.ts";
-import type { SparseVector } from "./features.ts";
+import type { SparseVector } from "../core/index.ts";
 
 /**
  * A small wide-and-deep scorer over sparse hashed features, with its gradients and a lazy Adam:

@@ -1,19 +1,17 @@
 import { Hono, type Context } from "hono";
 import type { Task } from "../core/index.ts";
-import { resolveDataDir } from "../envs/index.ts";
-import { alfworldGames, alfworldTask, parseAlfState } from "../envs/alfworld/index.ts";
-import { loadCatalogue, webshopTask, type Catalogue } from "../envs/webshop/index.ts";
-import { AGENTGYM_ALFWORLD_FIRST, AGENTGYM_ALFWORLD_GAMES, AGENTGYM_ALFWORLD_VALID_TRAIN } from "./agentgym-alfworld-games.ts";
+import { plugPoint, type AgentGymSupport } from "../envs/index.ts";
 import { bodyText, limitBody } from "./body.ts";
 import { ServeError, type Session, type SessionManager, type SessionView } from "./sessions.ts";
 
 /**
- * AgentGym's HTTP env protocol (WooooDyy/AgentGym's `agentenv-webshop` and `agentenv-alfworld`
- * servers, as `WebshopEnvClient` and `AlfWorldEnvClient` call them), as a Hono sub-app the server
- * mounts under `/agentgym`. An `alfworld` host speaks the ALFWorld server's dialect (`id`, `{id}`,
- * `{"error": ...}`); every other env speaks the WebShop server's (`env_idx`, bare ints, `[obs, null]`).
- * Sessions come from the shared SessionManager (capacity counts both protocols), with the env's own
- * text as observations. docs/serving-agentgym.md lists the routes and where we differ from upstream.
+ * AgentGym's HTTP env protocol (WooooDyy/AgentGym's `agentenv-*` servers, as their env clients call
+ * them), as a Hono sub-app the server mounts under `/agentgym`. Its two dialects: "id" (`{"id": n}`,
+ * a reset names a game, `{"error": ...}`) and "env_idx" (bare ints, `[obs, null]`), which every env
+ * speaks unless its entry's `agentGym` plug point says otherwise; the env's entry also gives what its
+ * upstream server does its own way (which task a reset's number names, its texts). Sessions come from
+ * the shared SessionManager (capacity counts both protocols), with the env's own text as
+ * observations. docs/serving-agentgym.md lists the routes and where we differ from upstream.
  */
 
 /** Largest request body accepted (an AgentGym body is an id and one action). */
@@ -52,7 +50,7 @@ function reply(c: Context, v: unknown, status = 200): Response {
   return c.body(pyJson(v), status as 200, { "content-type": "application/json" });
 }
 
-/** AgentGym's error body (`{"error": message}`, as its ALFWorld and other servers answer), plus our code, with a real status. */
+/** AgentGym's error body (`{"error": message}`, as its servers answer), plus our code, with a real status. */
 function fail(c: Context, e: unknown): Response {
   const err = e instanceof ServeError ? e : new ServeError("EXECUTION_ERROR", e instanceof Error ? e.message : String(e), 500);
   return c.json({ error: err.message, code: err.code }, err.status as 400);
@@ -106,25 +104,16 @@ function queryInt(c: Context, name: string): number {
 /** One env opened through AgentGym's routes. */
 interface AgentGymEnv {
   session: Session;
-  /** ALFWorld: what the last reset asked for (its `/detail` shows them). */
+  /** The id dialect: what the last reset asked for (its `/detail` shows them). */
   game?: number;
   worldType?: string;
 }
 
-/** The ALFWorld server's text: the first observation without TextWorld's banner paragraph, joined by one newline. */
-function withoutBanner(observation: string): string {
-  return observation.split("\n\n").slice(1).join("\n");
-}
-
-/** The ALFWorld server drops the "You arrive at loc N. " that TextWorld puts before a go-to's feedback. */
-function withoutArrival(observation: string): string {
-  return observation.startsWith("You arrive at loc ") ? observation.slice(observation.indexOf(". ") + 2) : observation;
-}
-
 export function agentGymRoutes(manager: SessionManager): Hono {
   const host = manager.host;
-  const alfworld = host.name === "alfworld";
-  const idName = alfworld ? "id" : "env_idx";
+  const own: AgentGymSupport = plugPoint(host.name, "agentGym") ?? {};
+  const idDialect = own.dialect === "id";
+  const idName = idDialect ? "id" : "env_idx";
   const envs = new Map<number, AgentGymEnv>();
   const app = new Hono();
 
@@ -150,7 +139,7 @@ export function agentGymRoutes(manager: SessionManager): Hono {
     } catch (e) {
       if (e instanceof ServeError) why = e.message;
     }
-    throw new ServeError("SESSION_ERROR", alfworld ? `The id ${index} is not valid: ${why}.` : `env_idx ${index} is not valid: ${why}`, 404);
+    throw new ServeError("SESSION_ERROR", idDialect ? `The id ${index} is not valid: ${why}.` : `env_idx ${index} is not valid: ${why}`, 404);
   };
 
   /** The session's view, read after any call in flight on it. */
@@ -175,20 +164,27 @@ export function agentGymRoutes(manager: SessionManager): Hono {
     return reply(c, true);
   };
 
+  /** The task a reset's number names: the env's own reading (a RangeError is the client's mistake), else a task of the served split. */
+  const taskOf = (n: number, field: string): Task => {
+    if (own.task) {
+      try {
+        return own.task(n, host);
+      } catch (e) {
+        if (e instanceof RangeError) throw invalid(e.message);
+        throw e;
+      }
+    }
+    if (n < 0 || n >= host.tasks.length) throw invalid(`${field} ${n} is out of range: ${host.name} split ${host.split} has tasks 0..${host.tasks.length - 1}`);
+    return host.tasks[n];
+  };
+  /** An observation as the upstream server writes it (right after a reset the reward is still null). */
+  const observationOf = (v: SessionView) => (own.observation ? own.observation(v.observation, v.reward === null) : v.observation);
+
   app.get("/list_envs", (c) => reply(c, [...envs.keys()].sort((a, b) => a - b)));
   app.post("/close", handle(close));
+  app.get("/", (c) => reply(c, own.greeting ?? "ok"));
 
-  if (alfworld) {
-    const tasks = alfworldTasks(host.dataDir);
-    const taskType = (t: Task) => String((t as { game?: unknown }).game ?? t.id).split("/").slice(-3, -1).join("/");
-    const observationOf = (v: SessionView) => {
-      // A synthetic session's abstract state: its observation as the server would show it (the task line after the room at reset).
-      const abs = parseAlfState(v.observation);
-      if (abs) return v.reward === null ? `${abs.observation}\nYour task is to: ${abs.task}.` : abs.observation;
-      return v.reward === null ? withoutBanner(v.observation) : withoutArrival(v.observation);
-    };
-
-    app.get("/", (c) => reply(c, "This is environment AlfWorld."));
+  if (idDialect) {
     app.post("/create", handle((c) => reply(c, { id: create() })));
 
     app.post("/reset", handle(async (c) => {
@@ -198,14 +194,11 @@ export function agentGymRoutes(manager: SessionManager): Hono {
       const worldType = stringField(o, "world_type");
       if (!["Text", "Embody", "Hybrid"].includes(worldType)) throw invalid('world_type must be one of "Text", "Embody" and "Hybrid"');
       const env = lookup(index);
-      const task = tasks.byGame(game, (id) => {
-        const i = host.indexOf(id);
-        return i === undefined ? undefined : host.tasks[i];
-      });
+      const task = taskOf(game, "game");
       const v = await env.session.reset({ task });
       env.game = game;
       env.worldType = worldType;
-      return reply(c, { id: index, observation: observationOf(v), available_actions: v.availableActions ?? [], task_type: taskType(v.task) });
+      return reply(c, { id: index, observation: observationOf(v), available_actions: v.availableActions ?? [], task_type: own.taskType?.(v.task) ?? "" });
     }));
 
     app.post("/step", handle(async (c) => {
@@ -245,10 +238,7 @@ export function agentGymRoutes(manager: SessionManager): Hono {
     return app;
   }
 
-  // The WebShop server's dialect, for webshop and any other env.
-  const taskOf = webshopTaskLookup(manager);
-
-  app.get("/", (c) => reply(c, "ok"));
+  // The env_idx dialect.
   app.post("/create", handle((c) => reply(c, create())));
 
   app.post("/reset", handle(async (c) => {
@@ -256,8 +246,8 @@ export function agentGymRoutes(manager: SessionManager): Hono {
     const index = intField(o, "env_idx");
     const sessionId = optionalIntField(o, "session_id");
     const env = lookup(index);
-    const v = await env.session.reset(sessionId === undefined ? {} : { task: taskOf(sessionId) });
-    return reply(c, [v.observation, null]);
+    const v = await env.session.reset(sessionId === undefined ? {} : { task: taskOf(sessionId, "session_id") });
+    return reply(c, [observationOf(v), null]);
   }));
 
   app.post("/step", handle(async (c) => {
@@ -265,12 +255,12 @@ export function agentGymRoutes(manager: SessionManager): Hono {
     const index = intField(o, "env_idx");
     const action = stringField(o, "action");
     const v = await lookup(index).session.step(action);
-    return reply(c, { state: v.observation, reward: new PyFloat(v.reward ?? 0), done: v.done, info: null });
+    return reply(c, { state: observationOf(v), reward: new PyFloat(v.reward ?? 0), done: v.done, info: null });
   }));
 
   app.get("/observation", handle(async (c) => {
     const index = queryInt(c, "env_idx");
-    return reply(c, (await currentView(lookup(index), index)).observation);
+    return reply(c, observationOf(await currentView(lookup(index), index)));
   }));
 
   app.get("/available_actions", handle(async (c) => {
@@ -281,17 +271,15 @@ export function agentGymRoutes(manager: SessionManager): Hono {
   app.get("/instruction_text", handle(async (c) => {
     const index = queryInt(c, "env_idx");
     const v = await currentView(lookup(index), index);
-    // WebShop's search page writes "Instruction: <br>", its other pages "Instruction:<br>".
-    const searchPage = v.info.page === undefined ? v.observation.startsWith("WebShop [SEP]") : v.info.page === "search";
-    return reply(c, `Instruction:${searchPage ? " " : ""}${v.task.instruction}`);
+    return reply(c, own.instructionText ? own.instructionText(v) : `Instruction:${v.task.instruction}`);
   }));
   return app;
 }
 
 /**
- * WebShop's `get_available_actions` from our action list: `search[...]` is the search bar (and its
- * Search button, the page's one clickable then), `click[x]` a clickable; an env with other commands
- * lists them as they are.
+ * The env_idx dialect's `get_available_actions` from our action list: `search[...]` is the search bar
+ * (and its Search button, the page's one clickable then), `click[x]` a clickable; an env with other
+ * commands lists them as they are.
  */
 export function clickablesOf(actions: readonly string[]): { has_search_bar: boolean; clickables: string[] } {
   const hasSearchBar = actions.some((a) => a.startsWith("search["));
@@ -302,47 +290,4 @@ export function clickablesOf(actions: readonly string[]): { has_search_bar: bool
     clickables.push(m ? m[1] : a);
   }
   return { has_search_bar: hasSearchBar, clickables };
-}
-
-/**
- * WebShop's `session_id`: the goal index in the reference's shuffled goal list, which our catalogue
- * keeps (`webshop:<index>`), over every split; another env's: the index of a task in the host's split.
- */
-function webshopTaskLookup(manager: SessionManager): (sessionId: number) => Task {
-  const host = manager.host;
-  let catalogue: Catalogue | undefined;
-  return (k) => {
-    if (host.name !== "webshop") {
-      if (k < 0 || k >= host.tasks.length) throw invalid(`session_id ${k} is out of range: ${host.name} split ${host.split} has tasks 0..${host.tasks.length - 1}`);
-      return host.tasks[k];
-    }
-    catalogue ??= loadCatalogue({ dataDir: host.dataDir });
-    if (k < 0 || k >= catalogue.goals.length) throw invalid(`session_id ${k} is out of range: WebShop has goals 0..${catalogue.goals.length - 1}`);
-    const own = host.indexOf(`webshop:${k}`);
-    return own === undefined ? webshopTask(catalogue, k) : host.tasks[own];
-  };
-}
-
-/** AgentGym's ALFWorld game indexes → our games (2420..2619 are the pack's valid_train split). */
-function alfworldTasks(dataDir: string | undefined) {
-  let root: string | undefined;
-  return {
-    byGame(game: number, hostTask: (id: string) => Task | undefined): Task {
-      if (game < -AGENTGYM_ALFWORLD_GAMES || game >= AGENTGYM_ALFWORLD_GAMES) {
-        throw invalid(`game ${game} is out of range: AgentGym's ALFWorld games are 0..${AGENTGYM_ALFWORLD_GAMES - 1}`);
-      }
-      const k = game < 0 ? game + AGENTGYM_ALFWORLD_GAMES : game; // the upstream list takes Python's negative indexes
-      if (k < AGENTGYM_ALFWORLD_FIRST) {
-        throw invalid(`game ${game} is one of ALFWorld's train split (AgentGym's games 0..${AGENTGYM_ALFWORLD_FIRST - 1}), which the data pack does not hold; games ${AGENTGYM_ALFWORLD_FIRST}..${AGENTGYM_ALFWORLD_GAMES - 1} are served`);
-      }
-      const name = AGENTGYM_ALFWORLD_VALID_TRAIN[k - AGENTGYM_ALFWORLD_FIRST];
-      const own = hostTask(`alfworld:valid_train/${name}`);
-      if (own) return own;
-      root ??= resolveDataDir({ dataDir, subdir: "alfworld", files: ["index.json", "games"] });
-      const path = `games/valid_train/${name}/game.tw-pddl`;
-      const entry = alfworldGames(root).find((g) => g.game === path);
-      if (!entry) throw invalid(`game ${game} (${name}) is not in the ALFWorld data pack at ${root}`);
-      return alfworldTask(entry);
-    },
-  };
 }

@@ -2,7 +2,7 @@ import { FREE_TEXT_SLOT, Rng, type Env, type ResetOptions, type ResetResult, typ
 
 /**
  * Small environments with a known optimum, in the abstract-state format ("page: kind" first), for
- * checking that a learner learns: a bandit, a chain, and a shop that plays like WebShop in miniature.
+ * checking that a learner learns: a bandit, a chain, and a web shop in miniature.
  * Every one lists its actions, treats an unlisted action as an invalid no-op, and truncates.
  */
 abstract class ToyEnv implements Env {
@@ -110,7 +110,7 @@ const SIZES = ["small", "medium", "large"];
 interface ToyProduct { id: string; color: string; material: string; kind: string; price: number }
 
 /**
- * WebShop in miniature: search → 6 results of the searched kind → an item with sizes → buy. The
+ * A web shop in miniature: search → 6 results of the searched kind → an item with sizes → buy. The
  * reward is the share of (kind, color, material, size) the purchase matches; 1 is success.
  */
 export class ShopToyEnv extends ToyEnv {

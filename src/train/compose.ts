@@ -1,10 +1,8 @@
 import { existsSync } from "node:fs";
 import { abstractEnv, closing, InvalidConfigError, withActions, type ActionSource, type Env, type Task } from "../core/index.ts";
 import { ReplayBuffer } from "../buffer/index.ts";
-import { AlfWorldTaskGenerator, Curriculum, LlmTaskGenerator, WebShopTaskGenerator, type TaskGenerator } from "../curriculum/index.ts";
-import { actionVocabulary, createEnv, envEntry, envTasks, findLocalEnv, hasSyntheticSupport, syntheticSupport } from "../envs/index.ts";
-import { WebShopEnv, type Catalogue } from "../envs/webshop/index.ts";
-import { AlfWorldEnv, type AlfWorldSplit } from "../envs/alfworld/index.ts";
+import { Curriculum, LlmTaskGenerator, type TaskGenerator } from "../curriculum/index.ts";
+import { actionVocabulary, createEnv, envEntry, envTasks, findLocalEnv, hasSyntheticSupport, plugPoint, syntheticSupport } from "../envs/index.ts";
 import { createExperienceModel, SyntheticEnv, type ExperienceModel } from "../experience/index.ts";
 import { NeuralPolicy, type TrainablePolicy } from "../rl/index.ts";
 import type { TrainConfig } from "./config.ts";
@@ -18,7 +16,7 @@ export interface TrainParts {
   policy?: TrainablePolicy<unknown>;
   /** The synthetic env's experience model. @default from `config.experience` */
   experienceModel?: ExperienceModel;
-  /** The curriculum's task generator. @default the env's own (WebShop), or the LLM generator over a chat experience model */
+  /** The curriculum's task generator. @default the env's own (`EnvSpec.taskGenerator`), or the LLM generator over a chat experience model */
   taskGenerator?: TaskGenerator;
   /** Candidate actions where the env lists none. @default the env spec's, else a vocabulary learned from the buffer */
   candidateActions?: ActionSource;
@@ -124,9 +122,9 @@ export async function makeSyntheticPool(config: TrainConfig, bufferFile: string,
     });
     return actions ? withActions(env, actions) : env;
   });
-  // An ALFWorld task is a game's scene with a goal: an LLM's free-text variation has no scene to start
-  // in, so ALFWorld keeps its own generator (variants checked in the real game) whatever the model.
-  const llmTasks = model.chat !== undefined && config.env !== "alfworld";
+  // Where a task needs more than its sentence (`llmTasks: false`), an LLM's free-text variation has
+  // nothing to start in, and the env keeps its own generator whatever the model.
+  const llmTasks = model.chat !== undefined && plugPoint(config.env, "llmTasks") !== false;
   const generator = parts.taskGenerator
     ?? (llmTasks ? new LlmTaskGenerator({ chat: model.chat!, profile: support.abstraction.profile }) : await envTaskGenerator(config).catch(async (e) => {
       buffer.close();
@@ -146,11 +144,10 @@ export async function makeSyntheticPool(config: TrainConfig, bufferFile: string,
   };
 }
 
-/**
- * An env's own task variation without an LLM, where it has one (WebShop: goals of the catalogue not in
- * the eval split; ALFWorld: task variants on training games, none an evaluation game's task).
- */
+/** The env's own task variation without an LLM (its `EnvSpec.taskGenerator`), over an instance of its evaluation split. */
 async function envTaskGenerator(config: TrainConfig): Promise<TaskGenerator | undefined> {
+  const make = plugPoint(config.env, "taskGenerator");
+  if (!make) return undefined;
   let env: Env;
   if (config.remote) {
     // A remote env's own variation comes from the local env of its name, where its data is here too.
@@ -160,26 +157,12 @@ async function envTaskGenerator(config: TrainConfig): Promise<TaskGenerator | un
       return undefined;
     }
   } else env = createEnv(config.env, { split: config.evalSplit, dataDir: config.dataDir });
-  return closing(env, (e) => {
-    // ALFWorld: variants of the task on training games' scenes, each checked by the expert in the real game.
-    if (e instanceof AlfWorldEnv) return new AlfWorldTaskGenerator({ dataDir: config.dataDir, trainSplit: config.trainSplit as AlfWorldSplit, maxSteps: config.maxSteps ?? 50 });
-    // WebShop in any form (text, the browser's site, its pages in-process): goals of its catalogue.
-    const catalogue = e instanceof WebShopEnv ? e.catalogue : webshopCatalogueOf(e);
-    if (!catalogue) return undefined;
-    return new WebShopTaskGenerator(catalogue, { excludeGoals: envTasks(config.env, e).map((t) => catalogue.goal(t.goal_index as number)) });
-  });
+  return closing(env, (e) => make(e, { trainSplit: config.trainSplit, evalSplit: config.evalSplit, evalTasks: envTasks(config.env, e), dataDir: config.dataDir, maxSteps: config.maxSteps }));
 }
 
-/** The policy a run starts from: the parts', else fresh weights from the seed (or `initPolicy`'s). */
+/** The policy a run starts from: the parts', else fresh weights from the seed (or `initPolicy`'s), with the env's own features where it has them. */
 export function makePolicy(config: TrainConfig, parts: TrainParts, initPolicy?: Uint8Array): TrainablePolicy<unknown> {
-  const policy = parts.policy ?? (new NeuralPolicy({ ...config.policy, seed: config.seed }) as TrainablePolicy<unknown>);
+  const policy = parts.policy ?? (new NeuralPolicy({ ...config.policy, seed: config.seed, features: plugPoint(config.env, "features") }) as TrainablePolicy<unknown>);
   if (initPolicy && config.initPolicy) policy.load(initPolicy, config.initPolicy);
   return policy;
-}
-
-/** The WebShop catalogue an env shows through its site (webshop-browser) or holds (webshop-pages), if any. */
-function webshopCatalogueOf(env: Env): Catalogue | undefined {
-  const e = env as { site?: { catalogue?: unknown }; catalogue?: unknown };
-  const c = e.site?.catalogue ?? e.catalogue;
-  return c && typeof c === "object" && "goals" in c && "byAsin" in c ? (c as Catalogue) : undefined;
 }

@@ -80,7 +80,7 @@ export const trainConfigSchema = z.strictObject({
     /**
      * actions: the synthetic episodes' actions replayed open loop; policy: the policy as it played
      * them plays the real env, same tasks and seeds (closed loop); auto: the env's choice
-     * (`SyntheticSupport.auditReplay`; ALFWorld: policy, else actions).
+     * (`SyntheticSupport.auditReplay`, else actions).
      */
     replay: z.enum(["auto", "actions", "policy"]).default("auto"),
   }).prefault({}),
@@ -131,9 +131,9 @@ export const trainConfigSchema = z.strictObject({
   rolloutsPerTask: z.number().int().min(2).max(1e4).default(8),
   /** Episodes played at once (envs in the pool). */
   concurrency: z.number().int().min(1).max(1024).default(4),
-  /** Tasks to train on (default: webshop train, alfworld valid_train). */
+  /** Tasks to train on (default: the env's training split, `EnvSpec.splits`). */
   trainSplit: z.string().optional(),
-  /** Tasks to evaluate on (default: webshop test, alfworld valid_unseen). */
+  /** Tasks to evaluate on (default: the env's evaluation split). */
   evalSplit: z.string().optional(),
   /** Evaluate every this many iterations (0: only at the end). */
   evalEvery: z.number().int().min(0).max(1e9).default(10),
@@ -167,7 +167,7 @@ export interface EvalResult {
   tasks: number;
   /** Real env steps the evaluation took (not training interaction). */
   steps: number;
-  /** Mean reward × 100 (WebShop's score). */
+  /** Mean reward × 100 (the benchmarks' score). */
   score: number;
   /** Share of episodes with reward 1. */
   success: number;

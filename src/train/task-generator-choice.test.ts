@@ -3,8 +3,9 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
-import { createEnv, envTasks } from "../envs/index.ts";
-import { makeSyntheticPool } from "./compose.ts";
+import { createEnv, envEntry, envTasks } from "../envs/index.ts";
+import type { NeuralPolicy } from "../rl/index.ts";
+import { makePolicy, makeSyntheticPool } from "./compose.ts";
 import { resolveTrainConfig } from "./config.ts";
 
 test("with a chat model, WebShop's curriculum varies tasks with the LLM; ALFWorld keeps its own generator (a task needs a game's scene)", async () => {
@@ -22,4 +23,11 @@ test("with a chat model, WebShop's curriculum varies tasks with the LLM; ALFWorl
       }
     }
   }
+});
+
+test("the run's neural policy gets the env's own features from its entry (ALFWorld's), the generic ones elsewhere", () => {
+  const features = (env: string) => (makePolicy(resolveTrainConfig({ env }), {}) as NeuralPolicy).config.features;
+  assert.equal(features("alfworld"), envEntry("alfworld").spec.features);
+  assert.notEqual(features("alfworld"), undefined);
+  assert.equal(features("webshop"), undefined);
 });

@@ -15,8 +15,8 @@ import { behaviourCloningLoop, countDemonstrations } from "./bc.ts";
 import { lockRun, NEW_RUN, RunFolder, type Checkpoint, type RunState } from "./run-folder.ts";
 
 /**
- * Starts a new run in `runDir` (which must not hold one): `train(dir, { env: "webshop", mode:
- * "dreamgym", buffer: "b.db" })`. Everything is checked before the folder is made; a start that
+ * Starts a new run in `runDir` (which must not hold one): `train(dir, { env, mode: "dreamgym",
+ * buffer: "b.db" })`. Everything is checked before the folder is made; a start that
  * fails anyway (before the first iteration) removes what it created. `parts` passes ready objects
  * (a policy, an experience model, a task generator, candidate actions) instead of config names.
  */
@@ -188,7 +188,7 @@ async function checkStart(config: TrainConfig, parts: TrainParts): Promise<void>
     if (!existsSync(config.buffer)) throw new InvalidConfigError(`buffer ${config.buffer} does not exist`);
     const b = ReplayBuffer.open(config.buffer, { readonly: true }); // a corrupt or foreign file fails here
     try {
-      // Another env's buffer (an ALFWorld buffer for WebShop, or the reverse) grounds nothing here.
+      // Another env's buffer grounds nothing here: its states are in another format.
       if (config.mode !== "real") checkBufferEnv(b, config.buffer, config.env);
     } finally {
       b.close();

@@ -15,5 +15,9 @@ export { NoisyOraclePolicy, OraclePolicy, RulePolicy, webshopPageKind } from "./
 export type { PageKind } from "./pages.ts";
 export { webshopAbstraction } from "./state-abstraction.ts";
 export { webshopStartPage, webshopVerifier, webshopGoalOf } from "./synthetic-support.ts";
+export { WebShopTaskGenerator, catalogueTaskGenerator } from "./task-generator.ts";
+export { WebShopOracle } from "./oracle.ts";
+export type { WebShopOracleOptions } from "./oracle.ts";
+export { webshopAgentGym } from "./agentgym.ts";
 export { pageText, renderItemPage, renderSearchPage, renderResultsPage, renderSubPage, renderDonePage, pyJsonDumps, SUB_PAGES } from "./pages.ts";
 export type { Page, SubPage } from "./pages.ts";

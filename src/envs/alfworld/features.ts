@@ -1,8 +1,7 @@
-import { bucket, FeatureBuilder, type FeaturizedStep } from "./features.ts";
-import type { PolicyInput } from "./policy.ts";
+import { bucket, FeatureBuilder, type FeaturizedStep, type PolicyFeatures, type PolicyInput } from "../../core/index.ts";
 
 /**
- * Features for ALFWorld's abstract states (issue 16, part 5), where WebShop's page-and-item features
+ * Features for ALFWorld's abstract states (issue 16, part 5), where the generic page-and-item features
  * do not fit: a command is read as a verb and the entity types it names ("take mug 2 from cabinet 1"
  * → take, mug, cabinet), and scored against the task's goal, parsed from its sentence: the object
  * type, the receptacle type (or lamp), the treatment (clean/heat/cool at sink basin / microwave /
@@ -10,8 +9,8 @@ import type { PolicyInput } from "./policy.ts";
  * yet treated), place (held and ready; "use" for the lamp), or clear (holding something else) — comes
  * from what the agent holds, what is in sight (the observation and the listed take commands) and the
  * commands done so far. Each feature is conjoined with the step and the verb, so the same weights
- * serve every scene and object name. Only states in ALFWorld's abstract format come here; WebShop's
- * features are unchanged.
+ * serve every scene and object name. Only states in ALFWorld's abstract format come here (ALFWorld's
+ * plug point `EnvSpec.features`); other states keep the generic features.
  */
 export interface AlfGoal {
   kind: "simple" | "clean" | "heat" | "cool" | "two" | "look";
@@ -133,3 +132,12 @@ export function featurizeAlfworld(input: PolicyInput, view: AlfView, dim: number
   if (kind === "two") st.add(`alf-state-placed|${Math.min(placed, 2)}`);
   return { actions, candidates, state: st.build() };
 }
+
+/** ALFWorld's plug point for the neural policy: these features for its abstract states, none for any other state. */
+export const alfworldFeatures: PolicyFeatures = {
+  name: "alfworld-features",
+  featurize(input, dim) {
+    const view = alfView(input.observation);
+    return view ? featurizeAlfworld(input, view, dim) : undefined;
+  },
+};

@@ -1,4 +1,5 @@
-import type { StateAbstraction, Trajectory } from "../core/index.ts";
+import type { StateAbstraction } from "./state-abstraction.ts";
+import type { Trajectory } from "./types.ts";
 
 /** A real trajectory with its observations turned into abstract states (for seeding a buffer the synthetic env reads). */
 export function abstractTrajectory(t: Trajectory, abstraction: StateAbstraction): Trajectory {
@@ -7,7 +8,7 @@ export function abstractTrajectory(t: Trajectory, abstraction: StateAbstraction)
     steps: t.steps.map((s, i) => ({
       ...s,
       // A step's observation is the one before's next observation: abstracted with that step's info
-      // (an env whose text alone does not make the state, e.g. ALFWorld's admissible commands).
+      // (an env whose text alone does not make the state: its info lists the admissible commands).
       observation: i > 0 && t.steps[i - 1].next_observation === s.observation ? abstraction.abstract(s.observation, t.steps[i - 1].info) : abstraction.abstract(s.observation),
       next_observation: abstraction.abstract(s.next_observation, s.info),
     })),

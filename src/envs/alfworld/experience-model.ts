@@ -1,8 +1,5 @@
-import { Rng, type Trajectory } from "../core/index.ts";
-import type { ReplayBuffer } from "../buffer/index.ts";
-import { alfworldAbstraction, listedEntities, parseAlfState, renderAlfState, type AlfState } from "../envs/alfworld/index.ts";
-import { abstractTrajectory } from "./abstract-trajectory.ts";
-import type { ExperienceModel, HistoryStep, PredictInput, Prediction } from "./experience-model.ts";
+import { abstractTrajectory, Rng, type ExperienceModel, type HistoryStep, type PredictInput, type Prediction, type Trajectory, type TrajectoryStore } from "../../core/index.ts";
+import { alfworldAbstraction, listedEntities, parseAlfState, renderAlfState, type AlfState } from "./abstraction.ts";
 
 /**
  * The embedded (no LLM) experience model of ALFWorld, learned from offline trajectories only (the
@@ -37,12 +34,12 @@ export class AlfWorldExperienceModel implements ExperienceModel {
   readonly id = "alfworld-template-v1";
   readonly usesDemos = false;
   private tables = new Tables();
-  private fittedOn: ReplayBuffer | undefined;
+  private fittedOn: TrajectoryStore | undefined;
   private readonly memories = new WeakMap<HistoryStep[], { n: number; mem: Memory }>();
   private readonly worlds = new Map<string, Map<string, string[]>>();
 
   /** Learns from the buffer's real ALFWorld trajectories (once per buffer). */
-  async fit(buffer: ReplayBuffer): Promise<void> {
+  async fit(buffer: TrajectoryStore): Promise<void> {
     if (this.fittedOn === buffer) return;
     this.fittedOn = buffer;
     this.learn(buffer.trajectories({ env: "alfworld", source: "real" }));

@@ -1,6 +1,7 @@
-import type { Rng, Task } from "../core/index.ts";
-import { getReward, webshopGoalOf, type Catalogue, type Goal, type Product } from "../envs/webshop/index.ts";
-import type { TaskGenerator } from "./curriculum.ts";
+import type { Rng, Task, TaskGenerator } from "../../core/index.ts";
+import type { Catalogue, Goal, Product } from "./catalogue.ts";
+import { getReward } from "./reward.ts";
+import { webshopGoalOf } from "./synthetic-support.ts";
 
 const PRICE_STEPS = Array.from({ length: 99 }, (_, i) => 10 * (i + 1));
 
@@ -63,4 +64,9 @@ export class WebShopTaskGenerator implements TaskGenerator {
 function goalKey(g: Goal): string {
   const options = Array.isArray(g.goal_options) ? [...g.goal_options].sort() : Object.entries(g.goal_options).sort().map(([k, v]) => `${k}=${v}`);
   return `${g.asin}|${options.join(",")}`;
+}
+
+/** WebShop's plug point for the curriculum (any form of WebShop: text, the site, its pages): goals of its catalogue, none an evaluation task's. */
+export function catalogueTaskGenerator(catalogue: Catalogue, context: { evalTasks: readonly Task[] }): WebShopTaskGenerator {
+  return new WebShopTaskGenerator(catalogue, { excludeGoals: context.evalTasks.map((t) => catalogue.goal(t.goal_index as number)) });
 }

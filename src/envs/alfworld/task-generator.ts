@@ -1,9 +1,8 @@
-import { playEpisode, Rng, type Task } from "../core/index.ts";
-import {
-  AlfWorldEnv, AlfWorldExpert, alfworldGames, Game, isVariantTask, sceneOf, specGoal, specInstruction, specKey, specParams, taskSpec,
-  type AlfWorldSplit, type AlfWorldTask, type GameEntry, type TaskSpec,
-} from "../envs/alfworld/index.ts";
-import type { TaskGenerator } from "./curriculum.ts";
+import { playEpisode, Rng, type Task, type TaskGenerator } from "../../core/index.ts";
+import { AlfWorldEnv, type AlfWorldTask } from "./alfworld-env.ts";
+import { AlfWorldExpert } from "./expert.ts";
+import { alfworldGames, Game, type AlfWorldSplit, type GameEntry } from "./game.ts";
+import { sceneOf, specGoal, specInstruction, specKey, specParams, taskSpec, type TaskSpec } from "./variants.ts";
 
 /** What a game's scene offers a task: object types (and how many), their properties, receptacle types, lamps, appliances. */
 interface Scene {
@@ -204,5 +203,3 @@ export class AlfWorldTaskGenerator implements TaskGenerator {
     return { game: home, spec: pick.spec, kind: pick.kind };
   }
 }
-
-export { isVariantTask };

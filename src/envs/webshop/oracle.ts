@@ -1,19 +1,10 @@
-import { InvalidConfigError, type Rng } from "../core/index.ts";
 import {
-  pageText, pyFloat, renderItemPage, WebShopEnv, webshopAbstraction, webshopTask, type Catalogue, type Product,
-} from "../envs/webshop/index.ts";
-import { pickKind, requestRng, type OracleNoise, type RewardNoiseKind, type StateNoiseKind } from "./noise.ts";
-
-/** One answer of the oracle: the reasoning model's JSON fields, and what the real env did and the noise changed. */
-export interface OracleAnswer {
-  reasoning: string;
-  next_state: string;
-  reward: number;
-  terminated: boolean;
-  /** What the real env did. */
-  real: { nextState: string; reward: number; terminated: boolean; invalid: boolean };
-  noise: { reward?: RewardNoiseKind; state?: StateNoiseKind };
-}
+  InvalidConfigError, pickKind, requestRng, type Oracle, type OracleAnswer, type OracleNoise, type RewardNoiseKind, type Rng, type StateNoiseKind,
+} from "../../core/index.ts";
+import { pyFloat, type Catalogue, type Product } from "./catalogue.ts";
+import { pageText, renderItemPage } from "./pages.ts";
+import { webshopAbstraction } from "./state-abstraction.ts";
+import { WebShopEnv, webshopTask } from "./webshop-env.ts";
 
 /** A real env that has played a prefix of an episode, and the abstract states it passed. */
 interface Replay {
@@ -38,7 +29,7 @@ const kindOf = (state: string) => /^page: (\S+)/.exec(state)?.[1] ?? "";
  * draws. Catalogue goals only (task ids `webshop:<goal index>`): a task generated with a goal object
  * of its own does not travel in the prompt.
  */
-export class WebShopOracle {
+export class WebShopOracle implements Oracle {
   readonly catalogue: Catalogue;
   private readonly abstraction;
   private readonly byTitle = new Map<string, Product>();

@@ -1,5 +1,4 @@
-import type { ExperienceSource, StepInfo, Task } from "../core/index.ts";
-import type { ReplayBuffer } from "../buffer/index.ts";
+import type { ExperienceSource, StepInfo, Task, Trajectory } from "./types.ts";
 
 /** A step of the episode so far, in abstract states. */
 export interface HistoryStep {
@@ -58,5 +57,13 @@ export interface ExperienceModel {
   /** Whether its demos are only real recorded steps (`DemoOptions.realOnly`). @default false */
   readonly realDemosOnly?: boolean;
   /** Learns from the buffer's offline transitions before its first prediction (a model with tables of its own; once per buffer). */
-  fit?(buffer: ReplayBuffer): Promise<void>;
+  fit?(buffer: TrajectoryStore): Promise<void>;
+}
+
+/**
+ * What `ExperienceModel.fit` reads of a replay buffer (the `ReplayBuffer` is one): its stored
+ * trajectories by env and source. Declared here so that a model can live beside its env, below the buffer.
+ */
+export interface TrajectoryStore {
+  trajectories(filter?: { env?: string; source?: ExperienceSource }): Iterable<Trajectory>;
 }

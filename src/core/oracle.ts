@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
-import { InvalidConfigError, Rng } from "../core/index.ts";
+import { InvalidConfigError } from "./errors.ts";
+import { Rng } from "./rng.ts";
 
 /** Ways a reward can be wrong (see docs/fidelity.md). */
 export const REWARD_NOISE_KINDS = ["false-success", "miss", "wrong-score"] as const;
@@ -56,4 +57,32 @@ export function pickKind<K extends string>(rng: Rng, weights: Partial<Record<K, 
     if (x < 0) return k;
   }
   return pool.at(-1)!;
+}
+
+/** One answer of an oracle: the reasoning model's JSON fields, and what the real env did and the noise changed. */
+export interface OracleAnswer {
+  reasoning: string;
+  next_state: string;
+  reward: number;
+  terminated: boolean;
+  /** What the real env did. */
+  real: { nextState: string; reward: number; terminated: boolean; invalid: boolean };
+  noise: { reward?: RewardNoiseKind; state?: StateNoiseKind };
+}
+
+/**
+ * The oracle experience model of an env (its plug point `EnvSpec.oracle`): the real env replaying an
+ * episode's actions, its step corrupted by the seeded noise, behind the reasoning model's chat protocol.
+ */
+export interface Oracle {
+  /** The step after `actions` (the episode's actions, this one last) of task `taskId`; an error for a task it cannot play. */
+  answer(taskId: string, actions: readonly string[]): Promise<OracleAnswer>;
+  /** Env steps taken, and steps saved by replaying from a cached prefix. */
+  readonly stats: { envSteps: number; cachedSteps: number };
+  close(): void;
+}
+
+export interface OracleOptions {
+  noise: OracleNoise;
+  dataDir?: string;
 }

@@ -1,9 +1,10 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { alfworldGames, renderAlfState, taskSpec } from "../envs/alfworld/index.ts";
-import { resolveDataDir } from "../envs/data-dir.ts";
-import { alfGoal, alfStep, alfView } from "./alfworld-features.ts";
-import { featurize } from "./features.ts";
+import { featurize, NeuralPolicy } from "../../rl/index.ts";
+import { resolveDataDir } from "../data-dir.ts";
+import { envEntry } from "../index.ts";
+import { alfGoal, alfStep, alfView, alfworldFeatures } from "./features.ts";
+import { alfworldGames, renderAlfState, taskSpec } from "./index.ts";
 
 test("alfGoal reads every ALFWorld task sentence of the pack (all phrasings): kind, object, receptacle or lamp", () => {
   const kinds: Record<string, string> = {
@@ -33,12 +34,25 @@ test("the task's step: find, take, transform, place, clear", () => {
 
 test("ALFWorld states get their own features (the goal object's command differs from another's); WebShop pages never take that path", () => {
   const s = state("", "On the countertop 1, you see a apple 1, and a mug 2.", ["take apple 1 from countertop 1", "take mug 2 from countertop 1"]);
-  const f = featurize({ task: { id: "t", instruction: "put a clean mug in coffeemachine" }, observation: s, actions: ["take apple 1 from countertop 1", "take mug 2 from countertop 1"], history: [] }, 1 << 15);
+  const f = featurize({ task: { id: "t", instruction: "put a clean mug in coffeemachine" }, observation: s, actions: ["take apple 1 from countertop 1", "take mug 2 from countertop 1"], history: [] }, 1 << 15, alfworldFeatures);
   assert.equal(f.candidates.length, 2);
   assert.notDeepEqual([...f.candidates[0].idx], [...f.candidates[1].idx]);
   // Entity numbers and scene names do not enter: mug 2 and mug 7 look the same.
-  const g = featurize({ task: { id: "t", instruction: "put a clean mug in coffeemachine" }, observation: s.replace(/mug 2/g, "mug 7"), actions: ["take apple 1 from countertop 1", "take mug 7 from countertop 1"], history: [] }, 1 << 15);
+  const g = featurize({ task: { id: "t", instruction: "put a clean mug in coffeemachine" }, observation: s.replace(/mug 2/g, "mug 7"), actions: ["take apple 1 from countertop 1", "take mug 7 from countertop 1"], history: [] }, 1 << 15, alfworldFeatures);
   assert.deepEqual([...g.candidates[1].idx], [...f.candidates[1].idx]);
   assert.equal(alfView("page: search\n[Search]"), undefined);
   assert.equal(alfView("Instruction: i need a red dress\n[Search]"), undefined);
+});
+
+test("the features come through ALFWorld's entry: a neural policy given them scores ALFWorld states with them, one without falls back to the generic ones", () => {
+  assert.equal(envEntry("alfworld").spec.features, alfworldFeatures);
+  const s = state("", "On the countertop 1, you see a apple 1, and a mug 2.", ["take apple 1 from countertop 1", "take mug 2 from countertop 1"]);
+  const input = { task: { id: "t", instruction: "put a clean mug in coffeemachine" }, observation: s, actions: ["take apple 1 from countertop 1", "take mug 2 from countertop 1"], history: [] };
+  const own = new NeuralPolicy({ dim: 1 << 15, features: alfworldFeatures }).recordFor(input, "take mug 2 from countertop 1")!;
+  const generic = new NeuralPolicy({ dim: 1 << 15 }).recordFor(input, "take mug 2 from countertop 1")!;
+  assert.deepEqual(own.features, featurize(input, 1 << 15, alfworldFeatures));
+  assert.notDeepEqual(own.features, generic.features);
+  // A clone keeps them (GRPO's reference, the on-policy audit's frozen policy).
+  const copy = new NeuralPolicy({ dim: 1 << 15, features: alfworldFeatures }).clone();
+  assert.deepEqual(copy.recordFor(input, "take mug 2 from countertop 1")!.features, own.features);
 });

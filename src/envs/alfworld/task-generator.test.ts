@@ -1,11 +1,12 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { playEpisode, Rng, type Task } from "../core/index.ts";
+import { playEpisode, Rng, type Task } from "../../core/index.ts";
 import {
   AlfWorldEnv, AlfWorldExpert, alfworldAbstract, alfworldGames, Game, parseAlfState, sceneOf, specGoal, specKey, taskSpec, type AlfWorldTask,
-} from "../envs/alfworld/index.ts";
-import { envEntry, syntheticSupport } from "../envs/index.ts";
-import { AlfWorldTaskGenerator, alfworldTaskKey, Curriculum, curriculumConfigSchema } from "./index.ts";
+} from "./index.ts";
+import { Curriculum, curriculumConfigSchema } from "../../curriculum/index.ts";
+import { envEntry, syntheticSupport } from "../index.ts";
+import { AlfWorldTaskGenerator, alfworldTaskKey } from "./task-generator.ts";
 
 const train = new AlfWorldEnv({ split: "valid_train" });
 const root = train.root;

@@ -3,15 +3,12 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
-import type { Trajectory } from "../core/index.ts";
-import { ReplayBuffer } from "../buffer/index.ts";
-import { AlfWorldEnv, AlfWorldExpert, alfworldAbstraction, parseAlfState } from "../envs/alfworld/index.ts";
-import { RandomPolicy, runEpisode } from "../envs/index.ts";
-import { abstractTrajectory } from "./abstract-trajectory.ts";
-import { AlfWorldExperienceModel, delex, delexObservation, listText } from "./alfworld-model.ts";
-import { auditModel } from "./audit.ts";
-import { createExperienceModel } from "./create-experience-model.ts";
-import { SyntheticEnv } from "./synthetic-env.ts";
+import { abstractTrajectory, type Trajectory } from "../../core/index.ts";
+import { ReplayBuffer } from "../../buffer/index.ts";
+import { auditModel, createExperienceModel, SyntheticEnv } from "../../experience/index.ts";
+import { RandomPolicy, runEpisode } from "../index.ts";
+import { AlfWorldEnv, AlfWorldExpert, alfworldAbstraction, parseAlfState } from "./index.ts";
+import { AlfWorldExperienceModel, delex, delexObservation, listText } from "./experience-model.ts";
 
 async function episodes(split: "valid_train" | "valid_unseen", n: number, every = 1): Promise<Trajectory[]> {
   const env = new AlfWorldEnv({ split });

@@ -1,0 +1,61 @@
+import type { PolicyInput } from "./policy.ts";
+
+/** A sparse feature vector: hashed indices (sorted, unique) and their values. */
+export interface SparseVector {
+  idx: Int32Array;
+  val: Float32Array;
+}
+
+/** A step as the neural policy scores it: each candidate action's features and the state's. */
+export interface FeaturizedStep {
+  /** The candidate actions, free text filled in. */
+  actions: string[];
+  candidates: SparseVector[];
+  /** Features of the state alone (the value head's input). */
+  state: SparseVector;
+}
+
+/**
+ * An env's own features for the neural policy (its plug point `EnvSpec.features`), for states in its
+ * format where the generic text features read the wrong things.
+ */
+export interface PolicyFeatures {
+  /** What the features are, for messages (e.g. "myenv-features"). */
+  readonly name: string;
+  /** The step's features, or undefined for a state not in the env's format (the generic text features then apply). */
+  featurize(input: PolicyInput, dim: number): FeaturizedStep | undefined;
+}
+
+/** 32-bit FNV-1a. */
+function hash(s: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) {
+    h ^= s.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return h >>> 0;
+}
+
+/** Builds a sparse vector from named features, hashed into `dim` buckets (values of a name add up). */
+export class FeatureBuilder {
+  private readonly map = new Map<number, number>();
+  constructor(private readonly dim: number) {}
+  add(name: string, value = 1): void {
+    if (value === 0) return;
+    const i = hash(name) % this.dim;
+    this.map.set(i, (this.map.get(i) ?? 0) + value);
+  }
+  build(): SparseVector {
+    const idx = Int32Array.from(this.map.keys()).sort();
+    const val = new Float32Array(idx.length);
+    for (let j = 0; j < idx.length; j++) val[j] = this.map.get(idx[j])!;
+    return { idx, val };
+  }
+}
+
+/** The index of the first edge `x` does not pass (0..edges.length). */
+export const bucket = (x: number, edges: number[]) => {
+  let b = 0;
+  while (b < edges.length && x > edges[b]) b++;
+  return b;
+};
