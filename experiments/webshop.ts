@@ -13,7 +13,7 @@
 // writes results.md.
 //
 //   npm run experiment:webshop -- [--seeds 5] [--eval-split test|dev] [--real 80000] [--synthetic 80000] [--s2r-synthetic 240000] [--parallel 2] [--out runs/experiment-webshop]
-//     [--init scratch|bc] [--synthetic-tasks seed|split] [--experience learned|default|<chat model>] [--rows bc,real,real-seed-tasks,real-tenth,dreamgym,dreamgym-split-tasks,dreamgym-std-floor,dreamgym-kl,s2r,hybrid,no-replay,no-curriculum,no-pessimism,knn] [--only-seeds 2] [--final-eval-tasks 500]
+//     [--init scratch|bc] [--synthetic-tasks seed|split] [--experience learned|default|<chat model>] [--rows bc,real,real-seed-tasks,real-tenth,real-kl,dreamgym,dreamgym-split-tasks,dreamgym-std-floor,dreamgym-kl,s2r,hybrid,no-replay,no-curriculum,no-pessimism,knn] [--only-seeds 2] [--final-eval-tasks 500]
 //     [--real-screen 4] [--real-batch-advantage 2] [--std-floor 0.1] [--kl-coef 0.05] [--rl-seeds 1]
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
@@ -71,7 +71,7 @@ const OPTIONS = {
   "real-batch-advantage": { type: "string", default: "2" },
   /** The dreamgym-std-floor row's σ_min under GRPO's group standard deviation (`grpo.stdFloor`). */
   "std-floor": { type: "string", default: "0.1" },
-  /** The dreamgym-kl row's β of GRPO's KL penalty to the BC start (`grpo.klCoef`), beside the std floor. */
+  /** The dreamgym-kl and real-kl rows' β of GRPO's KL penalty to the BC start (`grpo.klCoef`), beside the std floor. */
   "kl-coef": { type: "string", default: "0.05" },
 } as const;
 const args = (() => {
@@ -97,7 +97,7 @@ const M = count("synthetic");
 const S2R_M = args["s2r-synthetic"] === undefined ? 3 * M : count("s2r-synthetic");
 const parallel = count("parallel");
 const finalEvalTasks = String(count("final-eval-tasks"));
-const ROW_KEYS = ["bc", "real", "real-seed-tasks", "real-tenth", "dreamgym", "dreamgym-split-tasks", "dreamgym-std-floor", "dreamgym-kl", "s2r", "no-replay", "no-curriculum", "no-pessimism", "knn", "hybrid"];
+const ROW_KEYS = ["bc", "real", "real-seed-tasks", "real-tenth", "real-kl", "dreamgym", "dreamgym-split-tasks", "dreamgym-std-floor", "dreamgym-kl", "s2r", "no-replay", "no-curriculum", "no-pessimism", "knn", "hybrid"];
 const wanted = args.rows?.split(",").map((k) => k.trim());
 const unknown = wanted?.filter((k) => !ROW_KEYS.includes(k) || (k === "knn" && args.experience === "default")) ?? [];
 if (unknown.length > 0) usage(`unknown rows ${unknown.join(", ")} (rows: ${ROW_KEYS.filter((k) => k !== "knn" || args.experience !== "default").join(", ")})`);
@@ -178,6 +178,7 @@ const allRows: Row[] = [
   { key: "real", name: `real-env GRPO, ${N.toLocaleString("en-US")} real steps`, args: ["--mode", "real", "--budget", String(N)], audit: "—" },
   { key: "real-seed-tasks", name: `real-env GRPO on the seed buffer's tasks only, ${N.toLocaleString("en-US")} real steps`, args: ["--mode", "real", "--budget", String(N), "--set", "realTasks=seed"], audit: "—" },
   { key: "real-tenth", name: `real-env GRPO, ${tenth.toLocaleString("en-US")} real steps`, args: ["--mode", "real", "--budget", String(tenth)], audit: "—" },
+  { key: "real-kl", name: `real-env GRPO, ${N.toLocaleString("en-US")} real steps, KL β ${args["kl-coef"]} to the BC start`, args: ["--mode", "real", "--budget", String(N), "--set", `grpo.klCoef=${args["kl-coef"]}`], audit: "—" },
   dg("dreamgym", "DreamGym (model rewards), 0 real", []),
   dg("dreamgym-std-floor", `DreamGym (model rewards), GRPO's group std floored at ${args["std-floor"]}, 0 real`, ["--set", `grpo.stdFloor=${args["std-floor"]}`]),
   dg("dreamgym-kl", `DreamGym (model rewards), std floor ${args["std-floor"]}, KL β ${args["kl-coef"]} to the BC start, 0 real`, ["--set", `grpo.stdFloor=${args["std-floor"]}`, "--set", `grpo.klCoef=${args["kl-coef"]}`]),

@@ -7,7 +7,7 @@ import type { Parts } from "./compose.ts";
 import { checkFinite } from "./iteration-metrics.ts";
 import { evaluate } from "./loop.ts";
 import type { RunSink } from "./run-sink.ts";
-import type { RunState } from "./run-folder.ts";
+import type { RunState } from "./run-sink.ts";
 
 /** The demonstrations of a behaviour-cloning run, as the policy's own step records. */
 export interface Demonstrations<R = unknown> {

@@ -7,5 +7,6 @@ export type { TrainConfig, TrainConfigInput, TrainSummary, IterationMetrics, Eva
 export { candidateSource, makeEnvPool, makeSyntheticPool, makePolicy } from "./compose.ts";
 export type { TrainParts, Parts, EnvPool, SyntheticPool } from "./compose.ts";
 export { RunFolder, auditFiles, latestPolicyFile } from "./run-folder.ts";
-export type { RunState, Checkpoint } from "./run-folder.ts";
+export type { Checkpoint } from "./run-folder.ts";
+export type { RunState } from "./run-sink.ts";
 export { writeReport, lineChart, readMetrics } from "./report.ts";

@@ -2,7 +2,7 @@ import { TrainingDivergedError, type Episode } from "../core/index.ts";
 import type { OnPolicyAuditSummary } from "../experience/index.ts";
 import type { GrpoStats, PpoStats } from "../rl/index.ts";
 import type { EvalResult, IterationMetrics, TrainConfig } from "./config.ts";
-import type { RunState } from "./run-folder.ts";
+import type { RunState } from "./run-sink.ts";
 import type { RunSink } from "./run-sink.ts";
 
 /** What one iteration did, as the loop collected it. */

@@ -5,7 +5,7 @@ import type { Parts } from "./compose.ts";
 import { checkFinite, iterationMetrics, mean } from "./iteration-metrics.ts";
 import { onPolicyAudit } from "./on-policy-audit.ts";
 import { auditDue, grpoSettings, nextPhase, screenTasks } from "./phases.ts";
-import type { RunState } from "./run-folder.ts";
+import type { RunState } from "./run-sink.ts";
 import type { RunSink } from "./run-sink.ts";
 import { modelFailed, syntheticTrajectory, uncertaintyOf, verifiedSteps } from "./synthetic-episodes.ts";
 

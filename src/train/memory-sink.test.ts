@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { registerEnv } from "../envs/index.ts";
 import { BanditEnv } from "../testing/index.ts";
 import { makeEnvPool, makePolicy, MemorySink, readMetrics, resolveTrainConfig, train, trainingLoop, type IterationMetrics } from "./index.ts";
-import { NEW_RUN } from "./run-folder.ts";
+import { NEW_RUN } from "./run-sink.ts";
 
 const ENV = "sink-bandit";
 registerEnv(ENV, { create: () => new BanditEnv(5, 3), tasks: (env) => env.tasks(6) });

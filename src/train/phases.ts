@@ -1,7 +1,7 @@
 import { deriveSeed, playEpisodes, type Env, type Task } from "../core/index.ts";
 import type { GrpoConfig, TrainablePolicy } from "../rl/index.ts";
 import type { IterationMetrics, TrainConfig } from "./config.ts";
-import type { RunState } from "./run-folder.ts";
+import type { RunState } from "./run-sink.ts";
 import { mean, variance } from "./iteration-metrics.ts";
 
 /**

@@ -4,24 +4,8 @@ import { DataError, InvalidConfigError, readJsonFile, writeFileAtomic } from "..
 import type { AuditPair } from "../experience/index.ts";
 import { resolveTrainConfig, type IterationMetrics, type ResumeOverrides, type TrainConfig } from "./config.ts";
 import { parseMetricsLine, writeReport } from "./report.ts";
-import type { RunSink } from "./run-sink.ts";
+import type { RunSink, RunState } from "./run-sink.ts";
 
-/** Counters a run carries across iterations and resumes. */
-export interface RunState {
-  iteration: number;
-  /** LLM tokens so far, across resumes. */
-  tokens?: number;
-  realInteractions: number;
-  evalInteractions: number;
-  syntheticInteractions: number;
-  /** Real env steps of on-policy audits (absent in checkpoints of runs from before the audit). */
-  auditInteractions?: number;
-  droppedEpisodes: number;
-  episodes: number;
-  wallSeconds: number;
-}
-
-export const NEW_RUN: RunState = Object.freeze({ iteration: 0, realInteractions: 0, evalInteractions: 0, syntheticInteractions: 0, auditInteractions: 0, droppedEpisodes: 0, episodes: 0, wallSeconds: 0 });
 
 /** `checkpoints/latest.json`: where a resume starts. */
 export interface Checkpoint {

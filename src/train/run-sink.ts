@@ -1,6 +1,22 @@
 import type { AuditPair } from "../experience/index.ts";
 import type { IterationMetrics } from "./config.ts";
-import type { RunState } from "./run-folder.ts";
+
+/** Counters a run carries across iterations and resumes. */
+export interface RunState {
+  iteration: number;
+  /** LLM tokens so far, across resumes. */
+  tokens?: number;
+  realInteractions: number;
+  evalInteractions: number;
+  syntheticInteractions: number;
+  /** Real env steps of on-policy audits (absent in checkpoints of runs from before the audit). */
+  auditInteractions?: number;
+  droppedEpisodes: number;
+  episodes: number;
+  wallSeconds: number;
+}
+
+export const NEW_RUN: RunState = Object.freeze({ iteration: 0, realInteractions: 0, evalInteractions: 0, syntheticInteractions: 0, auditInteractions: 0, droppedEpisodes: 0, episodes: 0, wallSeconds: 0 });
 
 /**
  * Where a training loop puts what it makes: metrics lines, checkpoints, audited episodes. The run

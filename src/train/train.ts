@@ -12,7 +12,8 @@ import { resolveTrainConfig, type EvalResult, type ResumeOverrides, type TrainCo
 import { candidateSource, makeEnvPool, makePolicy, makeSyntheticPool, type Parts, type TrainParts } from "./compose.ts";
 import { trainingLoop } from "./loop.ts";
 import { behaviourCloningLoop, countDemonstrations } from "./bc.ts";
-import { lockRun, NEW_RUN, RunFolder, type Checkpoint, type RunState } from "./run-folder.ts";
+import { lockRun, RunFolder, type Checkpoint } from "./run-folder.ts";
+import { NEW_RUN, type RunState } from "./run-sink.ts";
 
 /**
  * Starts a new run in `runDir` (which must not hold one): `train(dir, { env, mode: "dreamgym",
