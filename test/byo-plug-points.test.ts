@@ -9,9 +9,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 // From the package, as the example itself imports it (a user's env module and its tests see the built package).
 import {
-  abstractTrajectory, createEnv, createExperienceModel, createPolicy, envTasks, registerEnv, ReplayBuffer, Rng, runEpisode, syntheticSupport, train, unregisterEnv,
+  createEnv, createExperienceModel, createPolicy, registerEnv, ReplayBuffer, runEpisode, train,
   type EnvSpec, type ExperienceModel, type IterationMetrics, type TaskGenerator,
 } from "dreamgym";
+import { abstractTrajectory, Rng } from "dreamgym/core";
+import { envTasks, syntheticSupport, unregisterEnv } from "dreamgym/envs";
 import { vaultSpec, VaultItemsGenerator, VaultTableModel, type VaultEnv } from "../examples/vault/vault.ts";
 
 test("a registered env's own experience model and task generator drive the DreamGym loop (vault)", async (t) => {

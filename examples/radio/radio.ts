@@ -6,7 +6,8 @@
  * before all three are fitted only makes it crackle. Load it with
  * `dreamgym --env-module examples/radio/radio.ts <command> --env radio …`.
  */
-import { orderEnforcing, registerEnv, Rng, scripted, withTimeLimit, type Env, type ResetOptions, type StepResult, type Task } from "dreamgym";
+import { orderEnforcing, registerEnv, scripted, withTimeLimit, type Env, type ResetOptions, type StepResult, type Task } from "dreamgym";
+import { Rng } from "dreamgym/core";
 
 const PARTS = ["valve", "coil", "dial", "fuse", "speaker", "antenna", "battery", "knob"];
 const DRAWERS = 6;

@@ -6,11 +6,13 @@
  * plugs in what a built-in env can: its own embedded experience model and a task generator for the
  * curriculum (see the end of the file).
  */
+import { orderEnforcing, registerEnv, scripted, withTimeLimit, type EnvSpec, type ExperienceModelContext } from "dreamgym";
+// The Env contract and the plug points' interfaces.
 import {
-  abstractTrajectory, orderEnforcing, registerEnv, Rng, scripted, withTimeLimit,
-  type Env, type EnvSpec, type ExperienceModel, type ExperienceModelContext, type PredictInput, type Prediction, type ResetOptions, type RewardSpec,
+  abstractTrajectory, Rng,
+  type Env, type ExperienceModel, type PredictInput, type Prediction, type ResetOptions, type RewardSpec,
   type StateAbstraction, type StepResult, type Task, type TaskGenerator, type TrajectoryStore,
-} from "dreamgym";
+} from "dreamgym/core";
 
 const ROOMS = ["hall", "library", "kitchen", "cellar", "garden", "study", "attic", "pantry"];
 const INSTRUCTION = "Find the key and open the chest; pick up every gem you see on the way.";
