@@ -42,7 +42,10 @@ class AnswerTooLargeError extends Error {}
  */
 function limitedFetch(maxBytes: number): typeof fetch {
   return async (input, init) => {
-    const res = await fetch(input, init);
+    // The request's own hook (see `once`), called in the tick the client starts its timeout.
+    const { onFetch, ...rest } = (init ?? {}) as RequestInit & { onFetch?: () => void };
+    onFetch?.();
+    const res = await fetch(input, rest);
     const tooLarge = () => new AnswerTooLargeError(`the answer is larger than ${maxBytes} bytes (HTTP ${res.status})`);
     if (Number(res.headers.get("content-length") ?? 0) > maxBytes) {
       await res.body?.cancel().catch(() => {});
@@ -163,11 +166,15 @@ export class OpenAIChatModel implements ChatModel {
   private async once(request: ChatRequest): Promise<ChatResponse> {
     const abort = new AbortController();
     const off = this.breaker.onTrip(() => abort.abort());
-    // The client's timeout ends at the answer's headers; this one bounds the whole answer. A moment
-    // later than the client's, so that no headers at all stays the client's timeout (not answered).
-    const deadline = setTimeout(() => abort.abort(new AnswerDeadlineError(`timed out: no whole answer within ${this.timeoutMs / 1000} s (--request-timeout)`)), this.timeoutMs + 50);
+    // The client's timeout ends at the answer's headers; this one bounds the whole answer. It starts
+    // in the tick the client's does (when the request is sent) and ends a moment later, so that no
+    // headers at all stays the client's timeout (not answered), however late a busy process sends it.
+    let deadline: ReturnType<typeof setTimeout> | undefined;
+    const startDeadline = () => {
+      deadline = setTimeout(() => abort.abort(new AnswerDeadlineError(`timed out: no whole answer within ${this.timeoutMs / 1000} s (--request-timeout)`)), this.timeoutMs + 50);
+    };
     try {
-      return await this.attempt(request, abort.signal);
+      return await this.attempt(request, abort.signal, startDeadline);
     } catch (e) {
       if (abort.signal.aborted && abort.signal.reason instanceof AnswerDeadlineError && !causedBy(e, AnswerDeadlineError)) throw abort.signal.reason;
       throw e;
@@ -177,7 +184,7 @@ export class OpenAIChatModel implements ChatModel {
     }
   }
 
-  private async attempt(request: ChatRequest, signal: AbortSignal): Promise<ChatResponse> {
+  private async attempt(request: ChatRequest, signal: AbortSignal, onFetch: () => void): Promise<ChatResponse> {
     const res = await this.client.chat.completions.create({
       model: this.model,
       messages: request.messages,
@@ -187,7 +194,7 @@ export class OpenAIChatModel implements ChatModel {
       ...(request.n !== undefined ? { n: request.n } : {}),
       ...(request.stop ? { stop: request.stop } : {}),
       ...(request.schema ? { response_format: { type: "json_schema" as const, json_schema: { name: request.schema.name, schema: request.schema.schema, strict: true } } } : {}),
-    }, { signal });
+    }, { signal, fetchOptions: { onFetch } as object });
     if (!res || typeof res !== "object" || !Array.isArray(res.choices)) throw new NotTheProtocolError(`the answer is not an OpenAI chat completion${typeof res === "string" ? ` (it begins ${JSON.stringify((res as string).slice(0, 40))})` : " (no choices)"}`);
     const choices: ChatChoice[] = res.choices.map((c) => {
       const text = c.message?.content ?? "";
