@@ -27,14 +27,35 @@ export async function benchAlfworldSynthetic(report: Report): Promise<void> {
   report("alfworld synthetic: fit on the buffer", `${(performance.now() - t0).toFixed(0)} ms (${buffer.count()} transitions)`);
   const evalEnv = new AlfWorldEnv({ split: "valid_unseen" });
   const tasks = evalEnv.tasks();
-  const env = new SyntheticEnv({ model, abstraction: alfworldAbstraction, tasks, initialState: (t) => evalEnv.introOf(t), buffer, maxSteps: 50, record: false });
+  const env = new SyntheticEnv({
+    model,
+    abstraction: alfworldAbstraction,
+    tasks,
+    initialState: (t) => evalEnv.introOf(t),
+    buffer,
+    maxSteps: 50,
+    record: false,
+  });
   const policy = new RandomPolicy(2);
   let steps = 0;
   t0 = performance.now();
-  for (let i = 0; performance.now() - t0 < 3000; i++) steps += (await runEpisode(env, policy, { envName: "alfworld", task: tasks[i % tasks.length] })).steps.length;
-  report("alfworld synthetic: embedded model, steps/s", `${(steps / ((performance.now() - t0) / 1000)).toFixed(0)} (one env, random policy, 50-step episodes, no recording)`);
+  for (let i = 0; performance.now() - t0 < 3000; i++)
+    steps += (await runEpisode(env, policy, { envName: "alfworld", task: tasks[i % tasks.length] })).steps.length;
+  report(
+    "alfworld synthetic: embedded model, steps/s",
+    `${(steps / ((performance.now() - t0) / 1000)).toFixed(0)} (one env, random policy, 50-step episodes, no recording)`,
+  );
   // Hybrid: each step also replayed in the real game while it admits the synthetic commands.
-  const hybrid = new SyntheticEnv({ model, abstraction: alfworldAbstraction, tasks, initialState: (t) => evalEnv.introOf(t), buffer, maxSteps: 50, record: false, verifier: alfworldVerifier(new AlfWorldReplay({ split: "valid_unseen" })) });
+  const hybrid = new SyntheticEnv({
+    model,
+    abstraction: alfworldAbstraction,
+    tasks,
+    initialState: (t) => evalEnv.introOf(t),
+    buffer,
+    maxSteps: 50,
+    record: false,
+    verifier: alfworldVerifier(new AlfWorldReplay({ split: "valid_unseen" })),
+  });
   steps = 0;
   let verified = 0;
   t0 = performance.now();
@@ -43,7 +64,10 @@ export async function benchAlfworldSynthetic(report: Report): Promise<void> {
     steps += t.steps.length;
     verified += t.steps.filter((s) => s.info?.verified === true).length;
   }
-  report("alfworld synthetic: hybrid, steps/s", `${(steps / ((performance.now() - t0) / 1000)).toFixed(0)} (as above; ${(100 * verified / Math.max(1, steps)).toFixed(0)}% of the random policy's steps judged by the real game)`);
+  report(
+    "alfworld synthetic: hybrid, steps/s",
+    `${(steps / ((performance.now() - t0) / 1000)).toFixed(0)} (as above; ${((100 * verified) / Math.max(1, steps)).toFixed(0)}% of the random policy's steps judged by the real game)`,
+  );
   buffer.close();
 }
 

@@ -33,7 +33,9 @@ export async function benchAlfworld(report: Report): Promise<void> {
   }
   report("alfworld: steps/s, one env (admissible commands after each)", `${(steps / ((performance.now() - t0) / 1000)).toFixed(0)}`);
   const memory = (n: number) =>
-    JSON.parse(execFileSync(process.execPath, ["--expose-gc", "--import", "tsx", join(import.meta.dirname, "alfworld-memory.ts"), String(n)], { encoding: "utf8" })) as { rssDeltaMB: number; heapDeltaMB: number };
+    JSON.parse(
+      execFileSync(process.execPath, ["--expose-gc", "--import", "tsx", join(import.meta.dirname, "alfworld-memory.ts"), String(n)], { encoding: "utf8" }),
+    ) as { rssDeltaMB: number; heapDeltaMB: number };
   const one = memory(1);
   const many = memory(64);
   report("alfworld: memory, 1 env (RSS / heap, delta)", `${one.rssDeltaMB.toFixed(1)} MB / ${one.heapDeltaMB.toFixed(1)} MB`);

@@ -8,7 +8,9 @@ import { Rng } from "../src/core/index.ts";
 import { createPolicy } from "../src/envs/index.ts";
 import { createWebShopBrowserEnv } from "../src/envs/webshop-site/index.ts";
 
-const { values } = parseArgs({ options: { seconds: { type: "string", default: "20" }, warmup: { type: "string", default: "3" }, contexts: { type: "string", default: "1,4" } } });
+const { values } = parseArgs({
+  options: { seconds: { type: "string", default: "20" }, warmup: { type: "string", default: "3" }, contexts: { type: "string", default: "1,4" } },
+});
 const seconds = Number(values.seconds);
 const warmup = Number(values.warmup);
 const sizes = values.contexts.split(",").map(Number);
@@ -83,22 +85,40 @@ async function run(n: number): Promise<Row> {
   await Promise.all(loops);
   for (const e of envs) await e.close();
   return {
-    contexts: n, steps, episodes, failed, seconds: elapsed, latency,
-    rss: procs.reduce((s, p) => s + p.rss, 0), pss: procs.reduce((s, p) => s + p.pss, 0), processes: procs.length,
+    contexts: n,
+    steps,
+    episodes,
+    failed,
+    seconds: elapsed,
+    latency,
+    rss: procs.reduce((s, p) => s + p.rss, 0),
+    pss: procs.reduce((s, p) => s + p.pss, 0),
+    processes: procs.length,
   };
 }
 
-console.log(`browser WebShop: oracle episodes on test goals, ${seconds} s measured after ${warmup} s warm-up; load average ${loadavg().map((x) => x.toFixed(1)).join(" ")} on this machine`);
+console.log(
+  `browser WebShop: oracle episodes on test goals, ${seconds} s measured after ${warmup} s warm-up; load average ${loadavg()
+    .map((x) => x.toFixed(1))
+    .join(" ")} on this machine`,
+);
 const rows: Row[] = [];
 for (const n of sizes) rows.push(await run(n));
 
-console.log("\n| contexts | steps/s | episodes/s | failed | p50 / p99 ms: type (search) | click | reset | Chromium processes | RSS total | PSS total | PSS per context |");
+console.log(
+  "\n| contexts | steps/s | episodes/s | failed | p50 / p99 ms: type (search) | click | reset | Chromium processes | RSS total | PSS total | PSS per context |",
+);
 console.log("|---|---|---|---|---|---|---|---|---|---|---|");
 for (const r of rows) {
   const lat = (k: string) => `${fmt(quantile(r.latency.get(k) ?? [], 0.5))} / ${fmt(quantile(r.latency.get(k) ?? [], 0.99))}`;
-  console.log(`| ${r.contexts} | ${fmt(r.steps / r.seconds, 1)} | ${fmt(r.episodes / r.seconds, 2)} | ${r.failed} | ${lat("type")} | ${lat("click")} | ${lat("reset")} | ${r.processes} | ${mb(r.rss)} MB | ${mb(r.pss)} MB | ${mb(r.pss / r.contexts)} MB |`);
+  console.log(
+    `| ${r.contexts} | ${fmt(r.steps / r.seconds, 1)} | ${fmt(r.episodes / r.seconds, 2)} | ${r.failed} | ${lat("type")} | ${lat("click")} | ${lat("reset")} | ${r.processes} | ${mb(r.rss)} MB | ${mb(r.pss)} MB | ${mb(r.pss / r.contexts)} MB |`,
+  );
 }
 if (rows.length >= 2) {
   const [a, b] = [rows[0], rows.at(-1)!];
-  if (b.contexts > a.contexts) console.log(`\nmarginal memory of a context: ${mb((b.pss - a.pss) / (b.contexts - a.contexts))} MB PSS, ${mb((b.rss - a.rss) / (b.contexts - a.contexts))} MB RSS`);
+  if (b.contexts > a.contexts)
+    console.log(
+      `\nmarginal memory of a context: ${mb((b.pss - a.pss) / (b.contexts - a.contexts))} MB PSS, ${mb((b.rss - a.rss) / (b.contexts - a.contexts))} MB RSS`,
+    );
 }

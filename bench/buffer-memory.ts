@@ -13,7 +13,13 @@ gc?.();
 const searched = process.memoryUsage();
 b.close();
 const mb = (x: number) => Math.round(x / 2 ** 20);
-console.log(JSON.stringify({
-  baseRss: mb(base.rss), openRss: mb(opened.rss), openHeap: mb(opened.heapUsed),
-  searchRss: mb(searched.rss), searchHeap: mb(searched.heapUsed), external: mb(searched.external + searched.arrayBuffers),
-}));
+console.log(
+  JSON.stringify({
+    baseRss: mb(base.rss),
+    openRss: mb(opened.rss),
+    openHeap: mb(opened.heapUsed),
+    searchRss: mb(searched.rss),
+    searchHeap: mb(searched.heapUsed),
+    external: mb(searched.external + searched.arrayBuffers),
+  }),
+);

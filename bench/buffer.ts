@@ -14,8 +14,13 @@ const mb = (b: number) => `${(b / 2 ** 20).toFixed(0)} MB`;
 export type Report = (name: string, value: string) => void;
 
 /** Memory of a fresh process that opens the buffer and searches once (RSS and JS heap, MB). */
-function memoryOf(file: string, annThreshold: number): { baseRss: number; openRss: number; openHeap: number; searchRss: number; searchHeap: number; external: number } {
-  const out = execFileSync(process.execPath, ["--expose-gc", "--import", "tsx", join(import.meta.dirname, "buffer-memory.ts"), file, String(annThreshold)], { encoding: "utf8" });
+function memoryOf(
+  file: string,
+  annThreshold: number,
+): { baseRss: number; openRss: number; openHeap: number; searchRss: number; searchHeap: number; external: number } {
+  const out = execFileSync(process.execPath, ["--expose-gc", "--import", "tsx", join(import.meta.dirname, "buffer-memory.ts"), file, String(annThreshold)], {
+    encoding: "utf8",
+  });
   return JSON.parse(out);
 }
 
@@ -28,7 +33,11 @@ async function* webshopEpisodes(transitions: number, seed: number): AsyncGenerat
   let steps = 0;
   let batch: Trajectory[] = [];
   for (let i = 0; steps < transitions; i++) {
-    const t = await runEpisode(env, i % 4 === 0 ? oracle : random, { envName: "webshop", task: tasks[(i * 7919 + seed) % tasks.length], seed: seed * 1_000_003 + i });
+    const t = await runEpisode(env, i % 4 === 0 ? oracle : random, {
+      envName: "webshop",
+      task: tasks[(i * 7919 + seed) % tasks.length],
+      seed: seed * 1_000_003 + i,
+    });
     steps += t.steps.length;
     batch.push(t);
     if (batch.length === 500) {
@@ -48,14 +57,23 @@ function shortEpisodes(n: number): Trajectory[] {
       const r = rooms[(i + s) % 8];
       return {
         observation: `On the ${r} ${1 + ((i * 7 + s) % 5)}, you see a ${things[(i + s) % 8]} ${1 + (s % 3)}, a ${things[(i * 3 + s) % 8]} 2, and a ${things[(i * 5 + s) % 8]} ${i % 9}. Episode ${i}.`,
-        action: s % 3 === 0 ? `go to ${rooms[(i + s + 1) % 8]} ${1 + (s % 4)}` : `take ${things[(i + s) % 8]} ${1 + (s % 3)} from ${r} ${1 + ((i * 7 + s) % 5)}`,
+        action:
+          s % 3 === 0 ? `go to ${rooms[(i + s + 1) % 8]} ${1 + (s % 4)}` : `take ${things[(i + s) % 8]} ${1 + (s % 3)} from ${r} ${1 + ((i * 7 + s) % 5)}`,
         reward: s === 9 ? 1 : 0,
         next_observation: `You arrive at the ${rooms[(i + s + 1) % 8]}. Nothing happens in episode ${i} step ${s}.`,
         terminated: s === 9,
         truncated: false,
       };
     });
-    return { env: "alfworld-like", task: { id: `short-${i % 300}`, instruction: `put a ${things[i % 8]} in ${rooms[i % 8]}` }, steps, total_reward: 1, success: true, source: "real" as const, created_at: new Date(0).toISOString() };
+    return {
+      env: "alfworld-like",
+      task: { id: `short-${i % 300}`, instruction: `put a ${things[i % 8]} in ${rooms[i % 8]}` },
+      steps,
+      total_reward: 1,
+      success: true,
+      source: "real" as const,
+      created_at: new Date(0).toISOString(),
+    };
   });
 }
 
@@ -111,7 +129,10 @@ export async function benchBuffer(report: Report, large: boolean): Promise<void>
     const s2 = performance.now();
     let m = 0;
     for (let i = 0; i < short.length; i += 500) m += (await c.appendTrajectories(short.slice(i, i + 500))).transitions;
-    report("buffer: import, short texts (~150 chars)", `${Math.round(m / ((performance.now() - s2) / 1000)).toLocaleString("en-US")} transitions/s (${m} transitions)`);
+    report(
+      "buffer: import, short texts (~150 chars)",
+      `${Math.round(m / ((performance.now() - s2) / 1000)).toLocaleString("en-US")} transitions/s (${m} transitions)`,
+    );
     c.close();
     ReplayBuffer.remove(file);
   }
@@ -123,10 +144,16 @@ export async function benchBuffer(report: Report, large: boolean): Promise<void>
     const { p50, p99 } = await searchLatency(b, held, true);
     const full = performance.now();
     await b.search(held[0].steps[0].observation, { k: 5 });
-    report("buffer: 100k, exact top-5 p50 / p99", `${p50.toFixed(2)} / ${p99.toFixed(2)} ms (with embedding + rows: ${(performance.now() - full).toFixed(2)} ms)`);
+    report(
+      "buffer: 100k, exact top-5 p50 / p99",
+      `${p50.toFixed(2)} / ${p99.toFixed(2)} ms (with embedding + rows: ${(performance.now() - full).toFixed(2)} ms)`,
+    );
     b.close();
     const m = memoryOf(file, 250_000);
-    report("buffer: 100k, memory: open / after a search", `RSS ${m.openRss} / ${m.searchRss} MB, JS heap ${m.openHeap} / ${m.searchHeap} MB (process alone: ${m.baseRss} MB); file ${mb(statSync(file).size)}`);
+    report(
+      "buffer: 100k, memory: open / after a search",
+      `RSS ${m.openRss} / ${m.searchRss} MB, JS heap ${m.openHeap} / ${m.searchHeap} MB (process alone: ${m.baseRss} MB); file ${mb(statSync(file).size)}`,
+    );
     ReplayBuffer.remove(file);
   }
   if (!large) return;
@@ -135,7 +162,10 @@ export async function benchBuffer(report: Report, large: boolean): Promise<void>
     const file = join(dir, "dreamgym-bench-1m.db");
     const t0 = performance.now();
     const { rate, held } = await build(file, 1_000_000, { annThreshold: 250_000 });
-    report("buffer: 1M, build (episodes + import)", `${((performance.now() - t0) / 1000).toFixed(0)} s (import ${Math.round(rate).toLocaleString("en-US")} transitions/s)`);
+    report(
+      "buffer: 1M, build (episodes + import)",
+      `${((performance.now() - t0) / 1000).toFixed(0)} s (import ${Math.round(rate).toLocaleString("en-US")} transitions/s)`,
+    );
     const b = ReplayBuffer.open(file, { annThreshold: 250_000 });
     const t1 = performance.now();
     const ann = await searchLatency(b, held, false);
@@ -143,11 +173,17 @@ export async function benchBuffer(report: Report, large: boolean): Promise<void>
     report("buffer: 1M, HNSW top-5 p50 / p99", `${ann.p50.toFixed(2)} / ${ann.p99.toFixed(2)} ms`);
     b.close();
     const m = memoryOf(file, 250_000);
-    report("buffer: 1M, memory: open / after a search", `RSS ${m.openRss} / ${m.searchRss} MB, JS heap ${m.openHeap} / ${m.searchHeap} MB (process alone: ${m.baseRss} MB)`);
+    report(
+      "buffer: 1M, memory: open / after a search",
+      `RSS ${m.openRss} / ${m.searchRss} MB, JS heap ${m.openHeap} / ${m.searchHeap} MB (process alone: ${m.baseRss} MB)`,
+    );
     const again = ReplayBuffer.open(file, { annThreshold: 250_000 });
     const t2 = performance.now();
     again.searchVector(ann.vectors[0], { k: 5 });
-    report("buffer: 1M, reopen + load saved HNSW", `${((performance.now() - t2) / 1000).toFixed(1)} s (index file ${mb(existsSync(`${file}.ann`) ? statSync(`${file}.ann`).size : 0)})`);
+    report(
+      "buffer: 1M, reopen + load saved HNSW",
+      `${((performance.now() - t2) / 1000).toFixed(1)} s (index file ${mb(existsSync(`${file}.ann`) ? statSync(`${file}.ann`).size : 0)})`,
+    );
     // Recall@5 against exact search; a result scoring at least the exact 5th best counts (ties).
     let hits = 0;
     let total = 0;

@@ -46,7 +46,16 @@ const server = createServer((req, res) => {
     const content = JSON.stringify({ reasoning: "the action leads to the next page", next_state: state, reward: buy ? 0.5 : 0, terminated: buy });
     queue.push(() => {
       res.writeHead(200, { "content-type": "application/json" });
-      res.end(JSON.stringify({ id: "b", object: "chat.completion", created: 0, model: body.model, choices: [{ index: 0, message: { role: "assistant", content }, finish_reason: "stop" }], usage: { prompt_tokens: 500, completion_tokens: 80, total_tokens: 580 } }));
+      res.end(
+        JSON.stringify({
+          id: "b",
+          object: "chat.completion",
+          created: 0,
+          model: body.model,
+          choices: [{ index: 0, message: { role: "assistant", content }, finish_reason: "stop" }],
+          usage: { prompt_tokens: 500, completion_tokens: 80, total_tokens: 580 },
+        }),
+      );
     });
     next();
   });

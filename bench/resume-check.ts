@@ -39,7 +39,9 @@ function train(extra: string[]): void {
 
 const linesOf = (dir: string) => {
   try {
-    return readFileSync(join(dir, "metrics.jsonl"), "utf8").split("\n").filter((l) => l !== "").length;
+    return readFileSync(join(dir, "metrics.jsonl"), "utf8")
+      .split("\n")
+      .filter((l) => l !== "").length;
   } catch {
     return 0;
   }
@@ -112,7 +114,9 @@ const show = (dir: string) => `score ${final(dir).score.toFixed(1)}, success ${(
 
 console.log(`dreamgym ${TRAIN.join(" ")}  (${iterations} iterations, checkpoint every ${every}; runs in ${root})`);
 console.log(`uninterrupted: ${show(whole)}  (${wholeSeconds.toFixed(0)} s)`);
-console.log(`killed with SIGKILL after iterations ${points.join(", ")} (kill seed ${killSeed}; at the kill: ${actual.join("; ")}), resumed: ${show(killed)}  (${killedSeconds.toFixed(0)} s)`);
+console.log(
+  `killed with SIGKILL after iterations ${points.join(", ")} (kill seed ${killSeed}; at the kill: ${actual.join("; ")}), resumed: ${show(killed)}  (${killedSeconds.toFixed(0)} s)`,
+);
 
 const a = metricsOf(whole);
 const b = metricsOf(killed);
@@ -124,7 +128,9 @@ if (!isDeepStrictEqual(summaryOf(killed), summaryOf(whole))) {
 const first = a.findIndex((m, i) => !isDeepStrictEqual(m, b[i]));
 if (a.length !== b.length || first >= 0) {
   const i = first >= 0 ? first : Math.min(a.length, b.length);
-  console.log(`metrics.jsonl differs (${a.length} vs ${b.length} lines), first at iteration ${i + 1}:\n  uninterrupted ${JSON.stringify(a[i])}\n  resumed       ${JSON.stringify(b[i])}`);
+  console.log(
+    `metrics.jsonl differs (${a.length} vs ${b.length} lines), first at iteration ${i + 1}:\n  uninterrupted ${JSON.stringify(a[i])}\n  resumed       ${JSON.stringify(b[i])}`,
+  );
   failed = true;
 }
 console.log(failed ? "MISMATCH" : "same summary.json and metrics.jsonl (timings aside)");

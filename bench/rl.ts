@@ -1,7 +1,14 @@
 import { abstractEnv, deriveSeed, playEpisodes, Rng, type Episode } from "../src/core/index.ts";
 import { createEnv, syntheticSupport } from "../src/envs/index.ts";
 import {
-  featurize, grpoConfigSchema, grpoUpdate, NeuralPolicy, ppoConfigSchema, ppoUpdate, type NeuralStepRecord, type SparseVector,
+  featurize,
+  grpoConfigSchema,
+  grpoUpdate,
+  NeuralPolicy,
+  ppoConfigSchema,
+  ppoUpdate,
+  type NeuralStepRecord,
+  type SparseVector,
 } from "../src/rl/index.ts";
 
 type Report = (name: string, value: string) => void;
@@ -19,11 +26,16 @@ export async function benchRl(report: Report): Promise<void> {
     const chosen = new Rng(iteration).sample(tasks, 16);
     const jobs = chosen.flatMap((task, t) => Array.from({ length: 8 }, (_, g) => ({ task, rngSeed: deriveSeed(0, iteration, t, g) })));
     const t0 = performance.now();
-    const episodes = await playEpisodes(envs.map((e) => e.env), policy, jobs);
+    const episodes = await playEpisodes(
+      envs.map((e) => e.env),
+      policy,
+      jobs,
+    );
     return { episodes, seconds: (performance.now() - t0) / 1000 };
   };
   await rollout(0); // warm up
-  let steps = 0, seconds = 0;
+  let steps = 0,
+    seconds = 0;
   const batches: Episode<NeuralStepRecord>[][] = [];
   for (let i = 1; i <= 4; i++) {
     const r = await rollout(i);
@@ -34,10 +46,14 @@ export async function benchRl(report: Report): Promise<void> {
   report("rl: neural policy rollouts on WebShop", `${(steps / seconds).toFixed(0)} steps/s (policy + env, 128 episodes an iteration)`);
 
   // Act latency and its part in featurising, on recorded inputs.
-  const inputs = batches[0].flatMap((e) => e.steps.map((s, i) => ({
-    task: e.task, observation: s.observation, actions: s.record.features.actions.some((a) => a.startsWith("search[")) ? ["search[<query>]"] : s.record.features.actions,
-    history: e.steps.slice(0, i).map((x) => x.action),
-  })));
+  const inputs = batches[0].flatMap((e) =>
+    e.steps.map((s, i) => ({
+      task: e.task,
+      observation: s.observation,
+      actions: s.record.features.actions.some((a) => a.startsWith("search[")) ? ["search[<query>]"] : s.record.features.actions,
+      history: e.steps.slice(0, i).map((x) => x.action),
+    })),
+  );
   const rng = new Rng(1);
   const act: number[] = [];
   const feat: number[] = [];
@@ -49,20 +65,37 @@ export async function benchRl(report: Report): Promise<void> {
     await policy.act(input, { rng });
     act.push(performance.now() - t0);
   }
-  report("rl: neural act p50 / p99 (of which features p50)", `${(quantile(act, 0.5) * 1000).toFixed(0)} / ${(quantile(act, 0.99) * 1000).toFixed(0)} µs (${(quantile(feat, 0.5) * 1000).toFixed(0)} µs)`);
+  report(
+    "rl: neural act p50 / p99 (of which features p50)",
+    `${(quantile(act, 0.5) * 1000).toFixed(0)} / ${(quantile(act, 0.99) * 1000).toFixed(0)} µs (${(quantile(feat, 0.5) * 1000).toFixed(0)} µs)`,
+  );
 
   // Update throughput: recorded steps processed per second (epochs × steps / time).
   const grpo = grpoConfigSchema.parse({});
   const ppo = ppoConfigSchema.parse({});
   for (const [name, update, epochs] of [
-    ["GRPO", (b: Episode<NeuralStepRecord>[]) => grpoUpdate(policy, undefined, Array.from({ length: 16 }, (_, t) => b.slice(t * 8, (t + 1) * 8)), grpo, new Rng(2)), grpo.epochs],
+    [
+      "GRPO",
+      (b: Episode<NeuralStepRecord>[]) =>
+        grpoUpdate(
+          policy,
+          undefined,
+          Array.from({ length: 16 }, (_, t) => b.slice(t * 8, (t + 1) * 8)),
+          grpo,
+          new Rng(2),
+        ),
+      grpo.epochs,
+    ],
     ["PPO", (b: Episode<NeuralStepRecord>[]) => ppoUpdate(policy, b, ppo, new Rng(2)), ppo.epochs],
   ] as const) {
     let n = 0;
     const t0 = performance.now();
     for (const b of batches) n += update(b).steps * epochs;
     const s = (performance.now() - t0) / 1000;
-    report(`rl: ${name} update (${epochs} epochs)`, `${(n / s).toFixed(0)} step-epochs/s; ${((s / batches.length) * 1000).toFixed(0)} ms per iteration vs ${((seconds / batches.length) * 1000).toFixed(0)} ms of rollout`);
+    report(
+      `rl: ${name} update (${epochs} epochs)`,
+      `${(n / s).toFixed(0)} step-epochs/s; ${((s / batches.length) * 1000).toFixed(0)} ms per iteration vs ${((seconds / batches.length) * 1000).toFixed(0)} ms of rollout`,
+    );
   }
 
   // The network alone on a fixed workload (the one we measured tfjs on): 256 steps × 12 candidates
@@ -96,5 +129,8 @@ export async function benchRl(report: Report): Promise<void> {
     for (const x of one) net.networks.actor.forward(x, h);
     fwd.push(performance.now() - t0);
   }
-  report("rl: net train step, 256×12×40 features (ours)", `${med.toFixed(1)} ms median → ${(256 / (med / 1000)).toFixed(0)} steps/s; one 12-candidate forward ${(quantile(fwd, 0.5) * 1000).toFixed(1)} µs`);
+  report(
+    "rl: net train step, 256×12×40 features (ours)",
+    `${med.toFixed(1)} ms median → ${(256 / (med / 1000)).toFixed(0)} steps/s; one 12-candidate forward ${(quantile(fwd, 0.5) * 1000).toFixed(1)} µs`,
+  );
 }

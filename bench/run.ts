@@ -84,7 +84,10 @@ for (const task of tasks) {
   episodeMs.push(performance.now() - s);
   oracleSteps += t.steps.length;
 }
-report("webshop: oracle episode mean / p99", `${fmt(episodeMs.reduce((a, b) => a + b, 0) / episodeMs.length)} / ${fmt(quantile(episodeMs, 0.99))} ms (${fmt(oracleSteps / tasks.length, 1)} steps)`);
+report(
+  "webshop: oracle episode mean / p99",
+  `${fmt(episodeMs.reduce((a, b) => a + b, 0) / episodeMs.length)} / ${fmt(quantile(episodeMs, 0.99))} ms (${fmt(oracleSteps / tasks.length, 1)} steps)`,
+);
 
 // The reward of one purchase (type + attribute + option + price parts).
 const rewardMs: number[] = [];
@@ -107,7 +110,9 @@ report("webshop: title nouns, uncached, p50 / p99", `${fmt(quantile(tagMs, 0.5))
 
 // Memory: separate processes, so each starts clean.
 const memory = (n: number) =>
-  JSON.parse(execFileSync(process.execPath, ["--expose-gc", "--import", "tsx", join(import.meta.dirname, "webshop-memory.ts"), String(n)], { encoding: "utf8" })) as { rssMB: number; heapMB: number; rssDeltaMB: number; heapDeltaMB: number };
+  JSON.parse(
+    execFileSync(process.execPath, ["--expose-gc", "--import", "tsx", join(import.meta.dirname, "webshop-memory.ts"), String(n)], { encoding: "utf8" }),
+  ) as { rssMB: number; heapMB: number; rssDeltaMB: number; heapDeltaMB: number };
 const one = memory(1);
 const many = memory(64);
 report("webshop: memory, 1 env (RSS / heap, delta)", `${fmt(one.rssDeltaMB, 1)} MB / ${fmt(one.heapDeltaMB, 1)} MB`);

@@ -15,7 +15,11 @@ const ASIN = /^b0[0-9a-z]{8}$/i;
  */
 export function chooseAction(targets: readonly string[], searchBar: boolean, instruction: string, rng: Rng): string {
   if (searchBar) {
-    const words = instruction.toLowerCase().replace(/[^a-z0-9 ]/g, " ").split(/\s+/).filter((w) => w.length > 2);
+    const words = instruction
+      .toLowerCase()
+      .replace(/[^a-z0-9 ]/g, " ")
+      .split(/\s+/)
+      .filter((w) => w.length > 2);
     const n = 3 + Math.floor(rng.random() * 4);
     const start = Math.floor(rng.random() * Math.max(1, words.length - n));
     return `search[${words.slice(start, start + n).join(" ") || "shoes"}]`;
@@ -59,7 +63,10 @@ interface Observation {
   instruction: string;
   invalid?: boolean;
 }
-type Reply = { type: "observation"; data: { observation: Observation; reward: number | null; done: boolean } } | { type: "error"; data: { message: string; code: string } } | { type: "state"; data: unknown };
+type Reply =
+  | { type: "observation"; data: { observation: Observation; reward: number | null; done: boolean } }
+  | { type: "error"; data: { message: string; code: string } }
+  | { type: "state"; data: unknown };
 
 /** One OpenEnv session over WS /ws: one request at a time, replies in order. */
 export class WsSession {
@@ -124,22 +131,29 @@ export class HttpClient {
   call(method: "GET" | "POST", path: string, body?: unknown): Promise<{ status: number; json: any }> {
     const payload = body === undefined ? undefined : JSON.stringify(body);
     return new Promise((resolve, reject) => {
-      const req = request({
-        host: this.host, port: this.port, method, path, agent: this.agent,
-        headers: payload === undefined ? {} : { "content-type": "application/json", "content-length": Buffer.byteLength(payload) },
-      }, (res) => {
-        let text = "";
-        res.setEncoding("utf8");
-        res.on("data", (d: string) => (text += d));
-        res.on("end", () => {
-          try {
-            resolve({ status: res.statusCode ?? 0, json: JSON.parse(text) });
-          } catch (e) {
-            reject(e);
-          }
-        });
-        res.on("error", reject);
-      });
+      const req = request(
+        {
+          host: this.host,
+          port: this.port,
+          method,
+          path,
+          agent: this.agent,
+          headers: payload === undefined ? {} : { "content-type": "application/json", "content-length": Buffer.byteLength(payload) },
+        },
+        (res) => {
+          let text = "";
+          res.setEncoding("utf8");
+          res.on("data", (d: string) => (text += d));
+          res.on("end", () => {
+            try {
+              resolve({ status: res.statusCode ?? 0, json: JSON.parse(text) });
+            } catch (e) {
+              reject(e);
+            }
+          });
+          res.on("error", reject);
+        },
+      );
       req.on("error", reject);
       req.end(payload);
     });

@@ -30,7 +30,9 @@ export interface ServeProcess {
 /** Starts `dreamgym serve <args> --port 0` and waits for its "serving ..." line. `nodeArgs` go to node (e.g. --cpu-prof). */
 export async function startServe(args: string[], o: { nodeArgs?: string[]; env?: NodeJS.ProcessEnv } = {}): Promise<ServeProcess> {
   const proc = spawn(process.execPath, [...(o.nodeArgs ?? []), join(root, "bin", "dreamgym"), "serve", ...args, "--port", "0"], {
-    cwd: root, env: { ...process.env, ...o.env }, stdio: ["ignore", "pipe", "pipe"],
+    cwd: root,
+    env: { ...process.env, ...o.env },
+    stdio: ["ignore", "pipe", "pipe"],
   });
   let err = "";
   proc.stderr!.on("data", (d: Buffer) => (err += d.toString()));
@@ -47,7 +49,10 @@ export async function startServe(args: string[], o: { nodeArgs?: string[]; env?:
   const pid = proc.pid!;
   const hz = 100; // USER_HZ: clock ticks per second on Linux
   return {
-    proc, pid, url, ws: `${url.replace(/^http/, "ws")}/ws`,
+    proc,
+    pid,
+    url,
+    ws: `${url.replace(/^http/, "ws")}/ws`,
     stderr: () => err,
     rssMB: () => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) / 1024,
     cpuSeconds: () => {

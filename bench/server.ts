@@ -50,11 +50,21 @@ interface Window {
  * Runs `sessions` loops of `episode(i, measuring)` for `warmup` s, then measures `seconds` s; each loop
  * records its steps through the `Window` it is handed while measuring.
  */
-async function timed(srv: ServeProcess, o: Timing, sessions: number, episode: (i: number, window: () => Window | undefined, stopped: () => boolean) => Promise<void>): Promise<Window> {
+async function timed(
+  srv: ServeProcess,
+  o: Timing,
+  sessions: number,
+  episode: (i: number, window: () => Window | undefined, stopped: () => boolean) => Promise<void>,
+): Promise<Window> {
   let stop = false;
   let window: Window | undefined;
   const loops = Array.from({ length: sessions }, async (_, i) => {
-    while (!stop) await episode(i, () => window, () => stop);
+    while (!stop)
+      await episode(
+        i,
+        () => window,
+        () => stop,
+      );
   });
   await sleep(1000 * o.warmup);
   await o.onOpen?.();
@@ -76,8 +86,10 @@ async function timed(srv: ServeProcess, o: Timing, sessions: number, episode: (i
 
 function describe(w: Window): string {
   const perStep = (1000 * w.serverCpu) / w.steps;
-  return `${fmt(w.steps / w.seconds)} steps/s, p50 / p99 ${quantile(w.latencies, 0.5).toFixed(2)} / ${quantile(w.latencies, 0.99).toFixed(2)} ms` +
-    ` (+${fmt(w.resets / w.seconds)} resets/s; server CPU ${(100 * w.serverCpu / w.seconds).toFixed(0)}%, ${(1000 * perStep).toFixed(0)} µs a step; client CPU ${(100 * w.clientCpu / w.seconds).toFixed(0)}%; ${(100 * w.invalid / Math.max(1, w.steps)).toFixed(1)}% invalid)`;
+  return (
+    `${fmt(w.steps / w.seconds)} steps/s, p50 / p99 ${quantile(w.latencies, 0.5).toFixed(2)} / ${quantile(w.latencies, 0.99).toFixed(2)} ms` +
+    ` (+${fmt(w.resets / w.seconds)} resets/s; server CPU ${((100 * w.serverCpu) / w.seconds).toFixed(0)}%, ${(1000 * perStep).toFixed(0)} µs a step; client CPU ${((100 * w.clientCpu) / w.seconds).toFixed(0)}%; ${((100 * w.invalid) / Math.max(1, w.steps)).toFixed(1)}% invalid)`
+  );
 }
 
 /** Sessions over OpenEnv's WS /ws, each playing episodes with the action mix. */
@@ -123,7 +135,10 @@ async function agentGymLoad(srv: ServeProcess, o: Timing, sessions: number): Pro
     let done = false;
     while (!done && !stopped()) {
       let t = performance.now();
-      const { has_search_bar, clickables } = (await http.ok("GET", `/agentgym/available_actions?env_idx=${env_idx}`)) as { has_search_bar: boolean; clickables: string[] };
+      const { has_search_bar, clickables } = (await http.ok("GET", `/agentgym/available_actions?env_idx=${env_idx}`)) as {
+        has_search_bar: boolean;
+        clickables: string[];
+      };
       if (windowOf()) actionLatencies.push(performance.now() - t);
       const action = chooseAction(clickables, has_search_bar, instruction, rngs[i]);
       t = performance.now();
@@ -181,7 +196,10 @@ export async function benchServer(report: Report, opts: ServerBenchOptions = {})
     try {
       const w = await agentGymLoad(srv, o, sessions);
       report(`server: WebShop over AgentGym HTTP, ${sessions} sessions`, describe(w));
-      report("server: AgentGym GET /available_actions p50 / p99", `${quantile(w.actionLatencies, 0.5).toFixed(2)} / ${quantile(w.actionLatencies, 0.99).toFixed(2)} ms (one before each step, so ${fmt((2 * w.steps) / w.seconds)} requests/s)`);
+      report(
+        "server: AgentGym GET /available_actions p50 / p99",
+        `${quantile(w.actionLatencies, 0.5).toFixed(2)} / ${quantile(w.actionLatencies, 0.99).toFixed(2)} ms (one before each step, so ${fmt((2 * w.steps) / w.seconds)} requests/s)`,
+      );
     } finally {
       await srv.stop();
     }
@@ -194,22 +212,45 @@ export async function benchServer(report: Report, opts: ServerBenchOptions = {})
     const bufferPath = buffer.path;
     buffer.close();
     const llm = await llmServer(latency, cap);
-    const srv = await startServe(["--env", "webshop", "--mode", "synthetic", "--experience", `http://127.0.0.1:${llm.port}/v1#bench`, "--buffer", bufferPath,
-      "--concurrency", String(cap), "--max-sessions", "300", "--max-steps", "15"], { nodeArgs });
+    const srv = await startServe(
+      [
+        "--env",
+        "webshop",
+        "--mode",
+        "synthetic",
+        "--experience",
+        `http://127.0.0.1:${llm.port}/v1#bench`,
+        "--buffer",
+        bufferPath,
+        "--concurrency",
+        String(cap),
+        "--max-sessions",
+        "300",
+        "--max-steps",
+        "15",
+      ],
+      { nodeArgs },
+    );
     try {
       // More sessions than the LLM server's slots, so its queue stays full while sessions do their own work.
       const synSessions = opts.syntheticSessions ?? 3 * cap;
       let served0 = 0;
       const capacity = cap / (latency / 1000);
-      const w = await wsLoad(srv, {
-        ...o,
-        onOpen: async () => void (served0 = await llm.served()),
-        onClose: async (seconds) => {
-          const served = (await llm.served()) - served0;
-          report(`server: synthetic, LLM server ${latency} ms × ${cap} slots, ${synSessions} sessions`,
-            `${fmt(served / seconds)} LLM requests/s = ${((100 * served) / seconds / capacity).toFixed(1)}% of its ${capacity} req/s`);
+      const w = await wsLoad(
+        srv,
+        {
+          ...o,
+          onOpen: async () => void (served0 = await llm.served()),
+          onClose: async (seconds) => {
+            const served = (await llm.served()) - served0;
+            report(
+              `server: synthetic, LLM server ${latency} ms × ${cap} slots, ${synSessions} sessions`,
+              `${fmt(served / seconds)} LLM requests/s = ${((100 * served) / seconds / capacity).toFixed(1)}% of its ${capacity} req/s`,
+            );
+          },
         },
-      }, synSessions);
+        synSessions,
+      );
       report("server: synthetic steps", describe(w));
     } finally {
       await srv.stop();
@@ -220,7 +261,16 @@ export async function benchServer(report: Report, opts: ServerBenchOptions = {})
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const { values } = parseArgs({ options: { seconds: { type: "string" }, warmup: { type: "string" }, sessions: { type: "string" }, only: { type: "string" }, "synthetic-sessions": { type: "string" }, "cpu-prof": { type: "string" } } });
+  const { values } = parseArgs({
+    options: {
+      seconds: { type: "string" },
+      warmup: { type: "string" },
+      sessions: { type: "string" },
+      only: { type: "string" },
+      "synthetic-sessions": { type: "string" },
+      "cpu-prof": { type: "string" },
+    },
+  });
   await benchServer((n, v) => console.log(`${n.padEnd(44)} ${v}`), {
     seconds: values.seconds ? Number(values.seconds) : undefined,
     warmup: values.warmup ? Number(values.warmup) : undefined,

@@ -9,7 +9,9 @@ import { Rng } from "../src/core/index.ts";
 import { chooseAction, HttpClient, rawInstruction, targetsOf, WsSession } from "./serve-clients.ts";
 import { buildCli, startServe } from "./serve-process.ts";
 
-const { values } = parseArgs({ options: { minutes: { type: "string" }, workers: { type: "string" }, warmup: { type: "string" }, pause: { type: "string" }, "node-args": { type: "string" } } });
+const { values } = parseArgs({
+  options: { minutes: { type: "string" }, workers: { type: "string" }, warmup: { type: "string" }, pause: { type: "string" }, "node-args": { type: "string" } },
+});
 const minutes = Number(values.minutes ?? 10);
 const workers = Number(values.workers ?? 8);
 /** Milliseconds each worker waits between sessions: keeps abandoned sessions (alive until the reaper) well under --max-sessions. */
@@ -25,13 +27,31 @@ const ENDINGS = ["ws-close-message", "ws-close-frame", "ws-abandoned", "ws-cut",
 type Ending = (typeof ENDINGS)[number];
 
 buildCli();
-const srv = await startServe(["--env", "webshop", "--max-sessions", "300", "--max-steps", "15", "--idle-timeout", String(IDLE_TIMEOUT_S), "--ws-idle-timeout", String(IDLE_TIMEOUT_S), "--heartbeat", String(HEARTBEAT_S)], {
-  nodeArgs: values["node-args"]?.split(" ").filter(Boolean),
-});
+const srv = await startServe(
+  [
+    "--env",
+    "webshop",
+    "--max-sessions",
+    "300",
+    "--max-steps",
+    "15",
+    "--idle-timeout",
+    String(IDLE_TIMEOUT_S),
+    "--ws-idle-timeout",
+    String(IDLE_TIMEOUT_S),
+    "--heartbeat",
+    String(HEARTBEAT_S),
+  ],
+  {
+    nodeArgs: values["node-args"]?.split(" ").filter(Boolean),
+  },
+);
 srv.proc.stdout!.on("data", (d: Buffer) => process.env.SOAK_SERVER_STDOUT && process.stdout.write(d));
 const http = new HttpClient(srv.url, 64);
 const health = async () => (await http.ok("GET", "/health")) as { status: string; sessions: number; max_sessions: number };
-console.log(`soak: ${minutes} min, ${workers} workers, server pid ${srv.pid} (--idle-timeout and --ws-idle-timeout ${IDLE_TIMEOUT_S} --heartbeat ${HEARTBEAT_S}), RSS compared from ${warmupS} s`);
+console.log(
+  `soak: ${minutes} min, ${workers} workers, server pid ${srv.pid} (--idle-timeout and --ws-idle-timeout ${IDLE_TIMEOUT_S} --heartbeat ${HEARTBEAT_S}), RSS compared from ${warmupS} s`,
+);
 
 const counts = Object.fromEntries(ENDINGS.map((e) => [e, 0])) as Record<Ending, number>;
 let steps = 0;
@@ -82,7 +102,10 @@ async function playAgentGym(rng: Rng, ending: Ending): Promise<void> {
   const instruction = rawInstruction(page);
   const n = 1 + Math.floor(rng.random() * 6);
   for (let i = 0; i < n; i++) {
-    const { has_search_bar, clickables } = (await http.ok("GET", `/agentgym/available_actions?env_idx=${env_idx}`)) as { has_search_bar: boolean; clickables: string[] };
+    const { has_search_bar, clickables } = (await http.ok("GET", `/agentgym/available_actions?env_idx=${env_idx}`)) as {
+      has_search_bar: boolean;
+      clickables: string[];
+    };
     const r = (await http.ok("POST", "/agentgym/step", { env_idx, action: chooseAction(clickables, has_search_bar, instruction, rng) })) as { done: boolean };
     steps++;
     if (r.done) break;
@@ -122,7 +145,9 @@ while (elapsed() < 60 * minutes) {
   if (sample.t - lastPrint >= 30) {
     lastPrint = sample.t;
     const ended = Object.values(counts).reduce((a, b) => a + b, 0);
-    console.log(`${sample.t.toFixed(0).padStart(5)} s  RSS ${sample.rss.toFixed(1)} MB  live sessions ${sample.sessions}  sessions ended ${ended}  steps ${steps}  errors ${errors}`);
+    console.log(
+      `${sample.t.toFixed(0).padStart(5)} s  RSS ${sample.rss.toFixed(1)} MB  live sessions ${sample.sessions}  sessions ended ${ended}  steps ${steps}  errors ${errors}`,
+    );
   }
 }
 stop = true;
@@ -135,9 +160,15 @@ const end = { rss: srv.rssMB(), sessions: (await health()).sessions };
 const after = samples.filter((s) => s.t >= (warm?.t ?? 0));
 const maxAfter = Math.max(...after.map((s) => s.rss));
 const total = Object.values(counts).reduce((a, b) => a + b, 0);
-console.log(`\nsessions ended: ${total} (${ENDINGS.map((e) => `${e} ${counts[e]}`).join(", ")}); steps ${steps}; client errors ${errors}${errorKinds.size ? ` (${[...errorKinds].map(([k, n]) => `${n}× ${k}`).join("; ")})` : ""}`);
-console.log(`RSS: ${warm?.rss.toFixed(1)} MB at ${warm?.t.toFixed(0)} s (after warm-up), ${atStop.rss.toFixed(1)} MB at the end (${elapsed().toFixed(0)} s), max after warm-up ${maxAfter.toFixed(1)} MB; growth ${warm ? ((100 * (atStop.rss - warm.rss)) / warm.rss).toFixed(1) : "?"}%`);
-console.log(`live sessions: ${atStop.sessions} when the clients stopped, ${end.sessions} after the idle timeout (${IDLE_TIMEOUT_S} s) and heartbeats; client sockets still open: ${leftOpen.size}`);
+console.log(
+  `\nsessions ended: ${total} (${ENDINGS.map((e) => `${e} ${counts[e]}`).join(", ")}); steps ${steps}; client errors ${errors}${errorKinds.size ? ` (${[...errorKinds].map(([k, n]) => `${n}× ${k}`).join("; ")})` : ""}`,
+);
+console.log(
+  `RSS: ${warm?.rss.toFixed(1)} MB at ${warm?.t.toFixed(0)} s (after warm-up), ${atStop.rss.toFixed(1)} MB at the end (${elapsed().toFixed(0)} s), max after warm-up ${maxAfter.toFixed(1)} MB; growth ${warm ? ((100 * (atStop.rss - warm.rss)) / warm.rss).toFixed(1) : "?"}%`,
+);
+console.log(
+  `live sessions: ${atStop.sessions} when the clients stopped, ${end.sessions} after the idle timeout (${IDLE_TIMEOUT_S} s) and heartbeats; client sockets still open: ${leftOpen.size}`,
+);
 for (const ws of leftOpen) ws.terminate();
 http.close();
 await srv.stop();

@@ -21,7 +21,8 @@ export async function seeded(episodes = 1500): Promise<{ buffer: ReplayBuffer; r
   const random = new RandomPolicy(1);
   const trajs = [];
   const tasks = real.tasks();
-  for (let i = 0; i < episodes; i++) trajs.push(abstractTrajectory(await runEpisode(real, i % 3 === 2 ? random : oracle, { envName: "webshop", task: tasks[i], seed: i }), abs));
+  for (let i = 0; i < episodes; i++)
+    trajs.push(abstractTrajectory(await runEpisode(real, i % 3 === 2 ? random : oracle, { envName: "webshop", task: tasks[i], seed: i }), abs));
   await buffer.appendTrajectories(trajs, { seed: true });
   return { buffer, real };
 }
@@ -33,14 +34,16 @@ async function drive(model: ExperienceModel, buffer: ReplayBuffer, real: WebShop
   let done = 0;
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
-  await Promise.all(Array.from({ length: workers }, async (_, w) => {
-    const env = new SyntheticEnv({ model, abstraction: abs, tasks, initialState: webshopStartPage, buffer, record, seed: w, sameActionDemos });
-    const policy = w % 2 ? new RulePolicy() : new RandomPolicy(w);
-    for (let i = w; done < steps; i += workers) {
-      const t = await runEpisode(env, policy, { envName: "webshop", task: tasks[i % tasks.length] });
-      done += t.steps.length; // after the await: `done += await …` would read `done` before it and lose updates
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: workers }, async (_, w) => {
+      const env = new SyntheticEnv({ model, abstraction: abs, tasks, initialState: webshopStartPage, buffer, record, seed: w, sameActionDemos });
+      const policy = w % 2 ? new RulePolicy() : new RandomPolicy(w);
+      for (let i = w; done < steps; i += workers) {
+        const t = await runEpisode(env, policy, { envName: "webshop", task: tasks[i % tasks.length] });
+        done += t.steps.length; // after the await: `done += await …` would read `done` before it and lose updates
+      }
+    }),
+  );
   const secs = (performance.now() - t0) / 1000;
   const cpu = process.cpuUsage(cpu0);
   return { stepsPerSec: done / secs, cpuMsPerStep: (cpu.user + cpu.system) / 1000 / done, steps: done };
@@ -51,7 +54,10 @@ export async function benchSynthetic(report: Report): Promise<void> {
   const abs = webshopAbstraction(real.catalogue);
   if (!process.env.SYN_SKIP_EMBEDDED) {
     const embedded = await drive(new EmbeddedExperienceModel({ abstraction: abs }), buffer, real, 1, 3000, true);
-    report("synthetic: embedded default, steps/s (recording)", `${embedded.stepsPerSec.toFixed(0)} (CPU ${embedded.cpuMsPerStep.toFixed(2)} ms/step, buffer ${buffer.count()} transitions)`);
+    report(
+      "synthetic: embedded default, steps/s (recording)",
+      `${embedded.stepsPerSec.toFixed(0)} (CPU ${embedded.cpuMsPerStep.toFixed(2)} ms/step, buffer ${buffer.count()} transitions)`,
+    );
   }
   const latency = 200;
   const cap = 64;
@@ -65,12 +71,18 @@ export async function benchSynthetic(report: Report): Promise<void> {
     // Twice as many episodes as server slots, so the server's queue stays full while episodes do their own work.
     const workers = cap * 2;
     const r = await drive(model, buffer, real, workers, steps, true, false);
-    report(`synthetic: reasoning model vs server (${latency} ms, cap ${cap}), ${workers} episodes`, `${r.stepsPerSec.toFixed(0)} steps/s = ${((100 * r.stepsPerSec) / capacity).toFixed(1)}% of its ${capacity} req/s; CPU ${r.cpuMsPerStep.toFixed(2)} ms/step (exact retrieval over ${buffer.count()} transitions)`);
+    report(
+      `synthetic: reasoning model vs server (${latency} ms, cap ${cap}), ${workers} episodes`,
+      `${r.stepsPerSec.toFixed(0)} steps/s = ${((100 * r.stepsPerSec) / capacity).toFixed(1)}% of its ${capacity} req/s; CPU ${r.cpuMsPerStep.toFixed(2)} ms/step (exact retrieval over ${buffer.count()} transitions)`,
+    );
     // The same with the buffer's HNSW index serving retrieval.
     const annBuffer = ReplayBuffer.open(buffer.path, { annThreshold: 1 });
     annBuffer.buildIndex();
     const a = await drive(model, annBuffer, real, workers, steps, true, false);
-    report(`synthetic: reasoning model, HNSW retrieval`, `${a.stepsPerSec.toFixed(0)} steps/s = ${((100 * a.stepsPerSec) / capacity).toFixed(1)}%; framework CPU ${a.cpuMsPerStep.toFixed(2)} ms/step (retrieval, prompt, HTTP client, recording)`);
+    report(
+      `synthetic: reasoning model, HNSW retrieval`,
+      `${a.stepsPerSec.toFixed(0)} steps/s = ${((100 * a.stepsPerSec) / capacity).toFixed(1)}%; framework CPU ${a.cpuMsPerStep.toFixed(2)} ms/step (retrieval, prompt, HTTP client, recording)`,
+    );
     annBuffer.close();
   } finally {
     server.kill("SIGTERM");

@@ -17,7 +17,9 @@ import { trainLearnedModel } from "../src/experience/index.ts";
 import { latestPolicyFile, readMetrics } from "../src/train/index.ts";
 import { seedWebShopBuffer } from "../src/cli/seed-data.ts";
 
-const { values: args } = parseArgs({ options: { budget: { type: "string", default: "20000" }, data: { type: "string", default: "runs/bench-train" }, runs: { type: "string", default: "1" } } });
+const { values: args } = parseArgs({
+  options: { budget: { type: "string", default: "20000" }, data: { type: "string", default: "runs/bench-train" }, runs: { type: "string", default: "1" } },
+});
 const budget = Number(args.budget);
 const runs = Number(args.runs);
 if (!(Number.isInteger(budget) && budget > 0) || !(Number.isInteger(runs) && runs > 0)) {
@@ -66,7 +68,28 @@ const init = latestPolicyFile(bcDir);
 const time = (name: string, extra: string[]) => {
   const dir = join(data, `run-${name}`);
   rmSync(dir, { recursive: true, force: true });
-  dreamgym(["train", "--env", "webshop", "--algo", "grpo", "--seed", "0", "--buffer", seedDb, "--budget", String(budget), "--eval-every", "0", "--final-eval-tasks", "1", "--set", `initPolicy=${init}`, ...extra, "--out", dir]);
+  dreamgym([
+    "train",
+    "--env",
+    "webshop",
+    "--algo",
+    "grpo",
+    "--seed",
+    "0",
+    "--buffer",
+    seedDb,
+    "--budget",
+    String(budget),
+    "--eval-every",
+    "0",
+    "--final-eval-tasks",
+    "1",
+    "--set",
+    `initPolicy=${init}`,
+    ...extra,
+    "--out",
+    dir,
+  ]);
   const m = readMetrics(dir);
   const last = m[m.length - 1];
   const evalSeconds = m.reduce((s, x) => s + x.evalSeconds, 0);
@@ -78,5 +101,7 @@ const fmt = (r: { seconds: number; steps: number }) => `${r.seconds.toFixed(1)} 
 for (let i = 0; i < runs; i++) {
   const real = time("real", ["--mode", "real"]);
   const dg = time("dreamgym", ["--mode", "dreamgym", "--experience", `learned:${modelFile}`]);
-  console.log(`run ${i + 1}: ${budget.toLocaleString("en-US")} steps each; real-env GRPO ${fmt(real)}; DreamGym (learned model) ${fmt(dg)}; DreamGym / real ${(dg.seconds / real.seconds).toFixed(2)}×`);
+  console.log(
+    `run ${i + 1}: ${budget.toLocaleString("en-US")} steps each; real-env GRPO ${fmt(real)}; DreamGym (learned model) ${fmt(dg)}; DreamGym / real ${(dg.seconds / real.seconds).toFixed(2)}×`,
+  );
 }

@@ -18,7 +18,9 @@ try {
   const b = ReplayBuffer.open(file);
   const episodes = Math.ceil(transitions / STEPS);
   for (let i = 0; i < episodes; i += 5000) {
-    const batch = Array.from({ length: Math.min(5000, episodes - i) }, (_, k) => makeTrajectory(i + k, { steps: STEPS, source: (i + k) % 3 === 0 ? "synthetic" : "real", task: `task-${(i + k) % 997}` }));
+    const batch = Array.from({ length: Math.min(5000, episodes - i) }, (_, k) =>
+      makeTrajectory(i + k, { steps: STEPS, source: (i + k) % 3 === 0 ? "synthetic" : "real", task: `task-${(i + k) % 997}` }),
+    );
     await b.appendTrajectories(batch, { seed: i === 0 });
   }
   console.log(`buffer: ${b.transitions} transitions, ${b.countTrajectories()} episodes, built in ${((performance.now() - t) / 1000).toFixed(1)} s`);
@@ -37,11 +39,13 @@ try {
       let body: { episodes?: unknown[]; total?: number; next?: number | null } = {};
       for (let i = 0; i < n; i++) {
         t = performance.now();
-        body = await (await fetch(`${server.url}${path}`)).json() as typeof body;
+        body = (await (await fetch(`${server.url}${path}`)).json()) as typeof body;
         ms.push(performance.now() - t);
       }
       ms.sort((a, b) => a - b);
-      console.log(`${label.padEnd(44)} p50 ${ms[n >> 1].toFixed(1)} ms  max ${ms.at(-1)!.toFixed(1)} ms  (${body.episodes?.length ?? "-"} rows of ${body.total ?? "-"})`);
+      console.log(
+        `${label.padEnd(44)} p50 ${ms[n >> 1].toFixed(1)} ms  max ${ms.at(-1)!.toFixed(1)} ms  (${body.episodes?.length ?? "-"} rows of ${body.total ?? "-"})`,
+      );
       return body;
     };
     await time("first page (50)", "/api/episodes?src=buffer&limit=50");

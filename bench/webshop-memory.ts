@@ -14,4 +14,13 @@ for (let i = 0; i < n; i++) {
 }
 gc?.();
 const after = process.memoryUsage();
-console.log(JSON.stringify({ n, rssMB: after.rss / 2 ** 20, heapMB: after.heapUsed / 2 ** 20, rssDeltaMB: (after.rss - before.rss) / 2 ** 20, heapDeltaMB: (after.heapUsed - before.heapUsed) / 2 ** 20, envs: envs.length }));
+console.log(
+  JSON.stringify({
+    n,
+    rssMB: after.rss / 2 ** 20,
+    heapMB: after.heapUsed / 2 ** 20,
+    rssDeltaMB: (after.rss - before.rss) / 2 ** 20,
+    heapDeltaMB: (after.heapUsed - before.heapUsed) / 2 ** 20,
+    envs: envs.length,
+  }),
+);

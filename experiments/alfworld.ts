@@ -26,7 +26,15 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { abstractEnv, playEpisodes, writeFileAtomic, type Env, type Policy } from "../src/core/index.ts";
-import { AlfWorldEnv, AlfWorldExpert, alfworldAbstraction, alfworldFeatures, TASK_TYPES, type AlfWorldSplit, type AlfWorldTask } from "../src/envs/alfworld/index.ts";
+import {
+  AlfWorldEnv,
+  AlfWorldExpert,
+  alfworldAbstraction,
+  alfworldFeatures,
+  TASK_TYPES,
+  type AlfWorldSplit,
+  type AlfWorldTask,
+} from "../src/envs/alfworld/index.ts";
 import { RandomPolicy } from "../src/envs/policies.ts";
 import { NeuralPolicy } from "../src/rl/index.ts";
 import type { OnPolicyAuditSummary } from "../src/experience/index.ts";
@@ -75,8 +83,34 @@ for (let s = 0; s < seeds; s++) {
   if (existsSync(seedDb(s))) continue;
   mkdirSync(dataDir(s), { recursive: true });
   console.log(`data seed ${s}: seeding the buffer: 150 expert (games from ${(40 * s) % 200}) + 200 random valid_train episodes`);
-  await cli(["collect", "--env", "alfworld", "--policy", "expert", "--episodes", "150", "--start", String((40 * s) % 200), "--out", join(dataDir(s), "expert.jsonl")]);
-  await cli(["collect", "--env", "alfworld", "--policy", "random", "--episodes", "200", "--start", String((40 * s + 100) % 200), "--seed", String(1000 * s), "--out", join(dataDir(s), "random.jsonl")]);
+  await cli([
+    "collect",
+    "--env",
+    "alfworld",
+    "--policy",
+    "expert",
+    "--episodes",
+    "150",
+    "--start",
+    String((40 * s) % 200),
+    "--out",
+    join(dataDir(s), "expert.jsonl"),
+  ]);
+  await cli([
+    "collect",
+    "--env",
+    "alfworld",
+    "--policy",
+    "random",
+    "--episodes",
+    "200",
+    "--start",
+    String((40 * s + 100) % 200),
+    "--seed",
+    String(1000 * s),
+    "--out",
+    join(dataDir(s), "random.jsonl"),
+  ]);
   await cli(["buffer", "import", join(dataDir(s), "expert.jsonl"), join(dataDir(s), "random.jsonl"), "--abstract", "--buffer", seedDb(s)]);
 }
 
@@ -92,7 +126,10 @@ if (!existsSync(auditFile)) {
 const audit = readFileSync(auditFile, "utf8");
 
 // 3. Evaluation on every game of both splits, per task type (cached per policy in its folder).
-interface SplitEval { success: number; byType: Record<string, number> }
+interface SplitEval {
+  success: number;
+  byType: Record<string, number>;
+}
 type Evaluation = Record<string, SplitEval>;
 async function evaluatePolicy(makePolicy: (env: AlfWorldEnv) => Policy<unknown>, abstract: boolean): Promise<Evaluation> {
   const result: Evaluation = {};
@@ -104,11 +141,24 @@ async function evaluatePolicy(makePolicy: (env: AlfWorldEnv) => Policy<unknown>,
     // One env per policy (the expert reads its own env's state): split the games between the two.
     const envs: Env[] = raw.map((e) => (abstract ? abstractEnv(e, alfworldAbstraction) : e));
     const halves = [tasks.filter((_, i) => i % 2 === 0), tasks.filter((_, i) => i % 2 === 1)];
-    const episodes = (await Promise.all(halves.map((h, k) => playEpisodes([envs[k]], policies[k], h.map((task, i) => ({ task, seed: i, rngSeed: i })), { greedy: true, isSuccess: (r) => r >= 1 }))))
-      .flat();
+    const episodes = (
+      await Promise.all(
+        halves.map((h, k) =>
+          playEpisodes(
+            [envs[k]],
+            policies[k],
+            h.map((task, i) => ({ task, seed: i, rngSeed: i })),
+            { greedy: true, isSuccess: (r) => r >= 1 },
+          ),
+        ),
+      )
+    ).flat();
     for (const e of episodes) (byType[(e.task as AlfWorldTask).task_type] ??= []).push(e.success ? 1 : 0);
     const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / (xs.length || 1);
-    result[split] = { success: mean(episodes.map((e) => (e.success ? 1 : 0))), byType: Object.fromEntries(Object.entries(byType).map(([t, xs]) => [t, mean(xs)])) };
+    result[split] = {
+      success: mean(episodes.map((e) => (e.success ? 1 : 0))),
+      byType: Object.fromEntries(Object.entries(byType).map(([t, xs]) => [t, mean(xs)])),
+    };
   }
   return result;
 }
@@ -130,7 +180,8 @@ const runEval = (dir: string) =>
       return p as Policy<unknown>;
     }, true);
   });
-const policyFile = (dir: string) => join(dir, "checkpoints", (JSON.parse(readFileSync(join(dir, "checkpoints", "latest.json"), "utf8")) as { policyFile: string }).policyFile);
+const policyFile = (dir: string) =>
+  join(dir, "checkpoints", (JSON.parse(readFileSync(join(dir, "checkpoints", "latest.json"), "utf8")) as { policyFile: string }).policyFile);
 
 console.log("evaluating the expert and random on valid_unseen and valid_seen");
 const expert = await cached(join(out, "expert-eval.json"), () => evaluatePolicy((env) => new AlfWorldExpert(env), false));
@@ -138,23 +189,39 @@ const random = await cached(join(out, "random-eval.json"), () => evaluatePolicy(
 
 // 4. The runs: every row × seed. RL rows start from the BC policy of their seed (or fresh weights).
 /** `extra`: run only when `--rows` names it. */
-interface Row { key: string; name: string; args: string[]; extra?: boolean }
+interface Row {
+  key: string;
+  name: string;
+  args: string[];
+  extra?: boolean;
+}
 const allRows: Row[] = [
   { key: "bc", name: `behaviour cloning on the seed buffer's expert episodes (${args.epochs} epochs), 0 RL`, args: ["--mode", "bc", "--epochs", args.epochs!] },
-  { key: "real", name: `real-env GRPO, ${N.toLocaleString("en-US")} real steps`, args: ["--mode", "real", "--budget", String(N), ...(curveEvery > 0 ? ["--eval-every", String(curveEvery), "--eval-tasks", "134"] : [])] },
+  {
+    key: "real",
+    name: `real-env GRPO, ${N.toLocaleString("en-US")} real steps`,
+    args: ["--mode", "real", "--budget", String(N), ...(curveEvery > 0 ? ["--eval-every", String(curveEvery), "--eval-tasks", "134"] : [])],
+  },
   { key: "real-tenth", name: `real-env GRPO, ${tenth.toLocaleString("en-US")} real steps`, args: ["--mode", "real", "--budget", String(tenth)] },
   { key: "dreamgym", name: "DreamGym, 0 real", args: ["--mode", "dreamgym", "--budget", String(M)] },
   { key: "s2r", name: `DreamGym-S2R, ${tenth.toLocaleString("en-US")} real`, args: ["--mode", "s2r", "--budget", String(M), "--real-budget", String(tenth)] },
   { key: "no-replay", name: "ablation: no replay, 0 real", args: ["--mode", "dreamgym", "--budget", String(M), "--no-replay"] },
   { key: "no-curriculum", name: "ablation: no curriculum, 0 real", args: ["--mode", "dreamgym", "--budget", String(M), "--no-curriculum"] },
-  { key: "hybrid", name: "extra: DreamGym, hybrid (rewards and ends from the real game replaying the episode while it admits its commands), 0 real", args: ["--mode", "dreamgym", "--budget", String(M), "--hybrid"], extra: true },
+  {
+    key: "hybrid",
+    name: "extra: DreamGym, hybrid (rewards and ends from the real game replaying the episode while it admits its commands), 0 real",
+    args: ["--mode", "dreamgym", "--budget", String(M), "--hybrid"],
+    extra: true,
+  },
 ];
 const wanted = args.rows?.split(",").map((k) => k.trim());
 const unknown = wanted?.filter((k) => !allRows.some((r) => r.key === k)) ?? [];
 if (unknown.length > 0) throw new Error(`unknown rows ${unknown.join(", ")} (rows: ${allRows.map((r) => r.key).join(", ")})`);
 const rows = wanted ? allRows.filter((r) => wanted.includes(r.key)) : allRows.filter((r) => !r.extra);
 if (args.init === "bc" && !rows.some((r) => r.key === "bc")) throw new Error("--init bc needs the bc row");
-const jobs: { row: number; seed: number; dir: string; init?: string }[] = rows.flatMap((row, r) => Array.from({ length: seeds }, (_, s) => ({ row: r, seed: s, dir: join(out, `${row.key}-seed${s}`) })));
+const jobs: { row: number; seed: number; dir: string; init?: string }[] = rows.flatMap((row, r) =>
+  Array.from({ length: seeds }, (_, s) => ({ row: r, seed: s, dir: join(out, `${row.key}-seed${s}`) })),
+);
 let done = 0;
 const failures: string[] = [];
 /** Why a run folder of this job cannot be kept: it was started with other budgets (another --real or --synthetic). */
@@ -176,7 +243,25 @@ const runJob = async (job: (typeof jobs)[number]) => {
   // A run the experiment started before (killed with it) continues from its checkpoint.
   const argv = existsSync(join(job.dir, "config.json"))
     ? ["train", "--resume", job.dir]
-    : ["train", "--env", "alfworld", "--algo", "grpo", "--seed", String(job.seed), "--buffer", seedDb(job.seed), "--eval-every", "0", "--final-eval-tasks", "134", ...rows[job.row].args, ...(job.init ? ["--set", `initPolicy=${job.init}`] : []), "--out", job.dir];
+    : [
+        "train",
+        "--env",
+        "alfworld",
+        "--algo",
+        "grpo",
+        "--seed",
+        String(job.seed),
+        "--buffer",
+        seedDb(job.seed),
+        "--eval-every",
+        "0",
+        "--final-eval-tasks",
+        "134",
+        ...rows[job.row].args,
+        ...(job.init ? ["--set", `initPolicy=${job.init}`] : []),
+        "--out",
+        job.dir,
+      ];
   const stale = staleBudget(job);
   if (stale) {
     failures.push(`${job.dir}: ${stale}`);
@@ -193,9 +278,11 @@ const runJob = async (job: (typeof jobs)[number]) => {
 };
 const runAll = async (list: typeof jobs) => {
   let next = 0;
-  await Promise.all(Array.from({ length: Number(args.parallel) }, async () => {
-    while (next < list.length) await runJob(list[next++]);
-  }));
+  await Promise.all(
+    Array.from({ length: Number(args.parallel) }, async () => {
+      while (next < list.length) await runJob(list[next++]);
+    }),
+  );
 };
 if (args.init === "bc") {
   await runAll(jobs.filter((j) => rows[j.row].key === "bc"));
@@ -218,11 +305,26 @@ const pct = (xs: number[]) => {
   return xs.length > 1 ? `${m.toFixed(1)} ± ${sd.toFixed(1)}` : m.toFixed(1);
 };
 const isFinished = (j: (typeof jobs)[number]) => existsSync(join(j.dir, "summary.json")) && !staleBudget(j);
-interface Metric { iteration: number; steps: number; phase: string; realInteractions: number; eval?: { tasks: number; success: number }; verifiedSteps?: number }
-const metricsOf = (dir: string) => readFileSync(join(dir, "metrics.jsonl"), "utf8").split("\n").filter((l) => l.trim() !== "").map((l) => JSON.parse(l) as Metric);
+interface Metric {
+  iteration: number;
+  steps: number;
+  phase: string;
+  realInteractions: number;
+  eval?: { tasks: number; success: number };
+  verifiedSteps?: number;
+}
+const metricsOf = (dir: string) =>
+  readFileSync(join(dir, "metrics.jsonl"), "utf8")
+    .split("\n")
+    .filter((l) => l.trim() !== "")
+    .map((l) => JSON.parse(l) as Metric);
 const SHORT: Record<string, string> = {
-  pick_and_place_simple: "pick", look_at_obj_in_light: "look", pick_clean_then_place_in_recep: "clean",
-  pick_heat_then_place_in_recep: "heat", pick_cool_then_place_in_recep: "cool", pick_two_obj_and_place: "two",
+  pick_and_place_simple: "pick",
+  look_at_obj_in_light: "look",
+  pick_clean_then_place_in_recep: "clean",
+  pick_heat_then_place_in_recep: "heat",
+  pick_cool_then_place_in_recep: "cool",
+  pick_two_obj_and_place: "two",
 };
 const typeCells = (evals: Evaluation[]) => TASK_TYPES.map((t) => pct(evals.map((e) => e.valid_unseen.byType[t] ?? 0))).join(" | ");
 const lines = [
@@ -239,10 +341,14 @@ for (const [r, row] of rows.entries()) {
     lines.push(`| ${row.name} | failed | | | | | ${TASK_TYPES.map(() => "").join(" | ")} |`);
     continue;
   }
-  const sums = finished.map((j) => JSON.parse(readFileSync(join(j.dir, "summary.json"), "utf8")) as { realInteractions: number; syntheticInteractions: number; wallSeconds: number });
+  const sums = finished.map(
+    (j) => JSON.parse(readFileSync(join(j.dir, "summary.json"), "utf8")) as { realInteractions: number; syntheticInteractions: number; wallSeconds: number },
+  );
   const evals: Evaluation[] = [];
   for (const j of finished) evals.push(await runEval(j.dir));
-  lines.push(`| ${row.name} | ${pct(evals.map((e) => e.valid_unseen.success))} | ${pct(evals.map((e) => e.valid_seen.success))} | ${Math.round(stat(sums.map((s) => s.realInteractions)).m).toLocaleString("en-US")} | ${Math.round(stat(sums.map((s) => s.syntheticInteractions)).m).toLocaleString("en-US")} | ${stat(sums.map((s) => s.wallSeconds)).m.toFixed(0)} s | ${typeCells(evals)} |`);
+  lines.push(
+    `| ${row.name} | ${pct(evals.map((e) => e.valid_unseen.success))} | ${pct(evals.map((e) => e.valid_seen.success))} | ${Math.round(stat(sums.map((s) => s.realInteractions)).m).toLocaleString("en-US")} | ${Math.round(stat(sums.map((s) => s.syntheticInteractions)).m).toLocaleString("en-US")} | ${stat(sums.map((s) => s.wallSeconds)).m.toFixed(0)} s | ${typeCells(evals)} |`,
+  );
 }
 // The teach ratio per data seed, (row − BC) / (real-env GRPO − BC) on valid_unseen, and the in-run audits.
 const successOf = async (key: string, s: number) => {
@@ -264,20 +370,34 @@ for (const row of rows.filter((r) => r.key !== "bc" && r.key !== "real")) {
     if (t !== undefined) ratios.push(t);
     per.push(`${s}: ${x?.toFixed(1) ?? "—"} (${t?.toFixed(2) ?? "—"})`);
     const dir = join(out, `${row.key}-seed${s}`);
-    const a = existsSync(join(dir, "metrics.jsonl")) ? metricsOf(dir).map((m) => (m as { onPolicyAudit?: OnPolicyAuditSummary }).onPolicyAudit).filter((x) => x !== undefined) : [];
+    const a = existsSync(join(dir, "metrics.jsonl"))
+      ? metricsOf(dir)
+          .map((m) => (m as { onPolicyAudit?: OnPolicyAuditSummary }).onPolicyAudit)
+          .filter((x) => x !== undefined)
+      : [];
     if (a.length > 0) {
       const tail = a.slice(-Math.max(1, Math.ceil(a.length / 4)));
       const syn = tail.reduce((n, x) => n + x.syntheticSuccess * x.episodes, 0);
       const bad = tail.reduce((n, x) => n + (x.exploitationRate ?? 0) * x.syntheticSuccess * x.episodes, 0);
       const pairs = a.reduce((n, x) => n + (x.advantage?.pairs ?? 0), 0);
       const agree = a.reduce((n, x) => n + (x.advantage?.orderAgreement ?? 0) * (x.advantage?.pairs ?? 0), 0);
-      audits.push(`${s}: ${syn === 0 ? "—" : `${(100 * bad / syn).toFixed(0)}%`} / ${pairs === 0 ? "—" : `${(100 * agree / pairs).toFixed(0)}%`} / ${(tail.reduce((n, x) => n + (x.returnGap ?? x.syntheticReturn - x.realReturn), 0) / tail.length).toFixed(3)}`);
+      audits.push(
+        `${s}: ${syn === 0 ? "—" : `${((100 * bad) / syn).toFixed(0)}%`} / ${pairs === 0 ? "—" : `${((100 * agree) / pairs).toFixed(0)}%`} / ${(tail.reduce((n, x) => n + (x.returnGap ?? x.syntheticReturn - x.realReturn), 0) / tail.length).toFixed(3)}`,
+      );
     }
   }
-  teachRows.push(`| ${row.name} | ${per.join(", ")} | ${ratios.length ? `${median(ratios).toFixed(2)} / ${Math.min(...ratios).toFixed(2)}` : "—"} | ${audits.join(", ") || "—"} |`);
+  teachRows.push(
+    `| ${row.name} | ${per.join(", ")} | ${ratios.length ? `${median(ratios).toFixed(2)} / ${Math.min(...ratios).toFixed(2)}` : "—"} | ${audits.join(", ") || "—"} |`,
+  );
 }
-lines.push("", "Teach ratio, (row − BC) / (real-env GRPO − BC) on valid_unseen, per data seed; audits: exploitation over the last quarter of the in-run audits / order agreement within GRPO groups over all of them / return gap over the last quarter:", "",
-  "| method | valid_unseen (teach ratio) per seed | teach ratio median / min | audits per seed |", "|---|---|---|---|", ...teachRows);
+lines.push(
+  "",
+  "Teach ratio, (row − BC) / (real-env GRPO − BC) on valid_unseen, per data seed; audits: exploitation over the last quarter of the in-run audits / order agreement within GRPO groups over all of them / return gap over the last quarter:",
+  "",
+  "| method | valid_unseen (teach ratio) per seed | teach ratio median / min | audits per seed |",
+  "|---|---|---|---|",
+  ...teachRows,
+);
 // Real-env GRPO's curve: valid_unseen success against real steps, from the BC start (0 real) through the
 // real run's evaluations on all 134 games (every --curve-every iterations) to its end; seeds grouped by iteration.
 const rowJobs = (key: string) => jobs.filter((j) => rows[j.row].key === key && isFinished(j));
@@ -296,20 +416,36 @@ if (rowJobs("real").length > 0) {
     for (const m of ms) if (m.eval && m.eval.tasks >= 134 && m !== last) add(`iteration ${m.iteration}`, m.realInteractions, m.eval.success);
     add(`end (iteration ${last.iteration})`, last.realInteractions, (await runEval(j.dir)).valid_unseen.success);
   }
-  for (const j of rowJobs("real-tenth")) add("the N/10 run's end", JSON.parse(readFileSync(join(j.dir, "summary.json"), "utf8")).realInteractions, (await runEval(j.dir)).valid_unseen.success);
+  for (const j of rowJobs("real-tenth"))
+    add("the N/10 run's end", JSON.parse(readFileSync(join(j.dir, "summary.json"), "utf8")).realInteractions, (await runEval(j.dir)).valid_unseen.success);
   const sorted = [...points.entries()].sort((a, b) => stat(a[1].real).m - stat(b[1].real).m);
-  lines.push("", `Real-env GRPO's curve (valid_unseen success, all 134 games, greedy; evaluated ${curveEvery > 0 ? `every ${curveEvery} iterations of the N run` : "at the end of each run only"}):`, "",
-    "| point | real training steps | valid_unseen success | seeds |", "|---|---|---|---|",
-    ...sorted.map(([label, p]) => `| ${label} | ${Math.round(stat(p.real).m).toLocaleString("en-US")} | ${pct(p.success)} | ${p.success.length} |`));
+  lines.push(
+    "",
+    `Real-env GRPO's curve (valid_unseen success, all 134 games, greedy; evaluated ${curveEvery > 0 ? `every ${curveEvery} iterations of the N run` : "at the end of each run only"}):`,
+    "",
+    "| point | real training steps | valid_unseen success | seeds |",
+    "|---|---|---|---|",
+    ...sorted.map(([label, p]) => `| ${label} | ${Math.round(stat(p.real).m).toLocaleString("en-US")} | ${pct(p.success)} | ${p.success.length} |`),
+  );
 }
 // The hybrid row: how much of its synthetic experience the real game could judge.
 if (rowJobs("hybrid").length > 0) {
   const ms = rowJobs("hybrid").flatMap((j) => metricsOf(j.dir).filter((m) => m.phase === "synthetic"));
   const verified = ms.reduce((a, m) => a + (m.verifiedSteps ?? 0), 0);
   const steps = ms.reduce((a, m) => a + m.steps, 0);
-  lines.push("", `Hybrid: the real game judged ${(100 * verified / Math.max(1, steps)).toFixed(1)}% of the hybrid runs' ${steps.toLocaleString("en-US")} synthetic steps (the rest came after the synthetic world let the agent do what the real game would not, where the model's own reward stands).`);
+  lines.push(
+    "",
+    `Hybrid: the real game judged ${((100 * verified) / Math.max(1, steps)).toFixed(1)}% of the hybrid runs' ${steps.toLocaleString("en-US")} synthetic steps (the rest came after the synthetic world let the agent do what the real game would not, where the model's own reward stands).`,
+  );
 }
-lines.push("", "Offline audit of the ALFWorld model (buffer: data seed 0's seed buffer; held out: 134 expert + 60 random valid_unseen episodes):", "", "```", audit.trim(), "```");
+lines.push(
+  "",
+  "Offline audit of the ALFWorld model (buffer: data seed 0's seed buffer; held out: 134 expert + 60 random valid_unseen episodes):",
+  "",
+  "```",
+  audit.trim(),
+  "```",
+);
 if (failures.length > 0) lines.push("", "Failed runs:", ...failures.map((f) => `- ${f}`));
 lines.push("", `Total time ${((performance.now() - started) / 60000).toFixed(1)} min (${args.parallel} runs at a time).`);
 writeFileSync(join(out, "results.md"), lines.join("\n") + "\n");

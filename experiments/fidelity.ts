@@ -53,7 +53,13 @@ parseNoiseKinds(stateNoise, STATE_NOISE_KINDS, "state");
 mkdirSync(out, { recursive: true });
 
 // The grid: "R:0,5,20 P:5,20" → points (ε_R, ε_P) in percent; P points at ε_R = 0, R points at ε_P = 0.
-interface Point { knob: "R" | "P"; pct: number; epsilonR: number; epsilonP: number; name: string }
+interface Point {
+  knob: "R" | "P";
+  pct: number;
+  epsilonR: number;
+  epsilonP: number;
+  name: string;
+}
 const points: Point[] = [];
 for (const part of args.grid!.split(/[\s;]+/).filter(Boolean)) {
   const m = /^([RP]):([\d.,]+)$/i.exec(part);
@@ -84,41 +90,90 @@ if (!existsSync(join(held, "random.jsonl"))) {
 
 // 2. The offline audit of the oracle at each setting (in-process server; a few seconds a point).
 const abstraction = await closing(createEnv("webshop", {}), (env) => syntheticSupport("webshop", env).abstraction);
-const heldOut: Trajectory[] = [...(await readJsonlAll<Trajectory>(join(held, "oracle.jsonl"))), ...(await readJsonlAll<Trajectory>(join(held, "random.jsonl")))];
+const heldOut: Trajectory[] = [
+  ...(await readJsonlAll<Trajectory>(join(held, "oracle.jsonl"))),
+  ...(await readJsonlAll<Trajectory>(join(held, "random.jsonl"))),
+];
 const auditFile = join(out, "audit.json");
-const audits: Record<string, { epsilonR: number; epsilonP: number; steps: number; stateKind: number; requestsPerSecond: number }> = existsSync(auditFile) ? JSON.parse(readFileSync(auditFile, "utf8")) : {};
+const audits: Record<string, { epsilonR: number; epsilonP: number; steps: number; stateKind: number; requestsPerSecond: number }> = existsSync(auditFile)
+  ? JSON.parse(readFileSync(auditFile, "utf8"))
+  : {};
 for (const p of points) {
   const key = `${p.epsilonR}/${p.epsilonP}`;
   if (audits[key]) continue;
   const server = await startOracleServer({
-    noise: { epsilonR: p.epsilonR, epsilonP: p.epsilonP, seed: 0, rewardKinds: parseNoiseKinds(rewardNoise, REWARD_NOISE_KINDS, "reward"), stateKinds: parseNoiseKinds(stateNoise, STATE_NOISE_KINDS, "state") },
+    noise: {
+      epsilonR: p.epsilonR,
+      epsilonP: p.epsilonP,
+      seed: 0,
+      rewardKinds: parseNoiseKinds(rewardNoise, REWARD_NOISE_KINDS, "reward"),
+      stateKinds: parseNoiseKinds(stateNoise, STATE_NOISE_KINDS, "state"),
+    },
   });
   try {
     const chat = new OpenAIChatModel({ baseURL: server.url, model: "oracle" });
     const a = await auditModel(heldOut, { model: new ReasoningExperienceModel({ chat, abstraction }), abstraction });
-    audits[key] = { epsilonR: a.rewardErrorRate, epsilonP: 1 - a.identicalStates, steps: a.steps, stateKind: a.stateKindAccuracy, requestsPerSecond: server.stats.requests / server.stats.busySeconds };
+    audits[key] = {
+      epsilonR: a.rewardErrorRate,
+      epsilonP: 1 - a.identicalStates,
+      steps: a.steps,
+      stateKind: a.stateKindAccuracy,
+      requestsPerSecond: server.stats.requests / server.stats.busySeconds,
+    };
   } finally {
     await server.close();
   }
   writeFileSync(auditFile, JSON.stringify(audits, null, 2));
 }
-console.log(`audit of the oracle on ${heldOut.length} held-out test episodes: ${points.map((p) => `${p.name}: ε_R ${(100 * audits[`${p.epsilonR}/${p.epsilonP}`].epsilonR).toFixed(1)}%, ε_P ${(100 * audits[`${p.epsilonR}/${p.epsilonP}`].epsilonP).toFixed(1)}%`).join("; ")}`);
+console.log(
+  `audit of the oracle on ${heldOut.length} held-out test episodes: ${points.map((p) => `${p.name}: ε_R ${(100 * audits[`${p.epsilonR}/${p.epsilonP}`].epsilonR).toFixed(1)}%, ε_P ${(100 * audits[`${p.epsilonR}/${p.epsilonP}`].epsilonP).toFixed(1)}%`).join("; ")}`,
+);
 
 // 3. The runs: real-env GRPO (reused from the webshop experiment where it has the run), then every point × seed.
-interface Job { label: string; dir: string; args: string[]; point?: Point; seed: number; port?: number }
+interface Job {
+  label: string;
+  dir: string;
+  args: string[];
+  point?: Point;
+  seed: number;
+  port?: number;
+}
 const finalEval = ["--final-eval-tasks", args["final-eval-tasks"]!];
 const jobs: Job[] = [];
 for (let s = 0; s < seeds; s++) {
   const cached = join(args["real-from"]!, `row0-seed${s}`);
   const reuse = existsSync(join(cached, "summary.json")) && JSON.parse(readFileSync(join(cached, "config.json"), "utf8")).budget === realBudget;
-  jobs.push({ label: `real-env GRPO ${realBudget}, seed ${s}`, dir: reuse ? cached : join(out, `real-seed${s}`), seed: s, args: ["--mode", "real", "--budget", String(realBudget), ...finalEval] });
+  jobs.push({
+    label: `real-env GRPO ${realBudget}, seed ${s}`,
+    dir: reuse ? cached : join(out, `real-seed${s}`),
+    seed: s,
+    args: ["--mode", "real", "--budget", String(realBudget), ...finalEval],
+  });
 }
 points.forEach((p, i) => {
   for (let s = 0; s < seeds; s++) {
     jobs.push({
-      label: `${p.name}, seed ${s}`, dir: join(out, `${p.knob}${p.pct}-seed${s}`), point: p, seed: s, port: Number(args["port-base"]) + i * 16 + s,
-      args: ["--mode", "dreamgym", "--budget", String(budget), "--buffer", seedDb, "--no-replay", "--no-curriculum", ...(args.pessimism ? [] : ["--no-pessimism"]),
-        "--concurrency", "8", "--set", "onPolicyAudit.episodes=32", ...finalEval],
+      label: `${p.name}, seed ${s}`,
+      dir: join(out, `${p.knob}${p.pct}-seed${s}`),
+      point: p,
+      seed: s,
+      port: Number(args["port-base"]) + i * 16 + s,
+      args: [
+        "--mode",
+        "dreamgym",
+        "--budget",
+        String(budget),
+        "--buffer",
+        seedDb,
+        "--no-replay",
+        "--no-curriculum",
+        ...(args.pessimism ? [] : ["--no-pessimism"]),
+        "--concurrency",
+        "8",
+        "--set",
+        "onPolicyAudit.episodes=32",
+        ...finalEval,
+      ],
     });
   }
 });
@@ -126,7 +181,27 @@ points.forEach((p, i) => {
 /** Starts the oracle server of a point on its fixed port; resolves once it listens. */
 function startOracle(job: Job): Promise<ChildProcess> {
   const p = job.point!;
-  const child = spawn(process.execPath, [BIN, "oracle-model", "serve", "--epsilon-r", String(p.epsilonR), "--epsilon-p", String(p.epsilonP), "--reward-noise", rewardNoise, "--state-noise", stateNoise, "--seed", String(job.seed), "--port", String(job.port)], { stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(
+    process.execPath,
+    [
+      BIN,
+      "oracle-model",
+      "serve",
+      "--epsilon-r",
+      String(p.epsilonR),
+      "--epsilon-p",
+      String(p.epsilonP),
+      "--reward-noise",
+      rewardNoise,
+      "--state-noise",
+      stateNoise,
+      "--seed",
+      String(job.seed),
+      "--port",
+      String(job.port),
+    ],
+    { stdio: ["ignore", "pipe", "pipe"] },
+  );
   let err = "";
   child.stderr!.on("data", (d) => (err += d));
   return new Promise((resolve, reject) => {
@@ -149,7 +224,21 @@ async function runJob(job: Job): Promise<void> {
     // A run the experiment started before (killed with it) continues from its checkpoint.
     const trainArgs = existsSync(join(job.dir, "config.json"))
       ? ["train", "--resume", job.dir]
-      : ["train", "--env", "webshop", "--algo", "grpo", "--seed", String(job.seed), "--eval-every", "0", ...job.args, ...(job.port ? ["--experience", `http://127.0.0.1:${job.port}/v1#oracle`] : []), "--out", job.dir];
+      : [
+          "train",
+          "--env",
+          "webshop",
+          "--algo",
+          "grpo",
+          "--seed",
+          String(job.seed),
+          "--eval-every",
+          "0",
+          ...job.args,
+          ...(job.port ? ["--experience", `http://127.0.0.1:${job.port}/v1#oracle`] : []),
+          "--out",
+          job.dir,
+        ];
     const code = await new Promise<number | null>((resolve) => {
       const child = spawn(process.execPath, [BIN, ...trainArgs], { stdio: ["ignore", "ignore", "pipe"] });
       let err = "";
@@ -160,7 +249,9 @@ async function runJob(job: Job): Promise<void> {
       });
     });
     done++;
-    console.log(`[${done}/${jobs.length}] ${job.label}: ${code === 0 ? "done" : `failed (${code})`} at ${((performance.now() - started) / 60000).toFixed(1)} min`);
+    console.log(
+      `[${done}/${jobs.length}] ${job.label}: ${code === 0 ? "done" : `failed (${code})`} at ${((performance.now() - started) / 60000).toFixed(1)} min`,
+    );
   } finally {
     if (oracle) {
       const exited = new Promise((r) => oracle!.once("exit", r));
@@ -171,20 +262,30 @@ async function runJob(job: Job): Promise<void> {
   }
 }
 let next = args["report-only"] ? jobs.length : 0;
-await Promise.all(Array.from({ length: Number(args.parallel) }, async () => {
-  while (next < jobs.length) {
-    const job = jobs[next++];
-    await runJob(job).catch((e) => failures.push(`${job.dir}: ${(e as Error).message}`));
-  }
-}));
+await Promise.all(
+  Array.from({ length: Number(args.parallel) }, async () => {
+    while (next < jobs.length) {
+      const job = jobs[next++];
+      await runJob(job).catch((e) => failures.push(`${job.dir}: ${(e as Error).message}`));
+    }
+  }),
+);
 
 // 4. The table and the chart.
-interface Summary { final: { score: number; success: number }; wallSeconds: number; syntheticInteractions: number }
+interface Summary {
+  final: { score: number; success: number };
+  wallSeconds: number;
+  syntheticInteractions: number;
+}
 const summaryOf = (dir: string): Summary | null => (existsSync(join(dir, "summary.json")) ? JSON.parse(readFileSync(join(dir, "summary.json"), "utf8")) : null);
 /** The on-policy audit's exploitation rate: over the run's audits in its second half (pooled by synthetic successes). */
 function exploitation(dir: string): number | null {
   if (!existsSync(join(dir, "metrics.jsonl"))) return null;
-  const audited = readFileSync(join(dir, "metrics.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l)).filter((m) => m.onPolicyAudit);
+  const audited = readFileSync(join(dir, "metrics.jsonl"), "utf8")
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l))
+    .filter((m) => m.onPolicyAudit);
   const late = audited.slice(Math.floor(audited.length / 2));
   let successes = 0;
   let exploited = 0;
@@ -201,7 +302,10 @@ const stat = (xs: number[]) => {
   const sd = xs.length > 1 ? Math.sqrt(xs.reduce((a, b) => a + (b - m) ** 2, 0) / (xs.length - 1)) : 0;
   return { m, sd };
 };
-const realSums = jobs.filter((j) => !j.point).map((j) => summaryOf(j.dir)).filter((s): s is Summary => s !== null);
+const realSums = jobs
+  .filter((j) => !j.point)
+  .map((j) => summaryOf(j.dir))
+  .filter((s): s is Summary => s !== null);
 const real = realSums.length > 0 ? stat(realSums.map((s) => s.final.score)) : null;
 const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
 const lines = [
@@ -230,11 +334,16 @@ for (const p of points) {
   const paired = jobs.filter((j) => j.point === p && summaryOf(j.dir) && realOf(j)).map((j) => summaryOf(j.dir)!.final.score / realOf(j)!.final.score);
   const ratio = real && paired.length > 0 ? paired.reduce((x, y) => x + y, 0) / paired.length : NaN;
   curve.push({ knob: p.knob, pct: p.pct, ratio, sd: real ? score.sd / real.m : 0 });
-  lines.push(`| ${p.name} | ${pct(a.epsilonR)} | ${pct(a.epsilonP)} | ${score.m.toFixed(1)} ± ${score.sd.toFixed(1)}${sums.length < seeds ? ` (${sums.length} of ${seeds} seeds)` : ""} | ${real ? `${(100 * ratio).toFixed(0)}%` : "-"} | ${success.m.toFixed(1)}% | ${ex.length ? pct(ex.reduce((x, y) => x + y, 0) / ex.length) : "- (no synthetic success)"} | ${wall.m.toFixed(0)} s |`);
+  lines.push(
+    `| ${p.name} | ${pct(a.epsilonR)} | ${pct(a.epsilonP)} | ${score.m.toFixed(1)} ± ${score.sd.toFixed(1)}${sums.length < seeds ? ` (${sums.length} of ${seeds} seeds)` : ""} | ${real ? `${(100 * ratio).toFixed(0)}%` : "-"} | ${success.m.toFixed(1)}% | ${ex.length ? pct(ex.reduce((x, y) => x + y, 0) / ex.length) : "- (no synthetic success)"} | ${wall.m.toFixed(0)} s |`,
+  );
 }
 if (failures.length > 0) lines.push("", "Failed runs:", ...failures.map((f) => `- ${f}`));
 const rps = Object.values(audits).map((a) => a.requestsPerSecond);
-lines.push("", `Oracle server: ${Math.round(Math.min(...rps))}–${Math.round(Math.max(...rps))} requests/s of busy time (one core). Total time ${((performance.now() - started) / 60000).toFixed(1)} min (${args.parallel} runs at a time).`);
+lines.push(
+  "",
+  `Oracle server: ${Math.round(Math.min(...rps))}–${Math.round(Math.max(...rps))} requests/s of busy time (one core). Total time ${((performance.now() - started) / 60000).toFixed(1)} min (${args.parallel} runs at a time).`,
+);
 lines.push("", "![score as a share of real-env GRPO against the noise](fidelity.svg)");
 writeFileSync(join(out, "results.md"), lines.join("\n") + "\n");
 writeFileSync(join(out, "fidelity.svg"), chart(curve));
@@ -242,7 +351,12 @@ console.log(`\n${lines.join("\n")}\n\nwritten to ${join(out, "results.md")} and 
 
 /** The curve: score / real-env GRPO against the noise level, one line per knob, and the 90% line. */
 function chart(data: typeof curve): string {
-  const W = 560, H = 320, L = 56, R = 120, T = 24, B = 44;
+  const W = 560,
+    H = 320,
+    L = 56,
+    R = 120,
+    T = 24,
+    B = 44;
   const levels = [...new Set(data.map((d) => d.pct))].sort((a, b) => a - b);
   const x = (v: number) => Math.round(10 * (L + (levels.length <= 1 ? 0 : (levels.indexOf(v) / (levels.length - 1)) * (W - L - R)))) / 10;
   const top = Math.max(1.2, ...data.map((d) => d.ratio + d.sd));
@@ -254,18 +368,28 @@ function chart(data: typeof curve): string {
     `<rect width="${W}" height="${H}" fill="white"/>`,
     `<line x1="${L}" y1="${y(0)}" x2="${W - R}" y2="${y(0)}" stroke="#444"/><line x1="${L}" y1="${T}" x2="${L}" y2="${y(0)}" stroke="#444"/>`,
   ];
-  for (let r = 0; r <= top + 1e-9; r += 0.2) parts.push(`<text x="${L - 6}" y="${y(r) + 4}" text-anchor="end">${Math.round(100 * r)}%</text><line x1="${L}" y1="${y(r)}" x2="${W - R}" y2="${y(r)}" stroke="#eee"/>`);
+  for (let r = 0; r <= top + 1e-9; r += 0.2)
+    parts.push(
+      `<text x="${L - 6}" y="${y(r) + 4}" text-anchor="end">${Math.round(100 * r)}%</text><line x1="${L}" y1="${y(r)}" x2="${W - R}" y2="${y(r)}" stroke="#eee"/>`,
+    );
   for (const v of levels) parts.push(`<text x="${x(v)}" y="${H - B + 16}" text-anchor="middle">${v}%</text>`);
   parts.push(`<text x="${(L + W - R) / 2}" y="${H - 8}" text-anchor="middle">noise level (probability per step)</text>`);
   parts.push(`<text transform="translate(14 ${(T + H - B) / 2}) rotate(-90)" text-anchor="middle">test score / real-env GRPO</text>`);
-  parts.push(`<line x1="${L}" y1="${y(0.9)}" x2="${W - R}" y2="${y(0.9)}" stroke="#888" stroke-dasharray="4 3"/><text x="${W - R + 4}" y="${y(0.9) + 4}" fill="#666">90%</text>`);
+  parts.push(
+    `<line x1="${L}" y1="${y(0.9)}" x2="${W - R}" y2="${y(0.9)}" stroke="#888" stroke-dasharray="4 3"/><text x="${W - R + 4}" y="${y(0.9) + 4}" fill="#666">90%</text>`,
+  );
   (["R", "P"] as const).forEach((k, i) => {
     // ε = 0 belongs to both curves.
     const pts = data.filter((d) => d.knob === k || d.pct === 0).sort((a, b) => a.pct - b.pct);
     if (pts.length === 0) return;
     parts.push(`<polyline fill="none" stroke="${colors[k]}" stroke-width="2" points="${pts.map((d) => `${x(d.pct)},${y(d.ratio)}`).join(" ")}"/>`);
-    for (const d of pts) parts.push(`<circle cx="${x(d.pct)}" cy="${y(d.ratio)}" r="3" fill="${colors[k]}"/>${d.sd > 0 ? `<line x1="${x(d.pct)}" y1="${y(d.ratio - d.sd)}" x2="${x(d.pct)}" y2="${y(d.ratio + d.sd)}" stroke="${colors[k]}"/>` : ""}`);
-    parts.push(`<rect x="${W - R + 4}" y="${T + 20 * i}" width="10" height="10" fill="${colors[k]}"/><text x="${W - R + 18}" y="${T + 9 + 20 * i}">${names[k].split(" (")[0]}</text>`);
+    for (const d of pts)
+      parts.push(
+        `<circle cx="${x(d.pct)}" cy="${y(d.ratio)}" r="3" fill="${colors[k]}"/>${d.sd > 0 ? `<line x1="${x(d.pct)}" y1="${y(d.ratio - d.sd)}" x2="${x(d.pct)}" y2="${y(d.ratio + d.sd)}" stroke="${colors[k]}"/>` : ""}`,
+      );
+    parts.push(
+      `<rect x="${W - R + 4}" y="${T + 20 * i}" width="10" height="10" fill="${colors[k]}"/><text x="${W - R + 18}" y="${T + 9 + 20 * i}">${names[k].split(" (")[0]}</text>`,
+    );
   });
   parts.push("</svg>");
   return parts.join("\n");

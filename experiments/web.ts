@@ -61,17 +61,25 @@ async function collectSeed(dir: string): Promise<{ seconds: number; transitions:
   try {
     const tasks = envs[0].tasks();
     const oracleN = Math.round((2 * seedEpisodes) / 3);
-    for (const [name, n, offset] of [["oracle", oracleN, 0], ["random", seedEpisodes - oracleN, oracleN]] as const) {
+    for (const [name, n, offset] of [
+      ["oracle", oracleN, 0],
+      ["random", seedEpisodes - oracleN, oracleN],
+    ] as const) {
       // One policy per env: the oracle reads its own env's goal.
-      const jobs: EpisodeJob[] = Array.from({ length: n }, (_, i) => ({ task: tasks[(seed * 997 + offset + i) % tasks.length], rngSeed: seed * 100_000 + offset + i }));
-      const share = envs.map((env) => ({ env, policy: createPolicy("webshop-browser", name, env, { seed: seed + offset }) }));
-      await Promise.all(share.map(async ({ env, policy }, k) => {
-        const mine = jobs.filter((_, i) => i % envs.length === k);
-        for (const e of await playEpisodes([env], policy, mine)) {
-          writer.write(episodeTrajectory(e, { env: "webshop-browser", policy: name }));
-          if (name === "oracle") oracleTotal += e.totalReward;
-        }
+      const jobs: EpisodeJob[] = Array.from({ length: n }, (_, i) => ({
+        task: tasks[(seed * 997 + offset + i) % tasks.length],
+        rngSeed: seed * 100_000 + offset + i,
       }));
+      const share = envs.map((env) => ({ env, policy: createPolicy("webshop-browser", name, env, { seed: seed + offset }) }));
+      await Promise.all(
+        share.map(async ({ env, policy }, k) => {
+          const mine = jobs.filter((_, i) => i % envs.length === k);
+          for (const e of await playEpisodes([env], policy, mine)) {
+            writer.write(episodeTrajectory(e, { env: "webshop-browser", policy: name }));
+            if (name === "oracle") oracleTotal += e.totalReward;
+          }
+        }),
+      );
     }
   } finally {
     writer.close();
@@ -99,16 +107,48 @@ function run(argv: string[], what: string): Promise<void> {
 // No on-policy audits: they replay synthetic episodes in the browser, which is not training and would eat the synthetic rows' W.
 function train(runDir: string, extra: string[]): Promise<void> {
   if (existsSync(join(runDir, "summary.json"))) return Promise.resolve();
-  return run(["train", "--env", "webshop-browser", "--concurrency", "4", "--final-eval-tasks", evalTasks, "--eval-every", "0", "--tasks-per-iter", args["tasks-per-iter"]!, "--group", args.group!, "--set", "onPolicyAudit.every=0", "--out", runDir, ...extra], runDir);
+  return run(
+    [
+      "train",
+      "--env",
+      "webshop-browser",
+      "--concurrency",
+      "4",
+      "--final-eval-tasks",
+      evalTasks,
+      "--eval-every",
+      "0",
+      "--tasks-per-iter",
+      args["tasks-per-iter"]!,
+      "--group",
+      args.group!,
+      "--set",
+      "onPolicyAudit.every=0",
+      "--out",
+      runDir,
+      ...extra,
+    ],
+    runDir,
+  );
 }
 
 /** A run's summary: its final score is already ×100, its success a fraction; `train`: its wall time less the final evaluation's. */
 function summaryOf(runDir: string): { score: number; success: number; real: number; synthetic: number; wall: number; train: number } {
   const s = JSON.parse(readFileSync(join(runDir, "summary.json"), "utf8")) as {
-    final: { score: number; success: number }; realInteractions: number; syntheticInteractions: number; wallSeconds: number;
+    final: { score: number; success: number };
+    realInteractions: number;
+    syntheticInteractions: number;
+    wallSeconds: number;
   };
   const last = JSON.parse(readFileSync(join(runDir, "metrics.jsonl"), "utf8").trim().split("\n").at(-1)!) as { evalSeconds?: number };
-  return { score: s.final.score, success: 100 * s.final.success, real: s.realInteractions, synthetic: s.syntheticInteractions, wall: s.wallSeconds, train: s.wallSeconds - (last.evalSeconds ?? 0) };
+  return {
+    score: s.final.score,
+    success: 100 * s.final.success,
+    real: s.realInteractions,
+    synthetic: s.syntheticInteractions,
+    wall: s.wallSeconds,
+    train: s.wallSeconds - (last.evalSeconds ?? 0),
+  };
 }
 
 /**
@@ -124,14 +164,36 @@ async function pagesEval(runDir: string): Promise<{ score: number; success: numb
     const policyFile = latestPolicyFile(runDir);
     policy.load(readFileSync(policyFile), policyFile);
     const tasks = env.tasks().slice(0, pagesEvalTasks);
-    const eps = await playEpisodes([env], policy, tasks.map((task, i) => ({ task, seed: i, rngSeed: i })), { greedy: true, isSuccess: (r: number) => r >= 1 });
+    const eps = await playEpisodes(
+      [env],
+      policy,
+      tasks.map((task, i) => ({ task, seed: i, rngSeed: i })),
+      { greedy: true, isSuccess: (r: number) => r >= 1 },
+    );
     await env.close();
-    writeFileSync(file, JSON.stringify({ tasks: tasks.length, score: (100 * eps.reduce((a, e) => a + e.totalReward, 0)) / eps.length, success: (100 * eps.filter((e) => e.success).length) / eps.length }));
+    writeFileSync(
+      file,
+      JSON.stringify({
+        tasks: tasks.length,
+        score: (100 * eps.reduce((a, e) => a + e.totalReward, 0)) / eps.length,
+        success: (100 * eps.filter((e) => e.success).length) / eps.length,
+      }),
+    );
   }
   return JSON.parse(readFileSync(file, "utf8")) as { score: number; success: number };
 }
 
-type Row = { seed: number; row: string; score: number; success: number; all: { score: number; success: number }; real: number; synthetic: number; start: number; train: number };
+type Row = {
+  seed: number;
+  row: string;
+  score: number;
+  success: number;
+  all: { score: number; success: number };
+  real: number;
+  synthetic: number;
+  start: number;
+  train: number;
+};
 const rows: Row[] = [];
 // 1. The seed buffer, once for all seeds, and the learned experience model on it (their times count in every row that uses them).
 const shared = join(out, "seed");
@@ -151,7 +213,9 @@ if (!existsSync(modelInfo)) {
   writeFileSync(modelInfo, JSON.stringify({ seconds: (performance.now() - t0) / 1000 }));
 }
 const modelSeconds = (JSON.parse(readFileSync(modelInfo, "utf8")) as { seconds: number }).seconds;
-console.log(`seed buffer: ${collected.transitions} transitions in ${collected.seconds.toFixed(0)} s (oracle score ${collected.oracleScore.toFixed(1)}); learned model: ${modelSeconds.toFixed(0)} s`);
+console.log(
+  `seed buffer: ${collected.transitions} transitions in ${collected.seconds.toFixed(0)} s (oracle score ${collected.oracleScore.toFixed(1)}); learned model: ${modelSeconds.toFixed(0)} s`,
+);
 
 for (let seed = 0; seed < seeds; seed++) {
   const dir = join(out, `seed-${seed}`);
@@ -162,25 +226,103 @@ for (let seed = 0; seed < seeds; seed++) {
   const bc = summaryOf(join(dir, "bc"));
   const init = ["--set", `initPolicy=${latestPolicyFile(join(dir, "bc"))}`];
   // BC's charge is its training, not its final evaluation in the browser (no row pays for its evaluation).
-  rows.push({ seed, row: "behaviour cloning on the seed buffer (0 RL)", score: bc.score, success: bc.success, all: await pagesEval(join(dir, "bc")), real: 0, synthetic: 0, start: collected.seconds + bc.train, train: 0 });
+  rows.push({
+    seed,
+    row: "behaviour cloning on the seed buffer (0 RL)",
+    score: bc.score,
+    success: bc.success,
+    all: await pagesEval(join(dir, "bc")),
+    real: 0,
+    synthetic: 0,
+    start: collected.seconds + bc.train,
+    train: 0,
+  });
   const realStart = collected.seconds + bc.train;
   const dgStart = realStart + modelSeconds;
   // 3. Real-env GRPO in the browser for the rest of W.
-  await train(join(dir, "real"), ["--mode", "real", "--budget", "1000000000", "--max-seconds", String(Math.max(1, Math.round(W - realStart))), "--seed", String(seed), ...init]);
+  await train(join(dir, "real"), [
+    "--mode",
+    "real",
+    "--budget",
+    "1000000000",
+    "--max-seconds",
+    String(Math.max(1, Math.round(W - realStart))),
+    "--seed",
+    String(seed),
+    ...init,
+  ]);
   const real = summaryOf(join(dir, "real"));
-  rows.push({ seed, row: "real-env GRPO (browser)", score: real.score, success: real.success, all: await pagesEval(join(dir, "real")), real: real.real, synthetic: 0, start: realStart, train: real.train });
+  rows.push({
+    seed,
+    row: "real-env GRPO (browser)",
+    score: real.score,
+    success: real.success,
+    all: await pagesEval(join(dir, "real")),
+    real: real.real,
+    synthetic: 0,
+    start: realStart,
+    train: real.train,
+  });
   // 4. DreamGym: synthetic for the rest of W (learned model, model rewards).
   const rest = Math.max(1, Math.round(W - dgStart));
   // The synthetic phase plays the seed buffer's tasks (and the curriculum's variations of them): the paper's seed task set.
   const experience = ["--experience", `learned:${modelFile}`, "--set", "syntheticTasks=seed"];
-  await train(join(dir, "dreamgym"), ["--mode", "dreamgym", "--buffer", seedDb, ...experience, "--budget", "1000000000", "--max-seconds", String(rest), "--seed", String(seed), ...init]);
+  await train(join(dir, "dreamgym"), [
+    "--mode",
+    "dreamgym",
+    "--buffer",
+    seedDb,
+    ...experience,
+    "--budget",
+    "1000000000",
+    "--max-seconds",
+    String(rest),
+    "--seed",
+    String(seed),
+    ...init,
+  ]);
   const dg = summaryOf(join(dir, "dreamgym"));
-  rows.push({ seed, row: "DreamGym (learned model, model rewards)", score: dg.score, success: dg.success, all: await pagesEval(join(dir, "dreamgym")), real: 0, synthetic: dg.synthetic, start: dgStart, train: dg.train });
+  rows.push({
+    seed,
+    row: "DreamGym (learned model, model rewards)",
+    score: dg.score,
+    success: dg.success,
+    all: await pagesEval(join(dir, "dreamgym")),
+    real: 0,
+    synthetic: dg.synthetic,
+    start: dgStart,
+    train: dg.train,
+  });
   // 5. S2R: half the rest synthetic (as many steps as DreamGym made in that time), then the browser until W.
-  const half = Math.max(100, Math.round(dg.synthetic * (rest / 2) / Math.max(1, dg.wall)));
-  await train(join(dir, "s2r"), ["--mode", "s2r", "--buffer", seedDb, ...experience, "--budget", String(half), "--real-budget", "1000000000", "--max-seconds", String(rest), "--seed", String(seed), ...init]);
+  const half = Math.max(100, Math.round((dg.synthetic * (rest / 2)) / Math.max(1, dg.wall)));
+  await train(join(dir, "s2r"), [
+    "--mode",
+    "s2r",
+    "--buffer",
+    seedDb,
+    ...experience,
+    "--budget",
+    String(half),
+    "--real-budget",
+    "1000000000",
+    "--max-seconds",
+    String(rest),
+    "--seed",
+    String(seed),
+    ...init,
+  ]);
   const s2r = summaryOf(join(dir, "s2r"));
-  rows.push({ seed, row: "DreamGym-S2R (finished in the browser)", score: s2r.score, success: s2r.success, all: await pagesEval(join(dir, "s2r")), real: s2r.real, synthetic: s2r.synthetic, start: dgStart, train: s2r.train });
+  rows.push({
+    seed,
+    row: "DreamGym-S2R (finished in the browser)",
+    score: s2r.score,
+    success: s2r.success,
+    all: await pagesEval(join(dir, "s2r")),
+    real: s2r.real,
+    synthetic: s2r.synthetic,
+    start: dgStart,
+    train: s2r.train,
+  });
 }
 
 // The table: mean ± std over seeds per row.

@@ -22,7 +22,15 @@ import { parseArgs } from "node:util";
 import { readJsonlAll, type Trajectory } from "../src/core/index.ts";
 import { ReplayBuffer } from "../src/buffer/index.ts";
 import { createEnv, resolveDataDir, syntheticSupport } from "../src/envs/index.ts";
-import { auditModel, EmbeddedExperienceModel, loadLearnedModel, orderAgreementByMargin, trainLearnedModel, type AuditPair, type ExperienceModel } from "../src/experience/index.ts";
+import {
+  auditModel,
+  EmbeddedExperienceModel,
+  loadLearnedModel,
+  orderAgreementByMargin,
+  trainLearnedModel,
+  type AuditPair,
+  type ExperienceModel,
+} from "../src/experience/index.ts";
 import { writeFileAtomic } from "../src/core/index.ts";
 import { auditFiles, latestPolicyFile, readMetrics } from "../src/train/index.ts";
 import { playScripted, seedWebShopBuffer } from "../src/cli/seed-data.ts";
@@ -97,7 +105,23 @@ const M = count("synthetic");
 const S2R_M = args["s2r-synthetic"] === undefined ? 3 * M : count("s2r-synthetic");
 const parallel = count("parallel");
 const finalEvalTasks = String(count("final-eval-tasks"));
-const ROW_KEYS = ["bc", "real", "real-seed-tasks", "real-tenth", "real-kl", "dreamgym", "dreamgym-split-tasks", "dreamgym-std-floor", "dreamgym-kl", "s2r", "no-replay", "no-curriculum", "no-pessimism", "knn", "hybrid"];
+const ROW_KEYS = [
+  "bc",
+  "real",
+  "real-seed-tasks",
+  "real-tenth",
+  "real-kl",
+  "dreamgym",
+  "dreamgym-split-tasks",
+  "dreamgym-std-floor",
+  "dreamgym-kl",
+  "s2r",
+  "no-replay",
+  "no-curriculum",
+  "no-pessimism",
+  "knn",
+  "hybrid",
+];
 const wanted = args.rows?.split(",").map((k) => k.trim());
 const unknown = wanted?.filter((k) => !ROW_KEYS.includes(k) || (k === "knn" && args.experience === "default")) ?? [];
 if (unknown.length > 0) usage(`unknown rows ${unknown.join(", ")} (rows: ${ROW_KEYS.filter((k) => k !== "knn" || args.experience !== "default").join(", ")})`);
@@ -135,7 +159,10 @@ if (!existsSync(join(held, "random.jsonl"))) {
   await playScripted("oracle", evalSplit, 100, join(held, "oracle.jsonl"));
   await playScripted("random", evalSplit, 100, join(held, "random.jsonl"));
 }
-const heldOut: Trajectory[] = [...(await readJsonlAll<Trajectory>(join(held, "oracle.jsonl"))), ...(await readJsonlAll<Trajectory>(join(held, "random.jsonl")))];
+const heldOut: Trajectory[] = [
+  ...(await readJsonlAll<Trajectory>(join(held, "oracle.jsonl"))),
+  ...(await readJsonlAll<Trajectory>(join(held, "random.jsonl"))),
+];
 const support = syntheticSupport("webshop", createEnv("webshop", {}));
 const abstraction = support.abstraction;
 const local = args.experience === "default" || args.experience === "learned";
@@ -158,43 +185,114 @@ for (const s of seedList) {
 }
 const knnAudit = `ε_R ${audits.knn.join(" / ")}%`;
 const learnedAudit = args.experience === "learned" ? `ε_R ${audits.learned.join(" / ")}%` : undefined;
-const fullAudit = args.experience === "learned" ? learnedAudit! : args.experience === "default" ? knnAudit : "not measured here (dreamgym audit --experience <model>)";
+const fullAudit =
+  args.experience === "learned" ? learnedAudit! : args.experience === "default" ? knnAudit : "not measured here (dreamgym audit --experience <model>)";
 console.log(`offline audit on ${heldOut.length} held-out ${evalSplit} episodes, per seed: kNN ${knnAudit}${learnedAudit ? `, learned ${learnedAudit}` : ""}`);
 
 // 3. The rule baseline.
 const rule = await playScripted("rule", evalSplit, Number(finalEvalTasks));
 
 // 4. The runs: every row × seed, as child processes. RL rows start from fresh weights (their seed).
-interface Row { key: string; name: string; args: string[]; audit: string }
+interface Row {
+  key: string;
+  name: string;
+  args: string[];
+  audit: string;
+}
 const syntheticTasks = ["--set", `syntheticTasks=${args["synthetic-tasks"]}`];
 // The learned model's file is the seed's: `learned:` + MODEL is replaced per job.
 const MODEL = "<model of the seed>";
 const modelArgs = args.experience === "default" ? [] : ["--experience", args.experience === "learned" ? `learned:${MODEL}` : args.experience];
 const experienceArgs = [...modelArgs, ...syntheticTasks];
 const modelName = args.experience === "learned" ? "learned model" : args.experience === "default" ? "embedded kNN model" : args.experience;
-const dg = (key: string, name: string, extra: string[], audit = fullAudit): Row => ({ key, name, args: ["--mode", "dreamgym", "--budget", String(M), ...experienceArgs, ...extra], audit });
+const dg = (key: string, name: string, extra: string[], audit = fullAudit): Row => ({
+  key,
+  name,
+  args: ["--mode", "dreamgym", "--budget", String(M), ...experienceArgs, ...extra],
+  audit,
+});
 const allRows: Row[] = [
   { key: "bc", name: "behaviour cloning on the seed buffer's successes, 0 RL", args: ["--mode", "bc"], audit: "—" },
   { key: "real", name: `real-env GRPO, ${N.toLocaleString("en-US")} real steps`, args: ["--mode", "real", "--budget", String(N)], audit: "—" },
-  { key: "real-seed-tasks", name: `real-env GRPO on the seed buffer's tasks only, ${N.toLocaleString("en-US")} real steps`, args: ["--mode", "real", "--budget", String(N), "--set", "realTasks=seed"], audit: "—" },
+  {
+    key: "real-seed-tasks",
+    name: `real-env GRPO on the seed buffer's tasks only, ${N.toLocaleString("en-US")} real steps`,
+    args: ["--mode", "real", "--budget", String(N), "--set", "realTasks=seed"],
+    audit: "—",
+  },
   { key: "real-tenth", name: `real-env GRPO, ${tenth.toLocaleString("en-US")} real steps`, args: ["--mode", "real", "--budget", String(tenth)], audit: "—" },
-  { key: "real-kl", name: `real-env GRPO, ${N.toLocaleString("en-US")} real steps, KL β ${args["kl-coef"]} to the BC start`, args: ["--mode", "real", "--budget", String(N), "--set", `grpo.klCoef=${args["kl-coef"]}`], audit: "—" },
+  {
+    key: "real-kl",
+    name: `real-env GRPO, ${N.toLocaleString("en-US")} real steps, KL β ${args["kl-coef"]} to the BC start`,
+    args: ["--mode", "real", "--budget", String(N), "--set", `grpo.klCoef=${args["kl-coef"]}`],
+    audit: "—",
+  },
   dg("dreamgym", "DreamGym (model rewards), 0 real", []),
-  dg("dreamgym-std-floor", `DreamGym (model rewards), GRPO's group std floored at ${args["std-floor"]}, 0 real`, ["--set", `grpo.stdFloor=${args["std-floor"]}`]),
-  dg("dreamgym-kl", `DreamGym (model rewards), std floor ${args["std-floor"]}, KL β ${args["kl-coef"]} to the BC start, 0 real`, ["--set", `grpo.stdFloor=${args["std-floor"]}`, "--set", `grpo.klCoef=${args["kl-coef"]}`]),
-  { key: "dreamgym-split-tasks", name: "DreamGym (model rewards) on every train goal (syntheticTasks=split), 0 real", args: ["--mode", "dreamgym", "--budget", String(M), ...modelArgs, "--set", "syntheticTasks=split"], audit: fullAudit },
-  { key: "s2r", name: `DreamGym-S2R (model rewards), ${S2R_M.toLocaleString("en-US")} synthetic then ${tenth.toLocaleString("en-US")} real (real tasks screened ×${args["real-screen"]}, batch term λ ${args["real-batch-advantage"]})`, args: ["--mode", "s2r", "--budget", String(S2R_M), "--real-budget", String(tenth), "--real-screen", args["real-screen"]!, "--real-batch-advantage", args["real-batch-advantage"]!, ...experienceArgs], audit: fullAudit },
+  dg("dreamgym-std-floor", `DreamGym (model rewards), GRPO's group std floored at ${args["std-floor"]}, 0 real`, [
+    "--set",
+    `grpo.stdFloor=${args["std-floor"]}`,
+  ]),
+  dg("dreamgym-kl", `DreamGym (model rewards), std floor ${args["std-floor"]}, KL β ${args["kl-coef"]} to the BC start, 0 real`, [
+    "--set",
+    `grpo.stdFloor=${args["std-floor"]}`,
+    "--set",
+    `grpo.klCoef=${args["kl-coef"]}`,
+  ]),
+  {
+    key: "dreamgym-split-tasks",
+    name: "DreamGym (model rewards) on every train goal (syntheticTasks=split), 0 real",
+    args: ["--mode", "dreamgym", "--budget", String(M), ...modelArgs, "--set", "syntheticTasks=split"],
+    audit: fullAudit,
+  },
+  {
+    key: "s2r",
+    name: `DreamGym-S2R (model rewards), ${S2R_M.toLocaleString("en-US")} synthetic then ${tenth.toLocaleString("en-US")} real (real tasks screened ×${args["real-screen"]}, batch term λ ${args["real-batch-advantage"]})`,
+    args: [
+      "--mode",
+      "s2r",
+      "--budget",
+      String(S2R_M),
+      "--real-budget",
+      String(tenth),
+      "--real-screen",
+      args["real-screen"]!,
+      "--real-batch-advantage",
+      args["real-batch-advantage"]!,
+      ...experienceArgs,
+    ],
+    audit: fullAudit,
+  },
   dg("no-replay", "ablation: no replay", ["--no-replay"]),
   dg("no-curriculum", "ablation: no curriculum", ["--no-curriculum"]),
   dg("no-pessimism", "ablation: no pessimism", ["--no-pessimism"]),
   ...(args.experience === "learned"
-    ? [{ key: "knn", name: "ablation: kNN instead of the learned model", args: ["--mode", "dreamgym", "--budget", String(M), ...syntheticTasks], audit: knnAudit }]
-    : !local ? [{ key: "knn", name: "ablation: without reasoning (embedded kNN model)", args: ["--mode", "dreamgym", "--budget", String(M), ...syntheticTasks], audit: knnAudit }] : []),
+    ? [
+        {
+          key: "knn",
+          name: "ablation: kNN instead of the learned model",
+          args: ["--mode", "dreamgym", "--budget", String(M), ...syntheticTasks],
+          audit: knnAudit,
+        },
+      ]
+    : !local
+      ? [
+          {
+            key: "knn",
+            name: "ablation: without reasoning (embedded kNN model)",
+            args: ["--mode", "dreamgym", "--budget", String(M), ...syntheticTasks],
+            audit: knnAudit,
+          },
+        ]
+      : []),
   dg("hybrid", "extra: DreamGym (hybrid rewards: purchases scored by WebShop), 0 real", ["--hybrid"], `${fullAudit} (purchase rewards exact)`),
 ];
 const rows = wanted ? allRows.filter((r) => wanted.includes(r.key)) : allRows;
 const jobs: { row: number; seed: number; rl: number; dir: string; init?: string }[] = rows
-  .flatMap((row, r) => Array.from({ length: seeds }, (_, s) => Array.from({ length: row.key === "bc" ? 1 : rlSeeds }, (_, k) => ({ row: r, seed: s, rl: k, dir: runDir(row.key, s, k) }))).flat())
+  .flatMap((row, r) =>
+    Array.from({ length: seeds }, (_, s) =>
+      Array.from({ length: row.key === "bc" ? 1 : rlSeeds }, (_, k) => ({ row: r, seed: s, rl: k, dir: runDir(row.key, s, k) })),
+    ).flat(),
+  )
   .filter((j) => !onlySeeds || onlySeeds.includes(j.seed));
 let done = 0;
 const failures: string[] = [];
@@ -219,14 +317,35 @@ const runJob = (job: (typeof jobs)[number]) =>
     // A run the experiment started before (killed with it) continues from its checkpoint.
     const argv = existsSync(join(job.dir, "config.json"))
       ? ["train", "--resume", job.dir]
-      : ["train", "--env", "webshop", "--algo", "grpo", "--seed", String(rlSeed(job.seed, job.rl)), "--buffer", seedDb(job.seed), "--eval-every", "0", "--final-eval-tasks", finalEvalTasks, "--set", `evalSplit=${evalSplit}`,
-        ...rows[job.row].args.map((a) => a.replace(MODEL, modelFile(job.seed))), ...(job.init ? ["--set", `initPolicy=${job.init}`] : []), "--out", job.dir];
+      : [
+          "train",
+          "--env",
+          "webshop",
+          "--algo",
+          "grpo",
+          "--seed",
+          String(rlSeed(job.seed, job.rl)),
+          "--buffer",
+          seedDb(job.seed),
+          "--eval-every",
+          "0",
+          "--final-eval-tasks",
+          finalEvalTasks,
+          "--set",
+          `evalSplit=${evalSplit}`,
+          ...rows[job.row].args.map((a) => a.replace(MODEL, modelFile(job.seed))),
+          ...(job.init ? ["--set", `initPolicy=${job.init}`] : []),
+          "--out",
+          job.dir,
+        ];
     const child = spawn(process.execPath, [BIN, ...argv], { stdio: ["ignore", "ignore", "pipe"] });
     let err = "";
     child.stderr.on("data", (d) => (err += d));
     child.on("exit", (code) => {
       done++;
-      console.log(`[${done}/${jobs.length}] ${rows[job.row].name}, seed ${job.seed}${rlSeeds > 1 ? ` run ${job.rl}` : ""}: ${code === 0 ? "done" : `failed (${code})`} at ${((performance.now() - started) / 60000).toFixed(1)} min`);
+      console.log(
+        `[${done}/${jobs.length}] ${rows[job.row].name}, seed ${job.seed}${rlSeeds > 1 ? ` run ${job.rl}` : ""}: ${code === 0 ? "done" : `failed (${code})`} at ${((performance.now() - started) / 60000).toFixed(1)} min`,
+      );
       // A failed run is reported and left out of the table; the others go on.
       if (code !== 0) failures.push(`${job.dir}: ${err.trim().split("\n").slice(-3).join(" ")}`);
       resolve();
@@ -235,9 +354,11 @@ const runJob = (job: (typeof jobs)[number]) =>
 /** Runs the jobs, `--parallel` at a time. */
 const runAll = async (list: typeof jobs) => {
   let next = 0;
-  await Promise.all(Array.from({ length: parallel }, async () => {
-    while (next < list.length) await runJob(list[next++]);
-  }));
+  await Promise.all(
+    Array.from({ length: parallel }, async () => {
+      while (next < list.length) await runJob(list[next++]);
+    }),
+  );
 };
 if (args.init === "bc") {
   // The BC runs first; every RL run of seed s then starts from the BC policy of seed s.
@@ -257,7 +378,9 @@ const median = (xs: number[]) => {
 /** A row's score for data seed s: the mean over its RL runs (all of them finished, else undefined). */
 const score = (key: string, s: number): number | undefined => {
   const runs = Array.from({ length: key === "bc" ? 1 : rlSeeds }, (_, r) => runDir(key, s, r));
-  const scores = runs.map((dir) => (existsSync(join(dir, "summary.json")) && !stale(dir, s) ? (JSON.parse(readFileSync(join(dir, "summary.json"), "utf8")).final.score as number) : undefined));
+  const scores = runs.map((dir) =>
+    existsSync(join(dir, "summary.json")) && !stale(dir, s) ? (JSON.parse(readFileSync(join(dir, "summary.json"), "utf8")).final.score as number) : undefined,
+  );
   return scores.some((x) => x === undefined) ? undefined : scores.reduce((a, b) => a! + b!, 0)! / scores.length;
 };
 const teach = (key: string, s: number) => {
@@ -268,7 +391,9 @@ const fmt = (x: number | undefined, d = 1) => (x === undefined || Number.isNaN(x
 const medMin = (xs: number[], d = 1) => (xs.length === 0 ? "—" : `${fmt(median(xs), d)} / ${fmt(Math.min(...xs), d)}`);
 /** A run's audits: order agreement pooled over its pairs, advantage correlation (mean), and over its last quarter the return gap and the exploitation rate. */
 const auditFigures = (dir: string) => {
-  const a = readMetrics(dir).map((m) => m.onPolicyAudit).filter((x) => x !== undefined);
+  const a = readMetrics(dir)
+    .map((m) => m.onPolicyAudit)
+    .filter((x) => x !== undefined);
   if (a.length === 0) return undefined;
   const pairs = a.reduce((n, x) => n + (x.advantage?.pairs ?? 0), 0);
   const agree = a.reduce((n, x) => n + (x.advantage?.orderAgreement ?? 0) * (x.advantage?.pairs ?? 0), 0);
@@ -277,9 +402,12 @@ const auditFigures = (dir: string) => {
   const synSuccesses = tail.reduce((n, x) => n + x.syntheticSuccess * x.episodes, 0);
   const exploited = tail.reduce((n, x) => n + (x.exploitationRate ?? 0) * x.syntheticSuccess * x.episodes, 0);
   return {
-    order: pairs === 0 ? undefined : agree / pairs, pairs, corr: corr.length === 0 ? undefined : corr.reduce((p, c) => p + c, 0) / corr.length,
+    order: pairs === 0 ? undefined : agree / pairs,
+    pairs,
+    corr: corr.length === 0 ? undefined : corr.reduce((p, c) => p + c, 0) / corr.length,
     gap: tail.reduce((n, x) => n + (x.returnGap ?? x.syntheticReturn - x.realReturn), 0) / tail.length,
-    exploitation: synSuccesses === 0 ? undefined : exploited / synSuccesses, audits: a.length,
+    exploitation: synSuccesses === 0 ? undefined : exploited / synSuccesses,
+    audits: a.length,
   };
 };
 const lines = [
@@ -297,23 +425,45 @@ rows.forEach((row) => {
   const scores = got.map((s) => score(row.key, s)!);
   const teaches = row.key === "bc" || row.key === "real" ? [] : got.map((s) => teach(row.key, s)).filter((x): x is number => x !== undefined);
   const aud = got.map((s) => auditFigures(join(out, `${row.key}-seed${s}`)));
-  const per = (f: (x: NonNullable<(typeof aud)[number]>) => number | undefined, d: number, pct = false) => aud.every((x) => x === undefined) ? "—"
-    : aud.map((x) => (x === undefined ? "—" : fmt(pct && f(x) !== undefined ? 100 * f(x)! : f(x), d))).join(" / ") + (pct ? "%" : "");
-  lines.push(`| ${row.name} | ${medMin(scores)} | ${got.map((s) => `${s}: ${fmt(score(row.key, s))}`).join(", ")} | ${teaches.length ? medMin(teaches, 2) : "—"} | ${teaches.length ? got.map((s) => fmt(teach(row.key, s), 2)).join(" / ") : "—"} | ${row.audit} | ${per((x) => x.order, 0, true)} | ${per((x) => x.corr, 2)} | ${per((x) => x.gap, 3)} | ${per((x) => x.exploitation, 0, true)} |`);
+  const per = (f: (x: NonNullable<(typeof aud)[number]>) => number | undefined, d: number, pct = false) =>
+    aud.every((x) => x === undefined)
+      ? "—"
+      : aud.map((x) => (x === undefined ? "—" : fmt(pct && f(x) !== undefined ? 100 * f(x)! : f(x), d))).join(" / ") + (pct ? "%" : "");
+  lines.push(
+    `| ${row.name} | ${medMin(scores)} | ${got.map((s) => `${s}: ${fmt(score(row.key, s))}`).join(", ")} | ${teaches.length ? medMin(teaches, 2) : "—"} | ${teaches.length ? got.map((s) => fmt(teach(row.key, s), 2)).join(" / ") : "—"} | ${row.audit} | ${per((x) => x.order, 0, true)} | ${per((x) => x.corr, 2)} | ${per((x) => x.gap, 3)} | ${per((x) => x.exploitation, 0, true)} |`,
+  );
 });
 // Why the order within groups goes wrong where it does: agreement by how far apart the synthetic returns are, pooled over each synthetic row's runs.
 const EDGES = [0, 0.01, 0.05, 0.2];
 const marginRows = rows.flatMap((row) => {
   const pairs = seedList.flatMap((s) => {
     const dir = join(out, `${row.key}-seed${s}`);
-    return existsSync(join(dir, "audit")) ? auditFiles(dir).flatMap((f) => readFileSync(f.file, "utf8").split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l) as AuditPair).map((p) => (p.group === undefined ? p : { ...p, group: `${s}/${f.iteration}/${p.group}` }))) : [];
+    return existsSync(join(dir, "audit"))
+      ? auditFiles(dir).flatMap((f) =>
+          readFileSync(f.file, "utf8")
+            .split("\n")
+            .filter((l) => l.trim())
+            .map((l) => JSON.parse(l) as AuditPair)
+            .map((p) => (p.group === undefined ? p : { ...p, group: `${s}/${f.iteration}/${p.group}` })),
+        )
+      : [];
   });
   if (pairs.length === 0) return [];
-  return [`| ${row.name} | ${orderAgreementByMargin(pairs, EDGES).map((b) => `${b.orderAgreement === null ? "—" : `${(100 * b.orderAgreement).toFixed(0)}%`} (${b.pairs})`).join(" | ")} |`];
+  return [
+    `| ${row.name} | ${orderAgreementByMargin(pairs, EDGES)
+      .map((b) => `${b.orderAgreement === null ? "—" : `${(100 * b.orderAgreement).toFixed(0)}%`} (${b.pairs})`)
+      .join(" | ")} |`,
+  ];
 });
 if (marginRows.length > 0) {
-  lines.push("", "Order agreement within GRPO groups by |Δ synthetic return| of the pair (pairs in brackets), over every audit of every seed:", "",
-    `| method | ${EDGES.map((e, k) => (EDGES[k + 1] === undefined ? `≥ ${e}` : `[${e}, ${EDGES[k + 1]})`)).join(" | ")} |`, `|---|${EDGES.map(() => "---").join("|")}|`, ...marginRows);
+  lines.push(
+    "",
+    "Order agreement within GRPO groups by |Δ synthetic return| of the pair (pairs in brackets), over every audit of every seed:",
+    "",
+    `| method | ${EDGES.map((e, k) => (EDGES[k + 1] === undefined ? `≥ ${e}` : `[${e}, ${EDGES[k + 1]})`)).join(" | ")} |`,
+    `|---|${EDGES.map(() => "---").join("|")}|`,
+    ...marginRows,
+  );
 }
 if (failures.length > 0) lines.push("", "Failed runs:", ...failures.map((f) => `- ${f}`));
 lines.push("", `Total time ${((performance.now() - started) / 60000).toFixed(1)} min (${parallel} runs at a time).`);

@@ -11,5 +11,6 @@ test("the root export is narrow (≤ 40 names) and each of its export lines says
   const undocumented = lines.filter((l, i) => /^export \{/.test(l) && !/\*\/$/.test(lines[i - 1].trim())).map((l) => l.trim());
   assert.deepEqual(undocumented, []);
   // Internals stay in their rooms.
-  for (const internal of ["readJsonl", "writeFileAtomic", "JsonlWriter", "deriveSeed", "parseConfig", "FeatureBuilder", "pickKind"]) assert.ok(!(internal in root), internal);
+  for (const internal of ["readJsonl", "writeFileAtomic", "JsonlWriter", "deriveSeed", "parseConfig", "FeatureBuilder", "pickKind"])
+    assert.ok(!(internal in root), internal);
 });

@@ -37,8 +37,35 @@ function realGame() {
 }
 
 const trainArgs = (url: string, out: string) => [
-  "train", "--mode", "dreamgym", "--env", "alfworld", "--experience", `${url}#tiny`, "--buffer", seed, "--budget", "40", "--tasks-per-iter", "2", "--group", "2",
-  "--concurrency", "2", "--eval-every", "0", "--final-eval-tasks", "2", "--set", "maxSteps=10", "--set", "policy.dim=1024", "--seed", "3", "--out", out,
+  "train",
+  "--mode",
+  "dreamgym",
+  "--env",
+  "alfworld",
+  "--experience",
+  `${url}#tiny`,
+  "--buffer",
+  seed,
+  "--budget",
+  "40",
+  "--tasks-per-iter",
+  "2",
+  "--group",
+  "2",
+  "--concurrency",
+  "2",
+  "--eval-every",
+  "0",
+  "--final-eval-tasks",
+  "2",
+  "--set",
+  "maxSteps=10",
+  "--set",
+  "policy.dim=1024",
+  "--seed",
+  "3",
+  "--out",
+  out,
 ];
 
 test("train --mode dreamgym --env alfworld over an endpoint: ALFWorld prompts, synthetic episodes listing the real game's commands, malformed output repaired or retried", async () => {
@@ -79,7 +106,10 @@ test("train --mode dreamgym --env alfworld over an endpoint: ALFWorld prompts, s
         for (const [i, st] of t.steps.entries()) {
           const next = parseAlfState(st.next_observation);
           assert.ok(next && next.actions.length > 0, st.next_observation);
-          const real = await replay.play(tasks.get(t.task.id)!, t.steps.slice(0, i + 1).map((x) => x.action));
+          const real = await replay.play(
+            tasks.get(t.task.id)!,
+            t.steps.slice(0, i + 1).map((x) => x.action),
+          );
           assert.equal(st.next_observation, real.state, `${t.task.id} step ${i}`);
           assert.equal(st.reward, real.reward);
           steps++;

@@ -5,7 +5,6 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { run } from "./helpers.ts";
 
-
 test("audit: the embedded model on held-out real trajectories (train-seeded buffer, test-split episodes)", () => {
   const dir = mkdtempSync(join(tmpdir(), "dreamgym-audit-"));
   const db = join(dir, "b.db");

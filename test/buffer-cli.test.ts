@@ -5,7 +5,6 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { run } from "./helpers.ts";
 
-
 test("buffer import / stats / search / export from the command line", () => {
   const dir = mkdtempSync(join(tmpdir(), "dreamgym-buffer-cli-"));
   const data = join(dir, "oracle.jsonl");
@@ -25,7 +24,10 @@ test("buffer import / stats / search / export from the command line", () => {
   assert.equal(stats.status, 0, stats.stderr);
   const s = JSON.parse(stats.stdout);
   assert.equal(s.trajectories, 30 + 60 + 500);
-  assert.deepEqual(s.groups.map((g: { env: string }) => g.env), ["alfworld", "webshop"]);
+  assert.deepEqual(
+    s.groups.map((g: { env: string }) => g.env),
+    ["alfworld", "webshop"],
+  );
 
   const search = run(["buffer", "search", "click[buy now]", "--buffer", db, "-k", "3", "--env", "webshop", "--json"]);
   assert.equal(search.status, 0, search.stderr);
@@ -64,8 +66,18 @@ test("buffer search shows control and direction characters from the data escaped
   const data = join(dir, "hostile.jsonl");
   const db = join(dir, "b.db");
   const hostile = "look \u001b[2J\u0000 here \u202eevil";
-  const step = { observation: `room ${hostile}`, action: `open ${hostile}`, reward: 1, next_observation: `done ${hostile}`, terminated: true, truncated: false };
-  writeFileSync(data, JSON.stringify({ env: "webshop", task: { id: `t\u001b[31m1`, instruction: "open it" }, steps: [step], total_reward: 1, success: true }) + "\n");
+  const step = {
+    observation: `room ${hostile}`,
+    action: `open ${hostile}`,
+    reward: 1,
+    next_observation: `done ${hostile}`,
+    terminated: true,
+    truncated: false,
+  };
+  writeFileSync(
+    data,
+    JSON.stringify({ env: "webshop", task: { id: `t\u001b[31m1`, instruction: "open it" }, steps: [step], total_reward: 1, success: true }) + "\n",
+  );
   const imp = run(["buffer", "import", data, "--buffer", db]);
   assert.equal(imp.status, 0, imp.stderr);
   const search = run(["buffer", "search", "open", "--buffer", db]);
@@ -79,9 +91,24 @@ test("buffer import takes success from the env's rule and the total from the ste
   const dir = mkdtempSync(join(tmpdir(), "dreamgym-buffer-trust-"));
   const data = join(dir, "claims.jsonl");
   const db = join(dir, "b.db");
-  const step = (reward: number, last: boolean) => ({ observation: "page", action: last ? "click[buy now]" : "search[x]", reward, next_observation: "next", terminated: last, truncated: false });
-  const t = (id: string, rewards: number[], over: Record<string, unknown>) => JSON.stringify({ env: "webshop", task: { id, instruction: "buy x" }, steps: rewards.map((r, i) => step(r, i === rewards.length - 1)), ...over });
-  writeFileSync(data, [t("claims-success", [0, 0], { total_reward: 0, success: true }), t("claims-total", [0, 0], { total_reward: 1 }), t("honest", [0, 1], { total_reward: 1, success: true })].join("\n") + "\n");
+  const step = (reward: number, last: boolean) => ({
+    observation: "page",
+    action: last ? "click[buy now]" : "search[x]",
+    reward,
+    next_observation: "next",
+    terminated: last,
+    truncated: false,
+  });
+  const t = (id: string, rewards: number[], over: Record<string, unknown>) =>
+    JSON.stringify({ env: "webshop", task: { id, instruction: "buy x" }, steps: rewards.map((r, i) => step(r, i === rewards.length - 1)), ...over });
+  writeFileSync(
+    data,
+    [
+      t("claims-success", [0, 0], { total_reward: 0, success: true }),
+      t("claims-total", [0, 0], { total_reward: 1 }),
+      t("honest", [0, 1], { total_reward: 1, success: true }),
+    ].join("\n") + "\n",
+  );
   const imp = run(["buffer", "import", data, "--buffer", db]);
   assert.equal(imp.status, 0, imp.stderr);
   assert.match(imp.stdout, /2 trajectories imported with a field set right/);
@@ -90,7 +117,14 @@ test("buffer import takes success from the env's rule and the total from the ste
   const stats = JSON.parse(run(["buffer", "stats", "--buffer", db, "--json"]).stdout);
   const exported = join(dir, "out.jsonl");
   run(["buffer", "export", "--buffer", db, "--out", exported]);
-  const back = readFileSync(exported, "utf8").trim().split("\n").map((l) => JSON.parse(l) as { task: { id: string }; success: boolean; total_reward: number });
-  assert.deepEqual(back.map((x) => [x.task.id, x.success, x.total_reward]).sort(), [["claims-success", false, 0], ["claims-total", false, 0], ["honest", true, 1]]);
+  const back = readFileSync(exported, "utf8")
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l) as { task: { id: string }; success: boolean; total_reward: number });
+  assert.deepEqual(back.map((x) => [x.task.id, x.success, x.total_reward]).sort(), [
+    ["claims-success", false, 0],
+    ["claims-total", false, 0],
+    ["honest", true, 1],
+  ]);
   assert.equal(stats.trajectories, 3);
 });

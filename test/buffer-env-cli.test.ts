@@ -11,7 +11,10 @@ const root = mkdtempSync(join(tmpdir(), "dreamgym-bufenv-cli-"));
 const file = (env: string, ext: string) => join(root, `${env}.${ext}`);
 
 before(() => {
-  for (const [env, policy] of [["webshop", "oracle"], ["alfworld", "expert"]]) {
+  for (const [env, policy] of [
+    ["webshop", "oracle"],
+    ["alfworld", "expert"],
+  ]) {
     const c = run(["collect", "--env", env, "--policy", policy, "--episodes", "3", "--out", file(env, "jsonl")]);
     assert.equal(c.status, 0, c.stderr);
     const i = run(["buffer", "import", file(env, "jsonl"), "--abstract", "--buffer", file(env, "db")]);
@@ -20,7 +23,10 @@ before(() => {
 });
 
 test("every command that reads a buffer for an env refuses another env's buffer, naming both", () => {
-  for (const [env, other] of [["webshop", "alfworld"], ["alfworld", "webshop"]]) {
+  for (const [env, other] of [
+    ["webshop", "alfworld"],
+    ["alfworld", "webshop"],
+  ]) {
     const buffer = file(other, "db");
     const out = join(root, `${env}-out`);
     mkdirSync(out);
@@ -28,7 +34,21 @@ test("every command that reads a buffer for an env refuses another env's buffer,
     const commands: Record<string, string[]> = {
       train: ["train", "--env", env, "--mode", "dreamgym", "--buffer", buffer, "--budget", "10", "--out", join(out, "run")],
       "train bc": ["train", "--env", env, "--mode", "bc", "--buffer", buffer, "--out", join(out, "bc")],
-      collect: ["collect", "--env", env, "--experience", "default", "--buffer", buffer, "--policy", "random", "--episodes", "1", "--out", join(out, "syn.jsonl")],
+      collect: [
+        "collect",
+        "--env",
+        env,
+        "--experience",
+        "default",
+        "--buffer",
+        buffer,
+        "--policy",
+        "random",
+        "--episodes",
+        "1",
+        "--out",
+        join(out, "syn.jsonl"),
+      ],
       "model train": ["model", "train", "--env", env, "--buffer", buffer, "--out", join(out, "model.bin")],
       audit: ["audit", "--env", env, "--trajectories", file(env, "jsonl"), "--buffer", buffer],
     };

@@ -23,8 +23,12 @@ test("a registered free-text, dense-reward env: check → collect → buffer →
   assert.match(cli("env", "check", "--env", "vault"), /checkEnv passed/);
 
   // Offline data: an expert and a wanderer on the training layouts; the expert on held-out layouts for the audit.
-  assert.match(cli("collect", "--env", "vault", "--policy", "expert", "--episodes", "200", "--out", join(dir, "expert.jsonl")), /200 trajectories .* success 9\d\.\d%/);
-  for (const seed of ["1", "2"]) cli("collect", "--env", "vault", "--policy", "wander", "--seed", seed, "--episodes", "200", "--out", join(dir, `wander${seed}.jsonl`));
+  assert.match(
+    cli("collect", "--env", "vault", "--policy", "expert", "--episodes", "200", "--out", join(dir, "expert.jsonl")),
+    /200 trajectories .* success 9\d\.\d%/,
+  );
+  for (const seed of ["1", "2"])
+    cli("collect", "--env", "vault", "--policy", "wander", "--seed", seed, "--episodes", "200", "--out", join(dir, `wander${seed}.jsonl`));
   cli("collect", "--env", "vault", "--policy", "expert", "--split", "test", "--episodes", "50", "--out", join(dir, "heldout.jsonl"));
   cli("buffer", "import", join(dir, "expert.jsonl"), join(dir, "wander1.jsonl"), join(dir, "wander2.jsonl"), "--abstract", "--buffer", buffer);
   const stats = JSON.parse(cli("buffer", "stats", "--buffer", buffer, "--json"));

@@ -9,8 +9,17 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 // From the package, as the example itself imports it (a user's env module and its tests see the built package).
 import {
-  createEnv, createExperienceModel, createPolicy, registerEnv, ReplayBuffer, runEpisode, train,
-  type EnvSpec, type ExperienceModel, type IterationMetrics, type TaskGenerator,
+  createEnv,
+  createExperienceModel,
+  createPolicy,
+  registerEnv,
+  ReplayBuffer,
+  runEpisode,
+  train,
+  type EnvSpec,
+  type ExperienceModel,
+  type IterationMetrics,
+  type TaskGenerator,
 } from "dreamgym";
 import { abstractTrajectory, Rng } from "dreamgym/core";
 import { envTasks, syntheticSupport, unregisterEnv } from "dreamgym/envs";
@@ -37,7 +46,8 @@ test("a registered env's own experience model and task generator drive the Dream
       counts.generators++;
       const own: TaskGenerator = vaultSpec.taskGenerator!(env, context)!;
       return {
-        name: own.name, key: own.key?.bind(own),
+        name: own.name,
+        key: own.key?.bind(own),
         generate: async (parent, n, rng) => {
           const r = await own.generate(parent, n, rng);
           counts.generated += r.tasks.length;
@@ -56,9 +66,16 @@ test("a registered env's own experience model and task generator drive the Dream
   const abstraction = syntheticSupport(name, env).abstraction;
   const tasks = envTasks(name, env).slice(0, 60);
   const buffer = ReplayBuffer.open(bufferFile);
-  for (const [policy, seed] of [["expert", 0], ["wander", 1], ["wander", 2]] as const) {
+  for (const [policy, seed] of [
+    ["expert", 0],
+    ["wander", 1],
+    ["wander", 2],
+  ] as const) {
     const played = [];
-    for (const [i, task] of tasks.entries()) played.push(abstractTrajectory(await runEpisode(env, createPolicy(name, policy, env, { seed: seed * 1000 + i }), { envName: name, task, seed: i }), abstraction));
+    for (const [i, task] of tasks.entries())
+      played.push(
+        abstractTrajectory(await runEpisode(env, createPolicy(name, policy, env, { seed: seed * 1000 + i }), { envName: name, task, seed: i }), abstraction),
+      );
     await buffer.appendTrajectories(played, { seed: true });
   }
   buffer.close();
@@ -69,9 +86,20 @@ test("a registered env's own experience model and task generator drive the Dream
   assert.equal(counts.models, 1);
 
   const metrics: IterationMetrics[] = [];
-  const summary = await train(join(dir, "run"), {
-    env: name, mode: "dreamgym", buffer: bufferFile, budget: 2000, tasksPerIteration: 8, evalEvery: 0, finalEvalTasks: 20, onPolicyAudit: { every: 0 },
-  }, { onIteration: (m) => metrics.push(m) });
+  const summary = await train(
+    join(dir, "run"),
+    {
+      env: name,
+      mode: "dreamgym",
+      buffer: bufferFile,
+      budget: 2000,
+      tasksPerIteration: 8,
+      evalEvery: 0,
+      finalEvalTasks: 20,
+      onPolicyAudit: { every: 0 },
+    },
+    { onIteration: (m) => metrics.push(m) },
+  );
 
   // Every synthetic step was the vault model's prediction.
   assert.ok(summary.syntheticInteractions >= 2000);
@@ -86,7 +114,10 @@ test("a registered env's own experience model and task generator drive the Dream
   try {
     const variants = [...run.trajectories({ env: name, source: "synthetic" })].filter((x) => x.task.items !== undefined);
     assert.ok(variants.length > 0, "variants were played");
-    assert.ok(variants.every((x) => x.task.id.includes("~g")), "with the curriculum's lineage");
+    assert.ok(
+      variants.every((x) => x.task.id.includes("~g")),
+      "with the curriculum's lineage",
+    );
   } finally {
     run.close();
   }
@@ -103,5 +134,8 @@ test("the vault's generator varies a task's placement and keeps its rooms; its k
     assert.deepEqual(rooms(gen.key(v)), rooms(gen.key(parent)));
     assert.equal(v.layout, 3);
   }
-  assert.ok(tasks.some((v) => gen.key(v) !== gen.key(parent)), "the items moved");
+  assert.ok(
+    tasks.some((v) => gen.key(v) !== gen.key(parent)),
+    "the items moved",
+  );
 });

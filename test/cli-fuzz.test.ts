@@ -4,7 +4,20 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, writeSync, closeSync } from "node:fs";
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+  writeSync,
+  closeSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
@@ -69,7 +82,9 @@ before(async () => {
   db.pragma("wal_checkpoint(TRUNCATE)");
   const pageSize = Number(db.pragma("page_size", { simple: true }));
   // The texts and their key index: any read of a text, or lookup of one by its key, meets a corrupt page.
-  const pages = (db.prepare("SELECT pageno FROM dbstat WHERE name IN ('texts', 'sqlite_autoindex_texts_1') AND pagetype = 'leaf'").all() as { pageno: number }[]).map((r) => r.pageno);
+  const pages = (
+    db.prepare("SELECT pageno FROM dbstat WHERE name IN ('texts', 'sqlite_autoindex_texts_1') AND pagetype = 'leaf'").all() as { pageno: number }[]
+  ).map((r) => r.pageno);
   db.close();
   assert.ok(pages.length >= 3, "the corrupt buffer's texts span pages");
   const fd = openSync(f("corrupt.db"), "r+");
@@ -155,7 +170,10 @@ function cases(): Case[] {
   add(co(f("a-folder")), /--out is a folder/);
   for (const p of ro("collect.jsonl")) add(co(p), RO, [p]);
   add(co("/dev/full"), /no space left on device \(ENOSPC\)/);
-  for (const v of ["1e30", "abc"]) add(["collect", "--env", "webshop", "--policy", "rule", "--episodes", v, "--out", o(`c-ep${v}.jsonl`)], /--episodes must be an integer/, [o(`c-ep${v}.jsonl`)]);
+  for (const v of ["1e30", "abc"])
+    add(["collect", "--env", "webshop", "--policy", "rule", "--episodes", v, "--out", o(`c-ep${v}.jsonl`)], /--episodes must be an integer/, [
+      o(`c-ep${v}.jsonl`),
+    ]);
   add([...co(o("c-maxsteps.jsonl")), "--max-steps", "1e30"], /--max-steps must be an integer/, [o("c-maxsteps.jsonl")]);
   add(["collect", "--env", "nowhere", "--policy", "rule", "--out", o("c-env.jsonl")], /unknown environment "nowhere"/, [o("c-env.jsonl")]);
   add(["collect", "--env", "webshop", "--policy", "expert", "--out", o("c-pol.jsonl")], /unknown policy "expert" for webshop/, [o("c-pol.jsonl")]);
@@ -164,9 +182,18 @@ function cases(): Case[] {
   add([...co(o("c-buf.jsonl")), "--buffer", f("good.db")], /--buffer applies to synthetic episodes only/, [o("c-buf.jsonl")]);
   add([...co(o("c-nobuf.jsonl")), "--experience", "default"], /--experience needs --buffer/, [o("c-nobuf.jsonl")]);
   add([...co(o("c-missingbuf.jsonl")), "--experience", "default", "--buffer", o("missing.db")], /does not exist/, [o("c-missingbuf.jsonl"), o("missing.db")]);
-  add([...co(o("c-model.jsonl")), "--experience", "bogus-model", "--buffer", o("c-model.db")], /unknown model "bogus-model"/, [o("c-model.jsonl"), o("c-model.db")]);
-  add(["collect", "--env", "alfworld", "--policy", "expert", "--experience", "default", "--buffer", f("good.db"), "--out", o("c-alf.jsonl")], /policy "expert" cannot play the synthetic alfworld env \(it can: random\)/, [o("c-alf.jsonl")]);
-  add([...co(o("c-conc.jsonl")), "--experience", "default", "--buffer", f("good.db"), "--concurrency", "0"], /--concurrency must be an integer/, [o("c-conc.jsonl")]);
+  add([...co(o("c-model.jsonl")), "--experience", "bogus-model", "--buffer", o("c-model.db")], /unknown model "bogus-model"/, [
+    o("c-model.jsonl"),
+    o("c-model.db"),
+  ]);
+  add(
+    ["collect", "--env", "alfworld", "--policy", "expert", "--experience", "default", "--buffer", f("good.db"), "--out", o("c-alf.jsonl")],
+    /policy "expert" cannot play the synthetic alfworld env \(it can: random\)/,
+    [o("c-alf.jsonl")],
+  );
+  add([...co(o("c-conc.jsonl")), "--experience", "default", "--buffer", f("good.db"), "--concurrency", "0"], /--concurrency must be an integer/, [
+    o("c-conc.jsonl"),
+  ]);
 
   // buffer import.
   const imp = (file: string, buffer: string, ...rest: string[]) => ["buffer", "import", file, "--buffer", buffer, ...rest];
@@ -235,7 +262,11 @@ function cases(): Case[] {
   add(sft(o("s-folder"), "--trajectories", f("a-folder")), /not a file/, [o("s-folder")]);
   add(sft(o("s-bin"), "--trajectories", f("garbage.bin")), /malformed line/, [o("s-bin")]);
   add(sft(o("s-env"), "--trajectories", f("unknown-env.jsonl")), /unknown env "nowhere"/, [o("s-env")]);
-  add(["sft", "build", "--env", "webshop", "--teacher", "bogus-model", "--out", o("s-teacher"), "--trajectories", f("good.jsonl")], /unknown model "bogus-model"/, [o("s-teacher")]);
+  add(
+    ["sft", "build", "--env", "webshop", "--teacher", "bogus-model", "--out", o("s-teacher"), "--trajectories", f("good.jsonl")],
+    /unknown model "bogus-model"/,
+    [o("s-teacher")],
+  );
   for (const v of ["1"]) add(sft(o(`s-val${v}`), "--trajectories", f("good.jsonl"), "--val", v), /--val must be a number in \[0, 1\)/, [o(`s-val${v}`)]);
   add(sft(f("good.jsonl"), "--trajectories", f("good.jsonl")), /--out is a file, not a folder/);
   for (const p of ro("sft")) add(sft(p, "--trajectories", f("good.jsonl")), RO, [p]);
@@ -277,7 +308,9 @@ function cases(): Case[] {
   add(rl("r-temp.jsonl", "--temperature", "3"), /--temperature must be a number in \[0, 2\]/, [o("r-temp.jsonl")]);
   add(rl("r-format.jsonl", "--format", "csv"), /--format must be steps or trajectories/, [o("r-format.jsonl")]);
   add(rl("r-split.jsonl", "--split", "nosplit"), /unknown WebShop split/, [o("r-split.jsonl")]);
-  add(["rollout", "--env", "alfworld", "--model", DEAD_MODEL, "--out", o("r-alfsplit.jsonl"), "--split", "test"], /unknown ALFWorld split "test"/, [o("r-alfsplit.jsonl")]);
+  add(["rollout", "--env", "alfworld", "--model", DEAD_MODEL, "--out", o("r-alfsplit.jsonl"), "--split", "test"], /unknown ALFWorld split "test"/, [
+    o("r-alfsplit.jsonl"),
+  ]);
   add(["rollout", "--env", "webshop", "--model", "bogus-model", "--out", o("r-model.jsonl")], /unknown model "bogus-model"/, [o("r-model.jsonl")]);
   add(["rollout", "--env", "webshop", "--model", DEAD_MODEL, "--out", join(dir, "no-such-folder", "r.jsonl")], /does not exist/, [join(dir, "no-such-folder")]);
   add(["rollout", "--env", "webshop", "--model", DEAD_MODEL, "--out", f("a-folder")], /--out is a folder/);
@@ -292,7 +325,10 @@ function cases(): Case[] {
 /** Runs `dreamgym <args>` without blocking (cases run concurrently). */
 function spawnCli(args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [BIN, ...args], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, DREAMGYM_DATA: process.env.DREAMGYM_DATA } });
+    const child = spawn(process.execPath, [BIN, ...args], {
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, DREAMGYM_DATA: process.env.DREAMGYM_DATA },
+    });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (d) => (stdout += d));
@@ -308,21 +344,23 @@ test("every command refuses bad input with exit 2, one line, no stack trace, no 
   const failures: string[] = [];
   let next = 0;
   // Each case is a process; a few at a time keep two cores busy without starving the rest.
-  await Promise.all(Array.from({ length: 4 }, async () => {
-    for (let i = next++; i < table.length; i = next++) {
-      const { args, expect, absent = [] } = table[i];
-      const r = await spawnCli(args);
-      const lines = r.stderr.trimEnd().split("\n");
-      const problems: string[] = [];
-      if (r.status !== 2) problems.push(`exit ${r.status}`);
-      if (lines.length !== 1 || !lines[0].startsWith("error: ")) problems.push(`stderr is not one "error: " line`);
-      if (r.stderr.split("\n").some((l) => /^\s+at /.test(l))) problems.push("stack trace");
-      if (/[\u0000-\u0008\u000b-\u001f\u007f]/.test(r.stderr + r.stdout)) problems.push("raw control bytes in the output");
-      if (!expect.test(lines[0])) problems.push(`error does not match ${expect}`);
-      for (const p of absent) if (existsSync(p)) problems.push(`left ${p}`);
-      if (problems.length) failures.push(`dreamgym ${args.join(" ")}\n    ${problems.join("; ")}\n    stderr: ${JSON.stringify(r.stderr.slice(0, 600))}`);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: 4 }, async () => {
+      for (let i = next++; i < table.length; i = next++) {
+        const { args, expect, absent = [] } = table[i];
+        const r = await spawnCli(args);
+        const lines = r.stderr.trimEnd().split("\n");
+        const problems: string[] = [];
+        if (r.status !== 2) problems.push(`exit ${r.status}`);
+        if (lines.length !== 1 || !lines[0].startsWith("error: ")) problems.push(`stderr is not one "error: " line`);
+        if (r.stderr.split("\n").some((l) => /^\s+at /.test(l))) problems.push("stack trace");
+        if (/[\u0000-\u0008\u000b-\u001f\u007f]/.test(r.stderr + r.stdout)) problems.push("raw control bytes in the output");
+        if (!expect.test(lines[0])) problems.push(`error does not match ${expect}`);
+        for (const p of absent) if (existsSync(p)) problems.push(`left ${p}`);
+        if (problems.length) failures.push(`dreamgym ${args.join(" ")}\n    ${problems.join("; ")}\n    stderr: ${JSON.stringify(r.stderr.slice(0, 600))}`);
+      }
+    }),
+  );
   // No temporary or partial files, and the inputs are as they were.
   const leftovers = readdirSync(out);
   if (only) snapshotBefore = snapshot(); // a subset proves nothing about the inputs it did not run

@@ -6,7 +6,6 @@ import { join } from "node:path";
 import { run } from "./helpers.ts";
 import { readJsonlAll, type Trajectory } from "../src/core/index.ts";
 
-
 test("collect writes trajectories in the documented format (docs/data-formats.md)", async () => {
   const out = join(mkdtempSync(join(tmpdir(), "dreamgym-cli-")), "oracle.jsonl");
   const r = run(["collect", "--env", "webshop", "--policy", "oracle", "--episodes", "12", "--split", "train", "--out", out]);
@@ -74,7 +73,10 @@ test("ALFWorld: env eval prints success per task type; collect writes expert and
   assert.equal(out.episodes, 140);
   assert.ok(out.success_rate >= 99);
   assert.equal(Object.keys(out.by_type).length, 6);
-  assert.equal(Object.values(out.by_type as Record<string, { episodes: number }>).reduce((s, v) => s + v.episodes, 0), 140);
+  assert.equal(
+    Object.values(out.by_type as Record<string, { episodes: number }>).reduce((s, v) => s + v.episodes, 0),
+    140,
+  );
   const file = join(mkdtempSync(join(tmpdir(), "dreamgym-alf-")), "expert.jsonl");
   const c = run(["collect", "--env", "alfworld", "--policy", "expert", "--episodes", "6", "--out", file]);
   assert.equal(c.status, 0, c.stderr);

@@ -20,7 +20,10 @@ test("train, collect, audit, sft build and buffer import close every env they cr
     ["buffer import", ["buffer", "import", join(dir, "t.jsonl"), "--abstract", "--buffer", join(dir, "b.db")]],
     ["env eval", ["env", "eval", "--env", "counted", "--policy", "rule", "--episodes", "3"]],
     ["audit", ["audit", "--env", "counted", "--trajectories", join(dir, "t.jsonl"), "--buffer", join(dir, "b.db")]],
-    ["sft build", ["sft", "build", "--env", "counted", "--teacher", `${teacher.url}#teacher`, "--trajectories", join(dir, "t.jsonl"), "--out", join(dir, "sft")]],
+    [
+      "sft build",
+      ["sft", "build", "--env", "counted", "--teacher", `${teacher.url}#teacher`, "--trajectories", join(dir, "t.jsonl"), "--out", join(dir, "sft")],
+    ],
     ["train real", ["train", "--env", "counted", "--mode", "real", "--budget", "40", ...tiny, "--out", join(dir, "real")]],
     ["train dreamgym", ["train", "--env", "counted", "--mode", "dreamgym", "--buffer", join(dir, "b.db"), "--budget", "40", ...tiny, "--out", join(dir, "dg")]],
     ["a failing train start", ["train", "--env", "counted", "--budget", "40", "--set", "evalSplit=nowhere", "--out", join(dir, "bad")]],

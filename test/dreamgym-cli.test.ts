@@ -10,7 +10,11 @@ import { killAfterCheckpoint, metricsOf, run, runAsync } from "./helpers.ts";
 /** Synthetic trajectories per iteration label, and transitions in all. */
 function bufferContent(dir: string) {
   const db = new Database(dir.endsWith(".db") ? dir : existsSync(join(dir, "buffer.db")) ? join(dir, "buffer.db") : join(dir, "seed.db"), { readonly: true });
-  const rows = db.prepare("SELECT policy, count(*) AS n, sum(n_steps) AS steps FROM trajectories WHERE source = 'synthetic' GROUP BY policy").all() as { policy: string; n: number; steps: number }[];
+  const rows = db.prepare("SELECT policy, count(*) AS n, sum(n_steps) AS steps FROM trajectories WHERE source = 'synthetic' GROUP BY policy").all() as {
+    policy: string;
+    n: number;
+    steps: number;
+  }[];
   const transitions = (db.prepare("SELECT count(*) AS n FROM transitions").get() as { n: number }).n;
   db.close();
   return { byIteration: Object.fromEntries(rows.map((r) => [r.policy.split("#")[1], [r.n, r.steps]])), transitions };
@@ -18,16 +22,44 @@ function bufferContent(dir: string) {
 
 test("dreamgym mode trains in the synthetic env; killed with SIGKILL and resumed, the buffer has nothing lost or duplicated", async () => {
   const root = mkdtempSync(join(tmpdir(), "dreamgym-dg-"));
-  for (const [policy, n] of [["oracle", "60"], ["random", "30"]]) {
+  for (const [policy, n] of [
+    ["oracle", "60"],
+    ["random", "30"],
+  ]) {
     const r = run(["collect", "--env", "webshop", "--policy", policy, "--episodes", n, "--split", "train", "--out", join(root, `${policy}.jsonl`)]);
     assert.equal(r.status, 0, r.stderr);
   }
   const imp = run(["buffer", "import", join(root, "oracle.jsonl"), join(root, "random.jsonl"), "--abstract", "--buffer", join(root, "seed.db")]);
   assert.equal(imp.status, 0, imp.stderr);
   const ARGS = [
-    "train", "--env", "webshop", "--mode", "dreamgym", "--hybrid", "--buffer", join(root, "seed.db"), "--budget", "3000", "--seed", "5",
-    "--tasks-per-iter", "4", "--group", "4", "--concurrency", "2", "--eval-every", "0", "--final-eval-tasks", "20", "--checkpoint-every", "2",
-    "--set", "policy.dim=4096", "--set", "bufferCapacity=400",
+    "train",
+    "--env",
+    "webshop",
+    "--mode",
+    "dreamgym",
+    "--hybrid",
+    "--buffer",
+    join(root, "seed.db"),
+    "--budget",
+    "3000",
+    "--seed",
+    "5",
+    "--tasks-per-iter",
+    "4",
+    "--group",
+    "4",
+    "--concurrency",
+    "2",
+    "--eval-every",
+    "0",
+    "--final-eval-tasks",
+    "20",
+    "--checkpoint-every",
+    "2",
+    "--set",
+    "policy.dim=4096",
+    "--set",
+    "bufferCapacity=400",
   ];
   const whole = join(root, "whole");
   const r = run([...ARGS, "--out", whole]);
@@ -41,11 +73,17 @@ test("dreamgym mode trains in the synthetic env; killed with SIGKILL and resumed
   // The on-policy audit ran (its real steps counted apart) and is part of what the resume below must repeat.
   const audited = metrics.filter((m) => m.onPolicyAudit);
   assert.ok(audited.length >= 2 && (last.auditInteractions as number) > 0, `${audited.length} audits, ${last.auditInteractions} audit steps`);
-  assert.equal(last.auditInteractions, audited.reduce((n, m) => n + (m.onPolicyAudit as { steps: number }).steps, 0));
+  assert.equal(
+    last.auditInteractions,
+    audited.reduce((n, m) => n + (m.onPolicyAudit as { steps: number }).steps, 0),
+  );
   // The same audit of the finished run, from its buffer.
   const table = run(["audit", "--run", whole, "--episodes", "4"]);
   assert.equal(table.status, 0, table.stderr);
-  assert.match(table.stdout, /^iteration\s+episodes\s+return syn\/real\s+gap\s+success syn\/real\s+agreement\s+exploitation\s+order agree \(pairs\)\s+adv\. corr/m);
+  assert.match(
+    table.stdout,
+    /^iteration\s+episodes\s+return syn\/real\s+gap\s+success syn\/real\s+agreement\s+exploitation\s+order agree \(pairs\)\s+adv\. corr/m,
+  );
   assert.match(table.stdout, /^all\s+\d+\s+\d\.\d{3}\/\d\.\d{3}/m);
   assert.ok(metrics.every((m) => m.phase === "synthetic"));
   // The buffer grew with the kept episodes, labelled by iteration, and was trimmed to the seed + 400
@@ -90,8 +128,29 @@ test("a reasoning model that keeps failing on some tasks: those episodes are dro
   try {
     const dir = join(root, "run");
     const r = await runAsync([
-      "train", "--mode", "dreamgym", "--experience", `${s.url}#tiny`, "--buffer", join(root, "seed.db"), "--budget", "40", "--tasks-per-iter", "4",
-      "--group", "2", "--concurrency", "2", "--eval-every", "0", "--final-eval-tasks", "5", "--set", "policy.dim=1024", "--out", dir,
+      "train",
+      "--mode",
+      "dreamgym",
+      "--experience",
+      `${s.url}#tiny`,
+      "--buffer",
+      join(root, "seed.db"),
+      "--budget",
+      "40",
+      "--tasks-per-iter",
+      "4",
+      "--group",
+      "2",
+      "--concurrency",
+      "2",
+      "--eval-every",
+      "0",
+      "--final-eval-tasks",
+      "5",
+      "--set",
+      "policy.dim=1024",
+      "--out",
+      dir,
     ]);
     assert.equal(r.status, 0, r.stderr);
     const metrics = metricsOf(dir);
@@ -101,7 +160,10 @@ test("a reasoning model that keeps failing on some tasks: those episodes are dro
     assert.ok((last.tokens as number) > 0, "tokens are counted");
     assert.match(r.stdout, /\d+ episodes dropped/);
     // Only kept episodes reached the buffer.
-    const kept = metrics.reduce((a, m, i) => a + (m.episodes as number) - ((m.droppedEpisodes as number) - (i > 0 ? (metrics[i - 1].droppedEpisodes as number) : 0)), 0);
+    const kept = metrics.reduce(
+      (a, m, i) => a + (m.episodes as number) - ((m.droppedEpisodes as number) - (i > 0 ? (metrics[i - 1].droppedEpisodes as number) : 0)),
+      0,
+    );
     const db = new Database(join(dir, "buffer.db"), { readonly: true });
     const stored = (db.prepare("SELECT count(*) AS n FROM trajectories WHERE source = 'synthetic'").get() as { n: number }).n;
     db.close();
@@ -116,8 +178,30 @@ test("s2r trains in the synthetic env, then the real one; configs that cannot ru
   assert.equal(run(["collect", "--env", "webshop", "--policy", "oracle", "--episodes", "30", "--out", join(root, "o.jsonl")]).status, 0);
   assert.equal(run(["buffer", "import", join(root, "o.jsonl"), "--abstract", "--buffer", join(root, "seed.db")]).status, 0);
   const dir = join(root, "s2r");
-  const r = run(["train", "--mode", "s2r", "--hybrid", "--buffer", join(root, "seed.db"), "--budget", "600", "--real-budget", "600", "--tasks-per-iter", "4", "--group", "2",
-    "--eval-every", "0", "--final-eval-tasks", "10", "--set", "policy.dim=1024", "--out", dir]);
+  const r = run([
+    "train",
+    "--mode",
+    "s2r",
+    "--hybrid",
+    "--buffer",
+    join(root, "seed.db"),
+    "--budget",
+    "600",
+    "--real-budget",
+    "600",
+    "--tasks-per-iter",
+    "4",
+    "--group",
+    "2",
+    "--eval-every",
+    "0",
+    "--final-eval-tasks",
+    "10",
+    "--set",
+    "policy.dim=1024",
+    "--out",
+    dir,
+  ]);
   assert.equal(r.status, 0, r.stderr);
   const metrics = metricsOf(dir);
   const phases = metrics.map((m) => m.phase);
@@ -126,7 +210,23 @@ test("s2r trains in the synthetic env, then the real one; configs that cannot ru
 
   // The same S2R as a DreamGym run that goes on in the real env: `--resume DIR --mode s2r --real-budget N`.
   const dg = join(root, "dg");
-  const common = ["--hybrid", "--buffer", join(root, "seed.db"), "--budget", "600", "--tasks-per-iter", "4", "--group", "2", "--eval-every", "0", "--final-eval-tasks", "10", "--set", "policy.dim=1024"];
+  const common = [
+    "--hybrid",
+    "--buffer",
+    join(root, "seed.db"),
+    "--budget",
+    "600",
+    "--tasks-per-iter",
+    "4",
+    "--group",
+    "2",
+    "--eval-every",
+    "0",
+    "--final-eval-tasks",
+    "10",
+    "--set",
+    "policy.dim=1024",
+  ];
   assert.equal(run(["train", "--mode", "dreamgym", ...common, "--out", dg]).status, 0);
   assert.match(run(["train", "--resume", dg, "--mode", "real"]).stderr, /a resumed run can only go on to a real phase/);
   const screened = join(root, "dg-screened");
@@ -136,10 +236,17 @@ test("s2r trains in the synthetic env, then the real one; configs that cannot ru
   assert.equal(more.status, 0, more.stderr);
   const a = JSON.parse(readFileSync(join(dir, "summary.json"), "utf8"));
   const b = JSON.parse(readFileSync(join(dg, "summary.json"), "utf8"));
-  assert.deepEqual([b.config.mode, b.realInteractions, b.syntheticInteractions, b.final], [a.config.mode, a.realInteractions, a.syntheticInteractions, a.final], "the same policy, counters and final evaluation as the S2R run");
+  assert.deepEqual(
+    [b.config.mode, b.realInteractions, b.syntheticInteractions, b.final],
+    [a.config.mode, a.realInteractions, a.syntheticInteractions, a.final],
+    "the same policy, counters and final evaluation as the S2R run",
+  );
   // With --real-screen 2 each real iteration first plays 2 × 4 candidate tasks in the synthetic env (counted as synthetic steps);
   // --real-batch-advantage sets GRPO's batch term of the real phase, kept in the config.
-  assert.match(run(["train", "--resume", screened, "--mode", "s2r", "--real-budget", "600", "--real-batch-advantage", "-1"]).stderr, /^error: --real-batch-advantage must be a number in \[0, 100\], got "-1"$/m);
+  assert.match(
+    run(["train", "--resume", screened, "--mode", "s2r", "--real-budget", "600", "--real-batch-advantage", "-1"]).stderr,
+    /^error: --real-batch-advantage must be a number in \[0, 100\], got "-1"$/m,
+  );
   const s = run(["train", "--resume", screened, "--mode", "s2r", "--real-budget", "600", "--real-screen", "2", "--real-batch-advantage", "1"]);
   assert.equal(s.status, 0, s.stderr);
   const realPhase = metricsOf(screened).filter((m) => m.phase === "real") as { screen?: { candidates: number; steps: number } }[];
@@ -160,10 +267,21 @@ test("s2r trains in the synthetic env, then the real one; configs that cannot ru
   // It stopped between scheduled checkpoints (every 5 iterations), where the run of 600 does not trim: nor does it.
   assert.ok(shortRun % 5 !== 0, `${shortRun} iterations`);
   assert.ok(bufferContent(extended).transitions - bufferContent(root).transitions > 10, "its buffer is not trimmed to the capacity yet");
-  assert.match(run(["train", "--resume", extended, "--budget", "300"]).stderr, /--budget extends a resumed real, dreamgym or s2r run .* to more steps than its budget: this run's budget is 300$/m);
+  assert.match(
+    run(["train", "--resume", extended, "--budget", "300"]).stderr,
+    /--budget extends a resumed real, dreamgym or s2r run .* to more steps than its budget: this run's budget is 300$/m,
+  );
   const longer = run(["train", "--resume", extended, "--budget", "600"]);
   assert.equal(longer.status, 0, longer.stderr);
-  const trace = (d: string) => metricsOf(d).map(({ iteration, steps, meanReward, entropy, policyLoss, syntheticInteractions }) => ({ iteration, steps, meanReward, entropy, policyLoss, syntheticInteractions }));
+  const trace = (d: string) =>
+    metricsOf(d).map(({ iteration, steps, meanReward, entropy, policyLoss, syntheticInteractions }) => ({
+      iteration,
+      steps,
+      meanReward,
+      entropy,
+      policyLoss,
+      syntheticInteractions,
+    }));
   assert.ok(metricsOf(extended).length > shortRun, "it went on past 300 steps");
   assert.deepEqual(trace(extended), trace(whole));
   const [w, e] = [whole, extended].map((d) => JSON.parse(readFileSync(join(d, "summary.json"), "utf8")));
@@ -180,6 +298,9 @@ test("s2r trains in the synthetic env, then the real one; configs that cannot ru
   };
   refuse(["--mode", "s2r", "--buffer", join(root, "seed.db"), "--budget", "10"], /realBudget: mode s2r needs real steps/);
   refuse(["--mode", "real", "--real-budget", "10"], /realBudget: only mode s2r has a real phase/);
-  refuse(["--env", "alfworld", "--mode", "dreamgym", "--buffer", join(root, "seed.db"), "--set", "trainSplit=valid_train", "--set", "evalSplit=valid_unseen"], /seed\.db holds webshop trajectories, not alfworld/);
+  refuse(
+    ["--env", "alfworld", "--mode", "dreamgym", "--buffer", join(root, "seed.db"), "--set", "trainSplit=valid_train", "--set", "evalSplit=valid_unseen"],
+    /seed\.db holds webshop trajectories, not alfworld/,
+  );
   refuse(["--mode", "real", "--set", "initPolicy=/nope.policy", "--budget", "10"], /initPolicy \/nope\.policy does not exist/);
 });

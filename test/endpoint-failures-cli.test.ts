@@ -32,11 +32,49 @@ function commands(model: string, dir: string): Record<string, string[]> {
   const buffer = join(dir, "b.db");
   copyFileSync(seed, buffer); // each run its own copy: collect writes to it
   return {
-    collect: ["collect", "--env", "webshop", "--experience", model, "--buffer", buffer, "--policy", "random", "--episodes", "4", "--out", join(dir, "syn.jsonl")],
+    collect: [
+      "collect",
+      "--env",
+      "webshop",
+      "--experience",
+      model,
+      "--buffer",
+      buffer,
+      "--policy",
+      "random",
+      "--episodes",
+      "4",
+      "--out",
+      join(dir, "syn.jsonl"),
+    ],
     rollout: ["rollout", "--env", "webshop", "--model", model, "--tasks", "2", "--group", "2", "--out", join(dir, "r.jsonl")],
     audit: ["audit", "--env", "webshop", "--trajectories", real, "--experience", model, "--limit", "2"],
-    train: ["train", "--mode", "dreamgym", "--experience", model, "--buffer", seed, "--budget", "8", "--tasks-per-iter", "2", "--group", "2", "--concurrency", "2",
-      "--eval-every", "0", "--final-eval-tasks", "2", "--no-curriculum", "--set", "policy.dim=1024", "--out", join(dir, "run")],
+    train: [
+      "train",
+      "--mode",
+      "dreamgym",
+      "--experience",
+      model,
+      "--buffer",
+      seed,
+      "--budget",
+      "8",
+      "--tasks-per-iter",
+      "2",
+      "--group",
+      "2",
+      "--concurrency",
+      "2",
+      "--eval-every",
+      "0",
+      "--final-eval-tasks",
+      "2",
+      "--no-curriculum",
+      "--set",
+      "policy.dim=1024",
+      "--out",
+      join(dir, "run"),
+    ],
   };
 }
 
@@ -52,24 +90,33 @@ test("a dead, garbage or hanging endpoint stops collect, rollout, audit and trai
   };
   // Every command against the hanging server (where the timeout matters); dead and garbage servers
   // once each here (the model's own tests try every fault on every path).
-  const cases: [string, string][] = [["collect", "hung"], ["rollout", "hung"], ["audit", "hung"], ["train", "hung"], ["rollout", "dead"], ["audit", "garbage"]];
+  const cases: [string, string][] = [
+    ["collect", "hung"],
+    ["rollout", "hung"],
+    ["audit", "hung"],
+    ["train", "hung"],
+    ["rollout", "dead"],
+    ["audit", "garbage"],
+  ];
   try {
-    await Promise.all(cases.map(async ([command, server]) => {
-      const [s, last] = servers[server];
-      const dir = mkdtempSync(join(root, `${command}-${server}-`));
-      const started = performance.now();
-      const r = await runAsync([...commands(`${s.url}#tiny`, dir)[command], "--request-timeout", "1", "--max-failures", "2"]);
-      const seconds = (performance.now() - started) / 1000;
-      const what = `${command} against a ${server} endpoint`;
-      assert.equal(r.status, 2, `${what}: ${r.stderr}`);
-      const lines = r.stderr.trim().split("\n");
-      assert.equal(lines.length, 1, `${what}: one line, got ${r.stderr}`);
-      assert.match(lines[0], new RegExp(`^error: LLM endpoint ${s.url}/chat/completions cannot be reached; last error: `), what);
-      assert.match(lines[0], last, what);
-      // The default timeout is 60 s: stopping well before it shows the flag took effect.
-      assert.ok(seconds < 60, `${what}: ${seconds.toFixed(1)} s`);
-      if (command === "train") assert.match(lines[0], /the run stopped, checkpointed at iteration 0: continue it with dreamgym train --resume /);
-    }));
+    await Promise.all(
+      cases.map(async ([command, server]) => {
+        const [s, last] = servers[server];
+        const dir = mkdtempSync(join(root, `${command}-${server}-`));
+        const started = performance.now();
+        const r = await runAsync([...commands(`${s.url}#tiny`, dir)[command], "--request-timeout", "1", "--max-failures", "2"]);
+        const seconds = (performance.now() - started) / 1000;
+        const what = `${command} against a ${server} endpoint`;
+        assert.equal(r.status, 2, `${what}: ${r.stderr}`);
+        const lines = r.stderr.trim().split("\n");
+        assert.equal(lines.length, 1, `${what}: one line, got ${r.stderr}`);
+        assert.match(lines[0], new RegExp(`^error: LLM endpoint ${s.url}/chat/completions cannot be reached; last error: `), what);
+        assert.match(lines[0], last, what);
+        // The default timeout is 60 s: stopping well before it shows the flag took effect.
+        assert.ok(seconds < 60, `${what}: ${seconds.toFixed(1)} s`);
+        if (command === "train") assert.match(lines[0], /the run stopped, checkpointed at iteration 0: continue it with dreamgym train --resume /);
+      }),
+    );
     assert.ok(hung.requests.length >= 4 && garbage.requests.length >= 1, "the endpoints were called");
   } finally {
     await garbage.close();
@@ -107,9 +154,36 @@ test("train --mode dreamgym stops, checkpointed, when its endpoint hangs mid-run
   const s = await chatServer({ fault: (n) => (hanging && n > 20 ? "timeout" : undefined), reply: experience });
   try {
     // 8 calls an iteration (4 tasks × 2 rollouts, one synthetic step each), 4 iterations.
-    const args = (out: string) => ["train", "--mode", "dreamgym", "--experience", `${s.url}#tiny`, "--buffer", seed, "--budget", "32", "--tasks-per-iter", "4",
-      "--group", "2", "--concurrency", "2", "--eval-every", "0", "--final-eval-tasks", "3", "--no-curriculum", "--set", "policy.dim=1024", "--out", out,
-      "--request-timeout", "1", "--max-failures", "2"];
+    const args = (out: string) => [
+      "train",
+      "--mode",
+      "dreamgym",
+      "--experience",
+      `${s.url}#tiny`,
+      "--buffer",
+      seed,
+      "--budget",
+      "32",
+      "--tasks-per-iter",
+      "4",
+      "--group",
+      "2",
+      "--concurrency",
+      "2",
+      "--eval-every",
+      "0",
+      "--final-eval-tasks",
+      "3",
+      "--no-curriculum",
+      "--set",
+      "policy.dim=1024",
+      "--out",
+      out,
+      "--request-timeout",
+      "1",
+      "--max-failures",
+      "2",
+    ];
     const whole = join(root, "whole");
     const a = await runAsync(args(whole));
     assert.equal(a.status, 0, a.stderr);
@@ -124,7 +198,12 @@ test("train --mode dreamgym stops, checkpointed, when its endpoint hangs mid-run
     assert.equal(b.status, 2, b.stderr);
     const line = b.stderr.trim();
     assert.ok(!line.includes("\n"), JSON.stringify(b.stderr));
-    assert.match(line, new RegExp(`^error: LLM endpoint ${s.url}/chat/completions failed 2 calls in a row; last error: .*Request timed out.*the run stopped, checkpointed at iteration 2: continue it with dreamgym train --resume ${stopped}$`));
+    assert.match(
+      line,
+      new RegExp(
+        `^error: LLM endpoint ${s.url}/chat/completions failed 2 calls in a row; last error: .*Request timed out.*the run stopped, checkpointed at iteration 2: continue it with dreamgym train --resume ${stopped}$`,
+      ),
+    );
     assert.equal(JSON.parse(readFileSync(join(stopped, "checkpoints", "latest.json"), "utf8")).iteration, 2, "the iterations done are kept");
     assert.equal(metricsOf(stopped).length, 2);
     assert.ok(!existsSync(join(stopped, "summary.json")));

@@ -24,11 +24,14 @@ const TIMING = new Set(["rolloutSeconds", "updateSeconds", "evalSeconds", "audit
 
 /** A run's metrics lines without their timings (which differ between runs that are otherwise equal). */
 export const metricsOf = (dir: string) =>
-  readFileSync(join(dir, "metrics.jsonl"), "utf8").trim().split("\n").map((l) => {
-    const m = JSON.parse(l) as Record<string, unknown>;
-    for (const k of TIMING) delete m[k];
-    return m;
-  });
+  readFileSync(join(dir, "metrics.jsonl"), "utf8")
+    .trim()
+    .split("\n")
+    .map((l) => {
+      const m = JSON.parse(l) as Record<string, unknown>;
+      for (const k of TIMING) delete m[k];
+      return m;
+    });
 
 /** Starts `dreamgym <args> --out out` and kills it with SIGKILL once its checkpoint reaches `iteration`. */
 export async function killAfterCheckpoint(args: string[], out: string, iteration: number): Promise<void> {

@@ -16,7 +16,16 @@ const episode = (i: number, instruction: string) => {
     { observation: results, action: `click[b0000000${i}a]`, reward: 0, next_observation: item, terminated: false, truncated: false },
     { observation: item, action: "click[buy now]", reward: 0.5, next_observation: "page: done\nreward: 0.5", terminated: true, truncated: false },
   ];
-  return { env: "webshop", task: { id: `webshop:${i}`, instruction }, steps, total_reward: 0.5, success: false, source: "synthetic", policy: "neural@x#1", created_at: new Date(0).toISOString() };
+  return {
+    env: "webshop",
+    task: { id: `webshop:${i}`, instruction },
+    steps,
+    total_reward: 0.5,
+    success: false,
+    source: "synthetic",
+    policy: "neural@x#1",
+    created_at: new Date(0).toISOString(),
+  };
 };
 
 test("audit --judge: a chat model over the OpenAI protocol scores a file's synthetic trajectories; a garbage answer is counted as failed", async () => {
@@ -25,7 +34,10 @@ test("audit --judge: a chat model over the OpenAI protocol scores a file's synth
   const real = { ...episode(9, "a real one"), source: "real" };
   writeFileSync(file, [episode(1, "red mug"), episode(2, "blue socks"), episode(3, "GARBAGE lamp"), real].map((t) => JSON.stringify(t)).join("\n") + "\n");
   const server = await chatServer({
-    reply: (body) => ((body.messages as { content: string }[])[1].content.includes("Task: GARBAGE") ? "{not json" : '{"consistency": 9, "diversity": 5, "informativeness": 6, "hallucination": 2, "rationale": "ok"}'),
+    reply: (body) =>
+      (body.messages as { content: string }[])[1].content.includes("Task: GARBAGE")
+        ? "{not json"
+        : '{"consistency": 9, "diversity": 5, "informativeness": 6, "hallucination": 2, "rationale": "ok"}',
   });
   try {
     const r = await runAsync(["audit", "--judge", `${server.url}#judge`, "--trajectories", file, "--cache", join(dir, "cache.db")]);
@@ -38,7 +50,18 @@ test("audit --judge: a chat model over the OpenAI protocol scores a file's synth
     // The real trajectory is not judged; WebShop's state format is in the prompt.
     assert.ok(server.requests.every((b) => !(b.messages as { content: string }[])[1].content.includes("a real one")));
     assert.match((server.requests[0].messages as { content: string }[])[0].content, /search\[<query>\]/);
-    const json = await runAsync(["audit", "--judge", `${server.url}#judge`, "--trajectories", file, "--json", "--sample", "2", "--cache", join(dir, "cache.db")]);
+    const json = await runAsync([
+      "audit",
+      "--judge",
+      `${server.url}#judge`,
+      "--trajectories",
+      file,
+      "--json",
+      "--sample",
+      "2",
+      "--cache",
+      join(dir, "cache.db"),
+    ]);
     assert.equal(json.status, 0, json.stderr);
     const report = JSON.parse(json.stdout);
     assert.equal(report.trajectories, 2);

@@ -20,7 +20,18 @@ test("model train: a learned model from a buffer (same seed, same bytes), audite
   assert.ok(!existsSync(`${join(dir, "m1.bin")}.tmp`));
 
   assert.equal(run(["collect", "--env", "webshop", "--policy", "oracle", "--episodes", "10", "--split", "test", "--out", join(dir, "held.jsonl")]).status, 0);
-  const audit = run(["audit", "--env", "webshop", "--buffer", db, "--trajectories", join(dir, "held.jsonl"), "--experience", `learned:${join(dir, "m1.bin")}`, "--json"]);
+  const audit = run([
+    "audit",
+    "--env",
+    "webshop",
+    "--buffer",
+    db,
+    "--trajectories",
+    join(dir, "held.jsonl"),
+    "--experience",
+    `learned:${join(dir, "m1.bin")}`,
+    "--json",
+  ]);
   assert.equal(audit.status, 0, audit.stderr);
   const report = JSON.parse(audit.stdout);
   assert.equal(report.model, "learned-ensemble-v1");
@@ -32,7 +43,21 @@ test("model train: a learned model from a buffer (same seed, same bytes), audite
     ["audit", "--env", "webshop", "--buffer", db, "--trajectories", join(dir, "held.jsonl"), "--experience", `learned:${join(dir, "none.bin")}`],
     ["model", "train", "--buffer", join(dir, "none.db"), "--env", "webshop", "--out", join(dir, "x.bin")],
     ["model", "train", "--buffer", db, "--env", "webshop", "--out", join(dir, "no-such-folder", "x.bin")],
-    ["train", "--env", "webshop", "--mode", "dreamgym", "--buffer", db, "--budget", "100", "--experience", `learned:${join(dir, "bad.bin")}`, "--out", join(dir, "run")],
+    [
+      "train",
+      "--env",
+      "webshop",
+      "--mode",
+      "dreamgym",
+      "--buffer",
+      db,
+      "--budget",
+      "100",
+      "--experience",
+      `learned:${join(dir, "bad.bin")}`,
+      "--out",
+      join(dir, "run"),
+    ],
   ]) {
     const r = run(args);
     assert.equal(r.status, 2, `${args.join(" ")}: ${r.stderr}`);

@@ -28,11 +28,24 @@ test("the packed tarball installs in a fresh folder and works from plain Node", 
       { filename: string; files: { path: string }[] },
     ];
     const files = packed.files.map((f) => f.path);
-    for (const f of ["package.json", "README.md", "bin/dreamgym", "dist/index.js", "dist/index.d.ts", "dist/cli/main.js", "dist/envs/data-dir.js", "ui/view/index.html", "ui/view/app.js"]) {
+    for (const f of [
+      "package.json",
+      "README.md",
+      "bin/dreamgym",
+      "dist/index.js",
+      "dist/index.d.ts",
+      "dist/cli/main.js",
+      "dist/envs/data-dir.js",
+      "ui/view/index.html",
+      "ui/view/app.js",
+    ]) {
       assert.ok(files.includes(f), `tarball lacks ${f}`);
     }
     const unwanted = files.filter(
-      (f) => !/^(dist\/|bin\/|ui\/view\/[\w-]+\.(js|css|html)$|README\.md$|package\.json$)/.test(f) || /\.test\.|test-|kill-writer/.test(f) || (f.endsWith(".ts") && !f.endsWith(".d.ts")),
+      (f) =>
+        !/^(dist\/|bin\/|ui\/view\/[\w-]+\.(js|css|html)$|README\.md$|package\.json$)/.test(f) ||
+        /\.test\.|test-|kill-writer/.test(f) ||
+        (f.endsWith(".ts") && !f.endsWith(".d.ts")),
     );
     assert.deepEqual(unwanted, []);
 
@@ -76,7 +89,14 @@ test("the packed tarball installs in a fresh folder and works from plain Node", 
     const env = { ...process.env, DREAMGYM_DATA: resolveDataDir(), PATH: dirname(process.execPath) + delimiter + process.env.PATH };
     const lib = spawnSync(process.execPath, ["--input-type=module", "-e", script], { cwd: app, env, encoding: "utf8" });
     assert.equal(lib.status, 0, lib.stderr);
-    const out = JSON.parse(lib.stdout) as { actions: number; reward: number; terminated: boolean; stored: number; root: string; view: { importMap: boolean; modules: number[] } };
+    const out = JSON.parse(lib.stdout) as {
+      actions: number;
+      reward: number;
+      terminated: boolean;
+      stored: number;
+      root: string;
+      view: { importMap: boolean; modules: number[] };
+    };
     assert.deepEqual(out.view, { importMap: true, modules: [200, 200, 200] });
     assert.ok(out.actions > 1, "a search leads to a results page with actions");
     assert.equal(out.reward, 0);

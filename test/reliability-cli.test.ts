@@ -62,7 +62,9 @@ test("buffer stats reports the integrity check; collect --append keeps what was 
 test("collect stopped with SIGINT keeps the episodes it played, whole, and leaves no temporary file (issue 34, item 17)", async () => {
   const dir = mkdtempSync(join(tmpdir(), "dreamgym-collect-int-"));
   const out = join(dir, "o.jsonl");
-  const child = spawn(process.execPath, [BIN, "collect", "--env", "webshop", "--policy", "random", "--episodes", "1000000", "--out", out], { stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [BIN, "collect", "--env", "webshop", "--policy", "random", "--episodes", "1000000", "--out", out], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let stderr = "";
   child.stderr.on("data", (d) => (stderr += d));
   const exited = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
@@ -87,7 +89,25 @@ test("collect stopped with SIGINT keeps the episodes it played, whole, and leave
 
 test("NaN stops training: a diverging run exits 2 in one line, and a checkpoint holding NaN is refused (issue 34, item 2)", () => {
   const dir = mkdtempSync(join(tmpdir(), "dreamgym-nan-"));
-  const T = ["train", "--env", "webshop", "--mode", "real", "--budget", "600", "--tasks-per-iter", "4", "--group", "2", "--checkpoint-every", "2", "--eval-every", "0", "--final-eval-tasks", "5"];
+  const T = [
+    "train",
+    "--env",
+    "webshop",
+    "--mode",
+    "real",
+    "--budget",
+    "600",
+    "--tasks-per-iter",
+    "4",
+    "--group",
+    "2",
+    "--checkpoint-every",
+    "2",
+    "--eval-every",
+    "0",
+    "--final-eval-tasks",
+    "5",
+  ];
   const diverged = run([...T, "--set", "grpo.learningRate=1e300", "--out", join(dir, "diverged")]);
   assert.equal(diverged.status, 2);
   assert.match(diverged.stderr, /^error: training diverged at iteration \d+: policyLoss NaN.*has no checkpoint yet/);
@@ -112,7 +132,32 @@ test("NaN stops training: a diverging run exits 2 in one line, and a checkpoint 
 test("a run still training is not resumed by a second process; once its process is gone, the resume goes on (issue 34, item 1)", async () => {
   const dir = mkdtempSync(join(tmpdir(), "dreamgym-lock-"));
   const out = join(dir, "run");
-  const first = spawn(process.execPath, [BIN, "train", "--env", "webshop", "--mode", "real", "--budget", "3000", "--tasks-per-iter", "4", "--group", "2", "--checkpoint-every", "1", "--eval-every", "0", "--final-eval-tasks", "5", "--out", out], { stdio: "ignore" });
+  const first = spawn(
+    process.execPath,
+    [
+      BIN,
+      "train",
+      "--env",
+      "webshop",
+      "--mode",
+      "real",
+      "--budget",
+      "3000",
+      "--tasks-per-iter",
+      "4",
+      "--group",
+      "2",
+      "--checkpoint-every",
+      "1",
+      "--eval-every",
+      "0",
+      "--final-eval-tasks",
+      "5",
+      "--out",
+      out,
+    ],
+    { stdio: "ignore" },
+  );
   const exited = new Promise<void>((resolve) => first.on("close", () => resolve()));
   // Once it has written a checkpoint it is training: frozen there (SIGSTOP), it holds the run.
   await new Promise<void>((resolve) => {

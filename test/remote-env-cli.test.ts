@@ -47,7 +47,10 @@ test("collect --env ws://: trajectories labelled with the env's name; another sp
   const out = join(dir, "c.jsonl");
   const r = await runAsync(["collect", "--env", `${server.url}/`, "--policy", "random", "--episodes", "3", "--seed", "5", "--out", out]);
   assert.equal(r.status, 0, r.stderr);
-  const lines = readFileSync(out, "utf8").trim().split("\n").map((l) => JSON.parse(l) as Trajectory);
+  const lines = readFileSync(out, "utf8")
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l) as Trajectory);
   assert.equal(lines.length, 3);
   for (const t of lines) {
     assert.equal(t.env, "webshop");
@@ -69,12 +72,30 @@ test("a dead URL: exit 2, one line naming it", async () => {
   await new Promise<void>((resolve) => s.close(() => resolve()));
   const r = await runAsync(["env", "eval", "--env", `ws://127.0.0.1:${port}`, "--policy", "random"]);
   assert.equal(r.status, 2);
-  assert.equal(r.stderr, `error: env server http://127.0.0.1:${port}: GET /metadata: connection refused (is the server running? dreamgym serve --env <name> --port <port>)\n`);
+  assert.equal(
+    r.stderr,
+    `error: env server http://127.0.0.1:${port}: GET /metadata: connection refused (is the server running? dreamgym serve --env <name> --port <port>)\n`,
+  );
 });
 
 test("train --mode real --env ws://: real steps and evaluations on the server; the run records the URL and a resume reconnects", async () => {
   const out = join(dir, "run");
-  const args = ["--budget", "4", "--tasks-per-iter", "1", "--group", "2", "--concurrency", "2", "--eval-every", "1", "--eval-tasks", "2", "--final-eval-tasks", "2"];
+  const args = [
+    "--budget",
+    "4",
+    "--tasks-per-iter",
+    "1",
+    "--group",
+    "2",
+    "--concurrency",
+    "2",
+    "--eval-every",
+    "1",
+    "--eval-tasks",
+    "2",
+    "--final-eval-tasks",
+    "2",
+  ];
   const r = await runAsync(["train", "--mode", "real", "--env", ws, ...args, "--out", out]);
   assert.equal(r.status, 0, r.stderr);
   assert.match(r.stdout, new RegExp(`webshop at ${server.url} real grpo: 1 iterations`));

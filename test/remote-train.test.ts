@@ -16,7 +16,16 @@ test("train on an env known only to the server, then resume it from the run fold
   unregisterEnv("remote-only-chain"); // from here on, only the server knows it
   try {
     const dir = join(mkdtempSync(join(tmpdir(), "dreamgym-remote-train-")), "run");
-    const first = await train(dir, { remote: s.url, mode: "real", budget: 40, tasksPerIteration: 2, rolloutsPerTask: 2, evalEvery: 0, finalEvalTasks: 2, checkpointEvery: 1 });
+    const first = await train(dir, {
+      remote: s.url,
+      mode: "real",
+      budget: 40,
+      tasksPerIteration: 2,
+      rolloutsPerTask: 2,
+      evalEvery: 0,
+      finalEvalTasks: 2,
+      checkpointEvery: 1,
+    });
     const config = JSON.parse(readFileSync(join(dir, "config.json"), "utf8"));
     assert.equal(config.env, "remote-only-chain");
     assert.equal(config.remote, s.url);

@@ -6,7 +6,6 @@ import { join } from "node:path";
 import { chatServer } from "../src/testing/index.ts";
 import { runAsync } from "./helpers.ts";
 
-
 type Body = { messages: { role: string; content: string }[]; seed: number; temperature: number };
 
 /**
@@ -28,7 +27,11 @@ function shopper(raw: Record<string, unknown>): string {
   return `Thought: one step at a time.\nAction: ${action}`;
 }
 
-const lines = (file: string) => readFileSync(file, "utf8").trim().split("\n").map((l) => JSON.parse(l));
+const lines = (file: string) =>
+  readFileSync(file, "utf8")
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l));
 
 test("rollout: groups of LLM episodes in real WebShop, exported for a trainer, replayable from the cache", async () => {
   const s = await chatServer({ reply: shopper });
@@ -36,12 +39,35 @@ test("rollout: groups of LLM episodes in real WebShop, exported for a trainer, r
     const dir = mkdtempSync(join(tmpdir(), "dreamgym-rollout-cli-"));
     const out = join(dir, "steps.jsonl");
     const cache = join(dir, "cache.db");
-    const args = ["rollout", "--env", "webshop", "--model", `${s.url}#tiny`, "--tasks", "3", "--group", "2", "--start", "5", "--concurrency", "2", "--temperature", "0.9", "--cache", cache];
+    const args = [
+      "rollout",
+      "--env",
+      "webshop",
+      "--model",
+      `${s.url}#tiny`,
+      "--tasks",
+      "3",
+      "--group",
+      "2",
+      "--start",
+      "5",
+      "--concurrency",
+      "2",
+      "--temperature",
+      "0.9",
+      "--cache",
+      cache,
+    ];
     const r = await runAsync([...args, "--out", out]);
     assert.equal(r.status, 0, r.stderr);
     const requests = s.requests.length;
     assert.equal(requests, 3 * 2 * 3, "search, click, buy: one call each");
-    assert.match(r.stdout, new RegExp(`wrote 18 steps \\(3 tasks × 2 rollouts, 18 steps\\) to ${out}: score \\d+\\.\\d, success \\d+\\.\\d%, failed steps 0, tokens ${11 * requests} prompt \\+ ${7 * requests} completion`));
+    assert.match(
+      r.stdout,
+      new RegExp(
+        `wrote 18 steps \\(3 tasks × 2 rollouts, 18 steps\\) to ${out}: score \\d+\\.\\d, success \\d+\\.\\d%, failed steps 0, tokens ${11 * requests} prompt \\+ ${7 * requests} completion`,
+      ),
+    );
     for (const b of s.requests as Body[]) assert.equal(b.temperature, 0.9);
     assert.equal(new Set((s.requests as Body[]).map((b) => b.seed)).size, requests, "every call has its own seed");
     assert.match((s.requests[0] as Body).messages[0].content, /WebShop, an online shop/, "the abstraction's profile is in the system prompt");
@@ -50,14 +76,21 @@ test("rollout: groups of LLM episodes in real WebShop, exported for a trainer, r
     assert.equal(rows.length, 3 * 2 * 3, "tasks × group × steps");
     assert.deepEqual([...new Set(rows.map((x) => x.task_id))], ["webshop:5", "webshop:6", "webshop:7"], "test goals from --start");
     for (const x of rows) {
-      for (const k of ["env", "task_id", "group", "rollout", "step", "prompt", "completion", "action", "reward", "advantage", "episode_reward", "success"]) assert.ok(k in x, k);
+      for (const k of ["env", "task_id", "group", "rollout", "step", "prompt", "completion", "action", "reward", "advantage", "episode_reward", "success"])
+        assert.ok(k in x, k);
       assert.equal(x.env, "webshop");
       assert.equal(x.failed, undefined);
       assert.ok(x.prompt[1].content.includes("Current observation:\npage: "), "abstract states");
       assert.match(x.completion, /^Thought: one step at a time\.\nAction: /);
     }
-    assert.deepEqual(rows.map((x) => x.action.replace(/\[.*\]/, "")), Array(6).fill(["search", "click", "click"]).flat());
-    assert.deepEqual(rows.filter((x) => x.step === 2).map((x) => x.action), Array(6).fill("click[buy now]"));
+    assert.deepEqual(
+      rows.map((x) => x.action.replace(/\[.*\]/, "")),
+      Array(6).fill(["search", "click", "click"]).flat(),
+    );
+    assert.deepEqual(
+      rows.filter((x) => x.step === 2).map((x) => x.action),
+      Array(6).fill("click[buy now]"),
+    );
     // Advantages: the episode rewards normalised within each task's group, on every step.
     for (let g = 0; g < 3; g++) {
       const group = rows.filter((x) => x.group === g);
@@ -89,7 +122,10 @@ test("rollout: groups of LLM episodes in real WebShop, exported for a trainer, r
       assert.equal(e.task.id, rows[3 * i].task_id);
       assert.equal(e.advantage, rows[3 * i].advantage);
       assert.equal(e.total_reward, rows[3 * i].episode_reward);
-      assert.deepEqual(e.steps.map((x: { action: string }) => x.action), rows.slice(3 * i, 3 * i + 3).map((x) => x.action));
+      assert.deepEqual(
+        e.steps.map((x: { action: string }) => x.action),
+        rows.slice(3 * i, 3 * i + 3).map((x) => x.action),
+      );
     });
   } finally {
     await s.close();
@@ -101,7 +137,23 @@ test("rollout appends whole groups as they finish: a bad --out fails before any 
   const s = await chatServer({ reply: shopper, fault: (n) => (n >= failFrom ? "400" : undefined) });
   try {
     const dir = mkdtempSync(join(tmpdir(), "dreamgym-rollout-resume-"));
-    const args = ["rollout", "--env", "webshop", "--model", `${s.url}#tiny`, "--tasks", "4", "--group", "2", "--start", "3", "--concurrency", "2", "--max-failures", "1"];
+    const args = [
+      "rollout",
+      "--env",
+      "webshop",
+      "--model",
+      `${s.url}#tiny`,
+      "--tasks",
+      "4",
+      "--group",
+      "2",
+      "--start",
+      "3",
+      "--concurrency",
+      "2",
+      "--max-failures",
+      "1",
+    ];
     const bad = await runAsync([...args, "--out", join(dir, "no-such-dir", "r.jsonl")]);
     assert.equal(bad.status, 2);
     assert.match(bad.stderr, /^error: .*no-such-dir\/r\.jsonl: --out: the folder .*no-such-dir does not exist[^\n]*\n$/);

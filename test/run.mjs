@@ -9,15 +9,23 @@ import { join, relative } from "node:path";
 const root = join(import.meta.dirname, "..");
 const files = (dir) =>
   readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
-    e.isDirectory() ? files(join(dir, e.name)) : e.name.endsWith(".test.ts") ? [join(dir, e.name)] : []);
-const tests = ["src", "test"].flatMap((d) => files(join(root, d))).map((f) => relative(root, f)).sort();
+    e.isDirectory() ? files(join(dir, e.name)) : e.name.endsWith(".test.ts") ? [join(dir, e.name)] : [],
+  );
+const tests = ["src", "test"]
+  .flatMap((d) => files(join(root, d)))
+  .map((f) => relative(root, f))
+  .sort();
 const tmp = mkdtempSync(join(tmpdir(), "dreamgym-test-"));
 try {
   // Files run two at a time (Node's default is one fewer than the cores: one, on the 2-core machines
   // CI uses): most wait on child processes, servers and browsers, so two keep both cores busy. Every
   // file makes its own temp folders and takes its ports from the OS, so files do not meet.
   const concurrency = Number(process.env.DREAMGYM_TEST_CONCURRENCY) || Math.max(2, availableParallelism());
-  const run = spawnSync(process.execPath, ["--import", "tsx", "--test", `--test-concurrency=${concurrency}`, ...tests], { cwd: root, stdio: "inherit", env: { ...process.env, TMPDIR: tmp } });
+  const run = spawnSync(process.execPath, ["--import", "tsx", "--test", `--test-concurrency=${concurrency}`, ...tests], {
+    cwd: root,
+    stdio: "inherit",
+    env: { ...process.env, TMPDIR: tmp },
+  });
   process.exitCode = run.status ?? 1;
 } finally {
   rmSync(tmp, { recursive: true, force: true });

@@ -15,7 +15,9 @@ function serve(args: string[], env: NodeJS.ProcessEnv = process.env) {
   let stdout = "";
   let stderr = "";
   child.stderr.on("data", (d) => (stderr += d));
-  const exited = new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => child.on("close", (status) => resolve({ status, stdout, stderr })));
+  const exited = new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) =>
+    child.on("close", (status) => resolve({ status, stdout, stderr })),
+  );
   const ready = new Promise<{ line: string; url: string }>((resolve, reject) => {
     child.stdout.on("data", (d) => {
       stdout += d;
@@ -27,7 +29,9 @@ function serve(args: string[], env: NodeJS.ProcessEnv = process.env) {
   return { child, ready, exited };
 }
 
-test("dreamgym serve: prints where it serves (port 0: the port it got), serves OpenEnv behind its --token-file, and on SIGTERM closes sockets and envs and exits 0", { timeout: 60_000 }, async () => {
+test("dreamgym serve: prints where it serves (port 0: the port it got), serves OpenEnv behind its --token-file, and on SIGTERM closes sockets and envs and exits 0", {
+  timeout: 60_000,
+}, async () => {
   const dir = mkdtempSync(join(tmpdir(), "dreamgym-serve-cli-"));
   const counts = join(dir, "open.txt");
   const tokenFile = join(dir, "token");
@@ -42,7 +46,10 @@ test("dreamgym serve: prints where it serves (port 0: the port it got), serves O
   assert.equal((await fetch(`${url}/metadata`, { headers: { authorization: "Bearer t0ken-of-at-least-16-characters" } })).status, 200);
 
   const ws = `${url.replace("http", "ws")}/ws`;
-  const clients = [await TestClient.open(ws, { headers: { authorization: "Bearer t0ken-of-at-least-16-characters" } }), await TestClient.open(ws, { headers: { authorization: "Bearer t0ken-of-at-least-16-characters" } })];
+  const clients = [
+    await TestClient.open(ws, { headers: { authorization: "Bearer t0ken-of-at-least-16-characters" } }),
+    await TestClient.open(ws, { headers: { authorization: "Bearer t0ken-of-at-least-16-characters" } }),
+  ];
   for (const c of clients) assert.equal((await c.call({ type: "reset", data: {} })).type, "observation");
   s.child.kill("SIGTERM");
   for (const c of clients) assert.deepEqual(await c.closed, { code: 1001, reason: "the server is shutting down" });
@@ -73,7 +80,10 @@ test("dreamgym serve: off loopback without a token, a missing token file, a port
     assert.match(r.stderr, pattern);
     assert.equal(r.stderr.trim().split("\n").length, 1, r.stderr);
   };
-  oneLine(offLoopback, /^error: serving on 0\.0\.0\.0 lets other machines in: give a bearer token \(--token-file F, or the DREAMGYM_TOKEN environment variable\)/);
+  oneLine(
+    offLoopback,
+    /^error: serving on 0\.0\.0\.0 lets other machines in: give a bearer token \(--token-file F, or the DREAMGYM_TOKEN environment variable\)/,
+  );
   oneLine(noTokenFile, /^error: cannot read --token-file .*missing: no such file/);
   oneLine(inUse, new RegExp(`^error: 127\\.0\\.0\\.1:${port} is in use: stop what holds it or choose another --port`));
 });

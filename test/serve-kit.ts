@@ -15,7 +15,9 @@ export interface TestServer {
 }
 
 /** A real server on 127.0.0.1 and a free port. */
-export async function startTestServer(o: { host?: EnvHostOptions; sessions?: SessionManagerOptions; app?: Omit<ServeAppOptions, "manager"> } = {}): Promise<TestServer> {
+export async function startTestServer(
+  o: { host?: EnvHostOptions; sessions?: SessionManagerOptions; app?: Omit<ServeAppOptions, "manager"> } = {},
+): Promise<TestServer> {
   const host = await EnvHost.open(o.host ?? { env: "webshop" });
   const manager = new SessionManager(host, o.sessions);
   const app = createServeApp({ manager, ...o.app });

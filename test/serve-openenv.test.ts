@@ -27,7 +27,11 @@ after(async () => {
 type Reply = { status: number; json(): Promise<any> };
 const get = (s: TestServer, path: string, headers: Record<string, string> = {}): Promise<Reply> => fetch(`${s.url}${path}`, { headers });
 const post = (s: TestServer, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Reply> =>
-  fetch(`${s.url}${path}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body) });
+  fetch(`${s.url}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
+  });
 const OBSERVATION_KEYS = ["text", "available_actions", "instruction", "task_id", "step", "terminated", "truncated"];
 
 test("GET /health, /metadata, /schema, /tasks, /state", { timeout: 20_000 }, async () => {
@@ -36,7 +40,15 @@ test("GET /health, /metadata, /schema, /tasks, /state", { timeout: 20_000 }, asy
   const meta = await (await get(shop, "/metadata")).json();
   assert.deepEqual(Object.keys(meta), ["name", "description", "readme_content", "version", "author", "documentation_url", "dreamgym"]);
   assert.equal(meta.name, "webshop");
-  assert.deepEqual(meta.dreamgym, { env: "webshop", mode: "real", split: "test", observation: "abstract", rewards: { min: 0, max: 1, dense: false }, tasks: 500, version: meta.version });
+  assert.deepEqual(meta.dreamgym, {
+    env: "webshop",
+    mode: "real",
+    split: "test",
+    observation: "abstract",
+    rewards: { min: 0, max: 1, dense: false },
+    tasks: 500,
+    version: meta.version,
+  });
 
   const schema = await (await get(shop, "/schema")).json();
   assert.deepEqual(Object.keys(schema), ["action", "observation", "state"]);
@@ -51,7 +63,10 @@ test("GET /health, /metadata, /schema, /tasks, /state", { timeout: 20_000 }, asy
   assert.equal(tasks.tasks.length, 500);
   assert.equal(tasks.tasks[0].id, "webshop:0");
   const page = await (await get(shop, "/tasks?offset=498&limit=5")).json();
-  assert.deepEqual(page.tasks.map((t: { id: string }) => t.id), ["webshop:498", "webshop:499"]);
+  assert.deepEqual(
+    page.tasks.map((t: { id: string }) => t.id),
+    ["webshop:498", "webshop:499"],
+  );
   const bad = await get(shop, "/tasks?limit=10001");
   assert.equal(bad.status, 422);
   const badBody = await bad.json();
@@ -92,7 +107,10 @@ test("HTTP /reset is stateless (a fresh env per request, closed after); /step an
   assert.deepEqual((await noAction.json()).detail[0].loc, ["body", "action"]);
   const badAction = await post(shop, "/step", { action: { action: "search[x]", extra: 1 } });
   assert.equal(badAction.status, 422);
-  assert.deepEqual((await badAction.json()).detail.map((e: { loc: string[]; type: string }) => [e.loc, e.type]), [[["extra"], "extra_forbidden"]]);
+  assert.deepEqual(
+    (await badAction.json()).detail.map((e: { loc: string[]; type: string }) => [e.loc, e.type]),
+    [[["extra"], "extra_forbidden"]],
+  );
   const step = await post(shop, "/step", { action: { action: "search[x]", metadata: {} }, request_id: "r1" });
   assert.equal(step.status, 409);
   const stepBody = await step.json();
@@ -114,10 +132,18 @@ test("errors are JSON with a code: unknown route 404, plain GET /ws 426, oversiz
   assert.equal(bigBody.code, "PAYLOAD_TOO_LARGE");
   assert.match(bigBody.message, /1048576 bytes/);
   // A chunked body (no content-length) is counted as it arrives: a small one is read, a large one refused.
-  const chunked = (text: string): Promise<Reply> => fetch(`${shop.url}/reset`, {
-    method: "POST", headers: { "content-type": "application/json" }, duplex: "half",
-    body: new ReadableStream({ start(c) { for (let i = 0; i < text.length; i += 65_536) c.enqueue(new TextEncoder().encode(text.slice(i, i + 65_536))); c.close(); } }),
-  } as RequestInit);
+  const chunked = (text: string): Promise<Reply> =>
+    fetch(`${shop.url}/reset`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      duplex: "half",
+      body: new ReadableStream({
+        start(c) {
+          for (let i = 0; i < text.length; i += 65_536) c.enqueue(new TextEncoder().encode(text.slice(i, i + 65_536)));
+          c.close();
+        },
+      }),
+    } as RequestInit);
   const small = await chunked(JSON.stringify({ task_index: 2 }));
   assert.equal(small.status, 200);
   assert.equal((await small.json()).observation.task_id, "webshop:2");
@@ -191,7 +217,10 @@ test("each error code: INVALID_JSON, UNKNOWN_TYPE, VALIDATION_ERROR; the connect
     assert.equal(r.type, "error", JSON.stringify(message));
     assert.equal(r.data.code, "VALIDATION_ERROR", JSON.stringify(message));
     assert.equal(r.data.message, "Invalid message");
-    assert.ok(r.data.errors.some((e: { loc: unknown; type: string }) => JSON.stringify(e.loc) === JSON.stringify(loc) && e.type === type), `${JSON.stringify(message)}: ${JSON.stringify(r.data.errors)}`);
+    assert.ok(
+      r.data.errors.some((e: { loc: unknown; type: string }) => JSON.stringify(e.loc) === JSON.stringify(loc) && e.type === type),
+      `${JSON.stringify(message)}: ${JSON.stringify(r.data.errors)}`,
+    );
   }
   // A message nested 10,000 deep: an error frame, not a dropped connection (issue 34, item 18).
   const deep = await c.call(`{"type":"step","data":{"action":${"[".repeat(10_000)}${"]".repeat(10_000)}}}`);
@@ -212,7 +241,10 @@ test("replies keep message order: steps sent back to back, with a bad message be
   c.send({ type: "step", data: { action: "click[next >]" } });
   c.send({ type: "state" });
   const replies = [await c.next(), await c.next(), await c.next(), await c.next()];
-  assert.deepEqual(replies.map((r) => r.type), ["observation", "error", "observation", "state"]);
+  assert.deepEqual(
+    replies.map((r) => r.type),
+    ["observation", "error", "observation", "state"],
+  );
   assert.equal(replies[0].data.observation.step, 1);
   assert.match(replies[0].data.observation.text, /^page: results/);
   assert.equal(replies[1].data.code, "INVALID_JSON");
@@ -243,7 +275,10 @@ test("GenericEnvClient conformance: the exact messages OpenEnv's client sends, a
   assert.deepEqual(Object.keys(step.data.observation), OBSERVATION_KEYS);
   assert.equal(typeof step.data.reward, "number");
   const state = await c.call({ type: "state" });
-  assert.deepEqual(state, { type: "state", data: { episode_id: "ep-1", step_count: 1, task_id: seeded.data.observation.task_id, total_reward: 0, done: false } });
+  assert.deepEqual(state, {
+    type: "state",
+    data: { episode_id: "ep-1", step_count: 1, task_id: seeded.data.observation.task_id, total_reward: 0, done: false },
+  });
   const error = await c.call({ type: "step", data: { move: "x" } });
   assert.equal(error.type, "error");
   assert.equal(typeof error.data.message, "string");
@@ -252,7 +287,9 @@ test("GenericEnvClient conformance: the exact messages OpenEnv's client sends, a
   assert.equal((await c.closed).code, 1000);
 });
 
-test("a token guards every route but /health (401 JSON), and WS upgrades (Bearer, or Basic as a ws://user:token@ URL sends it)", { timeout: 20_000 }, async () => {
+test("a token guards every route but /health (401 JSON), and WS upgrades (Bearer, or Basic as a ws://user:token@ URL sends it)", {
+  timeout: 20_000,
+}, async () => {
   const s = await startTestServer({ app: { token: "s3cret" } });
   try {
     assert.equal((await get(s, "/health")).status, 200);
@@ -277,7 +314,9 @@ test("a token guards every route but /health (401 JSON), and WS upgrades (Bearer
   }
 });
 
-test("capacity: past --max-sessions a connection gets one CAPACITY_REACHED frame and a normal close (as upstream); HTTP /reset gets 503", { timeout: 20_000 }, async () => {
+test("capacity: past --max-sessions a connection gets one CAPACITY_REACHED frame and a normal close (as upstream); HTTP /reset gets 503", {
+  timeout: 20_000,
+}, async () => {
   const s = await startTestServer({ sessions: { maxSessions: 1 } });
   try {
     const first = await TestClient.open(s.ws);
@@ -396,14 +435,17 @@ test("an oversized WS message closes that connection with 1009; the server goes 
   }
 });
 
-test("synthetic mode: sessions step the embedded experience model over a buffer; observations say whether a step was verified", { timeout: 20_000 }, async () => {
+test("synthetic mode: sessions step the embedded experience model over a buffer; observations say whether a step was verified", {
+  timeout: 20_000,
+}, async () => {
   const real = new WebShopEnv({ split: "train" });
   const abs = webshopAbstraction(real.catalogue);
   const db = join(mkdtempSync(join(tmpdir(), "dreamgym-serve-")), "b.db");
   const buffer = ReplayBuffer.open(db);
   const oracle = new OraclePolicy(real);
   const trajectories = [];
-  for (const [i, task] of real.tasks().slice(0, 40).entries()) trajectories.push(abstractTrajectory(await runEpisode(real, oracle, { envName: "webshop", task, seed: i }), abs));
+  for (const [i, task] of real.tasks().slice(0, 40).entries())
+    trajectories.push(abstractTrajectory(await runEpisode(real, oracle, { envName: "webshop", task, seed: i }), abs));
   await buffer.appendTrajectories(trajectories, { seed: true });
   buffer.close();
   await real.close();
@@ -436,7 +478,10 @@ test("graceful shutdown: open sockets get 1001, sessions close, the port is free
   const s = await startTestServer();
   const c = await TestClient.open(s.ws);
   await c.call({ type: "reset", data: {} });
-  await assert.rejects(startServer({ app: s.app, port: s.running.port, host: "127.0.0.1" }), (e: unknown) => e instanceof InvalidConfigError && /127\.0\.0\.1:\d+ is in use/.test(e.message));
+  await assert.rejects(
+    startServer({ app: s.app, port: s.running.port, host: "127.0.0.1" }),
+    (e: unknown) => e instanceof InvalidConfigError && /127\.0\.0\.1:\d+ is in use/.test(e.message),
+  );
   await s.close();
   assert.deepEqual(await c.closed, { code: 1001, reason: "the server is shutting down" });
   assert.equal(s.manager.size, 0);

@@ -7,15 +7,30 @@ import { join } from "node:path";
 import { chatServer } from "../src/testing/index.ts";
 import { BIN, runAsync } from "./helpers.ts";
 
-
 test("sft build from the command line, with a teacher over the real protocol, and resume", async () => {
   const s = await chatServer({ reply: () => "Clicking the product opens its page." });
   try {
     const dir = mkdtempSync(join(tmpdir(), "dreamgym-sft-cli-"));
     const traj = join(dir, "o.jsonl");
     assert.equal(spawnSync(process.execPath, [BIN, "collect", "--env", "webshop", "--policy", "oracle", "--episodes", "10", "--out", traj]).status, 0);
-    const steps = readFileSync(traj, "utf8").trim().split("\n").reduce((n, l) => n + JSON.parse(l).steps.length, 0);
-    const args = ["sft", "build", "--env", "webshop", "--teacher", `${s.url}#teacher`, "--trajectories", traj, "--out", join(dir, "sft"), "--cache", join(dir, "cache.db")];
+    const steps = readFileSync(traj, "utf8")
+      .trim()
+      .split("\n")
+      .reduce((n, l) => n + JSON.parse(l).steps.length, 0);
+    const args = [
+      "sft",
+      "build",
+      "--env",
+      "webshop",
+      "--teacher",
+      `${s.url}#teacher`,
+      "--trajectories",
+      traj,
+      "--out",
+      join(dir, "sft"),
+      "--cache",
+      join(dir, "cache.db"),
+    ];
     const r = await runAsync(args);
     assert.equal(r.status, 0, r.stderr);
     assert.match(r.stdout, new RegExp(`${steps} new examples`));

@@ -6,7 +6,6 @@ import { join } from "node:path";
 import { run } from "./helpers.ts";
 import { readJsonlAll, type Trajectory } from "../src/core/index.ts";
 
-
 test("collect in the synthetic env: seed a buffer with abstract states, play episodes concurrently, hybrid rewards", async () => {
   const dir = mkdtempSync(join(tmpdir(), "dreamgym-syn-cli-"));
   const db = join(dir, "b.db");
@@ -14,7 +13,25 @@ test("collect in the synthetic env: seed a buffer with abstract states, play epi
   const imp = run(["buffer", "import", join(dir, "o.jsonl"), "--buffer", db, "--abstract"]);
   assert.equal(imp.status, 0, imp.stderr);
   const out = join(dir, "syn.jsonl");
-  const r = run(["collect", "--env", "webshop", "--experience", "default", "--buffer", db, "--policy", "rule", "--episodes", "12", "--split", "test", "--concurrency", "4", "--out", out]);
+  const r = run([
+    "collect",
+    "--env",
+    "webshop",
+    "--experience",
+    "default",
+    "--buffer",
+    db,
+    "--policy",
+    "rule",
+    "--episodes",
+    "12",
+    "--split",
+    "test",
+    "--concurrency",
+    "4",
+    "--out",
+    out,
+  ]);
   assert.equal(r.status, 0, r.stderr);
   assert.match(r.stdout, /wrote 12 synthetic trajectories/);
   const trajs = await readJsonlAll<Trajectory>(out);
@@ -26,7 +43,22 @@ test("collect in the synthetic env: seed a buffer with abstract states, play epi
   const stats = JSON.parse(run(["buffer", "stats", "--buffer", db, "--json"]).stdout);
   const synthetic = stats.groups.find((g: { source: string }) => g.source === "synthetic");
   assert.equal(synthetic.trajectories, 12, "every synthetic episode was recorded in the buffer");
-  const hybrid = run(["collect", "--env", "webshop", "--experience", "default", "--buffer", db, "--policy", "random", "--episodes", "5", "--hybrid", "--out", join(dir, "h.jsonl")]);
+  const hybrid = run([
+    "collect",
+    "--env",
+    "webshop",
+    "--experience",
+    "default",
+    "--buffer",
+    db,
+    "--policy",
+    "random",
+    "--episodes",
+    "5",
+    "--hybrid",
+    "--out",
+    join(dir, "h.jsonl"),
+  ]);
   assert.equal(hybrid.status, 0, hybrid.stderr);
   assert.match(hybrid.stdout, /hybrid: verified terminal rewards/);
 });

@@ -7,9 +7,35 @@ import type { IterationMetrics } from "../src/train/index.ts";
 import { killAfterCheckpoint, metricsOf, run } from "./helpers.ts";
 
 const ARGS = [
-  "train", "--env", "webshop", "--mode", "real", "--algo", "grpo", "--budget", "6000", "--seed", "3",
-  "--tasks-per-iter", "4", "--group", "4", "--concurrency", "2", "--eval-every", "3", "--eval-tasks", "10",
-  "--final-eval-tasks", "30", "--checkpoint-every", "2", "--set", "policy.dim=4096", "--set", "grpo.klCoef=0.02",
+  "train",
+  "--env",
+  "webshop",
+  "--mode",
+  "real",
+  "--algo",
+  "grpo",
+  "--budget",
+  "6000",
+  "--seed",
+  "3",
+  "--tasks-per-iter",
+  "4",
+  "--group",
+  "4",
+  "--concurrency",
+  "2",
+  "--eval-every",
+  "3",
+  "--eval-tasks",
+  "10",
+  "--final-eval-tasks",
+  "30",
+  "--checkpoint-every",
+  "2",
+  "--set",
+  "policy.dim=4096",
+  "--set",
+  "grpo.klCoef=0.02",
 ];
 test("train writes a run folder; a run killed with SIGKILL resumes to the same results", async () => {
   const root = mkdtempSync(join(tmpdir(), "dreamgym-train-"));
@@ -25,9 +51,13 @@ test("train writes a run folder; a run killed with SIGKILL resumes to the same r
   assert.ok(last.realInteractions >= 6000 && metrics.at(-2)!.realInteractions < 6000, "stops at the budget");
   assert.equal(last.eval?.tasks, 30);
   assert.ok(last.kl! > 0, "the KL to the reference policy is measured");
-  assert.equal(last.evalInteractions, metrics.reduce((s, m) => s + (m.eval?.steps ?? 0), 0));
+  assert.equal(
+    last.evalInteractions,
+    metrics.reduce((s, m) => s + (m.eval?.steps ?? 0), 0),
+  );
   assert.equal(metrics[2].eval?.tasks, 10);
-  for (const k of ["meanReward", "success", "policyLoss", "entropy", "kl", "approxKl", "realInteractions", "evalInteractions"] as const) assert.equal(typeof last[k], "number", k);
+  for (const k of ["meanReward", "success", "policyLoss", "entropy", "kl", "approxKl", "realInteractions", "evalInteractions"] as const)
+    assert.equal(typeof last[k], "number", k);
 
   // The report opens with no network: inline SVG, no scripts, no remote references.
   const html = readFileSync(join(whole, "report.html"), "utf8");
@@ -60,7 +90,10 @@ test("train names every bad config key with what is allowed", () => {
   assert.equal(r.status, 2);
   assert.match(r.stderr, /algo: "sac" is not allowed \(allowed: "grpo", "ppo"\)/);
   assert.match(r.stderr, /grpo\.clipRange: 3 is out of range \(must be <=1\)/);
-  assert.match(r.stderr, /ppo\.bogus: unknown key \(allowed: learningRate, gamma, gaeLambda, clipRange, valueCoef, entropyCoef, epochs, minibatchSize, normalizeAdvantages, maxGradNorm\)/);
+  assert.match(
+    r.stderr,
+    /ppo\.bogus: unknown key \(allowed: learningRate, gamma, gaeLambda, clipRange, valueCoef, entropyCoef, epochs, minibatchSize, normalizeAdvantages, maxGradNorm\)/,
+  );
   assert.match(r.stderr, /policy\.hidden: 0 is out of range \(must be >=1\)/);
   const out = join(mkdtempSync(join(tmpdir(), "dreamgym-train-")), "x");
   const env = run(["train", "--env", "nowhere", "--budget", "10", "--out", out]);
@@ -74,7 +107,23 @@ test("train names every bad config key with what is allowed", () => {
 
 test("train runs on ALFWorld in the real env, with its own default splits", () => {
   const out = join(mkdtempSync(join(tmpdir(), "dreamgym-train-alf-")), "run");
-  const r = run(["train", "--env", "alfworld", "--budget", "100", "--tasks-per-iter", "2", "--group", "2", "--final-eval-tasks", "4", "--set", "policy.dim=1024", "--out", out]);
+  const r = run([
+    "train",
+    "--env",
+    "alfworld",
+    "--budget",
+    "100",
+    "--tasks-per-iter",
+    "2",
+    "--group",
+    "2",
+    "--final-eval-tasks",
+    "4",
+    "--set",
+    "policy.dim=1024",
+    "--out",
+    out,
+  ]);
   assert.equal(r.status, 0, r.stderr);
   assert.match(r.stdout, /alfworld real grpo: 1 iterations/);
   assert.match(r.stdout, /final evaluation on 4 valid_unseen tasks/);

@@ -15,7 +15,9 @@ const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const absent = !existsSync(CHROMIUM);
 
 test("dreamgym view in Chromium: runs → curves, episode → side by side with its real replay, search, curriculum, audit", {
-  skip: absent ? `Chromium is not installed at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH): the browser test of dreamgym view is skipped` : false,
+  skip: absent
+    ? `Chromium is not installed at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH): the browser test of dreamgym view is skipped`
+    : false,
 }, async () => {
   const root = mkdtempSync(join(tmpdir(), "dreamgym-view-browser-"));
   const shots = process.env.DREAMGYM_VIEW_SCREENSHOTS ? resolve(process.env.DREAMGYM_VIEW_SCREENSHOTS) : join(root, "shots");
@@ -62,7 +64,8 @@ test("dreamgym view in Chromium: runs → curves, episode → side by side with 
     // The experiment folder's rows at once.
     await page.click("[data-test=overlay-group]");
     await page.locator("[data-test=overlaid]", { hasText: "2 runs" }).waitFor();
-    for (const c of ["reward", "success", "eval", "entropy", "kl", "exploitation", "order", "gap"]) await page.locator(`[data-test=chart-${c}] canvas`).first().waitFor();
+    for (const c of ["reward", "success", "eval", "entropy", "kl", "exploitation", "order", "gap"])
+      await page.locator(`[data-test=chart-${c}] canvas`).first().waitFor();
     assert.equal(await page.locator("[data-test=open-run]").innerText(), "run: exp/seed-3");
     await page.selectOption("[data-test=axis]", "synthetic");
     await page.locator("[data-test=chart-reward] [data-test=axis-label]", { hasText: "against synthetic interactions" }).waitFor();
@@ -73,7 +76,9 @@ test("dreamgym view in Chromium: runs → curves, episode → side by side with 
     appendFileSync(join(live, "metrics.jsonl"), JSON.stringify(next) + "\n");
     await page.locator("[data-run='live'] td:nth-child(7)", { hasText: String(liveMetrics.length + 1) }).waitFor({ timeout: 20_000 });
     // The reward chart plots every line of the three runs: 7 + 7 and the live run's 8.
-    await page.locator(`[data-test=chart-reward][data-points='${fx.summaries[0].iterations + fx.summaries[1].iterations + liveMetrics.length + 1}']`).waitFor({ timeout: 20_000 });
+    await page
+      .locator(`[data-test=chart-reward][data-points='${fx.summaries[0].iterations + fx.summaries[1].iterations + liveMetrics.length + 1}']`)
+      .waitFor({ timeout: 20_000 });
     await shot("runs");
 
     // Trajectories of the run: its own synthetic episodes, paged by the server.
@@ -111,7 +116,7 @@ test("dreamgym view in Chromium: runs → curves, episode → side by side with 
     assert.equal(await page.locator("[data-test=pair-step]").count(), pair.synthetic.steps.length);
     assert.equal(await page.locator("[data-test=divergence-summary]").innerText(), `first divergence at step ${pair.divergedAt}`);
     const diverged = page.locator(`[data-test=pair-step][data-step='${pair.divergedAt}']`);
-    assert.match(await diverged.getAttribute("class") ?? "", /diverged/);
+    assert.match((await diverged.getAttribute("class")) ?? "", /diverged/);
     assert.equal(await diverged.locator("[data-test=first-divergence]").count(), 1);
     assert.equal(await page.locator("[data-test=first-divergence]").count(), 1, "one first divergence");
     // Its diff: the model jumped to the end (position 4), the real corridor went one step (position 3).

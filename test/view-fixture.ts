@@ -34,7 +34,8 @@ export const flawedModel: ExperienceModel = {
   predict: async ({ state: s, action, task }) => {
     const at = Number(/position (\d+)/.exec(s)?.[1] ?? 0);
     const next = action === "click[right]" ? (at === 2 ? LENGTH : at + 1) : Math.max(0, at - 1);
-    const reasoning = at === 2 && action === "click[right]" ? "from position 2 a right step reaches the end" : `a ${action.slice(6, -1)} step moves one position`;
+    const reasoning =
+      at === 2 && action === "click[right]" ? "from position 2 a right step reaches the end" : `a ${action.slice(6, -1)} step moves one position`;
     return { reasoning, nextState: state(task.instruction, next), reward: next === LENGTH ? 1 : 0, terminated: next === LENGTH, info: {} };
   },
 };
@@ -56,15 +57,41 @@ function offline(i: number): Trajectory {
   const instruction = "walk to the end of the corridor";
   const rights = i % 3 === 0 ? LENGTH : 2;
   const steps = Array.from({ length: rights }, (_, k) => ({
-    observation: state(instruction, k), action: "click[right]", reward: k + 1 === LENGTH ? 1 : 0, next_observation: state(instruction, k + 1), terminated: k + 1 === LENGTH, truncated: false,
+    observation: state(instruction, k),
+    action: "click[right]",
+    reward: k + 1 === LENGTH ? 1 : 0,
+    next_observation: state(instruction, k + 1),
+    terminated: k + 1 === LENGTH,
+    truncated: false,
   }));
-  return { env: VIEW_ENV, task: { id: `chain:${i}`, instruction }, source: "real", total_reward: rights === LENGTH ? 1 : 0, success: rights === LENGTH, created_at: new Date(0).toISOString(), steps };
+  return {
+    env: VIEW_ENV,
+    task: { id: `chain:${i}`, instruction },
+    source: "real",
+    total_reward: rights === LENGTH ? 1 : 0,
+    success: rights === LENGTH,
+    created_at: new Date(0).toISOString(),
+    steps,
+  };
 }
 
 export const VIEW_RUN_CONFIG: TrainConfigInput = {
-  env: VIEW_ENV, mode: "dreamgym", budget: 400, tasksPerIteration: 4, rolloutsPerTask: 4, concurrency: 2, maxSteps: 6,
-  evalEvery: 2, evalTasks: 4, finalEvalTasks: 4, checkpointEvery: 2, seed: 3, policy: { dim: 1024 }, grpo: { learningRate: 0.05 },
-  curriculum: { enabled: true, lambda: 0.5, varianceThreshold: 0.001 }, onPolicyAudit: { every: 1, episodes: 4 },
+  env: VIEW_ENV,
+  mode: "dreamgym",
+  budget: 400,
+  tasksPerIteration: 4,
+  rolloutsPerTask: 4,
+  concurrency: 2,
+  maxSteps: 6,
+  evalEvery: 2,
+  evalTasks: 4,
+  finalEvalTasks: 4,
+  checkpointEvery: 2,
+  seed: 3,
+  policy: { dim: 1024 },
+  grpo: { learningRate: 0.05 },
+  curriculum: { enabled: true, lambda: 0.5, varianceThreshold: 0.001 },
+  onPolicyAudit: { every: 1, episodes: 4 },
 };
 
 /**
@@ -74,7 +101,10 @@ export const VIEW_RUN_CONFIG: TrainConfigInput = {
 export async function makeViewFixture(root: string): Promise<{ buffer: string; runs: string; dirs: string[]; summaries: TrainSummary[] }> {
   const buffer = join(root, "buffer.db");
   const b = ReplayBuffer.open(buffer);
-  await b.appendTrajectories(Array.from({ length: 12 }, (_, i) => offline(i)), { seed: true });
+  await b.appendTrajectories(
+    Array.from({ length: 12 }, (_, i) => offline(i)),
+    { seed: true },
+  );
   b.close();
   const runs = join(root, "runs");
   mkdirSync(join(runs, "exp"), { recursive: true });

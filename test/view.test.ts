@@ -39,7 +39,10 @@ after(async () => {
 test("runs: every run folder under the root, with mode, env, budget, final eval and status", async () => {
   const { status, body } = await get("/api/runs");
   assert.equal(status, 200);
-  assert.deepEqual(body.runs.map((r: { id: string }) => r.id), ["exp/seed-3", "exp/seed-4", "live"]);
+  assert.deepEqual(
+    body.runs.map((r: { id: string }) => r.id),
+    ["exp/seed-3", "exp/seed-4", "live"],
+  );
   const [a, b, live] = body.runs;
   assert.equal(a.group, "exp");
   assert.equal(a.mode, "dreamgym");
@@ -85,7 +88,10 @@ test("episodes: filtered and paged by key; pages cover the filter once each", as
   } while (after !== null);
   assert.equal(seen.length, total);
   assert.equal(new Set(seen).size, total);
-  assert.deepEqual(seen, [...seen].sort((x, y) => x - y));
+  assert.deepEqual(
+    seen,
+    [...seen].sort((x, y) => x - y),
+  );
 
   const synthetic = (await get("/api/episodes?src=run&run=exp/seed-3&origin=synthetic&limit=1000")).body;
   const offline = (await get("/api/episodes?src=run&run=exp/seed-3&origin=offline&limit=1000")).body;
@@ -99,7 +105,11 @@ test("episodes: filtered and paged by key; pages cover the filter once each", as
   assert.ok(won.total > 0 && won.total < synthetic.total);
   assert.ok(won.episodes.every((e: { success: boolean; totalReward: number }) => e.success && e.totalReward >= 1));
   const paid = (await get("/api/episodes?src=run&run=exp/seed-3&origin=synthetic&minReward=0.5&limit=1000")).body;
-  assert.deepEqual(paid.episodes.map((e: { id: number }) => e.id), won.episodes.map((e: { id: number }) => e.id), "reward ≥ 0.5: the successes (rewards are 0 or 1)");
+  assert.deepEqual(
+    paid.episodes.map((e: { id: number }) => e.id),
+    won.episodes.map((e: { id: number }) => e.id),
+    "reward ≥ 0.5: the successes (rewards are 0 or 1)",
+  );
   assert.equal((await get("/api/episodes?src=run&run=exp/seed-3&minReward=lots")).status, 400);
   // Task text: the generated tasks' instructions ("then wait").
   const varied = (await get("/api/episodes?src=run&run=exp/seed-3&task=then%20wait&limit=1000")).body;
@@ -111,7 +121,10 @@ test("episodes: filtered and paged by key; pages cover the filter once each", as
 
 test("an episode: its steps with the model's reasoning, and the audited pair it was replayed in", async () => {
   const own = (await get("/api/episodes?src=run&run=exp/seed-3&own=true&limit=1000")).body.episodes as { id: number }[];
-  const pairs = readFileSync(join(fx.dirs[0], "audit", "iteration-0001.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as AuditPair);
+  const pairs = readFileSync(join(fx.dirs[0], "audit", "iteration-0001.jsonl"), "utf8")
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l) as AuditPair);
   let linked = 0;
   for (const { id } of own) {
     const { body } = await get(`/api/episode?src=run&run=exp/seed-3&id=${id}`);
@@ -119,14 +132,21 @@ test("an episode: its steps with the model's reasoning, and the audited pair it 
     assert.ok(body.steps.every((s: { reasoning?: string }) => typeof s.reasoning === "string" && s.reasoning.length > 0));
     if (!body.replayed) continue;
     linked++;
-    const pair = (await get(`/api/run/audit-pair?run=exp/seed-3&iteration=${body.replayed.iteration}&index=${body.replayed.index}`)).body as AuditPair & { iteration: number };
+    const pair = (await get(`/api/run/audit-pair?run=exp/seed-3&iteration=${body.replayed.iteration}&index=${body.replayed.index}`)).body as AuditPair & {
+      iteration: number;
+    };
     assert.equal(pair.task.id, body.episode.task.id);
-    assert.deepEqual(pair.synthetic.steps.slice(0, body.steps.length).map((s) => s.action), body.steps.map((s: { action: string }) => s.action));
+    assert.deepEqual(
+      pair.synthetic.steps.slice(0, body.steps.length).map((s) => s.action),
+      body.steps.map((s: { action: string }) => s.action),
+    );
   }
   assert.ok(linked >= pairs.length, `${linked} episodes linked to their audit`);
   // The pair: the first divergence is the first step whose real state differs from the synthetic one.
   for (const p of pairs) {
-    const i = p.synthetic.steps.findIndex((s, k) => p.real.steps[k] !== undefined && (p.real.steps[k].observation !== s.nextObservation || p.real.steps[k].terminated !== s.terminated));
+    const i = p.synthetic.steps.findIndex(
+      (s, k) => p.real.steps[k] !== undefined && (p.real.steps[k].observation !== s.nextObservation || p.real.steps[k].terminated !== s.terminated),
+    );
     assert.equal(p.divergedAt, i < 0 ? null : i + 1);
   }
   assert.equal((await get("/api/episode?src=buffer&id=99999")).status, 404);
@@ -134,7 +154,10 @@ test("an episode: its steps with the model's reasoning, and the audited pair it 
 
 test("audit: a row per audited iteration and one over the kept episodes; curriculum: the generated tasks under their parents", async () => {
   const { body } = await get("/api/run/audit?run=exp/seed-3");
-  const audited = readFileSync(join(fx.dirs[0], "metrics.jsonl"), "utf8").trim().split("\n").filter((l) => l.includes('"onPolicyAudit"')).length;
+  const audited = readFileSync(join(fx.dirs[0], "metrics.jsonl"), "utf8")
+    .trim()
+    .split("\n")
+    .filter((l) => l.includes('"onPolicyAudit"')).length;
   assert.equal(body.lines.length, audited + 1);
   assert.equal(body.header[0], "iteration");
   const all = body.lines.at(-1);
@@ -142,15 +165,24 @@ test("audit: a row per audited iteration and one over the kept episodes; curricu
   assert.equal(Number(all[1]), body.pairs.length);
   assert.equal(all[body.header.indexOf("exploitation")], "100.0%", "the planted jump is exploited: every synthetic success fails for real");
   // The pooled row's groups are each one iteration's: its pairs are the iterations' pairs, no more.
-  const perIteration = body.rows.filter((r: { iteration: unknown }) => r.iteration !== "all").reduce((n: number, r: { summary: { advantage?: { pairs: number } } }) => n + (r.summary.advantage?.pairs ?? 0), 0);
+  const perIteration = body.rows
+    .filter((r: { iteration: unknown }) => r.iteration !== "all")
+    .reduce((n: number, r: { summary: { advantage?: { pairs: number } } }) => n + (r.summary.advantage?.pairs ?? 0), 0);
   assert.equal(body.rows.at(-1).summary.advantage.pairs, perIteration);
-  assert.ok(body.pairs.every((p: { synthetic?: unknown }) => p.synthetic === undefined), "the list leaves the episodes out");
+  assert.ok(
+    body.pairs.every((p: { synthetic?: unknown }) => p.synthetic === undefined),
+    "the list leaves the episodes out",
+  );
 
   const tree = (await get("/api/run/curriculum?run=exp/seed-3")).body;
   const latest = JSON.parse(readFileSync(join(fx.dirs[0], "checkpoints", "latest.json"), "utf8"));
   assert.equal(tree.generated, latest.curriculum.generated.length);
-  const walk = (n: { id: string; children: { id: string; parent: string }[] }): number => n.children.reduce((c, x) => (assert.equal(x.parent, n.id), c + 1 + walk(x as never)), 0);
-  assert.equal(tree.roots.reduce((c: number, r: never) => c + walk(r), 0), tree.generated);
+  const walk = (n: { id: string; children: { id: string; parent: string }[] }): number =>
+    n.children.reduce((c, x) => (assert.equal(x.parent, n.id), c + 1 + walk(x as never)), 0);
+  assert.equal(
+    tree.roots.reduce((c: number, r: never) => c + walk(r), 0),
+    tree.generated,
+  );
   assert.ok(tree.roots.every((r: { generation: number; instruction: string }) => r.generation === 0 && r.instruction.length > 0));
   const used = tree.roots.flatMap((r: { uses: { variance: number }[] }) => r.uses);
   assert.ok(used.length > 0 && used.some((u: { variance: number }) => u.variance > 0));
@@ -165,7 +197,10 @@ test("search: the demos the experience model would be given, best first", async 
   assert.equal(body.demos[0].action, "click[right]");
   assert.match(body.demos[0].state, /position 2 of 4/);
   const scores = body.demos.filter((d: { anchor?: boolean }) => !d.anchor).map((d: { score: number }) => d.score);
-  assert.deepEqual(scores, [...scores].sort((x, y) => y - x));
+  assert.deepEqual(
+    scores,
+    [...scores].sort((x, y) => y - x),
+  );
   assert.equal((await get(`/api/search?src=buffer&state=${state}&k=0`)).status, 400);
   assert.equal((await get("/api/search?src=buffer")).status, 400);
 });
@@ -174,7 +209,7 @@ test("the page, its modules from node_modules, and requests that name nothing re
   const page = await get("/");
   assert.equal(page.status, 200);
   const map = JSON.parse(/<script type="importmap">(.*?)<\/script>/.exec(page.body)![1]);
-  for (const url of [...Object.values(map.imports) as string[], "/ui/app.js", "/ui/style.css", "/vendor/uplot.css"]) {
+  for (const url of [...(Object.values(map.imports) as string[]), "/ui/app.js", "/ui/style.css", "/vendor/uplot.css"]) {
     const r = await get(url);
     assert.equal(r.status, 200, url);
     assert.match(r.res.headers.get("content-type")!, url.endsWith(".css") ? /text\/css/ : /javascript/);
@@ -286,8 +321,11 @@ test("files that a symlink leads out of a run folder are not served; a run folde
   symlinkSync(fx.dirs[1], join(runs, "alias"));
   const view = await startServer({ app: createViewApp({ runs }), port: 0, host: "127.0.0.1" });
   try {
-    const list = await (await fetch(`${view.url}/api/runs`)).json() as { runs: { id: string; iterations: number }[] };
-    assert.deepEqual(list.runs.map((r) => r.id), ["alias", "leaky-metrics"]);
+    const list = (await (await fetch(`${view.url}/api/runs`)).json()) as { runs: { id: string; iterations: number }[] };
+    assert.deepEqual(
+      list.runs.map((r) => r.id),
+      ["alias", "leaky-metrics"],
+    );
     assert.equal(list.runs[1].iterations, 0);
     assert.ok(list.runs[0].iterations > 0);
     const metrics = await (await fetch(`${view.url}/api/run/metrics?run=leaky-metrics`)).text();

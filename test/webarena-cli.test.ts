@@ -36,12 +36,28 @@ test("dreamgym webarena import-traces, then buffer import: the published traces 
   const dir = mkdtempSync(join(tmpdir(), "webarena-cli-"));
   try {
     const out = join(dir, "traces.jsonl");
-    const r = run(["webarena", "import-traces", join(import.meta.dirname, "fixtures", "webarena-traces"), "--out", out, "--data", DATA, "--policy", "gpt-4-cot"]);
+    const r = run([
+      "webarena",
+      "import-traces",
+      join(import.meta.dirname, "fixtures", "webarena-traces"),
+      "--out",
+      out,
+      "--data",
+      DATA,
+      "--policy",
+      "gpt-4-cot",
+    ]);
     assert.equal(r.status, 0, r.stderr);
     assert.match(r.stdout, /^2 trajectories \(1 passed\), 5 steps → /);
     assert.match(r.stdout, /skipped .*render_5\.html: no \[Result\] line for task 5/);
-    const lines = readFileSync(out, "utf8").trim().split("\n").map((l) => JSON.parse(l) as { policy: string });
-    assert.deepEqual(lines.map((l) => l.policy), ["gpt-4-cot", "gpt-4-cot"]);
+    const lines = readFileSync(out, "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { policy: string });
+    assert.deepEqual(
+      lines.map((l) => l.policy),
+      ["gpt-4-cot", "gpt-4-cot"],
+    );
     const b = run(["buffer", "import", out, "--buffer", join(dir, "b.db")]);
     assert.equal(b.status, 0, b.stderr);
     assert.match(b.stdout + b.stderr, /2 trajectories|added 2|2 added/);
@@ -61,19 +77,56 @@ test("dreamgym train --mode dreamgym --env webarena --cold-start --synthetic-onl
       if (schema === "task_variations") return JSON.stringify({ tasks: [] });
       const user = (body.messages as { role: string; content: string }[])[1].content;
       const stop = /\nAction: stop/.test(user);
-      return JSON.stringify({ reasoning: "r", next_state: "url: __GITLAB__/\ntitle: Projects\n[1] link \"Projects\"", reward: 0, terminated: stop });
+      return JSON.stringify({ reasoning: "r", next_state: 'url: __GITLAB__/\ntitle: Projects\n[1] link "Projects"', reward: 0, terminated: stop });
     },
   });
   const dir = mkdtempSync(join(tmpdir(), "webarena-cli-"));
   try {
     const out = join(dir, "run");
-    const r = await runAsync(["train", "--mode", "dreamgym", "--env", "webarena", "--experience", `${server.url}#m`, "--cold-start", "--synthetic-only",
-      "--budget", "12", "--tasks-per-iter", "2", "--group", "2", "--concurrency", "1", "--set", "maxSteps=3", "--set", "policy.dim=4096", "--out", out, "--data", DATA]);
+    const r = await runAsync([
+      "train",
+      "--mode",
+      "dreamgym",
+      "--env",
+      "webarena",
+      "--experience",
+      `${server.url}#m`,
+      "--cold-start",
+      "--synthetic-only",
+      "--budget",
+      "12",
+      "--tasks-per-iter",
+      "2",
+      "--group",
+      "2",
+      "--concurrency",
+      "1",
+      "--set",
+      "maxSteps=3",
+      "--set",
+      "policy.dim=4096",
+      "--out",
+      out,
+      "--data",
+      DATA,
+    ]);
     assert.equal(r.status, 0, r.stderr);
     assert.match(r.stdout, /webarena dreamgym grpo: \d+ iterations, 0 real interactions, \d+ synthetic/);
     assert.match(r.stdout, /no evaluation \(synthetic only\)/);
     assert.ok(existsSync(join(out, "buffer.db")));
-    const noFlag = await runAsync(["train", "--mode", "dreamgym", "--env", "webarena", "--experience", `${server.url}#m`, "--out", join(dir, "run2"), "--data", DATA]);
+    const noFlag = await runAsync([
+      "train",
+      "--mode",
+      "dreamgym",
+      "--env",
+      "webarena",
+      "--experience",
+      `${server.url}#m`,
+      "--out",
+      join(dir, "run2"),
+      "--data",
+      DATA,
+    ]);
     assert.equal(noFlag.status, 2);
     assert.match(noFlag.stderr.trim(), /--cold-start/);
     assert.equal(noFlag.stderr.trim().split("\n").length, 1);

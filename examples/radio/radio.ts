@@ -31,7 +31,15 @@ function layoutOf(task: Task): Layout {
   return { needed: parts.slice(0, 3).sort(), drawers };
 }
 
-const list = (xs: readonly string[]) => (xs.length === 0 ? "nothing" : xs.length === 1 ? `a ${xs[0]}` : `${xs.slice(0, -1).map((x) => `a ${x}`).join(", ")} and a ${xs.at(-1)}`);
+const list = (xs: readonly string[]) =>
+  xs.length === 0
+    ? "nothing"
+    : xs.length === 1
+      ? `a ${xs[0]}`
+      : `${xs
+          .slice(0, -1)
+          .map((x) => `a ${x}`)
+          .join(", ")} and a ${xs.at(-1)}`;
 
 /** The game; `orderEnforcing` and `withTimeLimit` add the call-order checks and the step limit. */
 export class RadioEnv implements Env {
@@ -60,7 +68,12 @@ export class RadioEnv implements Env {
     const drawers = Array.from({ length: DRAWERS }, (_, d) => d);
     const open = drawers.filter((d) => this.open.has(d)).map((d) => `Drawer ${words[d + 1]} is open and holds ${list(this.drawers[d])}.`);
     const closed = drawers.filter((d) => !this.open.has(d)).map((d) => `drawer ${words[d + 1]}`);
-    const shut = closed.length === 0 ? [] : [`The closed ${closed.length === 1 ? "drawer is" : "drawers are"} ${closed.length === 1 ? closed[0] : `${closed.slice(0, -1).join(", ")} and ${closed.at(-1)}`}.`];
+    const shut =
+      closed.length === 0
+        ? []
+        : [
+            `The closed ${closed.length === 1 ? "drawer is" : "drawers are"} ${closed.length === 1 ? closed[0] : `${closed.slice(0, -1).join(", ")} and ${closed.at(-1)}`}.`,
+          ];
     return [radio, ...open, ...shut, `You hold ${list(this.held)}.`].join(" ");
   }
 
@@ -152,11 +165,22 @@ export class RadioEnv implements Env {
 function tinkerer(seed: number) {
   const rng = new Rng(seed);
   return scripted("tinker", ({ observation }) => {
-    const seen = [...observation.matchAll(/holds ([^.]*)\./g)].flatMap((x) => x[1].split(/, | and /)).filter((x) => x !== "nothing").map((x) => x.replace(/^a /, ""));
-    const held = (/You hold ([^.]*)\./.exec(observation)?.[1] ?? "nothing").split(/, | and /).filter((x) => x !== "nothing").map((x) => x.replace(/^a /, ""));
+    const seen = [...observation.matchAll(/holds ([^.]*)\./g)]
+      .flatMap((x) => x[1].split(/, | and /))
+      .filter((x) => x !== "nothing")
+      .map((x) => x.replace(/^a /, ""));
+    const held = (/You hold ([^.]*)\./.exec(observation)?.[1] ?? "nothing")
+      .split(/, | and /)
+      .filter((x) => x !== "nothing")
+      .map((x) => x.replace(/^a /, ""));
     const options = [
-      ...words.slice(1).map((w) => `open drawer ${w}`), `close drawer ${rng.choice(words.slice(1))}`,
-      ...seen.map((p) => `take ${p}`), ...held.flatMap((p) => [`fit ${p}`, `fit ${p}`]), "switch on", "look", "kick radio",
+      ...words.slice(1).map((w) => `open drawer ${w}`),
+      `close drawer ${rng.choice(words.slice(1))}`,
+      ...seen.map((p) => `take ${p}`),
+      ...held.flatMap((p) => [`fit ${p}`, `fit ${p}`]),
+      "switch on",
+      "look",
+      "kick radio",
     ];
     return rng.choice(options);
   });
@@ -184,9 +208,11 @@ registerEnv<RadioEnv>("radio", {
       env: "radio",
       abstract: sceneOf,
       actions: () => undefined,
-      isState: (state: string) => state === "The radio plays." || /^The radio on the bench (is missing its [a-z, ]+|looks whole again)\. .*You hold [a-z, ]+\.$/.test(state),
+      isState: (state: string) =>
+        state === "The radio plays." || /^The radio on the bench (is missing its [a-z, ]+|looks whole again)\. .*You hold [a-z, ]+\.$/.test(state),
       isTerminal: (state: string) => state === "The radio plays.",
-      profile: "radio, a repair game told in prose. A state is the scene: what the radio on the bench is missing, which of the six drawers are open and what each holds, and what the agent holds; \"The radio plays.\" at the end. Commands: open drawer <one..six>, close drawer <n>, take <part>, fit <part>, switch on, look. Only switching on the radio with its three missing parts fitted pays (10) and ends the episode; every other step pays 0.",
+      profile:
+        'radio, a repair game told in prose. A state is the scene: what the radio on the bench is missing, which of the six drawers are open and what each holds, and what the agent holds; "The radio plays." at the end. Commands: open drawer <one..six>, close drawer <n>, take <part>, fit <part>, switch on, look. Only switching on the radio with its three missing parts fitted pays (10) and ends the episode; every other step pays 0.',
     },
     initialState: (task: Task) => RadioEnv.intro(task),
     maxSteps: 40, // the real env's step limit (the synthetic env's default is 15)

@@ -9,9 +9,19 @@
 import { orderEnforcing, registerEnv, scripted, withTimeLimit, type EnvSpec, type ExperienceModelContext } from "dreamgym";
 // The Env contract and the plug points' interfaces.
 import {
-  abstractTrajectory, Rng,
-  type Env, type ExperienceModel, type PredictInput, type Prediction, type ResetOptions, type RewardSpec,
-  type StateAbstraction, type StepResult, type Task, type TaskGenerator, type TrajectoryStore,
+  abstractTrajectory,
+  Rng,
+  type Env,
+  type ExperienceModel,
+  type PredictInput,
+  type Prediction,
+  type ResetOptions,
+  type RewardSpec,
+  type StateAbstraction,
+  type StepResult,
+  type Task,
+  type TaskGenerator,
+  type TrajectoryStore,
 } from "dreamgym/core";
 
 const ROOMS = ["hall", "library", "kitchen", "cellar", "garden", "study", "attic", "pantry"];
@@ -40,7 +50,10 @@ function layoutOf(task: Task): Layout {
 }
 
 const EXITS: Record<number, Record<string, number>> = {
-  0: { east: 1, south: 2 }, 1: { west: 0, south: 3 }, 2: { north: 0, east: 3 }, 3: { north: 1, west: 2 },
+  0: { east: 1, south: 2 },
+  1: { west: 0, south: 3 },
+  2: { north: 0, east: 3 },
+  3: { north: 1, west: 2 },
 };
 
 function describe(layout: Layout, at: number, items: string[][], carried: string[]): string {
@@ -133,7 +146,8 @@ export class VaultEnv implements Env {
     const here = this.items[this.at];
     for (const item of ["gem", "key"]) if (here.includes(item)) return `take ${item}`;
     if (here.includes("chest") && this.carried.includes("key") && !this.items.some((r) => r.includes("gem"))) return "open chest";
-    const wanted = (r: number) => this.items[r].includes("gem") || this.items[r].includes("key") || (this.carried.includes("key") && this.items[r].includes("chest"));
+    const wanted = (r: number) =>
+      this.items[r].includes("gem") || this.items[r].includes("key") || (this.carried.includes("key") && this.items[r].includes("chest"));
     // Breadth-first search over the grid for the nearest room holding something wanted.
     const queue: [number, string | undefined][] = [[this.at, undefined]];
     const seen = new Set([this.at]);
@@ -151,8 +165,19 @@ function wanderer(seed: number) {
   const rng = new Rng(seed);
   return scripted("wander", ({ observation }) => {
     const exits = /Exits: ([^.]*)\./.exec(observation)?.[1].split(", ") ?? [];
-    const items = (/You see: ([^.]*)\./.exec(observation)?.[1] ?? "").split(", ").filter((i) => i !== "nothing").map((i) => i.replace(/^a /, ""));
-    const options = [...exits.map((e) => `go ${e}`), ...items.map((i) => (i === "chest" ? "open chest" : `take ${i}`)), "look", "inventory", "go up", "take lamp", "dance"];
+    const items = (/You see: ([^.]*)\./.exec(observation)?.[1] ?? "")
+      .split(", ")
+      .filter((i) => i !== "nothing")
+      .map((i) => i.replace(/^a /, ""));
+    const options = [
+      ...exits.map((e) => `go ${e}`),
+      ...items.map((i) => (i === "chest" ? "open chest" : `take ${i}`)),
+      "look",
+      "inventory",
+      "go up",
+      "take lamp",
+      "dance",
+    ];
     return rng.choice(options);
   });
 }
@@ -270,9 +295,11 @@ export const vaultSpec: EnvSpec<VaultEnv> = {
       abstract: (observation: string) =>
         observation.startsWith("You unlock the chest") ? "You found the treasure." : observation.slice(Math.max(0, observation.indexOf("You are in the "))),
       actions: () => undefined,
-      isState: (state: string) => state === "You found the treasure." || /^You are in the \w+\. Exits: [a-z, ]+\. You see: [a-z, ]+\. You carry: [a-z, ]+\.$/.test(state),
+      isState: (state: string) =>
+        state === "You found the treasure." || /^You are in the \w+\. Exits: [a-z, ]+\. You see: [a-z, ]+\. You carry: [a-z, ]+\.$/.test(state),
       isTerminal: (state: string) => state === "You found the treasure.",
-      profile: "vault, a four-room parser game. A state is \"You are in the <room>. Exits: <directions>. You see: <items or nothing>. You carry: <items or nothing>.\", or \"You found the treasure.\" at the end. Commands: go <direction>, take <item>, open chest, look, inventory. Taking a gem or the key gives 1; opening the chest while carrying the key gives 5 and ends the episode.",
+      profile:
+        'vault, a four-room parser game. A state is "You are in the <room>. Exits: <directions>. You see: <items or nothing>. You carry: <items or nothing>.", or "You found the treasure." at the end. Commands: go <direction>, take <item>, open chest, look, inventory. Taking a gem or the key gives 1; opening the chest while carrying the key gives 5 and ends the episode.',
     },
     initialState: (task: Task) => VaultEnv.intro(task),
     maxSteps: 20, // the real env's step limit (the synthetic env's default is 15)

@@ -83,7 +83,8 @@ export function openDatabase(path: string, opts: OpenDbOptions): Database.Databa
       db.exec(SCHEMA);
       const version = db.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get() as Row | undefined;
       if (!version) db.prepare("INSERT INTO meta(key, value) VALUES ('schema_version', ?)").run(SCHEMA_VERSION);
-      else if (String(version.value) !== SCHEMA_VERSION) throw new InvalidConfigError(`${path}: buffer schema version ${String(version.value)}; this dreamgym reads version ${SCHEMA_VERSION}`);
+      else if (String(version.value) !== SCHEMA_VERSION)
+        throw new InvalidConfigError(`${path}: buffer schema version ${String(version.value)}; this dreamgym reads version ${SCHEMA_VERSION}`);
     } else {
       db.prepare("SELECT count(*) FROM transitions").get();
     }
@@ -111,8 +112,16 @@ export function textKey(text: string): bigint {
 
 /** The buffer's prepared statements, typed by name (the build's `.d.ts` cannot name the inferred type). */
 export type Statements = Record<
-  | "insertText" | "selectText" | "findTrajectory" | "insertTrajectory" | "bumpTrajectory"
-  | "insertTransition" | "countTransitions" | "bumpGeneration" | "putMeta" | "getMeta",
+  | "insertText"
+  | "selectText"
+  | "findTrajectory"
+  | "insertTrajectory"
+  | "bumpTrajectory"
+  | "insertTransition"
+  | "countTransitions"
+  | "bumpGeneration"
+  | "putMeta"
+  | "getMeta",
   Database.Statement
 >;
 
@@ -148,10 +157,19 @@ export const SELECT_TRANSITIONS = `SELECT x.id, x.step, x.env, x.task_id, ti.tex
 
 export function toTransition(r: Row): StoredTransition {
   const t: StoredTransition = {
-    id: Number(r.id), trajectory: String(r.uid), step: Number(r.step), env: String(r.env),
-    task: { id: String(r.task_id), instruction: String(r.instruction) }, state: String(r.state), action: String(r.action),
-    reward: Number(r.reward), nextState: String(r.next_state), terminated: r.terminated === 1, truncated: r.truncated === 1,
-    source: r.source as ExperienceSource, createdAt: String(r.created_at),
+    id: Number(r.id),
+    trajectory: String(r.uid),
+    step: Number(r.step),
+    env: String(r.env),
+    task: { id: String(r.task_id), instruction: String(r.instruction) },
+    state: String(r.state),
+    action: String(r.action),
+    reward: Number(r.reward),
+    nextState: String(r.next_state),
+    terminated: r.terminated === 1,
+    truncated: r.truncated === 1,
+    source: r.source as ExperienceSource,
+    createdAt: String(r.created_at),
   };
   if (r.reasoning != null) t.reasoning = String(r.reasoning);
   if (r.info_json != null) t.info = JSON.parse(String(r.info_json)) as StepInfo;
@@ -188,13 +206,23 @@ export function* readTrajectories(db: Database.Database, filter: { env?: string;
   for (const t of trajs.iterate(...args) as IterableIterator<Row>) {
     const rows = (steps.all(t.id) as Row[]).map(toTransition);
     yield {
-      env: String(t.env), task: JSON.parse(String(t.task_json)) as Task,
+      env: String(t.env),
+      task: JSON.parse(String(t.task_json)) as Task,
       steps: rows.map((s) => ({
-        observation: s.state, action: s.action, reward: s.reward, next_observation: s.nextState, terminated: s.terminated, truncated: s.truncated,
-        ...(s.info ? { info: s.info } : {}), ...(s.reasoning !== undefined ? { reasoning: s.reasoning } : {}),
+        observation: s.state,
+        action: s.action,
+        reward: s.reward,
+        next_observation: s.nextState,
+        terminated: s.terminated,
+        truncated: s.truncated,
+        ...(s.info ? { info: s.info } : {}),
+        ...(s.reasoning !== undefined ? { reasoning: s.reasoning } : {}),
       })),
-      total_reward: Number(t.total_reward), success: t.success === 1, source: t.source as ExperienceSource,
-      ...(t.policy != null ? { policy: String(t.policy) } : {}), created_at: String(t.created_at),
+      total_reward: Number(t.total_reward),
+      success: t.success === 1,
+      source: t.source as ExperienceSource,
+      ...(t.policy != null ? { policy: String(t.policy) } : {}),
+      created_at: String(t.created_at),
     };
   }
 }
@@ -223,13 +251,22 @@ export function evictOldest(db: Database.Database, capacity: number): number[] {
 
 /** Trajectory counts by env and source: successes, mean reward, and reward 0 / partial / full. */
 export function groupStats(db: Database.Database): BufferGroupStats[] {
-  const rows = db.prepare(
-    `SELECT env, source, count(*) AS trajectories, sum(n_steps) AS transitions, sum(success) AS successes, avg(total_reward) AS mean_reward,
+  const rows = db
+    .prepare(
+      `SELECT env, source, count(*) AS trajectories, sum(n_steps) AS transitions, sum(success) AS successes, avg(total_reward) AS mean_reward,
       sum(total_reward <= 0) AS r0, sum(total_reward > 0 AND total_reward < 1) AS rp, sum(total_reward >= 1) AS r1
      FROM trajectories GROUP BY env, source ORDER BY env, source`,
-  ).all() as Row[];
+    )
+    .all() as Row[];
   return rows.map((r) => ({
-    env: String(r.env), source: r.source as ExperienceSource, trajectories: Number(r.trajectories), transitions: Number(r.transitions),
-    successes: Number(r.successes), meanReward: Number(r.mean_reward), rewardZero: Number(r.r0), rewardPartial: Number(r.rp), rewardFull: Number(r.r1),
+    env: String(r.env),
+    source: r.source as ExperienceSource,
+    trajectories: Number(r.trajectories),
+    transitions: Number(r.transitions),
+    successes: Number(r.successes),
+    meanReward: Number(r.mean_reward),
+    rewardZero: Number(r.r0),
+    rewardPartial: Number(r.rp),
+    rewardFull: Number(r.r1),
   }));
 }

@@ -9,5 +9,6 @@ import type { ReplayBuffer } from "./replay-buffer.ts";
 export function checkBufferEnv(buffer: ReplayBuffer, file: string, env: string): void {
   if (buffer.count({ env }) > 0) return;
   const others = [...new Set(buffer.stats().groups.map((g) => g.env))].filter((e) => e !== env);
-  if (others.length > 0) throw new InvalidConfigError(`buffer ${file} holds ${others.join(", ")} trajectories, not ${env}: give a buffer of offline ${env} trajectories`);
+  if (others.length > 0)
+    throw new InvalidConfigError(`buffer ${file} holds ${others.join(", ")} trajectories, not ${env}: give a buffer of offline ${env} trajectories`);
 }

@@ -71,9 +71,17 @@ function whereOfQuery(q: EpisodeQuery): { conds: string[]; args: (string | numbe
 function toSummary(r: Row): EpisodeSummary {
   const source = r.source as ExperienceSource;
   return {
-    id: Number(r.id), uid: String(r.uid), env: String(r.env), task: JSON.parse(String(r.task_json)) as Task,
-    origin: r.seed === 1 ? "offline" : source, source, ...(r.policy != null ? { policy: String(r.policy) } : {}),
-    totalReward: Number(r.total_reward), success: r.success === 1, steps: Number(r.n_steps), createdAt: String(r.created_at),
+    id: Number(r.id),
+    uid: String(r.uid),
+    env: String(r.env),
+    task: JSON.parse(String(r.task_json)) as Task,
+    origin: r.seed === 1 ? "offline" : source,
+    source,
+    ...(r.policy != null ? { policy: String(r.policy) } : {}),
+    totalReward: Number(r.total_reward),
+    success: r.success === 1,
+    steps: Number(r.n_steps),
+    createdAt: String(r.created_at),
   };
 }
 
@@ -95,7 +103,9 @@ export function episodePage(db: Database.Database, q: EpisodeQuery): EpisodePage
 
 /** One episode with its steps (undefined: no such id). */
 export function episodeById(db: Database.Database, id: number): { episode: EpisodeSummary; steps: StoredTransition[] } | undefined {
-  const r = db.prepare("SELECT id, uid, env, task_json, source, seed, policy, total_reward, success, n_steps, created_at FROM trajectories WHERE id = ?").get(id) as Row | undefined;
+  const r = db
+    .prepare("SELECT id, uid, env, task_json, source, seed, policy, total_reward, success, n_steps, created_at FROM trajectories WHERE id = ?")
+    .get(id) as Row | undefined;
   if (!r) return undefined;
   const steps = (db.prepare(`${SELECT_TRANSITIONS} WHERE x.trajectory_id = ? ORDER BY x.step`).all(id) as Row[]).map(toTransition);
   return { episode: toSummary(r), steps };
@@ -104,7 +114,9 @@ export function episodeById(db: Database.Database, id: number): { episode: Episo
 /** Per task and policy label, the episodes' rewards (e.g. a run's synthetic episodes by iteration: `neural@<runId>#<iteration>`). */
 export function rewardsByTaskAndPolicy(db: Database.Database, policyPrefix: string): { task: string; policy: string; rewards: number[] }[] {
   const rows = db
-    .prepare(`SELECT task_id, policy, json_group_array(total_reward) AS rewards FROM trajectories WHERE policy LIKE ? ESCAPE '\\' GROUP BY task_id, policy ORDER BY task_id, policy`)
+    .prepare(
+      `SELECT task_id, policy, json_group_array(total_reward) AS rewards FROM trajectories WHERE policy LIKE ? ESCAPE '\\' GROUP BY task_id, policy ORDER BY task_id, policy`,
+    )
     .all(`${likeEscape(policyPrefix)}%`) as Row[];
   return rows.map((r) => ({ task: String(r.task_id), policy: String(r.policy), rewards: JSON.parse(String(r.rewards)) as number[] }));
 }

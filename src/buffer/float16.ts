@@ -12,7 +12,7 @@ function toHalf(bits: number): number {
     const m = (mant | 0x800000) >>> (1 - exp);
     return sign | ((m + 0x1000) >>> 13); // subnormal, rounded
   }
-  return sign | (((exp << 23) | mant) + 0x1000) >>> 13; // rounding may carry into the exponent, as it should
+  return sign | ((((exp << 23) | mant) + 0x1000) >>> 13); // rounding may carry into the exponent, as it should
 }
 
 const HALF_TO_FLOAT = new Float32Array(65536);

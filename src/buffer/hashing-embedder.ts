@@ -98,10 +98,16 @@ export class HashingEmbedder implements Embedder {
   constructor(opts: HashingEmbedderOptions = {}) {
     const dims = opts.dims ?? 256;
     if (!Number.isInteger(dims) || dims < 8 || dims > 4096) throw new InvalidConfigError(`hashing embedder dims must be an integer in 8..4096, got ${dims}`);
-    if (opts.idf && opts.idf.length !== IDF_SIZE) throw new InvalidConfigError(`hashing embedder IDF table must have ${IDF_SIZE} entries, got ${opts.idf.length}`);
+    if (opts.idf && opts.idf.length !== IDF_SIZE)
+      throw new InvalidConfigError(`hashing embedder IDF table must have ${IDF_SIZE} entries, got ${opts.idf.length}`);
     this.dims = dims;
     this.idf = opts.idf ?? null;
-    const fingerprint = this.idf ? createHash("sha256").update(new Uint8Array(this.idf.buffer, this.idf.byteOffset, this.idf.byteLength)).digest("hex").slice(0, 12) : "none";
+    const fingerprint = this.idf
+      ? createHash("sha256")
+          .update(new Uint8Array(this.idf.buffer, this.idf.byteOffset, this.idf.byteLength))
+          .digest("hex")
+          .slice(0, 12)
+      : "none";
     this.id = `hashing-v3:dims=${dims}:idf=${fingerprint}`;
   }
 

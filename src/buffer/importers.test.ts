@@ -27,7 +27,10 @@ test("import: malformed lines are reported with their numbers, the rest is impor
   const r = await importJsonl(b, file);
   assert.equal(r.added, 3);
   assert.equal(r.transitions, 9);
-  assert.deepEqual(r.malformed.map((m) => m.line), [2, 3, 6]);
+  assert.deepEqual(
+    r.malformed.map((m) => m.line),
+    [2, 3, 6],
+  );
   assert.match(r.malformed[1].message, /steps\[0\]\.reward must be a finite number/);
   assert.match(r.malformed[2].message, /task\.instruction/);
   const again = await importJsonl(b, file);
@@ -57,9 +60,15 @@ test("export writes the trajectory format; exporting and importing round-trips",
 });
 
 test("few-shot transcripts parse into trajectories", () => {
-  const t = parseTranscript("You are in a room.\nYour task is to: put a mug on a desk.\n> go to desk 1\nOn the desk 1, you see a mug 1.\n> think: the mug is here\nOK.\n> take mug 1 from desk 1\nYou pick up the mug 1 from the desk 1.\n", { env: "alfworld", id: "x", policy: "react-fewshot" });
+  const t = parseTranscript(
+    "You are in a room.\nYour task is to: put a mug on a desk.\n> go to desk 1\nOn the desk 1, you see a mug 1.\n> think: the mug is here\nOK.\n> take mug 1 from desk 1\nYou pick up the mug 1 from the desk 1.\n",
+    { env: "alfworld", id: "x", policy: "react-fewshot" },
+  );
   assert.equal(t.task.instruction, "put a mug on a desk.");
-  assert.deepEqual(t.steps.map((s) => s.action), ["go to desk 1", "think: the mug is here", "take mug 1 from desk 1"]);
+  assert.deepEqual(
+    t.steps.map((s) => s.action),
+    ["go to desk 1", "think: the mug is here", "take mug 1 from desk 1"],
+  );
   assert.equal(t.steps[0].observation, "You are in a room.\nYour task is to: put a mug on a desk.");
   assert.equal(t.steps[1].next_observation, "OK.");
   assert.deepEqual(t.steps[1].info, { think: true });
@@ -71,7 +80,10 @@ test("few-shot transcripts parse into trajectories", () => {
 
 test("the data folder's ALFWorld ReAct transcripts: 24 + 36 solved demonstrations", () => {
   const files = fewShotTrajectories(resolveDataDir());
-  assert.deepEqual(files.map((f) => f.trajectories.length), [24, 36]);
+  assert.deepEqual(
+    files.map((f) => f.trajectories.length),
+    [24, 36],
+  );
   const all: Trajectory[] = files.flatMap((f) => f.trajectories);
   const put = all.find((t) => t.task.id === "alfworld-fewshot:alfworld:react_put_0")!;
   assert.equal(put.task.instruction, "put some spraybottle on toilet.");
@@ -91,16 +103,31 @@ test("export refuses to overwrite the buffer file", async () => {
 });
 
 test("the trajectory schema: with the env registry's rules, unknown envs and rewards out of range are refused; steps are never empty", () => {
-  const rules = { envs: ["webshop", "counter"], rewards: (env: string) => ({ min: 0, max: env === "counter" ? 2 : 1, dense: env === "counter" }), success: (_env: string, total: number) => total >= 1 };
+  const rules = {
+    envs: ["webshop", "counter"],
+    rewards: (env: string) => ({ min: 0, max: env === "counter" ? 2 : 1, dense: env === "counter" }),
+    success: (_env: string, total: number) => total >= 1,
+  };
   const t = makeTrajectory(1, { env: "webshop" });
   assert.doesNotThrow(() => parseTrajectory(t, rules));
   const bad = (over: Record<string, unknown>) => ({ ...t, ...over });
   assert.throws(() => parseTrajectory(bad({ env: "nowhere" }), rules), /unknown env "nowhere" \(known: webshop, counter\)/);
-  assert.throws(() => parseTrajectory(bad({ steps: [{ ...t.steps[0], reward: 1e308 }], total_reward: 1 }), rules), /steps\[0\]\.reward 1e\+308 is outside webshop's reward range \[0, 1\]/);
+  assert.throws(
+    () => parseTrajectory(bad({ steps: [{ ...t.steps[0], reward: 1e308 }], total_reward: 1 }), rules),
+    /steps\[0\]\.reward 1e\+308 is outside webshop's reward range \[0, 1\]/,
+  );
   assert.throws(() => parseTrajectory(bad({ steps: [{ ...t.steps[0], reward: 0 }], total_reward: -5 }), rules), /"total_reward" -5 is outside/);
   assert.throws(() => parseTrajectory(bad({ steps: [], total_reward: 0 })), /"steps" is empty/);
   // Dense rewards add up: a total above one step's maximum is fine, up to the steps' sum.
-  const dense = { ...t, env: "counter", steps: [{ ...t.steps[0], reward: 2 }, { ...t.steps[0], reward: 2 }], total_reward: 4 };
+  const dense = {
+    ...t,
+    env: "counter",
+    steps: [
+      { ...t.steps[0], reward: 2 },
+      { ...t.steps[0], reward: 2 },
+    ],
+    total_reward: 4,
+  };
   assert.equal(parseTrajectory(dense, rules).total_reward, 4);
   assert.throws(() => parseTrajectory({ ...dense, total_reward: 5 }, rules), /"total_reward" 5 is outside counter's range for 2 steps \[0, 4\]/);
   // Without rules (library use with other envs) only the structure is checked.

@@ -1,6 +1,15 @@
 import { existsSync, readdirSync, statSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
-import { DataError, InvalidConfigError, readJsonFile, readJsonl, writeJsonlAtomic, type JsonlLineError, type Trajectory, type Transition } from "../core/index.ts";
+import {
+  DataError,
+  InvalidConfigError,
+  readJsonFile,
+  readJsonl,
+  writeJsonlAtomic,
+  type JsonlLineError,
+  type Trajectory,
+  type Transition,
+} from "../core/index.ts";
 import type { SearchFilter } from "./buffer-types.ts";
 import type { ReplayBuffer } from "./replay-buffer.ts";
 import type { TrajectoryRules } from "../core/index.ts";
@@ -47,7 +56,10 @@ export async function importJsonl(buffer: ReplayBuffer, file: string, opts: Impo
     batch = [];
     opts.onProgress?.(line);
   };
-  for await (const { value, line: n } of readJsonl(file, { parse: (v, n) => parseTrajectory(v, opts.rules, (message) => report.corrected.push({ file, line: n, message })), onError: (e) => report.malformed.push(e) })) {
+  for await (const { value, line: n } of readJsonl(file, {
+    parse: (v, n) => parseTrajectory(v, opts.rules, (message) => report.corrected.push({ file, line: n, message })),
+    onError: (e) => report.malformed.push(e),
+  })) {
     line = n;
     batch.push(opts.transform ? opts.transform(value) : value);
     if (batch.length >= size) await flush();
@@ -94,10 +106,27 @@ export function parseTranscript(text: string, meta: { env: string; id: string; p
     const next = b.feedback.join("\n").trim();
     const last = i === blocks.length - 1;
     const think = b.action!.startsWith("think:");
-    steps.push({ observation: obs, action: b.action!, reward: last ? 1 : 0, next_observation: next, terminated: last, truncated: false, ...(think ? { info: { think: true } } : {}) });
+    steps.push({
+      observation: obs,
+      action: b.action!,
+      reward: last ? 1 : 0,
+      next_observation: next,
+      terminated: last,
+      truncated: false,
+      ...(think ? { info: { think: true } } : {}),
+    });
     obs = next;
   }
-  return { env: meta.env, task: { id: meta.id, instruction: task }, steps, total_reward: 1, success: true, source: "real", policy: meta.policy, created_at: new Date(0).toISOString() };
+  return {
+    env: meta.env,
+    task: { id: meta.id, instruction: task },
+    steps,
+    total_reward: 1,
+    success: true,
+    source: "real",
+    policy: meta.policy,
+    created_at: new Date(0).toISOString(),
+  };
 }
 
 /** Few-shot transcript files in a data folder, parsed: ALFWorld's ReAct prompts (`alfworld/few_shot/*.json`). */
@@ -105,7 +134,9 @@ export function fewShotTrajectories(dataDir: string): { file: string; trajectori
   const out: { file: string; trajectories: Trajectory[] }[] = [];
   const dir = join(dataDir, "alfworld", "few_shot");
   if (existsSync(dir)) {
-    for (const f of readdirSync(dir).filter((x) => x.endsWith(".json")).sort()) {
+    for (const f of readdirSync(dir)
+      .filter((x) => x.endsWith(".json"))
+      .sort()) {
       const file = join(dir, f);
       const dict = readJsonFile<Record<string, unknown>>(file);
       if (typeof dict !== "object" || dict === null || Array.isArray(dict)) throw new DataError("expected an object of transcripts", { file });

@@ -1,7 +1,15 @@
 export { ReplayBuffer } from "./replay-buffer.ts";
 export type {
-  StoredTransition, TransitionRecord, SearchFilter, SearchOptions, SearchResult, BufferStats, BufferGroupStats,
-  ReplayBufferOptions, AppendOptions, AppendResult,
+  StoredTransition,
+  TransitionRecord,
+  SearchFilter,
+  SearchOptions,
+  SearchResult,
+  BufferStats,
+  BufferGroupStats,
+  ReplayBufferOptions,
+  AppendOptions,
+  AppendResult,
 } from "./buffer-types.ts";
 export type { Embedder } from "./embedder.ts";
 export { l2Normalize, dot } from "./embedder.ts";

@@ -29,8 +29,14 @@ async function embeddingsServer(faults: Fault[] = []) {
     }
     const inputs = fault === "bad-count" ? json.input.slice(1) : json.input;
     // A deterministic 8-dim "model": character statistics of each input.
-    const data = inputs.map((text, index) => ({ object: "embedding", index, embedding: Array.from({ length: 8 }, (_, d) => [...text].filter((ch) => ch.charCodeAt(0) % 8 === d).length + 0.5) }));
-    res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ object: "list", data, model: json.model, usage: { prompt_tokens: 1, total_tokens: 1 } }));
+    const data = inputs.map((text, index) => ({
+      object: "embedding",
+      index,
+      embedding: Array.from({ length: 8 }, (_, d) => [...text].filter((ch) => ch.charCodeAt(0) % 8 === d).length + 0.5),
+    }));
+    res
+      .writeHead(200, { "content-type": "application/json" })
+      .end(JSON.stringify({ object: "list", data, model: json.model, usage: { prompt_tokens: 1, total_tokens: 1 } }));
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   const { port } = server.address() as AddressInfo;
@@ -46,7 +52,10 @@ test("embeds in batches over the real protocol, retrying 5xx and 429", async () 
     assert.equal(e.dims, 8);
     for (const v of vs) assert.ok(Math.abs(v.reduce((a, x) => a + x * x, 0) - 1) < 1e-6, "unit length");
     assert.equal(s.requests.length, 4, "two failures retried, then two batches");
-    assert.deepEqual(s.requests.map((r) => r.input.length), [3, 3, 3, 2]);
+    assert.deepEqual(
+      s.requests.map((r) => r.input.length),
+      [3, 3, 3, 2],
+    );
     assert.equal(s.requests[0].model, "test-embed");
     assert.equal(e.id, `openai-compatible:${s.url}#test-embed`);
   } finally {

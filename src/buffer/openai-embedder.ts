@@ -60,7 +60,10 @@ export class OpenAIEmbedder implements Embedder {
       }
       const data = [...(res.data ?? [])].sort((a, b) => a.index - b.index);
       if (data.length !== batch.length) {
-        throw new ApiCallError(`embeddings response has ${data.length} vectors for ${batch.length} inputs`, { url: `${this.baseURL}/embeddings`, isRetryable: false });
+        throw new ApiCallError(`embeddings response has ${data.length} vectors for ${batch.length} inputs`, {
+          url: `${this.baseURL}/embeddings`,
+          isRetryable: false,
+        });
       }
       for (const d of data) {
         const v = l2Normalize(Float32Array.from(d.embedding as number[]));

@@ -45,7 +45,9 @@ test("re-appending the same content does not duplicate; created_at does not coun
 
 test("search: the identical (state, action) first; filters; distinct results; bad k", async () => {
   const b = ReplayBuffer.open(tempFile("s.db"));
-  await b.appendTrajectories(Array.from({ length: 40 }, (_, i) => makeTrajectory(i, { env: i % 2 ? "odd" : "even", source: i % 4 === 0 ? "synthetic" : "real" })));
+  await b.appendTrajectories(
+    Array.from({ length: 40 }, (_, i) => makeTrajectory(i, { env: i % 2 ? "odd" : "even", source: i % 4 === 0 ? "synthetic" : "real" })),
+  );
   const target = makeTrajectory(17).steps[1];
   const [top] = await b.search({ state: target.observation, action: target.action }, { k: 1 });
   assert.equal(top.transition.state, target.observation);
@@ -126,11 +128,19 @@ test("the embedder is recorded: reopening embeds the same way, and a different o
   assert.equal(again.embedder.id, id);
   assert.deepEqual(await again.search("click[item 3]", { k: 3 }), before);
   again.close();
-  assert.throws(() => ReplayBuffer.open(file, { embedder: new HashingEmbedder({ dims: 128 }) }), (e: unknown) => {
-    assert.ok(e instanceof InvalidConfigError);
-    assert.match(e.message, new RegExp(`holds vectors from embedder "${id.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}" \\(256 dims\\); the given embedder is "hashing-v3:dims=128:idf=none" \\(128 dims\\)`));
-    return true;
-  });
+  assert.throws(
+    () => ReplayBuffer.open(file, { embedder: new HashingEmbedder({ dims: 128 }) }),
+    (e: unknown) => {
+      assert.ok(e instanceof InvalidConfigError);
+      assert.match(
+        e.message,
+        new RegExp(
+          `holds vectors from embedder "${id.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}" \\(256 dims\\); the given embedder is "hashing-v3:dims=128:idf=none" \\(128 dims\\)`,
+        ),
+      );
+      return true;
+    },
+  );
 });
 
 test("above the ANN threshold, search uses HNSW, agrees with exact search, and the index persists", async () => {
@@ -166,7 +176,10 @@ test("a corrupt file is an error and is not modified; a missing read-only file i
   const file = tempFile("corrupt.db");
   const junk = Buffer.from("this is not a sqlite database, just some bytes ".repeat(200));
   writeFileSync(file, junk);
-  assert.throws(() => ReplayBuffer.open(file), (e: unknown) => e instanceof DataError && e.file === file && /not a dreamgym buffer or is corrupt/.test(e.message));
+  assert.throws(
+    () => ReplayBuffer.open(file),
+    (e: unknown) => e instanceof DataError && e.file === file && /not a dreamgym buffer or is corrupt/.test(e.message),
+  );
   assert.deepEqual(readFileSync(file), junk);
   assert.throws(() => ReplayBuffer.open(tempFile("none.db"), { readonly: true }), /buffer file does not exist/);
 });
@@ -190,7 +203,9 @@ test("SIGKILL in the middle of writes: the buffer opens, is consistent, and hold
   const acked = new Map<string, number>();
   // Three rounds on the same file: kill a writer, check, start the next writer on what it left.
   for (let round = 0; round < 3; round++) {
-    const child = spawn(process.execPath, ["--import", "tsx", join(import.meta.dirname, "..", "..", "test", "fixtures", "kill-writer.ts"), file], { stdio: ["ignore", "pipe", "inherit"] });
+    const child = spawn(process.execPath, ["--import", "tsx", join(import.meta.dirname, "..", "..", "test", "fixtures", "kill-writer.ts"), file], {
+      stdio: ["ignore", "pipe", "inherit"],
+    });
     let pending = "";
     let seen = 0;
     await new Promise<void>((resolve) => {
@@ -215,7 +230,9 @@ test("SIGKILL in the middle of writes: the buffer opens, is consistent, and hold
     assert.equal((db.prepare("PRAGMA integrity_check").get() as { integrity_check: string }).integrity_check, "ok");
     const orphans = db.prepare("SELECT count(*) AS n FROM transitions WHERE trajectory_id NOT IN (SELECT id FROM trajectories)").get() as { n: number };
     assert.equal(orphans.n, 0);
-    const partial = db.prepare("SELECT count(*) AS n FROM trajectories j WHERE n_steps != (SELECT count(*) FROM transitions x WHERE x.trajectory_id = j.id)").get() as { n: number };
+    const partial = db
+      .prepare("SELECT count(*) AS n FROM trajectories j WHERE n_steps != (SELECT count(*) FROM transitions x WHERE x.trajectory_id = j.id)")
+      .get() as { n: number };
     assert.equal(partial.n, 0, "no trajectory is half written");
     db.close();
     const b = ReplayBuffer.open(file);
@@ -301,7 +318,10 @@ test("HNSW-served buffers: filters on unknown values return nothing; selective f
   const rare = await b.search({ state: q.observation, action: q.action }, { k: 5, filter: { env: "rare" } });
   const exact = await b.search({ state: q.observation, action: q.action }, { k: 5, filter: { env: "rare" }, exact: true });
   assert.equal(rare.length, 3);
-  assert.deepEqual(rare.map((r) => r.transition.id), exact.map((r) => r.transition.id));
+  assert.deepEqual(
+    rare.map((r) => r.transition.id),
+    exact.map((r) => r.transition.id),
+  );
   b.close();
 });
 
@@ -312,7 +332,13 @@ test("capacity bounds the file: texts only evicted transitions used are deleted"
   b.close();
   const db = new Database(file, { readonly: true });
   const texts = (db.prepare("SELECT count(*) AS n FROM texts").get() as { n: number }).n;
-  const used = (db.prepare("SELECT count(*) AS n FROM (SELECT state_id FROM transitions UNION SELECT next_state_id FROM transitions UNION SELECT instruction_id FROM transitions)").get() as { n: number }).n;
+  const used = (
+    db
+      .prepare(
+        "SELECT count(*) AS n FROM (SELECT state_id FROM transitions UNION SELECT next_state_id FROM transitions UNION SELECT instruction_id FROM transitions)",
+      )
+      .get() as { n: number }
+  ).n;
   db.close();
   assert.ok(texts <= used + 1000 * 3, `texts ${texts}, used ${used}`);
   assert.ok(texts < 400 * 4, `texts ${texts} were cleaned up`);
@@ -346,20 +372,47 @@ test("deleteTrajectories removes whole trajectories by policy label, never the s
 test("findExact: the steps of exactly this action in exactly this state, the task's own first, without a search", async () => {
   const b = ReplayBuffer.open(tempFile("exact.db"));
   const step = (task: string, action: string, reward: number) => ({
-    env: "toy", task: { id: task, instruction: "collect" }, source: "real" as const, total_reward: reward, success: false, created_at: new Date(0).toISOString(),
+    env: "toy",
+    task: { id: task, instruction: "collect" },
+    source: "real" as const,
+    total_reward: reward,
+    success: false,
+    created_at: new Date(0).toISOString(),
     steps: [{ observation: "room: hall", action, reward, next_observation: `room: hall after ${action} in ${task}`, terminated: false, truncated: false }],
   });
   await b.appendTrajectories([step("a", "take gem", 1), step("b", "take gem", 2), step("c", "look", 0)]);
-  assert.deepEqual(b.findExact({ state: "room: hall", action: "take gem" }).map((t) => t.task.id), ["a", "b"]);
-  assert.deepEqual(b.findExact({ state: "room: hall", action: "take gem" }, { preferTask: "b" }).map((t) => t.task.id), ["b", "a"]);
-  assert.deepEqual(b.findExact({ state: "room: hall", action: "take gem" }, { excludeTask: "a", env: "toy" }).map((t) => t.reward), [2]);
+  assert.deepEqual(
+    b.findExact({ state: "room: hall", action: "take gem" }).map((t) => t.task.id),
+    ["a", "b"],
+  );
+  assert.deepEqual(
+    b.findExact({ state: "room: hall", action: "take gem" }, { preferTask: "b" }).map((t) => t.task.id),
+    ["b", "a"],
+  );
+  assert.deepEqual(
+    b.findExact({ state: "room: hall", action: "take gem" }, { excludeTask: "a", env: "toy" }).map((t) => t.reward),
+    [2],
+  );
   assert.deepEqual(b.findExact({ state: "room: hall", action: "take gem" }, { env: "other" }), []);
   assert.deepEqual(b.findExact({ state: "room: attic", action: "take gem" }), []);
   assert.deepEqual(b.findExact({ state: "room: hall", action: "take key" }), []);
   // A synthetic episode's copies of the step, its task's own and so first, never crowd out the real ones.
-  const synthetic = Array.from({ length: 6 }, (_, i) => ({ ...step("b", "take gem", 3), source: "synthetic" as const, steps: [{ ...step("b", "take gem", 3).steps[0], next_observation: `room: hall (copy ${i})` }] }));
+  const synthetic = Array.from({ length: 6 }, (_, i) => ({
+    ...step("b", "take gem", 3),
+    source: "synthetic" as const,
+    steps: [{ ...step("b", "take gem", 3).steps[0], next_observation: `room: hall (copy ${i})` }],
+  }));
   await b.appendTrajectories(synthetic);
-  assert.deepEqual(b.findExact({ state: "room: hall", action: "take gem" }, { preferTask: "b", limit: 5 }).map((t) => t.source), ["real", "synthetic", "synthetic", "synthetic", "synthetic"]);
-  assert.deepEqual(b.findExact({ state: "room: hall", action: "take gem" }, { preferTask: "b", limit: 2, source: "real" }).map((t) => [t.task.id, t.reward]), [["b", 2], ["a", 1]]);
+  assert.deepEqual(
+    b.findExact({ state: "room: hall", action: "take gem" }, { preferTask: "b", limit: 5 }).map((t) => t.source),
+    ["real", "synthetic", "synthetic", "synthetic", "synthetic"],
+  );
+  assert.deepEqual(
+    b.findExact({ state: "room: hall", action: "take gem" }, { preferTask: "b", limit: 2, source: "real" }).map((t) => [t.task.id, t.reward]),
+    [
+      ["b", 2],
+      ["a", 1],
+    ],
+  );
   b.close();
 });

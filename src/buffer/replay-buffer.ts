@@ -2,12 +2,30 @@ import type Database from "better-sqlite3";
 import { existsSync, rmSync, statSync } from "node:fs";
 import { DataError, InvalidConfigError, type ExperienceSource, type Trajectory } from "../core/index.ts";
 import type {
-  AppendOptions, AppendResult, BufferStats, ReplayBufferOptions, SearchFilter, SearchOptions, SearchResult, StepFields, StoredTransition,
+  AppendOptions,
+  AppendResult,
+  BufferStats,
+  ReplayBufferOptions,
+  SearchFilter,
+  SearchOptions,
+  SearchResult,
+  StepFields,
+  StoredTransition,
   TransitionRecord,
 } from "./buffer-types.ts";
 import {
-  deleteUnreferencedTexts, evictOldest, groupStats, openDatabase, prepareStatements, readTrajectories, SELECT_TRANSITIONS, textKey, toTransition, whereOf,
-  type Row, type Statements,
+  deleteUnreferencedTexts,
+  evictOldest,
+  groupStats,
+  openDatabase,
+  prepareStatements,
+  readTrajectories,
+  SELECT_TRANSITIONS,
+  textKey,
+  toTransition,
+  whereOf,
+  type Row,
+  type Statements,
 } from "./buffer-db.ts";
 import type { Embedder } from "./embedder.ts";
 import { episodeById, episodePage, rewardsByTaskAndPolicy, type EpisodePage, type EpisodeQuery, type EpisodeSummary } from "./episode-pages.ts";
@@ -123,7 +141,9 @@ export class ReplayBuffer {
   /** The embedder of this buffer. */
   get embedder(): Embedder {
     if (!this.embedderValue) {
-      throw new InvalidConfigError(`buffer ${this.path} was embedded with "${this.missingEmbedder}": pass that embedder to ReplayBuffer.open to append or search`);
+      throw new InvalidConfigError(
+        `buffer ${this.path} was embedded with "${this.missingEmbedder}": pass that embedder to ReplayBuffer.open to append or search`,
+      );
     }
     return this.embedderValue;
   }
@@ -170,7 +190,14 @@ export class ReplayBuffer {
   private async embedSteps(steps: PendingStep[], mayFit: boolean): Promise<void> {
     const texts = steps.map((s) => transitionText(s.state, s.action));
     const e = this.embedder;
-    if (mayFit && this.fitDefaultEmbedder && !this.embedderFrozen && e instanceof HashingEmbedder && e.idf === null && texts.length >= IDF_FIT_MIN_TRANSITIONS) {
+    if (
+      mayFit &&
+      this.fitDefaultEmbedder &&
+      !this.embedderFrozen &&
+      e instanceof HashingEmbedder &&
+      e.idf === null &&
+      texts.length >= IDF_FIT_MIN_TRANSITIONS
+    ) {
       this.embedderValue = e.fit(texts);
     }
     const unique = new Map<string, number>();
@@ -180,7 +207,8 @@ export class ReplayBuffer {
     const dims = this.embedderFrozen ? Number(this.meta("embedder_dims")) : this.embedder.dims;
     steps.forEach((s, i) => {
       const v = vectors[unique.get(texts[i])!];
-      if (!v || v.length !== dims) throw new DataError(`embedder "${this.embedder.id}" returned a vector of ${v?.length} dims; the buffer holds ${dims}`, { file: this.path });
+      if (!v || v.length !== dims)
+        throw new DataError(`embedder "${this.embedder.id}" returned a vector of ${v?.length} dims; the buffer holds ${dims}`, { file: this.path });
       s.vector = v;
     });
   }
@@ -231,8 +259,19 @@ export class ReplayBuffer {
       const skip = new Set<string>();
       for (const nt of trajectories) {
         const t = nt.t;
-        const row = s.insertTrajectory.get(nt.uid, t.env, t.task.id, JSON.stringify(t.task), t.source, t.policy ?? null, online ? 0 : t.total_reward,
-          online ? 0 : t.success ? 1 : 0, online ? 0 : nt.nSteps, nt.seed ? 1 : 0, t.created_at) as Row | undefined;
+        const row = s.insertTrajectory.get(
+          nt.uid,
+          t.env,
+          t.task.id,
+          JSON.stringify(t.task),
+          t.source,
+          t.policy ?? null,
+          online ? 0 : t.total_reward,
+          online ? 0 : t.success ? 1 : 0,
+          online ? 0 : nt.nSteps,
+          nt.seed ? 1 : 0,
+          t.created_at,
+        ) as Row | undefined;
         if (row) rowOf.set(nt.uid, Number(row.id));
         else if (!online) skip.add(nt.uid);
       }
@@ -259,8 +298,22 @@ export class ReplayBuffer {
         prevInstructionId = instructionId;
         const half = encodeHalf(p.vector!);
         const info = s.insertTransition.run(
-          traj, p.step, p.env, p.taskId, instructionId, stateId, p.action, p.reward, nextId, p.terminated ? 1 : 0, p.truncated ? 1 : 0,
-          p.reasoning ?? null, p.info && Object.keys(p.info).length > 0 ? JSON.stringify(p.info) : null, p.source, p.policy ?? null, p.createdAt,
+          traj,
+          p.step,
+          p.env,
+          p.taskId,
+          instructionId,
+          stateId,
+          p.action,
+          p.reward,
+          nextId,
+          p.terminated ? 1 : 0,
+          p.truncated ? 1 : 0,
+          p.reasoning ?? null,
+          p.info && Object.keys(p.info).length > 0 ? JSON.stringify(p.info) : null,
+          p.source,
+          p.policy ?? null,
+          p.createdAt,
           half,
         );
         if (online) s.bumpTrajectory.run(p.reward, p.reward, traj);
@@ -307,7 +360,10 @@ export class ReplayBuffer {
     this.size += added.length - evicted.length;
     this.filterCounts.clear();
     const addedIds = new Set(added.map((r) => r.id));
-    this.indexes.afterWrite(kept, evicted.filter((id) => !addedIds.has(id)));
+    this.indexes.afterWrite(
+      kept,
+      evicted.filter((id) => !addedIds.has(id)),
+    );
   }
 
   /**
@@ -333,14 +389,31 @@ export class ReplayBuffer {
       for (const { uid, t } of fresh) {
         t.steps.forEach((s, i) =>
           steps.push({
-            trajectoryUid: uid, step: i, env: t.env, taskId: t.task.id, instruction: t.task.instruction, state: s.observation, action: s.action,
-            reward: s.reward, nextState: s.next_observation, terminated: s.terminated, truncated: s.truncated, reasoning: s.reasoning, info: s.info,
-            source: t.source, policy: t.policy, createdAt: t.created_at,
+            trajectoryUid: uid,
+            step: i,
+            env: t.env,
+            taskId: t.task.id,
+            instruction: t.task.instruction,
+            state: s.observation,
+            action: s.action,
+            reward: s.reward,
+            nextState: s.next_observation,
+            terminated: s.terminated,
+            truncated: s.truncated,
+            reasoning: s.reasoning,
+            info: s.info,
+            source: t.source,
+            policy: t.policy,
+            createdAt: t.created_at,
           }),
         );
       }
       await this.embedSteps(steps, true);
-      const r = this.insert(steps, fresh.map(({ uid, t }) => ({ uid, t, nSteps: t.steps.length, seed: opts.seed ?? false })), false);
+      const r = this.insert(
+        steps,
+        fresh.map(({ uid, t }) => ({ uid, t, nSteps: t.steps.length, seed: opts.seed ?? false })),
+        false,
+      );
       this.afterCommit(r.added, r.evicted);
       return { added: fresh.length - r.duplicates, duplicates: duplicates + r.duplicates, transitions: r.added.length, evicted: r.evicted.length };
     });
@@ -392,16 +465,34 @@ export class ReplayBuffer {
   private async writeOnline(records: TransitionRecord[]): Promise<number[]> {
     const now = new Date().toISOString();
     const steps: PendingStep[] = records.map((r) => ({
-      trajectoryUid: r.trajectoryId, step: r.step, env: r.env, taskId: r.task.id, instruction: r.task.instruction, state: r.state, action: r.action,
-      reward: r.reward, nextState: r.nextState, terminated: r.terminated, truncated: r.truncated, reasoning: r.reasoning, info: r.info,
-      source: r.source, policy: r.policy, createdAt: r.createdAt ?? now,
+      trajectoryUid: r.trajectoryId,
+      step: r.step,
+      env: r.env,
+      taskId: r.task.id,
+      instruction: r.task.instruction,
+      state: r.state,
+      action: r.action,
+      reward: r.reward,
+      nextState: r.nextState,
+      terminated: r.terminated,
+      truncated: r.truncated,
+      reasoning: r.reasoning,
+      info: r.info,
+      source: r.source,
+      policy: r.policy,
+      createdAt: r.createdAt ?? now,
     }));
     const trajectories: NewTrajectory[] = [];
     const seen = new Set<string>();
     for (const r of records) {
       if (seen.has(r.trajectoryId)) continue;
       seen.add(r.trajectoryId);
-      trajectories.push({ uid: r.trajectoryId, t: { env: r.env, task: r.task, total_reward: 0, success: false, source: r.source, policy: r.policy, created_at: r.createdAt ?? now }, nSteps: 0, seed: false });
+      trajectories.push({
+        uid: r.trajectoryId,
+        t: { env: r.env, task: r.task, total_reward: 0, success: false, source: r.source, policy: r.policy, created_at: r.createdAt ?? now },
+        nSteps: 0,
+        seed: false,
+      });
     }
     await this.embedSteps(steps, false); // online batches depend on timing: they never fit the IDF
     const r = this.insert(steps, trajectories, true);
@@ -510,7 +601,10 @@ export class ReplayBuffer {
    * the stored texts' keys, without embedding anything: what a model that only replays recorded steps
    * needs, at a cost that does not grow with the buffer's vectors.
    */
-  findExact(query: { state: string; action: string }, opts: { env?: string; excludeTask?: string; preferTask?: string; limit?: number; source?: ExperienceSource } = {}): StoredTransition[] {
+  findExact(
+    query: { state: string; action: string },
+    opts: { env?: string; excludeTask?: string; preferTask?: string; limit?: number; source?: ExperienceSource } = {},
+  ): StoredTransition[] {
     this.checkOpen();
     this.followOtherWriters();
     let key = textKey(query.state);
@@ -600,7 +694,8 @@ export class ReplayBuffer {
     this.followOtherWriters();
     const k = opts.k ?? 5;
     if (!Number.isInteger(k) || k < 1) throw new InvalidConfigError(`k must be a positive integer, got ${k}`);
-    if (vector.length !== this.embedder.dims) throw new InvalidConfigError(`query vector has ${vector.length} dims; the buffer's embedder "${this.embedder.id}" has ${this.embedder.dims}`);
+    if (vector.length !== this.embedder.dims)
+      throw new InvalidConfigError(`query vector has ${vector.length} dims; the buffer's embedder "${this.embedder.id}" has ${this.embedder.dims}`);
     if (this.size === 0) return [];
     const filter = opts.filter ?? {};
     const distinct = opts.distinct ?? true;
@@ -618,7 +713,11 @@ export class ReplayBuffer {
     for (let want = k * (distinct || mode === "ann" ? 4 : 1); ; want *= 4) {
       const limit = Math.min(want, this.size);
       const candidates: Candidate[] =
-        mode === "ann" ? this.indexes.annCandidates(vector, limit) : mode === "scan" ? this.indexes.scanCandidates(vector, limit, where, args) : this.indexes.exactCandidates(vector, limit, filter);
+        mode === "ann"
+          ? this.indexes.annCandidates(vector, limit)
+          : mode === "scan"
+            ? this.indexes.scanCandidates(vector, limit, where, args)
+            : this.indexes.exactCandidates(vector, limit, filter);
       const keys = this.keysByIds(candidates.map((c) => c.id));
       const chosen: Candidate[] = [];
       const seen = new Set<string>();
@@ -648,7 +747,9 @@ export class ReplayBuffer {
   private keysByIds(ids: number[]): Map<number, Row> {
     const out = new Map<number, Row>();
     if (ids.length === 0) return out;
-    const rows = this.sql("SELECT id, state_id, action, env, source, task_id FROM transitions WHERE id IN (SELECT value FROM json_each(?))").all(JSON.stringify(ids)) as Row[];
+    const rows = this.sql("SELECT id, state_id, action, env, source, task_id FROM transitions WHERE id IN (SELECT value FROM json_each(?))").all(
+      JSON.stringify(ids),
+    ) as Row[];
     for (const r of rows) out.set(Number(r.id), r);
     return out;
   }
@@ -707,7 +808,9 @@ export class ReplayBuffer {
     if (!Number.isInteger(capacity) || capacity < 0) throw new InvalidConfigError(`trim capacity must be an integer ≥ 0, got ${capacity}`);
     return this.exclusive(async () => {
       const run = this.db.transaction(() => {
-        const seed = Number((this.db.prepare("SELECT count(*) AS n FROM transitions x JOIN trajectories t ON t.id = x.trajectory_id WHERE t.seed = 1").get() as Row).n);
+        const seed = Number(
+          (this.db.prepare("SELECT count(*) AS n FROM transitions x JOIN trajectories t ON t.id = x.trajectory_id WHERE t.seed = 1").get() as Row).n,
+        );
         const evicted = evictOldest(this.db, seed + capacity);
         if (evicted.length > 0) {
           this.stmts.bumpGeneration.run();
@@ -732,6 +835,10 @@ export class ReplayBuffer {
 }
 
 function matchesFilter(r: Row, f: SearchFilter): boolean {
-  return (f.env === undefined || r.env === f.env) && (f.source === undefined || r.source === f.source) &&
-    (f.task === undefined || r.task_id === f.task) && (f.action === undefined || r.action === f.action);
+  return (
+    (f.env === undefined || r.env === f.env) &&
+    (f.source === undefined || r.source === f.source) &&
+    (f.task === undefined || r.task_id === f.task) &&
+    (f.action === undefined || r.action === f.action)
+  );
 }

@@ -47,7 +47,12 @@ export class SearchIndexes {
   }
 
   private tags(env: string, source: ExperienceSource, task: string, action: string): RowTags {
-    return { env: this.code(this.codes.env, env), source: source === "real" ? 1 : 2, task: this.code(this.codes.task, task), action: this.code(this.codes.action, action) };
+    return {
+      env: this.code(this.codes.env, env),
+      source: source === "real" ? 1 : 2,
+      task: this.code(this.codes.task, task),
+      action: this.code(this.codes.action, action),
+    };
   }
 
   /** Filter codes for the exact index; null when the filter names an env, task or action with no rows. */
@@ -55,7 +60,12 @@ export class SearchIndexes {
     const env = filter.env === undefined ? undefined : this.codes.env.get(filter.env);
     const task = filter.task === undefined ? undefined : this.codes.task.get(filter.task);
     const action = filter.action === undefined ? undefined : this.codes.action.get(filter.action);
-    if ((filter.env !== undefined && env === undefined) || (filter.task !== undefined && task === undefined) || (filter.action !== undefined && action === undefined)) return null;
+    if (
+      (filter.env !== undefined && env === undefined) ||
+      (filter.task !== undefined && task === undefined) ||
+      (filter.action !== undefined && action === undefined)
+    )
+      return null;
     return { env, task, action, source: filter.source === undefined ? undefined : filter.source === "real" ? 1 : 2 };
   }
 
@@ -78,7 +88,10 @@ export class SearchIndexes {
         const dims = this.dims();
         const m = new Float32Array(added.length * dims);
         added.forEach((r, i) => m.set(r.vector, i * dims));
-        this.ann.add(added.map((r) => r.id), m);
+        this.ann.add(
+          added.map((r) => r.id),
+          m,
+        );
         this.annDirty = true;
       }
     } catch {
@@ -92,7 +105,11 @@ export class SearchIndexes {
       const idx = new ExactIndex(this.dims(), Math.max(1024, n));
       const v = new Float32Array(this.dims());
       for (const r of this.db.prepare("SELECT id, env, source, task_id, action, embedding FROM transitions ORDER BY id").iterate() as IterableIterator<Row>) {
-        idx.add(Number(r.id), decodeHalf(r.embedding as Buffer, v), this.tags(String(r.env), r.source as ExperienceSource, String(r.task_id), String(r.action)));
+        idx.add(
+          Number(r.id),
+          decodeHalf(r.embedding as Buffer, v),
+          this.tags(String(r.env), r.source as ExperienceSource, String(r.task_id), String(r.action)),
+        );
       }
       this.exact = idx;
     }

@@ -39,7 +39,8 @@ export function parseTrajectory(value: unknown, rules?: TrajectoryRules, correct
   if (typeof total !== "number" || !Number.isFinite(total)) fail('"total_reward" must be a finite number');
   // Outcome rewards: the total is one step's reward; dense rewards add up over the steps.
   const [tlo, thi] = spec?.dense ? [Math.min(0, lo * steps.length), Math.max(0, hi * steps.length)] : [lo, hi];
-  if (!((total as number) >= tlo && (total as number) <= thi)) fail(`"total_reward" ${total} is outside ${v.env}'s range for ${steps.length} steps [${tlo}, ${thi}]`);
+  if (!((total as number) >= tlo && (total as number) <= thi))
+    fail(`"total_reward" ${total} is outside ${v.env}'s range for ${steps.length} steps [${tlo}, ${thi}]`);
   // Within range, for a known env the steps are still the record: a total that disagrees with them is recomputed, and said.
   if (rules && Math.abs((total as number) - sum) > 1e-9 * Math.max(1, Math.abs(sum))) {
     notes.push(`"total_reward" ${total} disagrees with its steps' rewards (sum ${sum}): recomputed as ${sum}`);
@@ -87,7 +88,14 @@ function wellFormed<T>(value: T): T {
  * or the same episode recorded twice, does not duplicate experience.
  */
 export function trajectoryContentId(t: Trajectory): string {
-  const content = [t.env, t.task, t.source, t.policy ?? null, t.total_reward, t.success,
-    t.steps.map((s) => [s.observation, s.action, s.reward, s.next_observation, s.terminated, s.truncated, s.reasoning ?? null, s.info ?? null])];
+  const content = [
+    t.env,
+    t.task,
+    t.source,
+    t.policy ?? null,
+    t.total_reward,
+    t.success,
+    t.steps.map((s) => [s.observation, s.action, s.reward, s.next_observation, s.terminated, s.truncated, s.reasoning ?? null, s.info ?? null]),
+  ];
   return createHash("sha256").update(JSON.stringify(content)).digest("hex");
 }

@@ -9,7 +9,12 @@ function randomVectors(n: number, dims: number, seed: number): Float32Array[] {
   return Array.from({ length: n }, () => l2Normalize(Float32Array.from({ length: dims }, () => rng.random() - 0.5)));
 }
 const naive = (vs: Float32Array[], ids: number[], q: Float32Array, k: number, keep: (i: number) => boolean = () => true) =>
-  vs.map((v, i) => ({ id: ids[i], score: v.reduce((s, x, j) => s + x * q[j], 0), i })).filter((x) => keep(x.i)).sort((a, b) => b.score - a.score || a.id - b.id).slice(0, k).map((x) => x.id);
+  vs
+    .map((v, i) => ({ id: ids[i], score: v.reduce((s, x, j) => s + x * q[j], 0), i }))
+    .filter((x) => keep(x.i))
+    .sort((a, b) => b.score - a.score || a.id - b.id)
+    .slice(0, k)
+    .map((x) => x.id);
 
 test("exact search equals brute force, with and without filters, small and large", () => {
   for (const n of [100, 3000]) {
@@ -19,12 +24,27 @@ test("exact search equals brute force, with and without filters, small and large
     const ids = vs.map((_, i) => 1000 + i);
     vs.forEach((v, i) => idx.add(ids[i], v, { env: (i % 3) + 1, source: (i % 2) + 1, task: (i % 5) + 1, action: (i % 4) + 1 }));
     for (const q of randomVectors(5, dims, 99)) {
-      assert.deepEqual(idx.search(q, 5).map((c) => c.id), naive(vs, ids, q, 5));
-      assert.deepEqual(idx.search(q, 4, { env: 2, task: 3 }).map((c) => c.id), naive(vs, ids, q, 4, (i) => (i % 3) + 1 === 2 && (i % 5) + 1 === 3));
-      assert.deepEqual(idx.search(q, 3, { action: 2 }).map((c) => c.id), naive(vs, ids, q, 3, (i) => (i % 4) + 1 === 2));
+      assert.deepEqual(
+        idx.search(q, 5).map((c) => c.id),
+        naive(vs, ids, q, 5),
+      );
+      assert.deepEqual(
+        idx.search(q, 4, { env: 2, task: 3 }).map((c) => c.id),
+        naive(vs, ids, q, 4, (i) => (i % 3) + 1 === 2 && (i % 5) + 1 === 3),
+      );
+      assert.deepEqual(
+        idx.search(q, 3, { action: 2 }).map((c) => c.id),
+        naive(vs, ids, q, 3, (i) => (i % 4) + 1 === 2),
+      );
       // A filter keeping half the rows or more takes the SIMD path and filters afterwards.
-      assert.deepEqual(idx.search(q, 6, { source: 1 }).map((c) => c.id), naive(vs, ids, q, 6, (i) => (i % 2) + 1 === 1));
-      assert.deepEqual(idx.search(q, 5, { env: 1, source: 2 }).map((c) => c.id), naive(vs, ids, q, 5, (i) => (i % 3) + 1 === 1 && (i % 2) + 1 === 2));
+      assert.deepEqual(
+        idx.search(q, 6, { source: 1 }).map((c) => c.id),
+        naive(vs, ids, q, 6, (i) => (i % 2) + 1 === 1),
+      );
+      assert.deepEqual(
+        idx.search(q, 5, { env: 1, source: 2 }).map((c) => c.id),
+        naive(vs, ids, q, 5, (i) => (i % 3) + 1 === 1 && (i % 2) + 1 === 2),
+      );
     }
   }
 });
@@ -37,13 +57,26 @@ test("removal keeps the index consistent", () => {
   assert.equal(idx.size, 47);
   const q = vs[10];
   const ids = vs.map((_, i) => i);
-  assert.deepEqual(idx.search(q, 5).map((c) => c.id), naive(vs, ids, q, 5, (i) => ![0, 10, 49].includes(i)));
+  assert.deepEqual(
+    idx.search(q, 5).map((c) => c.id),
+    naive(vs, ids, q, 5, (i) => ![0, 10, 49].includes(i)),
+  );
 });
 
 test("TopK keeps the best k, ties by lower id", () => {
   const t = new TopK(3);
-  for (const [id, s] of [[5, 0.1], [4, 0.9], [3, 0.5], [2, 0.9], [1, 0.2]] as const) t.push(id, s);
-  assert.deepEqual(t.sorted().map((c) => c.id), [2, 4, 3]);
+  for (const [id, s] of [
+    [5, 0.1],
+    [4, 0.9],
+    [3, 0.5],
+    [2, 0.9],
+    [1, 0.2],
+  ] as const)
+    t.push(id, s);
+  assert.deepEqual(
+    t.sorted().map((c) => c.id),
+    [2, 4, 3],
+  );
 });
 
 test("HNSW search finds the exact neighbours on clustered data", () => {
@@ -52,7 +85,10 @@ test("HNSW search finds the exact neighbours on clustered data", () => {
   const ann = new AnnIndex(dims);
   const m = new Float32Array(vs.length * dims);
   vs.forEach((v, i) => m.set(v, i * dims));
-  ann.add(vs.map((_, i) => i), m);
+  ann.add(
+    vs.map((_, i) => i),
+    m,
+  );
   assert.equal(ann.size, 2000);
   let hits = 0;
   const ids = vs.map((_, i) => i);
@@ -72,8 +108,14 @@ test("ties go to the lower id on the SIMD path too, whatever the storage order",
   const idx = new ExactIndex(dims, 8);
   for (let i = 0; i < 3000; i++) idx.add(i, i % 3 === 0 ? a : b, { env: 1, source: 1, task: 1, action: 1 });
   idx.remove([0, 3, 6]); // moves the last rows into their places
-  assert.deepEqual(idx.search(a, 5).map((c) => c.id), [9, 12, 15, 18, 21]);
-  assert.deepEqual(idx.search(a, 3, { source: 1 }).map((c) => c.id), [9, 12, 15]);
+  assert.deepEqual(
+    idx.search(a, 5).map((c) => c.id),
+    [9, 12, 15, 18, 21],
+  );
+  assert.deepEqual(
+    idx.search(a, 3, { source: 1 }).map((c) => c.id),
+    [9, 12, 15],
+  );
 });
 
 test("exact search stays exact where int8 rounding cannot tell rows apart", () => {
@@ -87,7 +129,13 @@ test("exact search stays exact where int8 rounding cannot tell rows apart", () =
   const ids = vs.map((_, i) => 5000 - i); // ids in reverse of storage order
   vs.forEach((v, i) => idx.add(ids[i], v, { env: 1, source: (i % 2) + 1, task: 1, action: 1 }));
   for (const q of [base, ...randomVectors(3, dims, 13)]) {
-    assert.deepEqual(idx.search(q, 7).map((c) => c.id), naive(vs, ids, q, 7));
-    assert.deepEqual(idx.search(q, 4, { source: 2 }).map((c) => c.id), naive(vs, ids, q, 4, (i) => (i % 2) + 1 === 2));
+    assert.deepEqual(
+      idx.search(q, 7).map((c) => c.id),
+      naive(vs, ids, q, 7),
+    );
+    assert.deepEqual(
+      idx.search(q, 4, { source: 2 }).map((c) => c.id),
+      naive(vs, ids, q, 4, (i) => (i % 2) + 1 === 2),
+    );
   }
 });

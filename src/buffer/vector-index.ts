@@ -12,7 +12,14 @@ interface UsearchIndex {
   load(path: string): void;
 }
 interface Usearch {
-  Index: new (config: { dimensions: number; metric: string; quantization: string; connectivity: number; expansion_add: number; expansion_search: number }) => UsearchIndex;
+  Index: new (config: {
+    dimensions: number;
+    metric: string;
+    quantization: string;
+    connectivity: number;
+    expansion_add: number;
+    expansion_search: number;
+  }) => UsearchIndex;
   exactSearch<T extends Float32Array | Int8Array>(dataset: T, queries: T, dims: number, k: number, metric: string, threads?: number): UsearchMatches;
 }
 const usearch = require("usearch") as Usearch;
@@ -122,8 +129,10 @@ export class ExactIndex {
 
   private rowMatches(r: number, f: Partial<RowTags>): boolean {
     return (
-      (f.env === undefined || this.env[r] === f.env) && (f.source === undefined || this.source[r] === f.source) &&
-      (f.task === undefined || this.task[r] === f.task) && (f.action === undefined || this.action[r] === f.action)
+      (f.env === undefined || this.env[r] === f.env) &&
+      (f.source === undefined || this.source[r] === f.source) &&
+      (f.task === undefined || this.task[r] === f.task) &&
+      (f.action === undefined || this.action[r] === f.action)
     );
   }
 
@@ -254,7 +263,10 @@ interface Quantized {
 }
 
 const matches = (t: RowTags, f: Partial<RowTags>) =>
-  (f.env === undefined || t.env === f.env) && (f.source === undefined || t.source === f.source) && (f.task === undefined || t.task === f.task) && (f.action === undefined || t.action === f.action);
+  (f.env === undefined || t.env === f.env) &&
+  (f.source === undefined || t.source === f.source) &&
+  (f.task === undefined || t.task === f.task) &&
+  (f.action === undefined || t.action === f.action);
 const maxAbs = (x: Float32Array) => {
   let m = 0;
   for (let i = 0; i < x.length; i++) m = Math.max(m, Math.abs(x[i]));
@@ -327,7 +339,11 @@ export class AnnIndex {
   }
   add(ids: number[], vectors: Float32Array): void {
     if (ids.length === 0) return;
-    this.index.add(BigUint64Array.from(ids, (x) => BigInt(x)), vectors, 2);
+    this.index.add(
+      BigUint64Array.from(ids, (x) => BigInt(x)),
+      vectors,
+      2,
+    );
   }
   remove(ids: number[]): void {
     for (const id of ids) this.index.remove(BigInt(id));

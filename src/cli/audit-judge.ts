@@ -33,7 +33,10 @@ export interface JudgeCommandOptions {
  */
 export async function auditJudge(o: JudgeCommandOptions): Promise<void> {
   const sources = (["run", "buffer", "trajectories"] as const).filter((k) => o[k] !== undefined);
-  if (sources.length !== 1) throw new InvalidConfigError(`--judge scores synthetic trajectories from one source: give one of --run DIR, --buffer B.db or --trajectories F.jsonl${sources.length > 1 ? ` (got ${sources.map((k) => `--${k}`).join(", ")})` : ""}`);
+  if (sources.length !== 1)
+    throw new InvalidConfigError(
+      `--judge scores synthetic trajectories from one source: give one of --run DIR, --buffer B.db or --trajectories F.jsonl${sources.length > 1 ? ` (got ${sources.map((k) => `--${k}`).join(", ")})` : ""}`,
+    );
   parseModelSpec(o.judge); // a malformed model string fails before anything is read
   let all: Trajectory[];
   let from: string;
@@ -46,7 +49,9 @@ export async function auditJudge(o: JudgeCommandOptions): Promise<void> {
     dataDir = config.dataDir;
   } else if (o.buffer) {
     checkInputFile(o.buffer, "buffer file", "give the buffer file");
-    all = await inFile(o.buffer, () => closing(ReplayBuffer.open(o.buffer!, { readonly: true }), (b) => [...b.trajectories({ env: o.env, source: "synthetic" })]));
+    all = await inFile(o.buffer, () =>
+      closing(ReplayBuffer.open(o.buffer!, { readonly: true }), (b) => [...b.trajectories({ env: o.env, source: "synthetic" })]),
+    );
     from = `buffer ${o.buffer}`;
   } else {
     checkInputFile(o.trajectories!, "trajectory file", "give a trajectory JSONL file");
@@ -59,13 +64,23 @@ export async function auditJudge(o: JudgeCommandOptions): Promise<void> {
   const envs = [...new Set(all.map((t) => t.env))];
   if (envs.length > 1) throw new InvalidConfigError(`${from} holds synthetic trajectories of several envs (${envs.join(", ")}): choose one with --env`);
   // A sample fixed by the seed, in the source's order.
-  const picked = all.length <= o.limit ? all : (() => {
-    const chosen = new Set(new Rng(o.seed).sample(all.map((_, i) => i), o.limit));
-    return all.filter((_, i) => chosen.has(i));
-  })();
+  const picked =
+    all.length <= o.limit
+      ? all
+      : (() => {
+          const chosen = new Set(
+            new Rng(o.seed).sample(
+              all.map((_, i) => i),
+              o.limit,
+            ),
+          );
+          return all.filter((_, i) => chosen.has(i));
+        })();
   // The env's state format, where there is one, so the judge knows what its states look like.
   const entry = findEnv(envs[0]);
-  const profile = entry?.spec.synthetic ? await closing(createEnv(envs[0], { dataDir }), (env) => syntheticSupport(envs[0], env).abstraction.profile) : undefined;
+  const profile = entry?.spec.synthetic
+    ? await closing(createEnv(envs[0], { dataDir }), (env) => syntheticSupport(envs[0], env).abstraction.profile)
+    : undefined;
 
   const chat = createChatModel(o.judge, { cache: o.cache, concurrency: 4, ...endpointSettings(o) });
   const bar = o.json ? undefined : progressBar("judge", picked.length, {});

@@ -16,7 +16,8 @@ export async function runSyntheticEpisodes(dir: string, dataDir?: string): Promi
   if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new InvalidConfigError(`--run ${dir}: no such run folder`);
   if (!existsSync(configFile)) throw new InvalidConfigError(`--run ${dir} holds no run (no config.json)`);
   const raw = readJsonFile<Record<string, unknown>>(configFile);
-  if (typeof raw !== "object" || raw === null || Array.isArray(raw) || typeof raw.runId !== "string") throw new DataError("not a run's config (no runId)", { file: configFile });
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw) || typeof raw.runId !== "string")
+    throw new DataError("not a run's config (no runId)", { file: configFile });
   const { runId, createdAt: _, ...stored } = raw as Record<string, unknown> & { runId: string };
   const config = resolveTrainConfig({ ...stored, ...(dataDir ? { dataDir } : {}) }, `config of ${configFile}`);
   if (config.mode === "real" || config.mode === "bc") throw new InvalidConfigError(`--run ${dir} is a ${config.mode}-mode run: it has no synthetic episodes`);
@@ -73,7 +74,10 @@ export async function auditRun(dir: string, opts: { episodes: number; dataDir?: 
         sample.push(...groups[g].map((t) => ({ t, group: `${iteration}/${g}` })));
       }
       const records: SyntheticRecord[] = sample.map(({ t, group }) => ({
-        task: t.task, seed: 0, observation: t.steps[0].observation, group,
+        task: t.task,
+        seed: 0,
+        observation: t.steps[0].observation,
+        group,
         steps: t.steps.map((s) => ({ action: s.action, nextObservation: s.next_observation, terminated: s.terminated, reward: s.reward })),
       }));
       const results = await replayInRealEnv(pool.envs, records, isSuccess);
@@ -88,7 +92,18 @@ export async function auditRun(dir: string, opts: { episodes: number; dataDir?: 
   const { header, lines } = auditTable(rows);
   const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i].length)));
   // The policy that played the episodes is gone: after the fact, only their actions can be replayed.
-  const closedLoop = config.onPolicyAudit.replay !== "actions" ? " (open loop: the actions; the run's own audits may have let its policy play, closed loop, and read otherwise)" : "";
-  console.log(`on-policy audit of ${dir}: ${config.env}, synthetic episodes replayed in the real env (${config.trainSplit} split), ${all.filter((r) => r !== null).length} episodes${closedLoop}`);
-  for (const l of [header, ...lines]) console.log(l.map((c, i) => c.padEnd(widths[i])).join("  ").trimEnd());
+  const closedLoop =
+    config.onPolicyAudit.replay !== "actions"
+      ? " (open loop: the actions; the run's own audits may have let its policy play, closed loop, and read otherwise)"
+      : "";
+  console.log(
+    `on-policy audit of ${dir}: ${config.env}, synthetic episodes replayed in the real env (${config.trainSplit} split), ${all.filter((r) => r !== null).length} episodes${closedLoop}`,
+  );
+  for (const l of [header, ...lines])
+    console.log(
+      l
+        .map((c, i) => c.padEnd(widths[i]))
+        .join("  ")
+        .trimEnd(),
+    );
 }

@@ -1,9 +1,7 @@
 import type { Command } from "commander";
 import { closeSync, createReadStream, existsSync, openSync, readSync, statSync } from "node:fs";
 import { resolve } from "node:path";
-import {
-  createEmbedder, exportJsonl, fewShotTrajectories, importJsonl, offlineJsonlFiles, ReplayBuffer, type SearchFilter,
-} from "../buffer/index.ts";
+import { createEmbedder, exportJsonl, fewShotTrajectories, importJsonl, offlineJsonlFiles, ReplayBuffer, type SearchFilter } from "../buffer/index.ts";
 import { DataError, InvalidConfigError, type ExperienceSource, type StateAbstraction, type Trajectory } from "../core/index.ts";
 import { createEnv, hasSyntheticSupport, resolveDataDir, syntheticSupport, trajectoryRules } from "../envs/index.ts";
 import { abstractTrajectory } from "../experience/index.ts";
@@ -23,7 +21,8 @@ function abstractionTransform(data?: string): (t: Trajectory) => Trajectory {
   return (t) => {
     let a = cache.get(t.env);
     if (!a) {
-      if (!hasSyntheticSupport(t.env)) throw new InvalidConfigError(`--abstract: ${t.env} has no state abstraction (its env spec has no synthetic(env)); import without --abstract`);
+      if (!hasSyntheticSupport(t.env))
+        throw new InvalidConfigError(`--abstract: ${t.env} has no state abstraction (its env spec has no synthetic(env)); import without --abstract`);
       const env = createEnv(t.env, { dataDir: data });
       try {
         a = syntheticSupport(t.env, env).abstraction;
@@ -39,7 +38,13 @@ function abstractionTransform(data?: string): (t: Trajectory) => Trajectory {
 function openBuffer(o: { buffer: string; embedder?: string; capacity?: number; requestTimeout?: number }, readonly = false): Promise<ReplayBuffer> {
   if (existsSync(o.buffer) && statSync(o.buffer).isDirectory()) throw new DataError("--buffer is a folder; give the buffer file", { file: o.buffer });
   if (!readonly) checkOutputFile(o.buffer, "--buffer");
-  return inFile(o.buffer, () => ReplayBuffer.open(o.buffer, { embedder: o.embedder ? createEmbedder(o.embedder, { timeoutMs: o.requestTimeout === undefined ? undefined : 1000 * o.requestTimeout }) : undefined, capacity: o.capacity, readonly }));
+  return inFile(o.buffer, () =>
+    ReplayBuffer.open(o.buffer, {
+      embedder: o.embedder ? createEmbedder(o.embedder, { timeoutMs: o.requestTimeout === undefined ? undefined : 1000 * o.requestTimeout }) : undefined,
+      capacity: o.capacity,
+      readonly,
+    }),
+  );
 }
 
 /** Refuses a file to import that is not there, not a file, or not text (its bytes would only come back as errors). */
@@ -65,10 +70,15 @@ function checkImportFile(file: string): void {
 }
 
 /** An embedder endpoint's failure already stops the command (after its client's retries); this bounds each attempt. */
-const REQUEST_TIMEOUT = ["--request-timeout <seconds>", "with an http/openai embedder: how long one HTTP attempt may take (default 30; 4 retries)", parseSeconds("request-timeout")] as const;
+const REQUEST_TIMEOUT = [
+  "--request-timeout <seconds>",
+  "with an http/openai embedder: how long one HTTP attempt may take (default 30; 4 retries)",
+  parseSeconds("request-timeout"),
+] as const;
 
 function filterOf(o: { env?: string; source?: string; task?: string }): SearchFilter {
-  if (o.source !== undefined && o.source !== "real" && o.source !== "synthetic") throw new InvalidConfigError(`--source must be real or synthetic, got "${o.source}"`);
+  if (o.source !== undefined && o.source !== "real" && o.source !== "synthetic")
+    throw new InvalidConfigError(`--source must be real or synthetic, got "${o.source}"`);
   return { env: o.env, source: o.source as ExperienceSource | undefined, task: o.task };
 }
 
@@ -113,14 +123,23 @@ export function registerBufferCommands(program: Command): void {
         const jsonl = [...files, ...(o.fewShot ? offlineJsonlFiles(resolveDataDir({ dataDir: o.data })) : [])];
         for (const file of jsonl) {
           const bar = progressBar(`import ${file}`, await countLines(file));
-          const r = await inFile(o.buffer, () => importJsonl(b, file, { seed, transform, rules, onProgress: (line) => bar.update(line) })).finally(() => bar.stop());
+          const r = await inFile(o.buffer, () => importJsonl(b, file, { seed, transform, rules, onProgress: (line) => bar.update(line) })).finally(() =>
+            bar.stop(),
+          );
           // A file of which no line is a trajectory is the wrong file, not a file with a few bad lines.
           if (r.added + r.duplicates === 0) {
             const first = r.malformed[0];
-            throw new DataError(first ? `no line is a trajectory (${r.malformed.length} malformed; line ${first.line}: ${safeText(first.message, 160)})` : "no trajectories (the file is empty)", { file });
+            throw new DataError(
+              first
+                ? `no line is a trajectory (${r.malformed.length} malformed; line ${first.line}: ${safeText(first.message, 160)})`
+                : "no trajectories (the file is empty)",
+              { file },
+            );
           }
           transitions += r.transitions;
-          console.log(`${file}: ${r.added} trajectories added (${r.transitions} transitions), ${r.duplicates} already present, ${r.malformed.length} malformed lines${r.evicted ? `, ${r.evicted} transitions evicted` : ""}`);
+          console.log(
+            `${file}: ${r.added} trajectories added (${r.transitions} transitions), ${r.duplicates} already present, ${r.malformed.length} malformed lines${r.evicted ? `, ${r.evicted} transitions evicted` : ""}`,
+          );
           for (const m of r.malformed.slice(0, 20)) console.log(`  line ${m.line}: ${safeText(m.message)}`);
           if (r.malformed.length > 20) console.log(`  … and ${r.malformed.length - 20} more`);
           if (r.corrected.length > 0) console.log(`${file}: ${r.corrected.length} trajectories imported with a field set right:`);
@@ -136,7 +155,9 @@ export function registerBufferCommands(program: Command): void {
         }
         await inFile(o.buffer, () => b.buildIndex()); // large buffers: build and save the HNSW index now, not at the first search
         const secs = (performance.now() - started) / 1000;
-        console.log(`${transitions} transitions in ${secs.toFixed(1)} s (${Math.round(transitions / Math.max(secs, 1e-9))}/s); buffer holds ${b.count()} transitions`);
+        console.log(
+          `${transitions} transitions in ${secs.toFixed(1)} s (${Math.round(transitions / Math.max(secs, 1e-9))}/s); buffer holds ${b.count()} transitions`,
+        );
         ok = true;
       } finally {
         b.close();
@@ -176,15 +197,22 @@ export function registerBufferCommands(program: Command): void {
         // Corrupt pages show only when read: check every page before saying anything about the file.
         const problems = b.integrityProblems();
         if (problems.length > 0) {
-          throw new DataError(`the buffer is corrupt: the integrity check found ${problems.length === 1 ? "a problem" : `${problems.length}${problems.length >= 100 ? "+" : ""} problems`} (first: ${safeText(problems[0], 160)}); restore it from a copy or rebuild it with buffer import`, { file: o.buffer });
+          throw new DataError(
+            `the buffer is corrupt: the integrity check found ${problems.length === 1 ? "a problem" : `${problems.length}${problems.length >= 100 ? "+" : ""} problems`} (first: ${safeText(problems[0], 160)}); restore it from a copy or rebuild it with buffer import`,
+            { file: o.buffer },
+          );
         }
         const s = { ...(await inFile(o.buffer, () => b.stats())), integrity: "ok" };
         if (o.json) return console.log(JSON.stringify(s, null, 2));
-        console.log(`${s.path}: ${s.trajectories} trajectories, ${s.transitions} transitions (${s.seedTrajectories} seed trajectories), ${(s.fileBytes / 2 ** 20).toFixed(1)} MB`);
+        console.log(
+          `${s.path}: ${s.trajectories} trajectories, ${s.transitions} transitions (${s.seedTrajectories} seed trajectories), ${(s.fileBytes / 2 ** 20).toFixed(1)} MB`,
+        );
         console.log(`embedder: ${s.embedder ?? "(none yet)"}${s.dims ? `, ${s.dims} dims` : ""}; search: ${s.index}; integrity check: ok`);
         console.log("env\tsource\ttrajectories\ttransitions\tsuccess\tmean reward\treward=0\t0<reward<1\treward≥1");
         for (const g of s.groups) {
-          console.log(`${g.env}\t${g.source}\t${g.trajectories}\t${g.transitions}\t${((100 * g.successes) / g.trajectories).toFixed(1)}%\t${g.meanReward.toFixed(3)}\t${g.rewardZero}\t${g.rewardPartial}\t${g.rewardFull}`);
+          console.log(
+            `${g.env}\t${g.source}\t${g.trajectories}\t${g.transitions}\t${((100 * g.successes) / g.trajectories).toFixed(1)}%\t${g.meanReward.toFixed(3)}\t${g.rewardZero}\t${g.rewardPartial}\t${g.rewardFull}`,
+          );
         }
       } finally {
         b.close();
@@ -215,7 +243,9 @@ export function registerBufferCommands(program: Command): void {
           const t = r.transition;
           // Texts from the data go through `printable`: a trajectory must not drive the terminal.
           const clip = (x: string) => printable(`${x.slice(0, 160).replace(/\s+/g, " ")}${x.length > 160 ? "…" : ""}`);
-          console.log(`${i + 1}. score ${r.score.toFixed(3)}  #${t.id} ${printable(t.env)} ${t.source} task ${printable(t.task.id)} step ${t.step}  reward ${t.reward}${t.terminated ? " (terminated)" : ""}`);
+          console.log(
+            `${i + 1}. score ${r.score.toFixed(3)}  #${t.id} ${printable(t.env)} ${t.source} task ${printable(t.task.id)} step ${t.step}  reward ${t.reward}${t.terminated ? " (terminated)" : ""}`,
+          );
           console.log(`   state:  ${clip(t.state)}`);
           console.log(`   action: ${printable(t.action)}`);
           console.log(`   next:   ${clip(t.nextState)}`);

@@ -11,7 +11,11 @@ async function collectSynthetic(o: SyntheticEpisodesOptions & { out: string; app
   if (!o.buffer) throw new InvalidConfigError("--experience needs --buffer <file> (the model is grounded in it, and the synthetic transitions go there)");
   let out: JsonlOutput | null = null;
   try {
-    const r = await playSyntheticEpisodes(o, (t) => out!.write(t), () => (out = new JsonlOutput(o.out, { append: Boolean(o.append) })));
+    const r = await playSyntheticEpisodes(
+      o,
+      (t) => out!.write(t),
+      () => (out = new JsonlOutput(o.out, { append: Boolean(o.append) })),
+    );
     (out as JsonlOutput | null)?.commit();
     console.log(
       `wrote ${r.episodes} synthetic trajectories (${r.steps} steps, ${r.failedSteps} failed model steps) to ${o.out}: ` +
@@ -36,44 +40,50 @@ export function registerCollect(program: Command): void {
     .option("--max-steps <n>", "steps before truncation", parseIntOption("max-steps", 1))
     .option("--append", "append to --out instead of replacing it")
     .option("--data <dir>", "data folder")
-    .option("--experience <model>", "play in the synthetic env: default (embedded kNN model), learned:FILE (dreamgym model train) or a chat model (http://host/v1#model, openai:model)")
+    .option(
+      "--experience <model>",
+      "play in the synthetic env: default (embedded kNN model), learned:FILE (dreamgym model train) or a chat model (http://host/v1#model, openai:model)",
+    )
     .option("--buffer <file>", "with --experience: the replay buffer that grounds the model and receives the synthetic transitions")
     .option("--concurrency <n>", "with --experience: episodes at once", parseIntOption("concurrency", 1), 8)
     .option("--hybrid", "with --experience: terminal rewards from the real env's verifier")
     .option("--cache <file>", "with a chat model: its response cache (SQLite)");
-  endpointOptions(cmd)
-    .action(async (o) => {
-      if (o.hybrid && !o.experience) throw new InvalidConfigError("--hybrid applies to synthetic episodes only: add --experience <model> --buffer <file>, or drop --hybrid");
-      for (const flag of ["buffer", "cache"] as const) {
-        if (o[flag] !== undefined && !o.experience) throw new InvalidConfigError(`--${flag} applies to synthetic episodes only: add --experience <model>, or drop --${flag}`);
-      }
-      checkOutputFile(o.out);
-      await withEnvOption(o, async () => {
-        o.split ??= defaultSplits(o.env).train;
-        if (o.experience) return collectSynthetic(o);
-        let out: JsonlOutput | null = null;
-        let steps = 0;
-        try {
-          const r = await playScriptedEpisodes(
-            o,
-            `collect ${o.policy}`,
-            (t) => {
-              out!.write(t);
-              steps += t.steps.length;
-            },
-            () => (out = new JsonlOutput(o.out, { append: Boolean(o.append) })),
-            true,
-          );
-          (out as JsonlOutput | null)?.commit();
-          console.log(`wrote ${r.episodes} trajectories (${steps} steps) to ${o.out}: score ${(100 * r.score).toFixed(1)}, success ${(100 * r.success).toFixed(1)}%`);
-          if (r.stopped) {
-            // Stopped by the user: what was played is kept, and the exit code says it was cut short.
-            console.error(`stopped by ${r.stopped} after ${r.episodes} of ${o.episodes} episodes; those are in ${o.out}`);
-            process.exitCode = 130;
-          }
-        } finally {
-          (out as JsonlOutput | null)?.abort(); // a no-op after commit()
+  endpointOptions(cmd).action(async (o) => {
+    if (o.hybrid && !o.experience)
+      throw new InvalidConfigError("--hybrid applies to synthetic episodes only: add --experience <model> --buffer <file>, or drop --hybrid");
+    for (const flag of ["buffer", "cache"] as const) {
+      if (o[flag] !== undefined && !o.experience)
+        throw new InvalidConfigError(`--${flag} applies to synthetic episodes only: add --experience <model>, or drop --${flag}`);
+    }
+    checkOutputFile(o.out);
+    await withEnvOption(o, async () => {
+      o.split ??= defaultSplits(o.env).train;
+      if (o.experience) return collectSynthetic(o);
+      let out: JsonlOutput | null = null;
+      let steps = 0;
+      try {
+        const r = await playScriptedEpisodes(
+          o,
+          `collect ${o.policy}`,
+          (t) => {
+            out!.write(t);
+            steps += t.steps.length;
+          },
+          () => (out = new JsonlOutput(o.out, { append: Boolean(o.append) })),
+          true,
+        );
+        (out as JsonlOutput | null)?.commit();
+        console.log(
+          `wrote ${r.episodes} trajectories (${steps} steps) to ${o.out}: score ${(100 * r.score).toFixed(1)}, success ${(100 * r.success).toFixed(1)}%`,
+        );
+        if (r.stopped) {
+          // Stopped by the user: what was played is kept, and the exit code says it was cut short.
+          console.error(`stopped by ${r.stopped} after ${r.episodes} of ${o.episodes} episodes; those are in ${o.out}`);
+          process.exitCode = 130;
         }
-      });
+      } finally {
+        (out as JsonlOutput | null)?.abort(); // a no-op after commit()
+      }
     });
+  });
 }

@@ -12,8 +12,16 @@ export const parseSeconds = (name: string) => parseNumberOption(name, 0, 86_400,
 /** `--request-timeout` and `--max-failures`, for every command that calls an LLM or embedder endpoint. */
 export function endpointOptions(cmd: Command): Command {
   return cmd
-    .option("--request-timeout <seconds>", `an LLM/embedder HTTP attempt gets this long to answer; a timed-out attempt is not retried (default: ${DEFAULT_REQUEST_TIMEOUT_S})`, parseSeconds("request-timeout"))
-    .option("--max-failures <n>", `stop (exit 2) after this many failed LLM calls in a row, or failed steps on this many tasks with no good step between (default: ${DEFAULT_MAX_FAILURES})`, parseIntOption("max-failures", 1));
+    .option(
+      "--request-timeout <seconds>",
+      `an LLM/embedder HTTP attempt gets this long to answer; a timed-out attempt is not retried (default: ${DEFAULT_REQUEST_TIMEOUT_S})`,
+      parseSeconds("request-timeout"),
+    )
+    .option(
+      "--max-failures <n>",
+      `stop (exit 2) after this many failed LLM calls in a row, or failed steps on this many tasks with no good step between (default: ${DEFAULT_MAX_FAILURES})`,
+      parseIntOption("max-failures", 1),
+    );
 }
 
 /** The chat model options from those flags. */

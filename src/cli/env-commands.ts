@@ -8,9 +8,12 @@ import { ENV_OR_URL, withEnvOption } from "./env-option.ts";
 export function registerEnvCommands(program: Command): void {
   const env = program.command("env").description("work with the real environments");
 
-  env.command("list").description("list the environments and their scripted policies").action(() => {
-    for (const e of listEnvs()) console.log(`${e.name}\t${e.description}\tpolicies: ${listPolicies(e.name).join(", ")}`);
-  });
+  env
+    .command("list")
+    .description("list the environments and their scripted policies")
+    .action(() => {
+      for (const e of listEnvs()) console.log(`${e.name}\t${e.description}\tpolicies: ${listPolicies(e.name).join(", ")}`);
+    });
 
   env
     .command("check")
@@ -50,7 +53,15 @@ export function registerEnvCommands(program: Command): void {
           byType.set(t.task.task_type, [c[0] + (t.success ? 1 : 0), c[1] + 1]);
         });
         const types = Object.fromEntries([...byType].sort().map(([k, [ok, n]]) => [k, { success: ok, episodes: n }]));
-        const out = { env: o.env, policy: o.policy, split, episodes: r.episodes, score: 100 * r.score, success_rate: 100 * r.success, ...(byType.size ? { by_type: types } : {}) };
+        const out = {
+          env: o.env,
+          policy: o.policy,
+          split,
+          episodes: r.episodes,
+          score: 100 * r.score,
+          success_rate: 100 * r.success,
+          ...(byType.size ? { by_type: types } : {}),
+        };
         if (o.json) console.log(JSON.stringify(out));
         else {
           console.log(`${o.env} ${split} (${r.episodes} episodes), policy ${o.policy}: score ${out.score.toFixed(1)}, success ${out.success_rate.toFixed(1)}%`);

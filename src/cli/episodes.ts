@@ -33,8 +33,10 @@ export async function playScriptedEpisodes(
   /** SIGINT or SIGTERM ends the loop after the episode it is on (the caller keeps what was played). */
   stoppable = false,
 ): Promise<{ score: number; success: number; episodes: number; stopped?: NodeJS.Signals }> {
-  const candidates: ActionSource | undefined = o.actionsFrom === undefined ? undefined
-    : await closing(ReplayBuffer.open(o.actionsFrom, { readonly: true }), (b) => actionVocabulary(b.actions({ env: o.env, source: "real" })));
+  const candidates: ActionSource | undefined =
+    o.actionsFrom === undefined
+      ? undefined
+      : await closing(ReplayBuffer.open(o.actionsFrom, { readonly: true }), (b) => actionVocabulary(b.actions({ env: o.env, source: "real" })));
   const env = createEnv(o.env, { dataDir: o.data, split: o.split, maxSteps: o.maxSteps });
   const tasks = envTasks(o.env, env);
   const episodes = o.episodes ?? o.order?.length ?? tasks.length;

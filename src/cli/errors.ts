@@ -6,7 +6,8 @@ import { DreamGymError } from "../core/index.ts";
  */
 export function safeText(text: string, max = 200): string {
   const escaped = text.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u2028\u2029\ufffd]/g, (c) =>
-    c === "\ufffd" ? "\\ufffd" : `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`);
+    c === "\ufffd" ? "\\ufffd" : `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`,
+  );
   return escaped.length > max ? `${escaped.slice(0, max)}…` : escaped;
 }
 
@@ -54,8 +55,22 @@ const FS_ERRORS: Record<string, [what: string, todo: string]> = {
 };
 
 const SYSCALLS: Record<string, string> = {
-  open: "open", read: "read", write: "write to", mkdir: "create the folder", rename: "rename", unlink: "remove", rmdir: "remove",
-  scandir: "list", stat: "read", lstat: "read", copyfile: "copy", fsync: "write to", access: "use", close: "write to", ftruncate: "write to", rm: "remove",
+  open: "open",
+  read: "read",
+  write: "write to",
+  mkdir: "create the folder",
+  rename: "rename",
+  unlink: "remove",
+  rmdir: "remove",
+  scandir: "list",
+  stat: "read",
+  lstat: "read",
+  copyfile: "copy",
+  fsync: "write to",
+  access: "use",
+  close: "write to",
+  ftruncate: "write to",
+  rm: "remove",
 };
 
 const SQLITE_ERRORS: Record<string, string> = {
@@ -97,5 +112,8 @@ export function describeError(e: unknown): string | null {
 
 /** One line: a multi-line message (a config with several bad keys) is joined with "; ". */
 function oneLine(message: string): string {
-  return safeText(message.replace(/:?\s*\n\s*/g, (m) => (m.startsWith(":") ? ": " : "; ")), 2000);
+  return safeText(
+    message.replace(/:?\s*\n\s*/g, (m) => (m.startsWith(":") ? ": " : "; ")),
+    2000,
+  );
 }

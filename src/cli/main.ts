@@ -24,7 +24,11 @@ program
   .name("dreamgym")
   .description("Train LLM agents with RL on synthetic experience (DreamGym).")
   .version(version, "-V, --version", "print the version")
-  .option("--env-module <file>", "load a module that registers environments (registerEnv); repeatable; a dreamgym.config.{js,mjs,ts,mts} in the working folder is loaded too", (v: string, prev: string[] = []) => [...prev, v])
+  .option(
+    "--env-module <file>",
+    "load a module that registers environments (registerEnv); repeatable; a dreamgym.config.{js,mjs,ts,mts} in the working folder is loaded too",
+    (v: string, prev: string[] = []) => [...prev, v],
+  )
   .exitOverride();
 registerEnvCommands(program);
 registerCollect(program);

@@ -38,10 +38,18 @@ export function registerModel(program: Command): void {
         }
         const bar = progressBar("model train", o.members * o.epochs, { val: "-" });
         try {
-          const { model: trained, validation } = await inFile(o.buffer, () => trainLearnedModel(buffer, {
-            abstraction: support.abstraction, rewards: support.rewards, epochs: o.epochs, seed: o.seed, members: o.members, valFraction: o.val,
-            onEpoch: (e) => bar.update((e.member - 1) * o.epochs + e.epoch, { val: e.valLoss === null ? "-" : `member ${e.member} loss ${e.valLoss.toFixed(4)}` }),
-          }));
+          const { model: trained, validation } = await inFile(o.buffer, () =>
+            trainLearnedModel(buffer, {
+              abstraction: support.abstraction,
+              rewards: support.rewards,
+              epochs: o.epochs,
+              seed: o.seed,
+              members: o.members,
+              valFraction: o.val,
+              onEpoch: (e) =>
+                bar.update((e.member - 1) * o.epochs + e.epoch, { val: e.valLoss === null ? "-" : `member ${e.member} loss ${e.valLoss.toFixed(4)}` }),
+            }),
+          );
           bar.stop();
           writeFileAtomic(o.out, trained.save());
           if (o.json) return console.log(JSON.stringify({ model: o.out, training: trained.info.training, validation }, null, 2));

@@ -16,7 +16,11 @@ function checkWritableFolder(dir: string, file: string, flag: string): void {
     accessSync(dir, constants.W_OK);
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    throw new DataError(`${flag}: cannot write in ${dir} (${code === "EROFS" ? "read-only file system" : "permission denied"}); choose a writable location`, { file }, e);
+    throw new DataError(
+      `${flag}: cannot write in ${dir} (${code === "EROFS" ? "read-only file system" : "permission denied"}); choose a writable location`,
+      { file },
+      e,
+    );
   }
 }
 
@@ -51,7 +55,10 @@ export class JsonlOutput {
   private fd: number;
   private readonly tmp: string | null;
   private committed: number;
-  constructor(readonly file: string, opts: { append?: boolean } = {}) {
+  constructor(
+    readonly file: string,
+    opts: { append?: boolean } = {},
+  ) {
     const special = existsSync(file) && !statSync(file).isFile();
     this.tmp = special || opts.append ? null : `${file}.${process.pid}.tmp`;
     try {

@@ -1,7 +1,19 @@
 import type { Command } from "commander";
 import { createHash } from "node:crypto";
 import { closeSync, existsSync, fstatSync, ftruncateSync, openSync, readFileSync, rmSync } from "node:fs";
-import { abstractEnv, DataError, deriveSeed, InvalidConfigError, playEpisodes, writeAll, type Env, type Episode, type EpisodeJob, type StateAbstraction, type Task } from "../core/index.ts";
+import {
+  abstractEnv,
+  DataError,
+  deriveSeed,
+  InvalidConfigError,
+  playEpisodes,
+  writeAll,
+  type Env,
+  type Episode,
+  type EpisodeJob,
+  type StateAbstraction,
+  type Task,
+} from "../core/index.ts";
 import { createEnv, defaultSplits, envTasks, syntheticSupport } from "../envs/index.ts";
 import { createChatModel, parseModelSpec } from "../llm/index.ts";
 import { groupLines, LlmPolicy, type LlmStepRecord } from "../rl/index.ts";
@@ -81,7 +93,9 @@ function readDone(file: string, o: RolloutOptions, runId: string): Done[][] {
       throw new DataError("is not JSON, so this is no rollout output to continue: use another --out", { file, line: n });
     }
     if (row.run_id !== runId) {
-      throw new InvalidConfigError(`${file} holds other output (a rollout with other options, or not a rollout); continue it with the same options, or use another --out`);
+      throw new InvalidConfigError(
+        `${file} holds other output (a rollout with other options, or not a rollout); continue it with the same options, or use another --out`,
+      );
     }
     const g = row.group as number;
     if (current?.g !== g) {
@@ -97,8 +111,11 @@ function readDone(file: string, o: RolloutOptions, runId: string): Done[][] {
     const r = row.rollout as number;
     const trajectory = o.format === "trajectories" ? (row.steps as { failed?: string }[]) : null;
     const e = current.episodes.get(r) ?? {
-      reward: (trajectory ? row.total_reward : row.episode_reward) as number, success: row.success as boolean,
-      steps: trajectory ? trajectory.length : (row.episode_steps as number), failed: 0, lines: 0,
+      reward: (trajectory ? row.total_reward : row.episode_reward) as number,
+      success: row.success as boolean,
+      steps: trajectory ? trajectory.length : (row.episode_steps as number),
+      failed: 0,
+      lines: 0,
     };
     e.lines++;
     e.failed += trajectory ? trajectory.filter((x) => x.failed).length : row.failed ? 1 : 0;
@@ -158,7 +175,6 @@ class GroupAppender {
   }
 }
 
-
 async function rollout(o: RolloutOptions): Promise<void> {
   if (o.format !== "steps" && o.format !== "trajectories") throw new InvalidConfigError(`--format must be steps or trajectories, got "${o.format}"`);
   const format = o.format;
@@ -196,17 +212,27 @@ async function rollout(o: RolloutOptions): Promise<void> {
   const policy = new LlmPolicy({ model, temperature: o.temperature, maxTokens: o.maxTokens, profile: abstraction.profile });
 
   // Seeds from the run seed, task and rollout: a task's group does not depend on --start or scheduling.
-  const jobs: EpisodeJob[] = tasks.slice(resumed).flatMap((task) =>
-    Array.from({ length: o.group }, (_, g) => ({ task, seed: deriveSeed(o.seed, "env", task.id, g), rngSeed: deriveSeed(o.seed, "policy", task.id, g) })),
-  );
-  const summary = (e: Episode<LlmStepRecord>): Done => ({ reward: e.totalReward, success: e.success, steps: e.steps.length, failed: e.steps.filter((s) => s.failed).length });
+  const jobs: EpisodeJob[] = tasks
+    .slice(resumed)
+    .flatMap((task) =>
+      Array.from({ length: o.group }, (_, g) => ({ task, seed: deriveSeed(o.seed, "env", task.id, g), rngSeed: deriveSeed(o.seed, "policy", task.id, g) })),
+    );
+  const summary = (e: Episode<LlmStepRecord>): Done => ({
+    reward: e.totalReward,
+    success: e.success,
+    steps: e.steps.length,
+    failed: e.steps.filter((s) => s.failed).length,
+  });
 
   const bar = progressBar(`rollout ${policy.name}`, o.tasks * o.group, { score: "0.0", success: "0.0%" });
   const finished = new Map<number, Done>(); // episodes of groups not yet written, by job
   const show = () => {
     const eps = [...done.flat(), ...finished.values()];
     const n = Math.max(1, eps.length);
-    bar.update(eps.length, { score: ((100 * eps.reduce((a, e) => a + e.reward, 0)) / n).toFixed(1), success: `${((100 * eps.filter((e) => e.success).length) / n).toFixed(1)}%` });
+    bar.update(eps.length, {
+      score: ((100 * eps.reduce((a, e) => a + e.reward, 0)) / n).toFixed(1),
+      success: `${((100 * eps.filter((e) => e.success).length) / n).toFixed(1)}%`,
+    });
   };
   show();
   // Groups are appended whole and in task order as they complete: the file is the same however the

@@ -11,7 +11,11 @@ import { playScriptedEpisodes } from "./episodes.ts";
  * indexes `order`, episode i seeded `seed + i`); returns score ×100 and success.
  */
 export async function playScripted(
-  policyName: string, split: "train" | "test" | "dev", episodes: number, out?: string, draw: { order?: readonly number[]; seed?: number } = {},
+  policyName: string,
+  split: "train" | "test" | "dev",
+  episodes: number,
+  out?: string,
+  draw: { order?: readonly number[]; seed?: number } = {},
 ): Promise<{ score: number; success: number }> {
   const writer = out ? new JsonlWriter(out, { append: false }) : undefined;
   try {
@@ -34,10 +38,16 @@ export async function playScripted(
  */
 export async function seedWebShopBuffer(dir: string, bufferFile: string, dataSeed?: number): Promise<number> {
   const goals = dataSeed === undefined ? 0 : await closing(createEnv("webshop", { split: "train" }), (env) => envTasks("webshop", env).length);
-  const draw = (kind: string) => dataSeed === undefined ? {} : {
-    order: new Rng(deriveSeed(dataSeed, "seed-goals")).sample(Array.from({ length: goals }, (_, i) => i), Math.min(1000, goals)),
-    seed: deriveSeed(dataSeed, "seed-episodes", kind) % 2 ** 31,
-  };
+  const draw = (kind: string) =>
+    dataSeed === undefined
+      ? {}
+      : {
+          order: new Rng(deriveSeed(dataSeed, "seed-goals")).sample(
+            Array.from({ length: goals }, (_, i) => i),
+            Math.min(1000, goals),
+          ),
+          seed: deriveSeed(dataSeed, "seed-episodes", kind) % 2 ** 31,
+        };
   await playScripted("oracle", "train", 1000, join(dir, "oracle.jsonl"), draw("oracle"));
   await playScripted("oracle-noisy", "train", 500, join(dir, "oracle-noisy.jsonl"), draw("oracle-noisy"));
   await playScripted("random", "train", 500, join(dir, "random.jsonl"), draw("random"));
@@ -45,7 +55,8 @@ export async function seedWebShopBuffer(dir: string, bufferFile: string, dataSee
   const buffer = ReplayBuffer.open(bufferFile);
   try {
     const abstraction = await closing(createEnv("webshop", {}), (env) => syntheticSupport("webshop", env).abstraction);
-    for (const f of ["oracle.jsonl", "oracle-noisy.jsonl", "random.jsonl"]) await importJsonl(buffer, join(dir, f), { seed: true, transform: (t) => abstractTrajectory(t, abstraction) });
+    for (const f of ["oracle.jsonl", "oracle-noisy.jsonl", "random.jsonl"])
+      await importJsonl(buffer, join(dir, f), { seed: true, transform: (t) => abstractTrajectory(t, abstraction) });
     return buffer.count();
   } finally {
     buffer.close();

@@ -44,7 +44,9 @@ export function readToken(o: { tokenFile?: string; host: string }): string | und
     try {
       text = readFileSync(o.tokenFile, "utf8");
     } catch (e) {
-      throw new InvalidConfigError(`cannot read --token-file ${o.tokenFile}: ${(e as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : (e as Error).message}`);
+      throw new InvalidConfigError(
+        `cannot read --token-file ${o.tokenFile}: ${(e as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : (e as Error).message}`,
+      );
     }
     token = text.trim();
     if (token === "") throw new InvalidConfigError(`--token-file ${o.tokenFile} is empty: put the token in it`);
@@ -53,9 +55,12 @@ export function readToken(o: { tokenFile?: string; host: string }): string | und
   }
   if (token !== undefined && /\s/.test(token)) throw new InvalidConfigError("the token must not contain white space");
   // A short token can be guessed by anyone who can reach the port: at least as long as 96 random bits in base64.
-  if (token !== undefined && token.length < MIN_TOKEN) throw new InvalidConfigError(`the token has ${token.length} characters; give at least ${MIN_TOKEN} (e.g. openssl rand -base64 24)`);
+  if (token !== undefined && token.length < MIN_TOKEN)
+    throw new InvalidConfigError(`the token has ${token.length} characters; give at least ${MIN_TOKEN} (e.g. openssl rand -base64 24)`);
   if (token === undefined && !LOOPBACK.has(o.host)) {
-    throw new InvalidConfigError(`serving on ${o.host} lets other machines in: give a bearer token (--token-file F, or the DREAMGYM_TOKEN environment variable), or bind 127.0.0.1`);
+    throw new InvalidConfigError(
+      `serving on ${o.host} lets other machines in: give a bearer token (--token-file F, or the DREAMGYM_TOKEN environment variable), or bind 127.0.0.1`,
+    );
   }
   return token;
 }
@@ -66,21 +71,51 @@ export function registerServe(program: Command): void {
       .command("serve")
       .description("serve an env, real or synthetic, to external trainers over OpenEnv (WS /ws, HTTP); runs until SIGTERM/SIGINT")
       .requiredOption("--env <name>", "environment (a built-in or registered name)")
-      .option("--mode <mode>", "real (the env itself) or synthetic (its synthetic version over an experience model) (default: real, or synthetic with --experience)")
-      .option("--experience <model>", "synthetic mode: default (the embedded model), learned:<file> (dreamgym model train), or a chat model (http://host/v1#model, openai:model) (default: default)")
+      .option(
+        "--mode <mode>",
+        "real (the env itself) or synthetic (its synthetic version over an experience model) (default: real, or synthetic with --experience)",
+      )
+      .option(
+        "--experience <model>",
+        "synthetic mode: default (the embedded model), learned:<file> (dreamgym model train), or a chat model (http://host/v1#model, openai:model) (default: default)",
+      )
       .option("--buffer <file>", "synthetic mode: the replay buffer that grounds the experience model")
       .option("--hybrid", "synthetic mode: terminal rewards from the real env's verifier")
       .option("--record", "synthetic mode: record each session's transitions into the buffer")
       .option("--split <split>", "task split sessions draw from (default: the env's evaluation split in real mode, its training split in synthetic mode)")
       .option("--data <dir>", "data folder")
       .option("--max-steps <n>", "steps before truncation", parseIntOption("max-steps", 1))
-      .option("--observation <format>", "what sessions see: abstract (states as the synthetic env shows them) or raw (the env's own text; real mode)", "abstract")
+      .option(
+        "--observation <format>",
+        "what sessions see: abstract (states as the synthetic env shows them) or raw (the env's own text; real mode)",
+        "abstract",
+      )
       .option("--port <n>", "port (0: any free port, printed)", parseIntOption("port", 0, 65_535), 8000)
       .option("--host <address>", "address to bind; any but 127.0.0.1, localhost or ::1 needs a token", "127.0.0.1")
-      .option("--max-sessions <n>", "sessions open at once, over every protocol; past it a new one gets CAPACITY_REACHED", parseIntOption("max-sessions", 1, 100_000), 256)
-      .option("--idle-timeout <seconds>", "close a session without a connection (AgentGym's) unused this long (0: never)", parseIntOption("idle-timeout", 0, 604_800), 300)
-      .option("--ws-idle-timeout <seconds>", "close a WebSocket session unused this long, though its connection is alive (0: never; it ends with its connection)", parseIntOption("ws-idle-timeout", 0, 604_800), 0)
-      .option("--heartbeat <seconds>", "ping WebSocket clients this often; one that misses a pong is cut and its session closed (0: off)", parseIntOption("heartbeat", 0, 3600), 20)
+      .option(
+        "--max-sessions <n>",
+        "sessions open at once, over every protocol; past it a new one gets CAPACITY_REACHED",
+        parseIntOption("max-sessions", 1, 100_000),
+        256,
+      )
+      .option(
+        "--idle-timeout <seconds>",
+        "close a session without a connection (AgentGym's) unused this long (0: never)",
+        parseIntOption("idle-timeout", 0, 604_800),
+        300,
+      )
+      .option(
+        "--ws-idle-timeout <seconds>",
+        "close a WebSocket session unused this long, though its connection is alive (0: never; it ends with its connection)",
+        parseIntOption("ws-idle-timeout", 0, 604_800),
+        0,
+      )
+      .option(
+        "--heartbeat <seconds>",
+        "ping WebSocket clients this often; one that misses a pong is cut and its session closed (0: off)",
+        parseIntOption("heartbeat", 0, 3600),
+        20,
+      )
       .option("--token-file <file>", "require Authorization: Bearer <the file's token> on every route but /health (else $DREAMGYM_TOKEN, if set)")
       .option("--concurrency <n>", "synthetic mode, chat model: LLM requests at once, shared by every session", parseIntOption("concurrency", 1), 16)
       .option("--cache <file>", "synthetic mode, chat model: its response cache (SQLite)"),
@@ -97,8 +132,19 @@ export function registerServe(program: Command): void {
     const token = readToken(o);
 
     const host = await EnvHost.open({
-      env: o.env, mode, experience: o.experience, buffer: o.buffer, hybrid: o.hybrid, record: o.record, split: o.split, dataDir: o.data, maxSteps: o.maxSteps,
-      concurrency: o.concurrency, cache: o.cache, requestTimeout: o.requestTimeout ?? DEFAULT_REQUEST_TIMEOUT_S, maxFailures: o.maxFailures ?? DEFAULT_MAX_FAILURES,
+      env: o.env,
+      mode,
+      experience: o.experience,
+      buffer: o.buffer,
+      hybrid: o.hybrid,
+      record: o.record,
+      split: o.split,
+      dataDir: o.data,
+      maxSteps: o.maxSteps,
+      concurrency: o.concurrency,
+      cache: o.cache,
+      requestTimeout: o.requestTimeout ?? DEFAULT_REQUEST_TIMEOUT_S,
+      maxFailures: o.maxFailures ?? DEFAULT_MAX_FAILURES,
     });
     const manager = new SessionManager(host, { maxSessions: o.maxSessions, idleTimeout: o.idleTimeout, connectedIdleTimeout: o.wsIdleTimeout });
     const app = createServeApp({ manager, token, heartbeat: o.heartbeat, observation: o.observation as ObservationFormat });

@@ -28,7 +28,8 @@ export function registerServeSite(program: Command): void {
     .option("--attrs", "show the Attributes button on item pages (the reference's --attrs)")
     .action(async (name: string, o: ServeSiteOptions) => {
       if (!SITES.includes(name)) throw new InvalidConfigError(`unknown site "${name}" (known: ${SITES.join(", ")})`);
-      if (!WEBSHOP_SPLITS.includes(o.split as WebShopSplit)) throw new InvalidConfigError(`--split must be one of ${WEBSHOP_SPLITS.join(", ")}, got "${o.split}"`);
+      if (!WEBSHOP_SPLITS.includes(o.split as WebShopSplit))
+        throw new InvalidConfigError(`--split must be one of ${WEBSHOP_SPLITS.join(", ")}, got "${o.split}"`);
       const site = new WebShopSite({ dataDir: o.data, split: o.split as WebShopSplit, showAttributes: o.attrs });
       const url = await site.start({ port: o.port, host: o.host });
       const first = site.tasks(o.split)[0];

@@ -47,18 +47,24 @@ export async function playSyntheticEpisodes(
     await real.close();
   }
   if (support.policies.length === 0) {
-    throw new InvalidConfigError(`no scripted policy can play the synthetic ${o.env} env (its scripted policies need the real env's state); collect real ${o.env} trajectories without --experience`);
+    throw new InvalidConfigError(
+      `no scripted policy can play the synthetic ${o.env} env (its scripted policies need the real env's state); collect real ${o.env} trajectories without --experience`,
+    );
   }
   if (!support.policies.includes(o.policy)) {
     throw new InvalidConfigError(`policy "${o.policy}" cannot play the synthetic ${o.env} env (it can: ${support.policies.join(", ")})`);
   }
   if (o.hybrid && !support.verifier) throw new InvalidConfigError(`--hybrid needs a verifier of ${o.env}'s rewards; ${o.env} has none: drop --hybrid`);
   if (isLocalExperience(o.experience) && !existsSync(o.buffer)) {
-    throw new InvalidConfigError(`buffer ${o.buffer} does not exist; the embedded model needs offline ${o.env} trajectories in it (dreamgym buffer import F.jsonl --buffer ${o.buffer} --abstract)`);
+    throw new InvalidConfigError(
+      `buffer ${o.buffer} does not exist; the embedded model needs offline ${o.env} trajectories in it (dreamgym buffer import F.jsonl --buffer ${o.buffer} --abstract)`,
+    );
   }
   // The model first (a bad spec fails before anything is opened), then the buffer.
   const handle = createExperienceModel(o.experience, {
-    abstraction: support.abstraction, rewards: support.rewards, chat: { concurrency: o.concurrency, cache: o.cache, ...endpointSettings(o) },
+    abstraction: support.abstraction,
+    rewards: support.rewards,
+    chat: { concurrency: o.concurrency, cache: o.cache, ...endpointSettings(o) },
   });
   const model = handle.model;
   let buffer: ReplayBuffer;
@@ -77,7 +83,9 @@ export async function playSyntheticEpisodes(
   }
   if (isLocalExperience(o.experience) && buffer.count({ env: o.env }) === 0) {
     buffer.close();
-    throw new InvalidConfigError(`buffer ${o.buffer} has no ${o.env} transitions to ground the embedded model: import offline trajectories first (dreamgym buffer import F.jsonl --buffer ${o.buffer} --abstract)`);
+    throw new InvalidConfigError(
+      `buffer ${o.buffer} has no ${o.env} transitions to ground the embedded model: import offline trajectories first (dreamgym buffer import F.jsonl --buffer ${o.buffer} --abstract)`,
+    );
   }
   onReady();
   const start = o.start ?? 0;
@@ -93,8 +101,15 @@ export async function playSyntheticEpisodes(
   let failure: unknown = null;
   const worker = async (w: number) => {
     const env = new SyntheticEnv({
-      model, abstraction: support.abstraction, tasks, initialState: support.initialState, buffer, maxSteps: o.maxSteps ?? support.maxSteps,
-      policy: o.policy, verifier: o.hybrid ? support.verifier : undefined, seed: seed + w,
+      model,
+      abstraction: support.abstraction,
+      tasks,
+      initialState: support.initialState,
+      buffer,
+      maxSteps: o.maxSteps ?? support.maxSteps,
+      policy: o.policy,
+      verifier: o.hybrid ? support.verifier : undefined,
+      seed: seed + w,
     });
     const policy = createPolicy(o.env, o.policy, env, { seed: seed + 7919 * (w + 1) });
     for (let i = next++; i < o.episodes && failure === null; i = next++) {

@@ -31,13 +31,17 @@ function applySet(target: Record<string, unknown>, assignment: string): void {
 export function printSummary(s: TrainSummary): void {
   const f = s.final;
   if (s.config.mode === "bc") {
-    console.log(`${s.config.env} bc: ${s.iterations} epochs of behaviour cloning on ${s.config.buffer}'s successful real episodes, 0 real interactions, ${s.wallSeconds.toFixed(1)} s` +
-      (s.resumedFrom !== undefined ? ` (resumed from epoch ${s.resumedFrom})` : ""));
-  } else console.log(
-    `${s.config.env}${s.config.remote ? ` at ${s.config.remote}` : ""} ${s.config.mode} ${s.config.algo}: ${s.iterations} iterations, ${s.realInteractions} real interactions` +
-      (s.config.mode === "real" ? "" : `, ${s.syntheticInteractions} synthetic (${s.droppedEpisodes} episodes dropped), ${s.auditInteractions} audit`) + `, ${s.wallSeconds.toFixed(1)} s` +
-      (s.resumedFrom !== undefined ? ` (resumed from iteration ${s.resumedFrom})` : ""),
-  );
+    console.log(
+      `${s.config.env} bc: ${s.iterations} epochs of behaviour cloning on ${s.config.buffer}'s successful real episodes, 0 real interactions, ${s.wallSeconds.toFixed(1)} s` +
+        (s.resumedFrom !== undefined ? ` (resumed from epoch ${s.resumedFrom})` : ""),
+    );
+  } else
+    console.log(
+      `${s.config.env}${s.config.remote ? ` at ${s.config.remote}` : ""} ${s.config.mode} ${s.config.algo}: ${s.iterations} iterations, ${s.realInteractions} real interactions` +
+        (s.config.mode === "real" ? "" : `, ${s.syntheticInteractions} synthetic (${s.droppedEpisodes} episodes dropped), ${s.auditInteractions} audit`) +
+        `, ${s.wallSeconds.toFixed(1)} s` +
+        (s.resumedFrom !== undefined ? ` (resumed from iteration ${s.resumedFrom})` : ""),
+    );
   if (f.tasks === 0) console.log(`no evaluation (synthetic only): evaluate the checkpoint in the real ${s.config.env} env`);
   else console.log(`final evaluation on ${f.tasks} ${s.config.evalSplit} tasks: score ${f.score.toFixed(1)}, success ${(100 * f.success).toFixed(1)}%`);
   console.log(`run folder: ${s.runDir} (config.json, metrics.jsonl, checkpoints/, report.html)`);
@@ -51,9 +55,16 @@ export function progressHook() {
       const total = config.mode === "bc" ? config.bc.epochs : config.mode === "s2r" ? config.budget + config.realBudget : config.budget;
       bar ??= progressBar(`train ${config.mode}`, total, { reward: "-", success: "-", eval: "-" });
       if (m.eval) lastEval = `${m.eval.score.toFixed(1)}/${(100 * m.eval.success).toFixed(0)}%`;
-      const done = config.mode === "bc" ? m.iteration : config.mode === "real" ? m.realInteractions : m.syntheticInteractions + (config.mode === "s2r" ? m.realInteractions : 0);
+      const done =
+        config.mode === "bc"
+          ? m.iteration
+          : config.mode === "real"
+            ? m.realInteractions
+            : m.syntheticInteractions + (config.mode === "s2r" ? m.realInteractions : 0);
       bar.update(Math.min(done, total), {
-        reward: m.bc ? `loss ${m.bc.loss.toFixed(3)}` : m.meanReward.toFixed(3), success: m.bc ? `p(a*) ${m.bc.meanProb.toFixed(2)}` : `${(100 * m.success).toFixed(0)}%`, eval: lastEval,
+        reward: m.bc ? `loss ${m.bc.loss.toFixed(3)}` : m.meanReward.toFixed(3),
+        success: m.bc ? `p(a*) ${m.bc.meanProb.toFixed(2)}` : `${(100 * m.success).toFixed(0)}%`,
+        eval: lastEval,
       });
     },
     onWarning(message: string) {
@@ -70,20 +81,49 @@ export function registerTrain(program: Command): void {
   const cmd = program
     .command("train")
     .description("train the neural policy with GRPO or PPO; writes a run folder (config, metrics, checkpoints, report)")
-    .option("--env <name>", "environment (default webshop), or an env server's URL (ws://host:port; dreamgym serve): real steps and evaluations run there, and --resume reconnects")
-    .option("--mode <mode>", "real (default): RL in the real env | dreamgym: in the synthetic env | s2r: dreamgym, then the real env | bc: behaviour cloning on the --buffer's successful real episodes (no RL)")
+    .option(
+      "--env <name>",
+      "environment (default webshop), or an env server's URL (ws://host:port; dreamgym serve): real steps and evaluations run there, and --resume reconnects",
+    )
+    .option(
+      "--mode <mode>",
+      "real (default): RL in the real env | dreamgym: in the synthetic env | s2r: dreamgym, then the real env | bc: behaviour cloning on the --buffer's successful real episodes (no RL)",
+    )
     .option("--algo <algo>", "grpo (default) | ppo")
     .option("--budget <n>", "training interactions: real env steps (real), synthetic steps (dreamgym, s2r's first phase)", parseIntOption("budget", 1))
     .option("--real-budget <n>", "s2r: real env steps of the second phase", parseIntOption("real-budget"))
-    .option("--real-screen <n>", "s2r: draw n× each real iteration's tasks, play them in the synthetic env, and spend the real steps on those whose returns vary most (default 1: no screening)", parseIntOption("real-screen", 1, 64))
-    .option("--real-batch-advantage <λ>", "s2r: GRPO's batch term in the real phase (grpo.batchAdvantage there): each group's mean return against the batch's, added to its advantages (default: grpo.batchAdvantage, 0)", parseNumberOption("real-batch-advantage", 0, 100))
+    .option(
+      "--real-screen <n>",
+      "s2r: draw n× each real iteration's tasks, play them in the synthetic env, and spend the real steps on those whose returns vary most (default 1: no screening)",
+      parseIntOption("real-screen", 1, 64),
+    )
+    .option(
+      "--real-batch-advantage <λ>",
+      "s2r: GRPO's batch term in the real phase (grpo.batchAdvantage there): each group's mean return against the batch's, added to its advantages (default: grpo.batchAdvantage, 0)",
+      parseNumberOption("real-batch-advantage", 0, 100),
+    )
     .option("--max-seconds <n>", "also stop after this much training wall time", parseIntOption("max-seconds"))
-    .option("--buffer <file>", "dreamgym/s2r: replay buffer with offline trajectories (abstract states); the run works on a copy. bc: the buffer whose successful real episodes are cloned")
+    .option(
+      "--buffer <file>",
+      "dreamgym/s2r: replay buffer with offline trajectories (abstract states); the run works on a copy. bc: the buffer whose successful real episodes are cloned",
+    )
     .option("--epochs <n>", "bc: passes over the demonstrations (default 8)", parseIntOption("epochs", 1))
-    .option("--experience <model>", "dreamgym/s2r: default (embedded kNN model), learned:FILE (dreamgym model train) or a chat model (http://host/v1#model, openai:model, gguf:file)")
-    .option("--cold-start", "dreamgym/s2r with no offline trajectories: an empty buffer, the reasoning model (--experience <chat model>) plays from the env's profile")
-    .option("--synthetic-only", "dreamgym: no real env steps at all (no evaluation, no on-policy audit), for an env with no reachable deployment (WebArena here)")
-    .option("--hybrid", "rewards and ends from the real env's verifier instead of the model's, where it can tell (WebShop: purchases scored by its reward; ALFWorld: the episode replayed in the real game)")
+    .option(
+      "--experience <model>",
+      "dreamgym/s2r: default (embedded kNN model), learned:FILE (dreamgym model train) or a chat model (http://host/v1#model, openai:model, gguf:file)",
+    )
+    .option(
+      "--cold-start",
+      "dreamgym/s2r with no offline trajectories: an empty buffer, the reasoning model (--experience <chat model>) plays from the env's profile",
+    )
+    .option(
+      "--synthetic-only",
+      "dreamgym: no real env steps at all (no evaluation, no on-policy audit), for an env with no reachable deployment (WebArena here)",
+    )
+    .option(
+      "--hybrid",
+      "rewards and ends from the real env's verifier instead of the model's, where it can tell (WebShop: purchases scored by its reward; ALFWorld: the episode replayed in the real game)",
+    )
     .option("--no-replay", "ablation: no retrieved demos for the model, and the buffer does not grow")
     .option("--no-curriculum", "ablation: seed tasks only")
     .option("--no-pessimism", "ablation: no penalty for the experience model's uncertainty, no halt")
@@ -99,54 +139,90 @@ export function registerTrain(program: Command): void {
     .option("--config <file>", "a JSON training config (flags override it)")
     .option("--set <key=value>", "set any config key, e.g. --set grpo.klCoef=0.05 (repeatable)", (v: string, acc: string[]) => [...acc, v], [] as string[])
     .option("--out <dir>", "run folder (default runs/<env>-<mode>-<algo>-<time>)")
-    .option("--resume <dir>", "continue the run in this folder from its last checkpoint (with --budget N: for N training steps in all; with --mode s2r --real-budget N: a dreamgym run goes on in the real env)")
+    .option(
+      "--resume <dir>",
+      "continue the run in this folder from its last checkpoint (with --budget N: for N training steps in all; with --mode s2r --real-budget N: a dreamgym run goes on in the real env)",
+    )
     .option("--data <dir>", "data folder");
   // Allowed with --resume too: they decide when a run stops, not what it computes (and --budget
   // extends the run; --mode s2r with --real-budget continues a DreamGym run in the real env).
-  endpointOptions(cmd)
-    .action(async (o, cmd: Command) => {
-      const hook = progressHook();
-      try {
-        if (o.resume === "") throw new InvalidConfigError("--resume needs the folder of the run to continue");
-        if (o.resume) {
-          const others = Object.keys(o).filter((k) => !["resume", "set", "requestTimeout", "maxFailures", "budget", "mode", "realBudget", "realScreen", "realBatchAdvantage"].includes(k) && cmd.getOptionValueSource(k) === "cli");
-          if (others.length > 0 || (o.set as string[]).length > 0) {
-            throw new InvalidConfigError(`--resume continues a run with its own config; drop ${[...others.map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`), ...((o.set as string[]).length ? ["--set"] : [])].join(", ")}`);
-          }
-          // --mode s2r --real-budget N: a DreamGym run goes on in the real env (sim-to-real).
-          const s2r = cmd.getOptionValueSource("mode") === "cli" || cmd.getOptionValueSource("realBudget") === "cli" || cmd.getOptionValueSource("realScreen") === "cli" || cmd.getOptionValueSource("realBatchAdvantage") === "cli"
-            ? { mode: o.mode, realBudget: o.realBudget, realScreen: o.realScreen, realBatchAdvantage: o.realBatchAdvantage } : {};
-          // --budget N: more training interactions of the first phase (the run goes on as if given N from the start).
-          const budget = cmd.getOptionValueSource("budget") === "cli" ? { budget: o.budget } : {};
-          const summary = await resumeTraining(o.resume, hook, { requestTimeout: o.requestTimeout, maxFailures: o.maxFailures, ...budget, ...s2r });
-          hook.stop(); // the summary goes below the progress bar, not onto its line
-          printSummary(summary);
-          return;
+  endpointOptions(cmd).action(async (o, cmd: Command) => {
+    const hook = progressHook();
+    try {
+      if (o.resume === "") throw new InvalidConfigError("--resume needs the folder of the run to continue");
+      if (o.resume) {
+        const others = Object.keys(o).filter(
+          (k) =>
+            !["resume", "set", "requestTimeout", "maxFailures", "budget", "mode", "realBudget", "realScreen", "realBatchAdvantage"].includes(k) &&
+            cmd.getOptionValueSource(k) === "cli",
+        );
+        if (others.length > 0 || (o.set as string[]).length > 0) {
+          throw new InvalidConfigError(
+            `--resume continues a run with its own config; drop ${[...others.map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`), ...((o.set as string[]).length ? ["--set"] : [])].join(", ")}`,
+          );
         }
-        const input: Record<string, unknown> = o.config ? ((await readJsonFile(o.config)) as Record<string, unknown>) : {};
-        // Flags given on the command line override the file; the schema supplies the rest.
-        const FLAG_KEYS: Record<string, string> = {
-          env: "env", mode: "mode", algo: "algo", budget: "budget", realBudget: "realBudget", realScreen: "realScreen", realBatchAdvantage: "realBatchAdvantage", maxSeconds: "maxSeconds", seed: "seed",
-          tasksPerIter: "tasksPerIteration", group: "rolloutsPerTask", concurrency: "concurrency", evalEvery: "evalEvery", evalTasks: "evalTasks",
-          finalEvalTasks: "finalEvalTasks", checkpointEvery: "checkpointEvery", data: "dataDir", buffer: "buffer", experience: "experience",
-          hybrid: "hybrid", coldStart: "coldStart", syntheticOnly: "syntheticOnly", replay: "replay", cache: "cache", requestTimeout: "requestTimeout", maxFailures: "maxFailures",
-        };
-        if (cmd.getOptionValueSource("epochs") === "cli") applySet(input, `bc.epochs=${o.epochs}`);
-        for (const [flag, key] of Object.entries(FLAG_KEYS)) if (cmd.getOptionValueSource(flag) === "cli") input[key] = o[flag];
-        if (cmd.getOptionValueSource("curriculum") === "cli") applySet(input, `curriculum.enabled=${o.curriculum}`);
-        if (cmd.getOptionValueSource("pessimism") === "cli") input.pessimism = { beta: 0 };
-        for (const s of o.set as string[]) applySet(input, s);
-        // --env ws://…: the server's env under its own name, and the URL in the config (a resume reconnects).
-        const env = { env: typeof input.env === "string" ? input.env : "webshop", data: typeof input.dataDir === "string" ? input.dataDir : undefined };
-        await withEnvOption(env, async (url) => {
-          if (url) Object.assign(input, { env: env.env, remote: url });
-          const out = o.out ?? join("runs", `${input.env ?? "webshop"}-${input.mode ?? "real"}-${input.algo ?? "grpo"}-${new Date().toISOString().replace(/[:.]/g, "-")}`);
-          const summary = await train(out, input, hook);
-          hook.stop();
-          printSummary(summary);
-        });
-      } finally {
-        hook.stop();
+        // --mode s2r --real-budget N: a DreamGym run goes on in the real env (sim-to-real).
+        const s2r =
+          cmd.getOptionValueSource("mode") === "cli" ||
+          cmd.getOptionValueSource("realBudget") === "cli" ||
+          cmd.getOptionValueSource("realScreen") === "cli" ||
+          cmd.getOptionValueSource("realBatchAdvantage") === "cli"
+            ? { mode: o.mode, realBudget: o.realBudget, realScreen: o.realScreen, realBatchAdvantage: o.realBatchAdvantage }
+            : {};
+        // --budget N: more training interactions of the first phase (the run goes on as if given N from the start).
+        const budget = cmd.getOptionValueSource("budget") === "cli" ? { budget: o.budget } : {};
+        const summary = await resumeTraining(o.resume, hook, { requestTimeout: o.requestTimeout, maxFailures: o.maxFailures, ...budget, ...s2r });
+        hook.stop(); // the summary goes below the progress bar, not onto its line
+        printSummary(summary);
+        return;
       }
-    });
+      const input: Record<string, unknown> = o.config ? ((await readJsonFile(o.config)) as Record<string, unknown>) : {};
+      // Flags given on the command line override the file; the schema supplies the rest.
+      const FLAG_KEYS: Record<string, string> = {
+        env: "env",
+        mode: "mode",
+        algo: "algo",
+        budget: "budget",
+        realBudget: "realBudget",
+        realScreen: "realScreen",
+        realBatchAdvantage: "realBatchAdvantage",
+        maxSeconds: "maxSeconds",
+        seed: "seed",
+        tasksPerIter: "tasksPerIteration",
+        group: "rolloutsPerTask",
+        concurrency: "concurrency",
+        evalEvery: "evalEvery",
+        evalTasks: "evalTasks",
+        finalEvalTasks: "finalEvalTasks",
+        checkpointEvery: "checkpointEvery",
+        data: "dataDir",
+        buffer: "buffer",
+        experience: "experience",
+        hybrid: "hybrid",
+        coldStart: "coldStart",
+        syntheticOnly: "syntheticOnly",
+        replay: "replay",
+        cache: "cache",
+        requestTimeout: "requestTimeout",
+        maxFailures: "maxFailures",
+      };
+      if (cmd.getOptionValueSource("epochs") === "cli") applySet(input, `bc.epochs=${o.epochs}`);
+      for (const [flag, key] of Object.entries(FLAG_KEYS)) if (cmd.getOptionValueSource(flag) === "cli") input[key] = o[flag];
+      if (cmd.getOptionValueSource("curriculum") === "cli") applySet(input, `curriculum.enabled=${o.curriculum}`);
+      if (cmd.getOptionValueSource("pessimism") === "cli") input.pessimism = { beta: 0 };
+      for (const s of o.set as string[]) applySet(input, s);
+      // --env ws://…: the server's env under its own name, and the URL in the config (a resume reconnects).
+      const env = { env: typeof input.env === "string" ? input.env : "webshop", data: typeof input.dataDir === "string" ? input.dataDir : undefined };
+      await withEnvOption(env, async (url) => {
+        if (url) Object.assign(input, { env: env.env, remote: url });
+        const out =
+          o.out ?? join("runs", `${input.env ?? "webshop"}-${input.mode ?? "real"}-${input.algo ?? "grpo"}-${new Date().toISOString().replace(/[:.]/g, "-")}`);
+        const summary = await train(out, input, hook);
+        hook.stop();
+        printSummary(summary);
+      });
+    } finally {
+      hook.stop();
+    }
+  });
 }

@@ -19,7 +19,9 @@ interface ViewOptions {
 export function registerView(program: Command): void {
   program
     .command("view")
-    .description("a local web app to look at runs (curves, live), episodes (synthetic beside real), retrieval, the curriculum and audits; runs until SIGTERM/SIGINT")
+    .description(
+      "a local web app to look at runs (curves, live), episodes (synthetic beside real), retrieval, the curriculum and audits; runs until SIGTERM/SIGINT",
+    )
     .option("--runs <dir>", "a folder of run folders (at any depth: an experiment's rows), or one run folder", ".")
     .option("--buffer <file>", "a replay buffer to browse and search, besides the runs' own")
     .option("--port <n>", "port (0: any free port, printed)", parseIntOption("port", 0, 65_535), 8080)

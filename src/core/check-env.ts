@@ -87,7 +87,8 @@ export async function checkEnv(env: Env, opts: CheckEnvOptions = {}): Promise<vo
     } else if (feedback instanceof RegExp) {
       if (!feedback.test(bad.observation)) fail(`an invalid action's answer ${JSON.stringify(bad.observation.slice(0, 80))} does not match ${feedback}`);
     } else if (typeof feedback === "function") {
-      if (!feedback(bad.observation, observation)) fail(`an invalid action's answer ${JSON.stringify(bad.observation.slice(0, 80))} is not the env's invalid feedback`);
+      if (!feedback(bad.observation, observation))
+        fail(`an invalid action's answer ${JSON.stringify(bad.observation.slice(0, 80))} is not the env's invalid feedback`);
     } else if (bad.observation !== observation) fail("an invalid action must not change the observation");
     if (JSON.stringify(env.availableActions()) !== JSON.stringify(actionsBefore)) fail("an invalid action must not change the listed actions");
 
@@ -101,7 +102,8 @@ export async function checkEnv(env: Env, opts: CheckEnvOptions = {}): Promise<vo
       // By code, not class: a user's env may throw the error of another copy of the package.
       threw = DreamGymError.isInstance(e) && e.code === "ENV_CLOSED";
     }
-    if (!threw) fail("reset() after close() must throw ClosedEnvironmentError (wrap the env in orderEnforcing(env), which a default-export env module is handed)");
+    if (!threw)
+      fail("reset() after close() must throw ClosedEnvironmentError (wrap the env in orderEnforcing(env), which a default-export env module is handed)");
   } finally {
     if (!closed) await env.close();
   }

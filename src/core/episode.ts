@@ -56,11 +56,21 @@ export async function playEpisode<R>(env: Env, policy: Policy<R>, opts: PlayOpti
   let info = reset.info;
   let total = 0;
   for (;;) {
-    const d: Decision<R> = await policy.act({ task, observation, actions: env.availableActions(), history, trace, info }, { rng: opts.rng, greedy: opts.greedy });
+    const d: Decision<R> = await policy.act(
+      { task, observation, actions: env.availableActions(), history, trace, info },
+      { rng: opts.rng, greedy: opts.greedy },
+    );
     const r = await env.step(d.action);
     const step: EpisodeStep<R> = {
-      observation, action: d.action, reward: r.reward, next_observation: r.observation,
-      terminated: r.terminated, truncated: r.truncated, logProb: d.logProb, value: d.value, record: d.record,
+      observation,
+      action: d.action,
+      reward: r.reward,
+      next_observation: r.observation,
+      terminated: r.terminated,
+      truncated: r.truncated,
+      logProb: d.logProb,
+      value: d.value,
+      record: d.record,
     };
     if (Object.keys(r.info).length > 0) step.info = r.info;
     if (d.failed) step.failed = d.failed;
@@ -87,7 +97,9 @@ export interface EpisodeJob {
  * and, since each job has its own sampling stream, do not depend on which env finished first.
  */
 export async function playEpisodes<R>(
-  envs: readonly Env[], policy: Policy<R>, jobs: readonly EpisodeJob[],
+  envs: readonly Env[],
+  policy: Policy<R>,
+  jobs: readonly EpisodeJob[],
   opts: { greedy?: boolean; isSuccess?: (totalReward: number) => boolean; onEpisode?: (e: Episode<R>, index: number) => void } = {},
 ): Promise<Episode<R>[]> {
   const results: Episode<R>[] = new Array(jobs.length);
@@ -98,7 +110,11 @@ export async function playEpisodes<R>(
       const j = next++;
       const job = jobs[j];
       const episode = await playEpisode(env, policy, {
-        task: job.task, seed: job.seed, rng: new Rng(job.rngSeed), greedy: opts.greedy, isSuccess: opts.isSuccess,
+        task: job.task,
+        seed: job.seed,
+        rng: new Rng(job.rngSeed),
+        greedy: opts.greedy,
+        isSuccess: opts.isSuccess,
       });
       results[j] = episode;
       opts.onEpisode?.(episode, j);
@@ -107,10 +123,14 @@ export async function playEpisodes<R>(
   // After a failure no new episode starts, and every worker ends before the error is raised: the
   // caller may then close the envs and outputs with nothing still running against them.
   let first: unknown;
-  await Promise.allSettled(envs.map((env) => worker(env).catch((e) => {
-    if (!failed) first = e;
-    failed = true;
-  })));
+  await Promise.allSettled(
+    envs.map((env) =>
+      worker(env).catch((e) => {
+        if (!failed) first = e;
+        failed = true;
+      }),
+    ),
+  );
   if (failed) throw first;
   return results;
 }
@@ -131,11 +151,20 @@ export function deriveSeed(...parts: (string | number)[]): number {
 /** An episode as a trajectory record (the JSONL wire format). */
 export function episodeTrajectory(e: Episode, meta: { env: string; policy?: string; source?: Trajectory["source"]; createdAt?: string }): Trajectory {
   return {
-    env: meta.env, task: e.task, total_reward: e.totalReward, success: e.success, source: meta.source ?? "real",
+    env: meta.env,
+    task: e.task,
+    total_reward: e.totalReward,
+    success: e.success,
+    source: meta.source ?? "real",
     ...(meta.policy !== undefined ? { policy: meta.policy } : {}),
     created_at: meta.createdAt ?? new Date().toISOString(),
     steps: e.steps.map((s) => ({
-      observation: s.observation, action: s.action, reward: s.reward, next_observation: s.next_observation, terminated: s.terminated, truncated: s.truncated,
+      observation: s.observation,
+      action: s.action,
+      reward: s.reward,
+      next_observation: s.next_observation,
+      terminated: s.terminated,
+      truncated: s.truncated,
       ...(s.info ? { info: s.info } : {}),
     })),
   };

@@ -81,6 +81,7 @@ export function describeValue(v: unknown): string {
 
 /** An env's `step` argument: a string, else an `InvalidConfigError` that says what came instead. */
 export function checkAction(action: unknown): string {
-  if (typeof action !== "string") throw new InvalidConfigError(`an action is a string, got ${typeof action === "number" ? `${action} (a number)` : describeValue(action)}`);
+  if (typeof action !== "string")
+    throw new InvalidConfigError(`an action is a string, got ${typeof action === "number" ? `${action} (a number)` : describeValue(action)}`);
   return action;
 }

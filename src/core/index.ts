@@ -6,7 +6,15 @@ export { Rng } from "./rng.ts";
 export { readJsonl, readJsonlAll, writeJsonl, readJsonFile, JsonlWriter, repairJsonlTail, writeAll, writeFileAtomic, writeJsonlAtomic } from "./jsonl.ts";
 export type { JsonlLineError, ReadJsonlOptions } from "./jsonl.ts";
 export {
-  DreamGymError, InvalidConfigError, DataError, ResetNeededError, ClosedEnvironmentError, ApiCallError, checkAction, describeValue, TrainingDivergedError,
+  DreamGymError,
+  InvalidConfigError,
+  DataError,
+  ResetNeededError,
+  ClosedEnvironmentError,
+  ApiCallError,
+  checkAction,
+  describeValue,
+  TrainingDivergedError,
 } from "./errors.ts";
 export { checkEnv } from "./check-env.ts";
 export type { CheckEnvOptions } from "./check-env.ts";

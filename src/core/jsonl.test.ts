@@ -42,7 +42,10 @@ test("with onError, malformed lines are reported and the rest is read", async ()
   const errors: JsonlLineError[] = [];
   const values = await readJsonlAll(file, { onError: (e) => errors.push(e) });
   assert.deepEqual(values, [{ ok: 1 }, { ok: 2 }]);
-  assert.deepEqual(errors.map((e) => e.line), [2, 4]);
+  assert.deepEqual(
+    errors.map((e) => e.line),
+    [2, 4],
+  );
 });
 
 test("a parse hook can reject a line, reported with its number", async () => {
@@ -76,20 +79,23 @@ test("JsonlWriter appends whole lines", () => {
 test("readJsonFile names the file, line and column of corrupt JSON, and missing files", () => {
   const file = join(dir, "corrupt.json");
   writeFileSync(file, '{\n  "a": 1,\n  "b": ]\n}');
-  assert.throws(() => readJsonFile(file), (e: unknown) => {
-    assert.ok(e instanceof DataError);
-    assert.equal(e.file, file);
-    assert.equal(e.line, 3);
-    assert.match(e.message, /corrupt JSON at position \d+/);
-    return true;
-  });
+  assert.throws(
+    () => readJsonFile(file),
+    (e: unknown) => {
+      assert.ok(e instanceof DataError);
+      assert.equal(e.file, file);
+      assert.equal(e.line, 3);
+      assert.match(e.message, /corrupt JSON at position \d+/);
+      return true;
+    },
+  );
   assert.throws(() => readJsonFile(join(dir, "missing.json")), /missing\.json: cannot read file: ENOENT/);
 });
 
 test("jsonErrorPosition finds the first syntax error", () => {
   assert.equal(jsonErrorPosition('{"a": [1, 2, ]}'), 13);
   assert.equal(jsonErrorPosition('{"a": tru}'), 6);
-  assert.equal(jsonErrorPosition('[1] x'), 4);
+  assert.equal(jsonErrorPosition("[1] x"), 4);
   assert.equal(jsonErrorPosition('{"a": "b\\q"}'), 9);
   assert.equal(jsonErrorPosition('{"a": [1, {"b": null}], "c": -1.5e3}'), -1);
 });

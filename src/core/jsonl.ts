@@ -1,4 +1,19 @@
-import { createReadStream, promises as fsp, readFileSync, openSync, writeSync, fsyncSync, closeSync, existsSync, statSync, readSync, ftruncateSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import {
+  createReadStream,
+  promises as fsp,
+  readFileSync,
+  openSync,
+  writeSync,
+  fsyncSync,
+  closeSync,
+  existsSync,
+  statSync,
+  readSync,
+  ftruncateSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { DataError } from "./errors.ts";
 
 /** A line that could not be parsed, reported with its 1-based line number. */
@@ -19,10 +34,7 @@ export interface ReadJsonlOptions<T> {
 }
 
 /** Streams a JSONL file, one parsed value a line, skipping blank lines. */
-export async function* readJsonl<T = unknown>(
-  file: string,
-  opts: ReadJsonlOptions<T> = {},
-): AsyncGenerator<{ value: T; line: number }> {
+export async function* readJsonl<T = unknown>(file: string, opts: ReadJsonlOptions<T> = {}): AsyncGenerator<{ value: T; line: number }> {
   try {
     await fsp.access(file);
   } catch (e) {

@@ -28,7 +28,10 @@ export interface OracleNoise {
 /** `false-success,miss:2` → { "false-success": 1, miss: 2 } (a kind without weight: 1). */
 export function parseNoiseKinds<K extends string>(spec: string, known: readonly K[], what: string): Partial<Record<K, number>> {
   const out: Partial<Record<K, number>> = {};
-  for (const part of spec.split(",").map((p) => p.trim()).filter(Boolean)) {
+  for (const part of spec
+    .split(",")
+    .map((p) => p.trim())
+    .filter(Boolean)) {
     const [name, w] = part.split(":");
     if (!known.includes(name as K)) throw new InvalidConfigError(`unknown ${what} noise kind "${name}" (known: ${known.join(", ")})`);
     const weight = w === undefined ? 1 : Number(w);
@@ -41,7 +44,9 @@ export function parseNoiseKinds<K extends string>(spec: string, known: readonly 
 
 /** The seeded stream of one request: a hash of (seed, task, actions). */
 export function requestRng(seed: number, task: string, actions: readonly string[]): Rng {
-  const h = createHash("sha256").update(JSON.stringify([seed, task, actions])).digest();
+  const h = createHash("sha256")
+    .update(JSON.stringify([seed, task, actions]))
+    .digest();
   // 52 bits of the hash: a safe integer seed.
   return new Rng(h.readUInt32BE(0) * 2 ** 20 + (h.readUInt32BE(4) >>> 12));
 }

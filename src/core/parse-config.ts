@@ -44,7 +44,7 @@ function objectShape(s: z.ZodType): Record<string, z.ZodType> | undefined {
   let t: z.ZodType = s;
   // Unwrap defaults and optionals to the object inside.
   for (let i = 0; i < 5 && !(t instanceof z.ZodObject); i++) {
-    const inner = (t as unknown as { unwrap?: () => z.ZodType; def?: { innerType?: z.ZodType } });
+    const inner = t as unknown as { unwrap?: () => z.ZodType; def?: { innerType?: z.ZodType } };
     const next = inner.def?.innerType ?? inner.unwrap?.();
     if (!next) return undefined;
     t = next;

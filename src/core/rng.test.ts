@@ -15,7 +15,13 @@ test("shuffle and sample follow CPython's algorithms", () => {
   assert.deepEqual(s.shuffle(Array.from({ length: 20 }, (_, i) => i)), [17, 18, 9, 2, 8, 19, 11, 10, 12, 0, 3, 4, 14, 13, 1, 6, 15, 7, 16, 5]);
   const t = new Rng(7);
   assert.deepEqual(t.sample([10, 20, 30, 40], 2), [30, 10]);
-  assert.deepEqual(t.sample(Array.from({ length: 100 }, (_, i) => i), 7), [50, 83, 6, 9, 68, 12, 46]);
+  assert.deepEqual(
+    t.sample(
+      Array.from({ length: 100 }, (_, i) => i),
+      7,
+    ),
+    [50, 83, 6, 9, 68, 12, 46],
+  );
 });
 
 test("seeds wider than 32 bits are split into words as CPython does", () => {
@@ -37,7 +43,13 @@ test("the same seed gives the same stream; fork gives an independent one", () =>
   const a = new Rng(9);
   const b = new Rng(9);
   const xs = Array.from({ length: 5 }, () => a.random());
-  assert.deepEqual(Array.from({ length: 5 }, () => b.random()), xs);
+  assert.deepEqual(
+    Array.from({ length: 5 }, () => b.random()),
+    xs,
+  );
   const f = new Rng(9).fork();
-  assert.notDeepEqual(Array.from({ length: 5 }, () => f.random()), xs);
+  assert.notDeepEqual(
+    Array.from({ length: 5 }, () => f.random()),
+    xs,
+  );
 });

@@ -65,7 +65,12 @@ export interface Verdict {
  * its game replaying the episode): its verdict; null where it cannot (hybrid mode). It may answer
  * asynchronously (a real env that steps).
  */
-export type Verifier = (task: Task, history: readonly { state: string; action: string }[], state: string, action: string) => Verdict | null | Promise<Verdict | null>;
+export type Verifier = (
+  task: Task,
+  history: readonly { state: string; action: string }[],
+  state: string,
+  action: string,
+) => Verdict | null | Promise<Verdict | null>;
 
 /** Whether `state` is a state of the abstraction's format (its `isState`, else any non-empty text). */
 export function isAbstractState(abstraction: StateAbstraction, state: string): boolean {

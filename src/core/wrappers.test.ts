@@ -31,7 +31,10 @@ test("withTimeLimit truncates at the limit (not a terminating step) and keeps th
   const env = withTimeLimit(new Endless(), 3);
   await env.reset();
   const r = [await env.step("a"), await env.step("b"), await env.step("c")];
-  assert.deepEqual(r.map((x) => x.truncated), [false, false, true]);
+  assert.deepEqual(
+    r.map((x) => x.truncated),
+    [false, false, true],
+  );
   assert.equal(env.label(), "endless at 3");
   await env.reset();
   await env.step("a");

@@ -24,19 +24,34 @@ test("the highest-variance tasks above the threshold are varied; lineage, duplic
   const seed: Task[] = ["alpha", "beta", "gamma", "bad delta"].map((w, i) => ({ id: `t${i}`, instruction: `find the ${w} item` }));
   const config = curriculumConfigSchema.parse({ lambda: 0.25, varianceThreshold: 0.1, parentsPerIteration: 2, variantsPerParent: 2 });
   const c = new Curriculum(config, echo, seed);
-  const r = await c.update([
-    { task: seed[0], rewards: [1, 0, 1, 0] }, // 0.25
-    { task: seed[1], rewards: [1, 1, 1, 1] }, // 0: never
-    { task: seed[2], rewards: [1, 0, 0, 0] }, // 0.1875
-    { task: seed[3], rewards: [1, 0, 1, 0] }, // 0.25, but its variants are infeasible
-  ], new Rng(0));
+  const r = await c.update(
+    [
+      { task: seed[0], rewards: [1, 0, 1, 0] }, // 0.25
+      { task: seed[1], rewards: [1, 1, 1, 1] }, // 0: never
+      { task: seed[2], rewards: [1, 0, 0, 0] }, // 0.1875
+      { task: seed[3], rewards: [1, 0, 1, 0] }, // 0.25, but its variants are infeasible
+    ],
+    new Rng(0),
+  );
   assert.equal(r.selected, 2);
-  assert.deepEqual(c.tasks.map((t) => t.lineage), [{ parent: "t0", generation: 1 }, { parent: "t0", generation: 1 }]);
+  assert.deepEqual(
+    c.tasks.map((t) => t.lineage),
+    [
+      { parent: "t0", generation: 1 },
+      { parent: "t0", generation: 1 },
+    ],
+  );
   assert.equal(r.infeasible, 2);
   assert.equal(r.added, 2);
   // A grandchild is generation 2; an identical instruction is dropped as a duplicate.
   const child = c.tasks[0];
-  const again = await c.update([{ task: child, rewards: [0, 1] }, { task: seed[0], rewards: [0, 1] }], new Rng(1));
+  const again = await c.update(
+    [
+      { task: child, rewards: [0, 1] },
+      { task: seed[0], rewards: [0, 1] },
+    ],
+    new Rng(1),
+  );
   assert.ok(c.tasks.some((t) => t.lineage.generation === 2 && t.lineage.parent === child.id));
   // t0's variants exist already, and "… harder 0 harder 0" has the same words as "… harder 0".
   assert.equal(again.duplicates, 3);
@@ -54,7 +69,12 @@ test("the highest-variance tasks above the threshold are varied; lineage, duplic
 });
 
 test("a generator that throws costs the iteration its new tasks, not the run", async () => {
-  const failing: TaskGenerator = { name: "down", generate: async () => { throw new Error("model down"); } };
+  const failing: TaskGenerator = {
+    name: "down",
+    generate: async () => {
+      throw new Error("model down");
+    },
+  };
   const seed: Task[] = [{ id: "t0", instruction: "find the alpha item" }];
   const c = new Curriculum(curriculumConfigSchema.parse({}), failing, seed);
   const r = await c.update([{ task: seed[0], rewards: [1, 0] }], new Rng(0));
@@ -64,16 +84,23 @@ test("a generator that throws costs the iteration its new tasks, not the run", a
 test("the LLM generator asks for structured variations, retries malformed replies, filters infeasible ones", async () => {
   let calls = 0;
   const s = await chatServer({
-    reply: () => (++calls === 1 ? "not json" : JSON.stringify({ tasks: [{ instruction: "find a red wool hat under 20 dollars" }, { instruction: "find a unicorn saddle" }] })),
+    reply: () =>
+      ++calls === 1
+        ? "not json"
+        : JSON.stringify({ tasks: [{ instruction: "find a red wool hat under 20 dollars" }, { instruction: "find a unicorn saddle" }] }),
   });
   try {
     const gen = new LlmTaskGenerator({
-      chat: new OpenAIChatModel({ baseURL: s.url, model: "m", maxRetries: 0 }), profile: "a shop",
+      chat: new OpenAIChatModel({ baseURL: s.url, model: "m", maxRetries: 0 }),
+      profile: "a shop",
       feasible: (t) => !t.instruction.includes("unicorn"),
     });
     const r = await gen.generate({ id: "p", instruction: "find a wool hat" }, 2, new Rng(0));
     assert.equal(calls, 2);
-    assert.deepEqual(r.tasks.map((t) => t.instruction), ["find a red wool hat under 20 dollars"]);
+    assert.deepEqual(
+      r.tasks.map((t) => t.instruction),
+      ["find a red wool hat under 20 dollars"],
+    );
     assert.equal(r.infeasible, 1);
     const req = s.requests.at(-1)! as { messages: { content: string }[]; response_format?: unknown };
     assert.match(req.messages[1].content, /Task: find a wool hat/);

@@ -58,7 +58,13 @@ export interface CurriculumUpdate {
 }
 
 /** Word set of an instruction, for near-duplicate checks. */
-const words = (s: string) => new Set(s.toLowerCase().split(/[^a-z0-9.]+/).filter(Boolean));
+const words = (s: string) =>
+  new Set(
+    s
+      .toLowerCase()
+      .split(/[^a-z0-9.]+/)
+      .filter(Boolean),
+  );
 
 function jaccard(a: Set<string>, b: Set<string>): number {
   let inter = 0;

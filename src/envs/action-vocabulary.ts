@@ -33,11 +33,17 @@ export function actionVocabulary(actions: Iterable<string>, opts: ActionVocabula
       continue;
     }
     const content = rest.filter((w) => !GLUE.has(w));
-    full.set(a, content.flatMap((w) => [...words(w)]));
+    full.set(
+      a,
+      content.flatMap((w) => [...words(w)]),
+    );
     // Single objects ("gem", "brass key"), not multi-part arguments ("key in chest").
     if (!rest.some((w) => GLUE.has(w)) && rest.length <= 3) {
       verbs.add(verb);
-      objects.set(rest.join(" "), rest.flatMap((w) => [...words(w)]));
+      objects.set(
+        rest.join(" "),
+        rest.flatMap((w) => [...words(w)]),
+      );
     }
   }
   const sortedBare = [...bare].sort();

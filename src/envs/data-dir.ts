@@ -27,9 +27,7 @@ export function resolveDataDir(opts: { dataDir?: string; subdir?: string; files?
   const source = opts.dataDir ? "--data/dataDir" : process.env.DREAMGYM_DATA ? "DREAMGYM_DATA" : "default";
   const found = candidates.find((c) => existsSync(c) && statSync(c).isDirectory());
   if (!found) {
-    throw new DataError(
-      `data folder not found (looked in ${candidates.join(", ")}; from ${source}). ${HOW_TO_GET}`,
-    );
+    throw new DataError(`data folder not found (looked in ${candidates.join(", ")}; from ${source}). ${HOW_TO_GET}`);
   }
   if (!opts.subdir) return found;
   const dir = join(found, opts.subdir);

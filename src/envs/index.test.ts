@@ -9,11 +9,17 @@ import { WebShopEnv } from "./webshop/index.ts";
 import { AlfWorldEnv } from "./alfworld/index.ts";
 
 test("the registry creates envs by name and lists them", async () => {
-  assert.deepEqual(listEnvs().map((e) => e.name), ["webshop", "alfworld", "webarena", "webshop-browser", "webshop-pages"]);
+  assert.deepEqual(
+    listEnvs().map((e) => e.name),
+    ["webshop", "alfworld", "webarena", "webshop-browser", "webshop-pages"],
+  );
   const env = createEnv("webshop", { split: "dev" });
   assert.ok(env instanceof WebShopEnv);
   assert.equal(env.tasks().length, 1000);
-  assert.throws(() => createEnv("nope" as "webshop"), (e: unknown) => e instanceof InvalidConfigError && /known: webshop/.test(e.message));
+  assert.throws(
+    () => createEnv("nope" as "webshop"),
+    (e: unknown) => e instanceof InvalidConfigError && /known: webshop/.test(e.message),
+  );
   assert.deepEqual(listPolicies("webshop"), ["oracle", "oracle-noisy", "rule", "random"]);
   assert.equal(createPolicy("webshop", "rule", env).name, "rule");
   assert.throws(() => createPolicy("webshop", "expert", env), /unknown policy "expert"/);
@@ -29,11 +35,14 @@ test("the data folder: explicit, then DREAMGYM_DATA, with errors that say where 
   const root = mkdtempSync(join(tmpdir(), "dreamgym-data-"));
   mkdirSync(join(root, "webshop"));
   assert.equal(resolveDataDir({ dataDir: root }), root);
-  assert.throws(() => resolveDataDir({ dataDir: root, subdir: "webshop", files: ["products_1000.json"] }), (e: unknown) => {
-    assert.ok(e instanceof DataError);
-    assert.match(e.message, new RegExp(`${join(root, "webshop")} is missing products_1000\\.json`));
-    return true;
-  });
+  assert.throws(
+    () => resolveDataDir({ dataDir: root, subdir: "webshop", files: ["products_1000.json"] }),
+    (e: unknown) => {
+      assert.ok(e instanceof DataError);
+      assert.match(e.message, new RegExp(`${join(root, "webshop")} is missing products_1000\\.json`));
+      return true;
+    },
+  );
   const saved = process.env.DREAMGYM_DATA;
   try {
     process.env.DREAMGYM_DATA = join(root, "nowhere");
@@ -50,7 +59,10 @@ test("a step that is not a string and a seed that is not a number are refused in
   for (const name of ["webshop", "alfworld"]) {
     const env = createEnv(name, {});
     await env.reset({ seed: 0 });
-    await assert.rejects(env.step(42 as unknown as string), (e: Error) => e instanceof InvalidConfigError && e.message === "an action is a string, got 42 (a number)");
+    await assert.rejects(
+      env.step(42 as unknown as string),
+      (e: Error) => e instanceof InvalidConfigError && e.message === "an action is a string, got 42 (a number)",
+    );
     await assert.rejects(env.reset({ seed: "3" as unknown as number }), (e: Error) => /got "3" \(a string\)/.test(e.message), name);
     await env.close();
   }

@@ -1,19 +1,45 @@
 import type { Env, TrajectoryRules } from "../core/index.ts";
 import {
-  catalogueTaskGenerator, NoisyOraclePolicy, OraclePolicy, RulePolicy, WebShopEnv, webshopAbstraction, webshopAgentGym, WebShopOracle, webshopStartPage, webshopVerifier,
+  catalogueTaskGenerator,
+  NoisyOraclePolicy,
+  OraclePolicy,
+  RulePolicy,
+  WebShopEnv,
+  webshopAbstraction,
+  webshopAgentGym,
+  WebShopOracle,
+  webshopStartPage,
+  webshopVerifier,
   type WebShopOptions,
 } from "./webshop/index.ts";
 import { dirname } from "node:path";
 import {
-  AlfWorldEnv, AlfWorldExperienceModel, AlfWorldExpert, AlfWorldReplay, alfworldAbstraction, alfworldAgentGym, alfworldFeatures, AlfWorldTaskGenerator, alfworldVerifier,
-  type AlfWorldOptions, type AlfWorldSplit,
+  AlfWorldEnv,
+  AlfWorldExperienceModel,
+  AlfWorldExpert,
+  AlfWorldReplay,
+  alfworldAbstraction,
+  alfworldAgentGym,
+  alfworldFeatures,
+  AlfWorldTaskGenerator,
+  alfworldVerifier,
+  type AlfWorldOptions,
+  type AlfWorldSplit,
 } from "./alfworld/index.ts";
 import { useBrowserEnv, WebArenaEnv, webarenaAbstraction, webarenaStartState, type BrowserEnvFactory, type WebArenaEnvOptions } from "./webarena/index.ts";
 import { envEntry, envNames, registerBuiltin, type CommonEnvOptions } from "./registry.ts";
 import { BrowserEnv, BrowserPool } from "./browser/index.ts";
 import {
-  BrowserOraclePolicy, BrowserRulePolicy, createWebShopBrowserEnv, webshopBrowserAbstraction, webshopBrowserStartState, webshopBrowserVerifier,
-  WebShopPagesEnv, type WebShopBrowserOptions, type WebShopPagesOptions, type WebShopSite,
+  BrowserOraclePolicy,
+  BrowserRulePolicy,
+  createWebShopBrowserEnv,
+  webshopBrowserAbstraction,
+  webshopBrowserStartState,
+  webshopBrowserVerifier,
+  WebShopPagesEnv,
+  type WebShopBrowserOptions,
+  type WebShopPagesOptions,
+  type WebShopSite,
 } from "./webshop-site/index.ts";
 
 // The built-in envs register through the same door as a user's.
@@ -55,7 +81,8 @@ registerBuiltin<AlfWorldEnv>("alfworld", {
   // Commands scored against the task's goal by entity type: the same weights serve every scene.
   features: alfworldFeatures,
   // Variants on training games' scenes, each checked by the expert in the real game.
-  taskGenerator: (_env, context) => new AlfWorldTaskGenerator({ dataDir: context.dataDir, trainSplit: context.trainSplit as AlfWorldSplit, maxSteps: context.maxSteps }),
+  taskGenerator: (_env, context) =>
+    new AlfWorldTaskGenerator({ dataDir: context.dataDir, trainSplit: context.trainSplit as AlfWorldSplit, maxSteps: context.maxSteps }),
   // A task is a game's scene with a goal: an LLM's free-text variation has no scene to start in.
   llmTasks: false,
   agentGym: alfworldAgentGym,
@@ -64,13 +91,17 @@ registerBuiltin<AlfWorldEnv>("alfworld", {
 // WebArena(-Lite) on a user's deployment: tasks and the synthetic env work anywhere; real episodes
 // need the sites and the browser env (wired with useBrowserEnv), else `unavailable` says what is missing.
 registerBuiltin<WebArenaEnv>("webarena", {
-  description: "WebArena (812 tasks) and WebArena-Lite (165) on your own deployment of its sites: WebArena's evaluators; synthetic training from site profiles (cold start)",
+  description:
+    "WebArena (812 tasks) and WebArena-Lite (165) on your own deployment of its sites: WebArena's evaluators; synthetic training from site profiles (cold start)",
   create: (opts) => new WebArenaEnv(opts as WebArenaEnvOptions),
   tasks: (env) => env.tasks(),
   // No training split exists: DreamGym trains and evaluates on WebArena-Lite.
   splits: { train: "lite", eval: "lite" },
   synthetic: (env) => ({
-    abstraction: webarenaAbstraction(env.site.sites), initialState: webarenaStartState(env.tasks()), maxSteps: 30, policies: ["random"],
+    abstraction: webarenaAbstraction(env.site.sites),
+    initialState: webarenaStartState(env.tasks()),
+    maxSteps: 30,
+    policies: ["random"],
   }),
   unavailable: (env) => env.unavailable(),
 });
@@ -98,7 +129,8 @@ registerBuiltin<BrowserEnv & { site: WebShopSite }>("webshop-browser", {
 
 // The browser's WebShop pages written in-process (no Chromium): same states, actions and rewards.
 registerBuiltin<WebShopPagesEnv>("webshop-pages", {
-  description: "WebShop in the browser env's page-state format, in-process (no Chromium): the same states, actions by element id and rewards as webshop-browser",
+  description:
+    "WebShop in the browser env's page-state format, in-process (no Chromium): the same states, actions by element id and rewards as webshop-browser",
   create: (opts) => new WebShopPagesEnv(opts as WebShopPagesOptions),
   tasks: (env) => env.tasks(),
   splits: { train: "train", eval: "test" },
@@ -153,7 +185,20 @@ export function listPolicies(name: string): readonly string[] {
 }
 
 export {
-  registerEnv, unregisterEnv, registerRemote, unregisterRemote, remoteUrl, envEntry, findEnv, findLocalEnv, envNames, listEnvs, envTasks, syntheticSupport, hasSyntheticSupport, createPolicy,
+  registerEnv,
+  unregisterEnv,
+  registerRemote,
+  unregisterRemote,
+  remoteUrl,
+  envEntry,
+  findEnv,
+  findLocalEnv,
+  envNames,
+  listEnvs,
+  envTasks,
+  syntheticSupport,
+  hasSyntheticSupport,
+  createPolicy,
   plugPoint,
 } from "./registry.ts";
 export type { EnvSpec, EnvEntry, CommonEnvOptions, SyntheticSupport, PlugPoint } from "./registry.ts";

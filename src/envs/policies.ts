@@ -7,14 +7,18 @@ import { FREE_TEXT_SLOT, InvalidConfigError, Rng, ScriptedPolicy, type ActionSou
 export class RandomPolicy extends ScriptedPolicy {
   readonly name = "random";
   private rng: Rng;
-  constructor(seed = 0, private readonly candidates?: ActionSource) {
+  constructor(
+    seed = 0,
+    private readonly candidates?: ActionSource,
+  ) {
     super();
     this.rng = new Rng(seed);
   }
   // Its own stream, seeded once: collected data does not depend on how episodes are scheduled.
   choose({ actions, task, observation }: PolicyInput): string {
     const pool = actions ?? this.candidates?.(observation, task);
-    if (!pool || pool.length === 0) throw new InvalidConfigError("the random policy needs an env that lists its actions, or candidate actions (the env spec's candidateActions)");
+    if (!pool || pool.length === 0)
+      throw new InvalidConfigError("the random policy needs an env that lists its actions, or candidate actions (the env spec's candidateActions)");
     return this.rng.choice(pool).replace(FREE_TEXT_SLOT, task.instruction);
   }
 }

@@ -4,7 +4,19 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ClosedEnvironmentError, InvalidConfigError, type Env, type StepResult, type Task } from "../core/index.ts";
-import { actionVocabulary, createEnv, createPolicy, envTasks, listEnvs, listPolicies, loadEnvModules, registerEnv, runEpisode, syntheticSupport, unregisterEnv } from "./index.ts";
+import {
+  actionVocabulary,
+  createEnv,
+  createPolicy,
+  envTasks,
+  listEnvs,
+  listPolicies,
+  loadEnvModules,
+  registerEnv,
+  runEpisode,
+  syntheticSupport,
+  unregisterEnv,
+} from "./index.ts";
 
 /** A counter game: "add" earns 1 each time, "stop" ends; free text, no action list. */
 class CounterEnv implements Env {
@@ -45,7 +57,10 @@ test("registerEnv: a user's env is created, listed, played and checked by name l
     assert.throws(() => registerEnv("counter", { ...spec }), /already registered/);
     assert.throws(() => registerEnv("webshop", spec), /built in/);
     assert.throws(() => registerEnv("Bad Name", spec), /not valid/);
-    assert.deepEqual(listEnvs().map((e) => e.name), ["webshop", "alfworld", "webarena", "webshop-browser", "webshop-pages", "counter"]);
+    assert.deepEqual(
+      listEnvs().map((e) => e.name),
+      ["webshop", "alfworld", "webarena", "webshop-browser", "webshop-pages", "counter"],
+    );
     assert.deepEqual(listPolicies("counter"), ["random"]);
     const env = createEnv("counter");
     assert.equal(envTasks("counter", env).length, 1);
@@ -57,17 +72,24 @@ test("registerEnv: a user's env is created, listed, played and checked by name l
   } finally {
     unregisterEnv("counter");
   }
-  assert.throws(() => createEnv("counter"), (e: unknown) => e instanceof InvalidConfigError && /unknown environment "counter" \(known: webshop, alfworld, webarena, webshop-browser, webshop-pages\)/.test(e.message));
+  assert.throws(
+    () => createEnv("counter"),
+    (e: unknown) =>
+      e instanceof InvalidConfigError && /unknown environment "counter" \(known: webshop, alfworld, webarena, webshop-browser, webshop-pages\)/.test(e.message),
+  );
 });
 
 test("env modules: --env-module files and dreamgym.config.js register their envs (side effect or an `envs` export)", async () => {
   const dir = mkdtempSync(join(tmpdir(), "dreamgym-envmod-"));
   writeFileSync(join(dir, "by-export.mjs"), `export const envs = { "exported-env": { create: () => ({}) , description: "from envs" } };\n`);
   // The default-export form is handed the wrappers a checked env needs, so it imports nothing (issue 34).
-  writeFileSync(join(dir, "dreamgym.config.mjs"), `export default ({ registerEnv, orderEnforcing, withTimeLimit, withActions }) => {
+  writeFileSync(
+    join(dir, "dreamgym.config.mjs"),
+    `export default ({ registerEnv, orderEnforcing, withTimeLimit, withActions }) => {
   if (![orderEnforcing, withTimeLimit, withActions].every((f) => typeof f === "function")) throw new Error("no wrappers");
   registerEnv("configured-env", { create: () => orderEnforcing({}) });
-};\n`);
+};\n`,
+  );
   writeFileSync(join(dir, "broken.mjs"), `throw new Error("boom");\n`);
   try {
     const loaded = await loadEnvModules(["by-export.mjs"], { cwd: dir });

@@ -1,7 +1,19 @@
 import {
-  InvalidConfigError, OUTCOME_REWARDS,
-  type ActionSource, type CheckEnvOptions, type Env, type ExperienceModel, type Oracle, type OracleOptions, type Policy, type PolicyFeatures, type RewardSpec,
-  type StateAbstraction, type Task, type TaskGenerator, type Verifier,
+  InvalidConfigError,
+  OUTCOME_REWARDS,
+  type ActionSource,
+  type CheckEnvOptions,
+  type Env,
+  type ExperienceModel,
+  type Oracle,
+  type OracleOptions,
+  type Policy,
+  type PolicyFeatures,
+  type RewardSpec,
+  type StateAbstraction,
+  type Task,
+  type TaskGenerator,
+  type Verifier,
 } from "../core/index.ts";
 import type { AgentGymSupport, ExperienceModelContext, TaskGeneratorContext } from "./plug-points.ts";
 import { RandomPolicy } from "./policies.ts";
@@ -126,7 +138,8 @@ const builtins = new Map<string, EnvEntry>();
 const NAME = /^[a-z][a-z0-9_.-]{0,63}$/;
 
 function makeEntry(name: string, spec: EnvSpec, builtin: boolean): EnvEntry {
-  if (!NAME.test(name)) throw new InvalidConfigError(`env name "${name}" is not valid: use lower-case letters, digits, "_", "-" or ".", starting with a letter`);
+  if (!NAME.test(name))
+    throw new InvalidConfigError(`env name "${name}" is not valid: use lower-case letters, digits, "_", "-" or ".", starting with a letter`);
   if (typeof spec?.create !== "function") throw new InvalidConfigError(`env "${name}": its spec needs a create(options) function`);
   const rewards: RewardSpec = { ...OUTCOME_REWARDS, ...spec.rewards };
   if (!Number.isFinite(rewards.min) || !Number.isFinite(rewards.max) || rewards.min > rewards.max) {
@@ -134,7 +147,11 @@ function makeEntry(name: string, spec: EnvSpec, builtin: boolean): EnvEntry {
   }
   const policies = [...Object.keys(spec.policies ?? {}).filter((p) => p !== "random"), "random"];
   return {
-    name, spec, builtin, rewards, policies,
+    name,
+    spec,
+    builtin,
+    rewards,
+    policies,
     description: spec.description ?? `${name} (registered)`,
     splits: spec.splits ?? { train: "train", eval: "test" },
     success: spec.success ?? ((total) => total >= rewards.max - 1e-9),
@@ -216,7 +233,9 @@ export function plugPoint<K extends PlugPoint>(name: string, key: K): EnvSpec[K]
 export function envEntry(name: string): EnvEntry {
   const e = findEnv(name);
   if (!e) {
-    throw new InvalidConfigError(`unknown environment "${name}" (known: ${envNames().join(", ")}); register yours with registerEnv() and load it with --env-module <file>`);
+    throw new InvalidConfigError(
+      `unknown environment "${name}" (known: ${envNames().join(", ")}); register yours with registerEnv() and load it with --env-module <file>`,
+    );
   }
   return e;
 }
@@ -228,7 +247,9 @@ export function envNames(): string[] {
 
 /** Every registered env, built-in first. */
 export function listEnvs(): { name: string; description: string; builtin: boolean }[] {
-  return envNames().map((n) => envEntry(n)).map((e) => ({ name: e.name, description: e.description, builtin: e.builtin }));
+  return envNames()
+    .map((n) => envEntry(n))
+    .map((e) => ({ name: e.name, description: e.description, builtin: e.builtin }));
 }
 
 /** The tasks of an env instance's split, by its spec (else `env.tasks()`). */
@@ -236,14 +257,16 @@ export function envTasks(name: string, env: Env): Task[] {
   const e = envEntry(name);
   if (e.spec.tasks) return e.spec.tasks(env);
   const own = (env as { tasks?: () => Task[] }).tasks;
-  if (typeof own !== "function") throw new InvalidConfigError(`environment "${name}" cannot list its tasks: give its spec tasks(env) or the env a tasks() method`);
+  if (typeof own !== "function")
+    throw new InvalidConfigError(`environment "${name}" cannot list its tasks: give its spec tasks(env) or the env a tasks() method`);
   return own.call(env);
 }
 
 /** The synthetic support of an env instance, or an error saying the env has none. */
 export function syntheticSupport(name: string, env: Env): SyntheticSupport & { rewards: RewardSpec; policies: readonly string[] } {
   const e = envEntry(name);
-  if (!e.spec.synthetic) throw new InvalidConfigError(`environment "${name}" has no synthetic support (its spec has no synthetic(env): a state abstraction and start states)`);
+  if (!e.spec.synthetic)
+    throw new InvalidConfigError(`environment "${name}" has no synthetic support (its spec has no synthetic(env): a state abstraction and start states)`);
   return { policies: [], ...e.spec.synthetic(env), rewards: e.rewards };
 }
 

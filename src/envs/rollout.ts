@@ -17,6 +17,11 @@ function successRule(envName: string): (totalReward: number) => boolean {
 
 /** Plays one episode of `policy` in `env` (the one episode loop) and returns it as a trajectory record. */
 export async function runEpisode(env: Env, policy: Policy, opts: EpisodeOptions): Promise<Trajectory> {
-  const e = await playEpisode(env, policy, { task: opts.task, seed: opts.seed, rng: new Rng(opts.seed ?? 0), isSuccess: opts.isSuccess ?? successRule(opts.envName) });
+  const e = await playEpisode(env, policy, {
+    task: opts.task,
+    seed: opts.seed,
+    rng: new Rng(opts.seed ?? 0),
+    isSuccess: opts.isSuccess ?? successRule(opts.envName),
+  });
   return episodeTrajectory(e, { env: opts.envName, policy: policy.name, source: "real" });
 }

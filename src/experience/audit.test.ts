@@ -19,9 +19,21 @@ test("the audit warns where its figures mean little: no demo left (a one-task en
   const { join } = await import("node:path");
   const { ReplayBuffer } = await import("../buffer/index.ts");
   const { EmbeddedExperienceModel } = await import("./embedded-model.ts");
-  const abstraction = { env: "one-room", abstract: (o: string) => o, actions: () => undefined, isState: () => true, isTerminal: () => false, profile: "one room" };
+  const abstraction = {
+    env: "one-room",
+    abstract: (o: string) => o,
+    actions: () => undefined,
+    isState: () => true,
+    isTerminal: () => false,
+    profile: "one room",
+  };
   const traj = (task: string, reward: number, terminated: boolean) => ({
-    env: "one-room", task: { id: task, instruction: "wait" }, source: "real" as const, total_reward: reward, success: false, created_at: new Date(0).toISOString(),
+    env: "one-room",
+    task: { id: task, instruction: "wait" },
+    source: "real" as const,
+    total_reward: reward,
+    success: false,
+    created_at: new Date(0).toISOString(),
     steps: [{ observation: "room", action: "wait", reward, next_observation: "room", terminated, truncated: !terminated }],
   });
   const buffer = ReplayBuffer.open(join(mkdtempSync(join(tmpdir(), "dreamgym-auditwarn-")), "b.db"));

@@ -42,7 +42,14 @@ export function stateKind(state: string): string {
 
 /** F1 of two states' element lines (everything after the kind line), as sets. */
 export function elementF1(predicted: string, real: string): number {
-  const lines = (s: string) => new Set(s.split("\n").slice(1).map((l) => l.trim()).filter(Boolean));
+  const lines = (s: string) =>
+    new Set(
+      s
+        .split("\n")
+        .slice(1)
+        .map((l) => l.trim())
+        .filter(Boolean),
+    );
   const p = lines(predicted);
   const r = lines(real);
   if (p.size === 0 && r.size === 0) return 1;
@@ -96,7 +103,10 @@ export async function auditModel(trajectories: Trajectory[], opts: AuditOptions)
       // The state is the step before's next state, abstracted with that step's info, when it is that text.
       const state = before && before.raw === s.observation ? before.state : a.abstract(s.observation);
       const real = a.abstract(s.next_observation, s.info);
-      const demos = opts.buffer && opts.model.usesDemos !== false ? await retrieveDemos(opts.buffer, a, { state, action: s.action }, { k, excludeTask: t.task.id, exact: opts.model.exactDemos?.(state) }) : [];
+      const demos =
+        opts.buffer && opts.model.usesDemos !== false
+          ? await retrieveDemos(opts.buffer, a, { state, action: s.action }, { k, excludeTask: t.task.id, exact: opts.model.exactDemos?.(state) })
+          : [];
       if (opts.buffer && opts.model.usesDemos !== false && demos.length === 0) undemoed++;
       if (Math.abs(s.reward) > 1e-9) paying++;
       const started = performance.now();
@@ -138,15 +148,29 @@ export async function auditModel(trajectories: Trajectory[], opts: AuditOptions)
   const per = (x: number) => (steps > 0 ? x / steps : 0);
   const warnings: string[] = [];
   if (per(undemoed) >= 0.5) {
-    warnings.push(`${(100 * per(undemoed)).toFixed(0)}% of the steps found no demo once their own task's steps were left out (the audit holds out by task): in a one-task env, or with a buffer of only these tasks, the figures read a model with nothing to ground it; audit on trajectories of tasks the buffer does not hold`);
+    warnings.push(
+      `${(100 * per(undemoed)).toFixed(0)}% of the steps found no demo once their own task's steps were left out (the audit holds out by task): in a one-task env, or with a buffer of only these tasks, the figures read a model with nothing to ground it; audit on trajectories of tasks the buffer does not hold`,
+    );
   }
-  if (steps > 0 && terminals === 0) warnings.push("no trajectory in the sample ends: the success counts and the ending-step reward error say nothing; audit on whole episodes");
-  if (steps > 0 && paying === 0) warnings.push("no step in the sample earns a reward: ε_R cannot tell a model that never pays from a faithful one; add trajectories that earn something");
+  if (steps > 0 && terminals === 0)
+    warnings.push("no trajectory in the sample ends: the success counts and the ending-step reward error say nothing; audit on whole episodes");
+  if (steps > 0 && paying === 0)
+    warnings.push("no step in the sample earns a reward: ε_R cannot tell a model that never pays from a faithful one; add trajectories that earn something");
   return {
     warnings,
-    model: opts.model.id, trajectories: trajectories.length, steps,
-    invalidRate: per(invalid), rewardErrorRate: per(rewardErrors), rewardMAE: per(rewardAbs), terminalRewardMAE: terminals > 0 ? terminalAbs / terminals : 0,
-    success, terminationAccuracy: per(terminationOk), stateKindAccuracy: per(kindOk), elementF1: per(f1), identicalStates: per(identical), meanLatencyMs: per(latency),
+    model: opts.model.id,
+    trajectories: trajectories.length,
+    steps,
+    invalidRate: per(invalid),
+    rewardErrorRate: per(rewardErrors),
+    rewardMAE: per(rewardAbs),
+    terminalRewardMAE: terminals > 0 ? terminalAbs / terminals : 0,
+    success,
+    terminationAccuracy: per(terminationOk),
+    stateKindAccuracy: per(kindOk),
+    elementF1: per(f1),
+    identicalStates: per(identical),
+    meanLatencyMs: per(latency),
     tokensPerStep: per((opts.tokensUsed?.() ?? 0) - tokensBefore),
     ...(firstFailure !== undefined ? { firstFailure } : {}),
   };

@@ -41,7 +41,8 @@ export function createExperienceModel(spec: string | ExperienceModel, opts: Crea
     const model = own ? own({ abstraction: opts.abstraction, rewards }) : new EmbeddedExperienceModel({ abstraction: opts.abstraction, rewards });
     return { model, tokens: () => 0, close: async () => {} };
   }
-  if (spec.startsWith(LEARNED_PREFIX)) return { model: loadLearnedModel(spec.slice(LEARNED_PREFIX.length), opts.abstraction, rewards), tokens: () => 0, close: async () => {} };
+  if (spec.startsWith(LEARNED_PREFIX))
+    return { model: loadLearnedModel(spec.slice(LEARNED_PREFIX.length), opts.abstraction, rewards), tokens: () => 0, close: async () => {} };
   parseModelSpec(spec); // a clear error for a malformed string, before anything is built
   const chat = createChatModel(spec, opts.chat);
   return {
@@ -70,7 +71,9 @@ export function loadLearnedModel(file: string, abstraction: StateAbstraction, re
     bytes = readFileSync(file);
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    throw new InvalidConfigError(`cannot read the learned model ${file}: ${code === "ENOENT" ? "no such file" : code === "EISDIR" ? "it is a folder" : (code ?? String(e))}`);
+    throw new InvalidConfigError(
+      `cannot read the learned model ${file}: ${code === "ENOENT" ? "no such file" : code === "EISDIR" ? "it is a folder" : (code ?? String(e))}`,
+    );
   }
   return LearnedExperienceModel.load(bytes, file, { abstraction, rewards });
 }

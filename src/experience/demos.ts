@@ -27,7 +27,12 @@ export interface DemoOptions {
  * the env and (unless turned off) the k most similar states where the same action was taken, merged
  * best first, as abstract states.
  */
-export function retrieveDemos(buffer: ReplayBuffer, abstraction: StateAbstraction, query: { state: string; action: string }, opts: DemoOptions): Promise<Demo[]> {
+export function retrieveDemos(
+  buffer: ReplayBuffer,
+  abstraction: StateAbstraction,
+  query: { state: string; action: string },
+  opts: DemoOptions,
+): Promise<Demo[]> {
   // The same query on the same content has the same answer: a policy's rollouts of one task ask for
   // the same pages again and again (about 60% of WebShop's synthetic steps), and in training the
   // buffer changes only between iterations. Answers are kept per content version of the buffer.
@@ -36,7 +41,17 @@ export function retrieveDemos(buffer: ReplayBuffer, abstraction: StateAbstractio
   const version = buffer.version;
   let m = byAbstraction.get(abstraction);
   if (!m || m.version !== version || m.answers.size >= MEMO_MAX) byAbstraction.set(abstraction, (m = { version, answers: new Map() }));
-  const key = JSON.stringify([query.state, query.action, opts.k, opts.sameAction, opts.excludeTask, opts.exact, opts.preferTask, opts.realAnchor, opts.realOnly]);
+  const key = JSON.stringify([
+    query.state,
+    query.action,
+    opts.k,
+    opts.sameAction,
+    opts.excludeTask,
+    opts.exact,
+    opts.preferTask,
+    opts.realAnchor,
+    opts.realOnly,
+  ]);
   let answer = m.answers.get(key);
   if (!answer) m.answers.set(key, (answer = search(buffer, abstraction, query, opts)));
   return answer;
@@ -51,10 +66,18 @@ async function search(buffer: ReplayBuffer, abstraction: StateAbstraction, query
   if (opts.exact) {
     // Only real steps: what a synthetic episode wrote back is a model's guess, never evidence (and
     // its copies, the task's own and so first, would crowd the real steps out of the k).
-    return buffer.findExact(query, { env: abstraction.env, excludeTask: opts.excludeTask, preferTask: opts.preferTask, limit: opts.k, source: "real" }).map((t) => ({
-      state: abstraction.abstract(t.state), action: t.action, nextState: abstraction.abstract(t.nextState, t.info),
-      reward: t.reward, terminated: t.terminated, task: t.task, source: t.source, score: 1,
-    }));
+    return buffer
+      .findExact(query, { env: abstraction.env, excludeTask: opts.excludeTask, preferTask: opts.preferTask, limit: opts.k, source: "real" })
+      .map((t) => ({
+        state: abstraction.abstract(t.state),
+        action: t.action,
+        nextState: abstraction.abstract(t.nextState, t.info),
+        reward: t.reward,
+        terminated: t.terminated,
+        task: t.task,
+        source: t.source,
+        score: 1,
+      }));
   }
   const vector = await buffer.embedQuery(query);
   const env = abstraction.env;
@@ -65,8 +88,14 @@ async function search(buffer: ReplayBuffer, abstraction: StateAbstraction, query
   const sameAction = opts.sameAction === false ? [] : pick(buffer.searchVector(vector, { k: fetch, filter: { env, source, action: query.action } }));
   const seen = new Set<number>();
   const demo = (h: SearchResult): Demo => ({
-    state: abstraction.abstract(h.transition.state), action: h.transition.action, nextState: abstraction.abstract(h.transition.nextState, h.transition.info),
-    reward: h.transition.reward, terminated: h.transition.terminated, task: h.transition.task, source: h.transition.source, score: h.score,
+    state: abstraction.abstract(h.transition.state),
+    action: h.transition.action,
+    nextState: abstraction.abstract(h.transition.nextState, h.transition.info),
+    reward: h.transition.reward,
+    terminated: h.transition.terminated,
+    task: h.transition.task,
+    source: h.transition.source,
+    score: h.score,
   });
   const demos = [...sameAction, ...similar]
     .filter((h) => !seen.has(h.transition.id) && seen.add(h.transition.id))

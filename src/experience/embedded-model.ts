@@ -121,7 +121,12 @@ export class EmbeddedExperienceModel implements ExperienceModel {
    * of them, or a policy's exploit, once recorded, would vouch for itself). `u` is the largest: a
    * prediction is as sure as its least sure part.
    */
-  private uncertainty(pool: Demo[], rewardDemos: Demo[], anchors: Demo[], weight: (d: Demo) => number): { u: number; u_reward: number; u_outcome: number; u_grounding: number } {
+  private uncertainty(
+    pool: Demo[],
+    rewardDemos: Demo[],
+    anchors: Demo[],
+    weight: (d: Demo) => number,
+  ): { u: number; u_reward: number; u_outcome: number; u_grounding: number } {
     const wsum = (ds: Demo[], f: (d: Demo) => number) => ds.reduce((s, d) => s + weight(d) * f(d), 0);
     const rw = wsum(rewardDemos, () => 1);
     let uReward = 0;

@@ -15,7 +15,16 @@ export { buildSftData, isValTask } from "./sft-data.ts";
 export type { SftBuildOptions, SftBuildReport } from "./sft-data.ts";
 export { createExperienceModel } from "./create-experience-model.ts";
 export type { CreateExperienceModelOptions, ExperienceModelHandle } from "./create-experience-model.ts";
-export { replayInRealEnv, compareReal, summarizeReplays, auditRows, auditPairs, auditTable, advantageAgreement, orderAgreementByMargin } from "./on-policy-audit.ts";
+export {
+  replayInRealEnv,
+  compareReal,
+  summarizeReplays,
+  auditRows,
+  auditPairs,
+  auditTable,
+  advantageAgreement,
+  orderAgreementByMargin,
+} from "./on-policy-audit.ts";
 export type { SyntheticRecord, ReplayResult, OnPolicyAuditSummary, AuditPair, RealReplay, AdvantageAgreement } from "./on-policy-audit.ts";
 export { pessimisticStep } from "./synthetic-env.ts";
 export type { Pessimism } from "./synthetic-env.ts";

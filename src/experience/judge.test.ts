@@ -20,7 +20,8 @@ test("the LLM judge scores synthetic trajectories over the OpenAI protocol: repa
     reply: (body) => {
       const text = userText(body);
       if (text.includes("Task: GARBAGE")) return "I am sorry, I cannot rate this.";
-      if (text.includes("Task: buy item 1")) return '```json\n{"Consistency": "6", "diversity": "4/10", "informativeness": {"score": 5}, "hallucination": 3}\n```';
+      if (text.includes("Task: buy item 1"))
+        return '```json\n{"Consistency": "6", "diversity": "4/10", "informativeness": {"score": 5}, "hallucination": 3}\n```';
       return JSON.stringify({ consistency: 8, diversity: 6, informativeness: 7, hallucination: 2, rationale: "plausible pages" });
     },
   });

@@ -63,7 +63,11 @@ const Output = z.object({
 const OUTPUT_SCHEMA = { name: "trajectory_judgement", schema: z.toJSONSchema(Output) as Record<string, unknown> };
 
 const cut = (text: string, n: number) => (text.length > n ? `${text.slice(0, n)}\n…(cut)` : text);
-const oneLine = (t: Trajectory) => `task: ${cut(t.task.instruction, 160).replace(/\s+/g, " ")} | actions: ${t.steps.map((s) => s.action).join(" → ").slice(0, 400)} | return ${t.total_reward}`;
+const oneLine = (t: Trajectory) =>
+  `task: ${cut(t.task.instruction, 160).replace(/\s+/g, " ")} | actions: ${t.steps
+    .map((s) => s.action)
+    .join(" → ")
+    .slice(0, 400)} | return ${t.total_reward}`;
 
 /**
  * The paper's evaluation of synthetic experience by a strong LLM (GPT-4o there; any chat model
@@ -94,10 +98,16 @@ export class TrajectoryJudge {
     const max = this.o.maxSteps;
     const head = steps.length > max ? steps.slice(0, max - Math.floor(max / 3)) : steps;
     const tail = steps.length > max ? steps.slice(steps.length - Math.floor(max / 3)) : [];
-    const show = (s: Trajectory["steps"][number], i: number) => `--- step ${i + 1}\nstate:\n${cut(s.observation, n)}\naction: ${s.action}\nreward: ${s.reward}, ended: ${s.terminated || s.truncated}`;
+    const show = (s: Trajectory["steps"][number], i: number) =>
+      `--- step ${i + 1}\nstate:\n${cut(s.observation, n)}\naction: ${s.action}\nreward: ${s.reward}, ended: ${s.terminated || s.truncated}`;
     const lines = head.map((s, i) => show(s, i));
     if (tail.length > 0) {
-      lines.push(`--- steps ${head.length + 1}–${steps.length - tail.length}: ${steps.slice(head.length, steps.length - tail.length).map((s) => s.action).join(" → ")}`);
+      lines.push(
+        `--- steps ${head.length + 1}–${steps.length - tail.length}: ${steps
+          .slice(head.length, steps.length - tail.length)
+          .map((s) => s.action)
+          .join(" → ")}`,
+      );
       lines.push(...tail.map((s, i) => show(s, steps.length - tail.length + i)));
     }
     const last = steps.at(-1);
@@ -160,7 +170,10 @@ export class TrajectoryJudge {
       const checked = choice.parseError ? { error: choice.parseError } : this.validate(choice.parsed);
       if (checked.value) return { scores: checked.value };
       lastError = checked.error!;
-      messages.push({ role: "assistant", content: cut(choice.text, 2000) }, { role: "user", content: `That answer was invalid (${lastError}). Reply with the JSON object only.` });
+      messages.push(
+        { role: "assistant", content: cut(choice.text, 2000) },
+        { role: "user", content: `That answer was invalid (${lastError}). Reply with the JSON object only.` },
+      );
     }
     return { error: `invalid judge answer after ${this.o.maxAttempts} attempts: ${lastError}` };
   }
@@ -174,12 +187,14 @@ export class TrajectoryJudge {
     const k = Math.min(this.o.context, Math.max(0, n - 1));
     const tokens0 = this.tokens();
     let done = 0;
-    const results = await Promise.all(trajectories.map(async (t, i) => {
-      const others = Array.from({ length: k }, (_, j) => trajectories[(i + 1 + j) % n]);
-      const r = await this.judge(t, others);
-      this.o.onJudged?.(++done, n);
-      return { task: t.task.id, ...r };
-    }));
+    const results = await Promise.all(
+      trajectories.map(async (t, i) => {
+        const others = Array.from({ length: k }, (_, j) => trajectories[(i + 1 + j) % n]);
+        const r = await this.judge(t, others);
+        this.o.onJudged?.(++done, n);
+        return { task: t.task.id, ...r };
+      }),
+    );
     const judged = results.filter((r) => r.scores);
     const stat = (d: JudgeDimension) => {
       if (judged.length === 0) return { m: null, sd: null };
@@ -190,10 +205,15 @@ export class TrajectoryJudge {
     const stats = Object.fromEntries(JUDGE_DIMENSIONS.map((d) => [d, stat(d)])) as Record<JudgeDimension, { m: number | null; sd: number | null }>;
     const firstFailure = results.find((r) => r.error)?.error;
     return {
-      model: this.o.chat.id, trajectories: n, judged: judged.length, failed: n - judged.length,
+      model: this.o.chat.id,
+      trajectories: n,
+      judged: judged.length,
+      failed: n - judged.length,
       mean: Object.fromEntries(JUDGE_DIMENSIONS.map((d) => [d, stats[d].m])) as JudgeReport["mean"],
       sd: Object.fromEntries(JUDGE_DIMENSIONS.map((d) => [d, stats[d].sd])) as JudgeReport["sd"],
-      results, ...(firstFailure ? { firstFailure } : {}), tokens: this.tokens() - tokens0,
+      results,
+      ...(firstFailure ? { firstFailure } : {}),
+      tokens: this.tokens() - tokens0,
     };
   }
 

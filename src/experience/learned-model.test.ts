@@ -8,7 +8,16 @@ import { ReplayBuffer } from "../buffer/index.ts";
 import { runEpisode } from "../envs/index.ts";
 import { RandomPolicy } from "../envs/policies.ts";
 import { OraclePolicy, RulePolicy, WebShopEnv, webshopAbstraction } from "../envs/webshop/index.ts";
-import { abstractTrajectory, auditModel, createExperienceModel, EmbeddedExperienceModel, LearnedExperienceModel, retrieveDemos, trainLearnedModel, transitionFeatures } from "./index.ts";
+import {
+  abstractTrajectory,
+  auditModel,
+  createExperienceModel,
+  EmbeddedExperienceModel,
+  LearnedExperienceModel,
+  retrieveDemos,
+  trainLearnedModel,
+  transitionFeatures,
+} from "./index.ts";
 import { chosenOptions, purchaseKey, PurchaseSupport, requestOf } from "./transition-features.ts";
 import { combine, UNSUPPORTED_TOP, type HeadOutputs } from "./learned-model.ts";
 import type { ScoreNet } from "../rl/index.ts";
@@ -34,7 +43,10 @@ const world = (async () => {
   ];
   const held = [...(await episodes(test, (e) => new OraclePolicy(e), 0, 40)), ...(await episodes(test, () => new RulePolicy(), 40, 40))];
   const buffer = ReplayBuffer.open(join(mkdtempSync(join(tmpdir(), "dreamgym-learned-")), "seed.db"));
-  await buffer.appendTrajectories(seed.map((t) => abstractTrajectory(t, abstraction)), { seed: true });
+  await buffer.appendTrajectories(
+    seed.map((t) => abstractTrajectory(t, abstraction)),
+    { seed: true },
+  );
   await Promise.all([train.close(), test.close()]);
   return { abstraction, buffer, held };
 })();
@@ -47,7 +59,9 @@ test("the learned model beats the kNN model on held-out reward error (ε_R) on W
   assert.ok(validation && validation.tasks > 0 && validation.steps > 0, "tasks are held out for validation");
   const learned = await auditModel(held, { model, abstraction, buffer });
   const knn = await auditModel(held, { model: new EmbeddedExperienceModel({ abstraction }), abstraction, buffer });
-  t.diagnostic(`ε_R learned ${learned.rewardErrorRate.toFixed(3)} vs kNN ${knn.rewardErrorRate.toFixed(3)}; MAE ${learned.rewardMAE.toFixed(3)} vs ${knn.rewardMAE.toFixed(3)}`);
+  t.diagnostic(
+    `ε_R learned ${learned.rewardErrorRate.toFixed(3)} vs kNN ${knn.rewardErrorRate.toFixed(3)}; MAE ${learned.rewardMAE.toFixed(3)} vs ${knn.rewardMAE.toFixed(3)}`,
+  );
   assert.ok(learned.rewardErrorRate < knn.rewardErrorRate, `ε_R learned ${learned.rewardErrorRate} vs kNN ${knn.rewardErrorRate}`);
   assert.ok(learned.rewardMAE < knn.rewardMAE, `reward MAE learned ${learned.rewardMAE} vs kNN ${knn.rewardMAE}`);
   assert.ok(learned.terminationAccuracy >= 0.98, `termination accuracy ${learned.terminationAccuracy}`);
@@ -102,12 +116,15 @@ test("a bad model file is one clear InvalidConfigError", async () => {
   for (const [name, content, message] of cases) {
     const file = join(dir, name);
     if (content) writeFileSync(file, content);
-    assert.throws(() => createExperienceModel(`learned:${file}`, { abstraction }), (e: unknown) => {
-      assert.ok(e instanceof InvalidConfigError, String(e));
-      assert.match(e.message, message);
-      assert.ok(!e.message.includes("\n"), "one line");
-      return true;
-    });
+    assert.throws(
+      () => createExperienceModel(`learned:${file}`, { abstraction }),
+      (e: unknown) => {
+        assert.ok(e instanceof InvalidConfigError, String(e));
+        assert.match(e.message, message);
+        assert.ok(!e.message.includes("\n"), "one line");
+        return true;
+      },
+    );
   }
   const other = { ...abstraction, env: "alfworld" };
   writeFileSync(join(dir, "ok.bin"), bytes);
@@ -136,7 +153,17 @@ test("a return action leads back to this episode's own earlier page, not a neigh
 });
 
 test("the option a group counts is its last click on this page, as the site keeps it", () => {
-  const page = ["page: item", "instruction: Find me a shirt with fit type: women, and size: large", "[back to search] [< prev]", "fit type: [men] [women] [youth]", "size: [small] [large]", "A Shirt", "Price: $10.00", "Rating: N.A.", "[description] [features] [reviews] [buy now]"].join("\n");
+  const page = [
+    "page: item",
+    "instruction: Find me a shirt with fit type: women, and size: large",
+    "[back to search] [< prev]",
+    "fit type: [men] [women] [youth]",
+    "size: [small] [large]",
+    "A Shirt",
+    "Price: $10.00",
+    "Rating: N.A.",
+    "[description] [features] [reviews] [buy now]",
+  ].join("\n");
   const results = "page: results\ninstruction: Find me a shirt\n[back to search] [next >]\nPage 1 (Total results: 50)\n[b000000001] A Shirt | $10.00";
   const at = (action: string, state = page) => ({ state, action, nextState: page, reward: 0 });
   const history = [at("click[b000000001]", results), at("click[women]"), at("click[large]"), at("click[men]")];
@@ -144,11 +171,18 @@ test("the option a group counts is its last click on this page, as the site keep
   // The values chosen before the item was opened (another page) do not count.
   assert.deepEqual(Object.fromEntries(chosenOptions([at("click[small]"), at("click[b000000001]", results)], page)), {});
   // Women then men is not the purchase women alone is: the features differ where the choice does.
-  const x = (h: typeof history) => transitionFeatures({ task: { id: "t", instruction: "Find me a shirt with fit type: women, and size: large" }, history: h, state: page, action: "click[buy now]" }, 8192);
+  const x = (h: typeof history) =>
+    transitionFeatures(
+      { task: { id: "t", instruction: "Find me a shirt with fit type: women, and size: large" }, history: h, state: page, action: "click[buy now]" },
+      8192,
+    );
   const right = x([at("click[b000000001]", results), at("click[large]"), at("click[women]")]);
   const wrong = x([at("click[b000000001]", results), at("click[women]"), at("click[large]"), at("click[men]")]);
   const set = (v: { idx: Int32Array }) => new Set(v.idx);
-  assert.ok([...set(right)].some((i) => !set(wrong).has(i)), "a wrong last click changes the features");
+  assert.ok(
+    [...set(right)].some((i) => !set(wrong).has(i)),
+    "a wrong last click changes the features",
+  );
 });
 
 test("an item the data never opened gets its page from its listing, not another item's copied page", async () => {
@@ -173,7 +207,11 @@ test("an item the data never opened gets its page from its listing, not another 
     assert.equal(lines[0], "page: item");
     const title = real[real.findIndex((l) => l.startsWith("Price: ")) - 1];
     assert.equal(lines[lines.findIndex((l) => l.startsWith("Price: ")) - 1], title, "the product's own title");
-    assert.equal(lines.find((l) => l.startsWith("Price: ")), real.find((l) => l.startsWith("Price: ")), "the product's own price");
+    assert.equal(
+      lines.find((l) => l.startsWith("Price: ")),
+      real.find((l) => l.startsWith("Price: ")),
+      "the product's own price",
+    );
     assert.ok(!lines.some((l) => /^[^[\]:]{1,40}:\s*\[/.test(l)), "no option groups it cannot know");
     assert.ok(lines.at(-1)!.includes("[buy now]"));
     assert.equal(p.terminated, false);
@@ -192,7 +230,13 @@ test("the ensemble pays the top reward only where it is sure (≥ 0.9), else the
   assert.ok(Math.abs(unsure.reward - (0.6 + 0.4 * 0.5)) < 1e-9, `reward ${unsure.reward}`);
   assert.equal(combine(members(0.93), rewards).reward, 1);
   // Sure of the bottom: the bottom, as the env pays it.
-  assert.equal(combine([0.95, 0.96, 0.97].map((b) => ({ end: 1, top: 0, bottom: b, mid: 0.5 })), rewards).reward, 0);
+  assert.equal(
+    combine(
+      [0.95, 0.96, 0.97].map((b) => ({ end: 1, top: 0, bottom: b, mid: 0.5 })),
+      rewards,
+    ).reward,
+    0,
+  );
 });
 
 test("a purchase no real episode made in full (this product for this request) is never paid the top, however sure the members are", () => {
@@ -205,7 +249,11 @@ test("a purchase no real episode made in full (this product for this request) is
   // Unsure members pay less still: the cap only lowers.
   const unsure = [0.2, 0.25, 0.3].map((t) => ({ end: 1, top: t, bottom: 0, mid: 0.6 }));
   assert.ok(Math.abs(combine(unsure, rewards, false).reward - combine(unsure, rewards, true).reward) < 1e-9);
-  assert.equal(requestOf("Find me loose fit women's tops with short sleeve with color: c3-black, and size: small, and price lower than 50.00 dollars"), "find me loose fit women s tops", "from the first ' with ' that leads to an option name");
+  assert.equal(
+    requestOf("Find me loose fit women's tops with short sleeve with color: c3-black, and size: small, and price lower than 50.00 dollars"),
+    "find me loose fit women s tops",
+    "from the first ' with ' that leads to an option name",
+  );
   const support = new PurchaseSupport([["b0\tfind me x", ["t1", "t2"]]]);
   assert.equal(support.others("b0\tfind me x", "t1"), 1, "a task's own purchase is no evidence for itself");
   assert.equal(support.others("b0\tfind me x", ""), 2);
@@ -219,7 +267,9 @@ test("the learned model pays the top only for purchases its data made in full: w
   const support = new PurchaseSupport(model.info.support);
   const members = (model as unknown as { members: ScoreNet[][] }).members;
   const none = new LearnedExperienceModel({ ...model.info, support: [] }, members, { abstraction });
-  let purchases = 0, top = 0, topNone = 0;
+  let purchases = 0,
+    top = 0,
+    topNone = 0;
   for (const t of buffer.trajectories({ source: "real" })) {
     if (!t.success) continue;
     const history: HistoryStep[] = [];

@@ -1,5 +1,15 @@
 import {
-  InvalidConfigError, OUTCOME_REWARDS, Rng, type ExperienceModel, type HistoryStep, type PredictInput, type Prediction, type PolicyFeatures, type RewardSpec, type StateAbstraction, type Trajectory,
+  InvalidConfigError,
+  OUTCOME_REWARDS,
+  Rng,
+  type ExperienceModel,
+  type HistoryStep,
+  type PredictInput,
+  type Prediction,
+  type PolicyFeatures,
+  type RewardSpec,
+  type StateAbstraction,
+  type Trajectory,
 } from "../core/index.ts";
 import type { ReplayBuffer } from "../buffer/index.ts";
 import { packParams, ScoreNet, unpackParams, viewAction, webView, type SparseVector } from "../rl/index.ts";
@@ -162,11 +172,22 @@ export class LearnedExperienceModel implements ExperienceModel {
   }
 
   /** The ensemble's end probability, reward and uncertainty for one transition. */
-  estimate(input: { task: PredictInput["task"]; history: readonly HistoryStep[]; state: string; action: string }): { pEnd: number; reward: number; u: number; u_reward: number; u_outcome: number; pTop: number; supported: boolean } {
+  estimate(input: { task: PredictInput["task"]; history: readonly HistoryStep[]; state: string; action: string }): {
+    pEnd: number;
+    reward: number;
+    u: number;
+    u_reward: number;
+    u_outcome: number;
+    pTop: number;
+    supported: boolean;
+  } {
     // The top reward needs evidence: the data bought this product for this request in full (any task).
     const key = this.info.support ? purchaseKey(input) : undefined;
     const supported = key === undefined || this.support.others(key, "") > 0;
-    return { ...combine(this.outputs(transitionFeatures(input, this.info.dim, this.support, this.features)), this.rewards, supported, this.info.rewardValues), supported };
+    return {
+      ...combine(this.outputs(transitionFeatures(input, this.info.dim, this.support, this.features)), this.rewards, supported, this.info.rewardValues),
+      supported,
+    };
   }
 
   async predict(input: PredictInput): Promise<Prediction> {
@@ -182,10 +203,18 @@ export class LearnedExperienceModel implements ExperienceModel {
     const round = (x: number) => Math.round(x * 1e6) / 1e6;
     const { failed: _f, u: _u, u_reward: _r, u_outcome: _o, u_grounding: _g, ...knnInfo } = base.info;
     return {
-      nextState, reward, terminated,
+      nextState,
+      reward,
+      terminated,
       info: {
-        ...knnInfo, ...(failed ? { next_state: "unchanged (no usable demo)" } : {}), ...(back !== undefined ? { next_state: "an earlier page of this episode" } : {}),
-        u: round(e.u), u_reward: round(e.u_reward), u_outcome: round(e.u_outcome), p_end: round(e.pEnd), p_success: round(e.pTop),
+        ...knnInfo,
+        ...(failed ? { next_state: "unchanged (no usable demo)" } : {}),
+        ...(back !== undefined ? { next_state: "an earlier page of this episode" } : {}),
+        u: round(e.u),
+        u_reward: round(e.u_reward),
+        u_outcome: round(e.u_outcome),
+        p_end: round(e.pEnd),
+        p_success: round(e.pTop),
         ...(terminated && !e.supported ? { top: "capped: no real episode bought this product for this request in full" } : {}),
       },
     };
@@ -193,19 +222,54 @@ export class LearnedExperienceModel implements ExperienceModel {
 
   /** The model file: a header line (JSON) and the members' parameters (float32). Same model → same bytes. */
   save(): Uint8Array {
-    return packParams(MAGIC, { ...this.info }, this.members.flatMap((nets) => nets.flatMap((n) => n.params())));
+    return packParams(
+      MAGIC,
+      { ...this.info },
+      this.members.flatMap((nets) => nets.flatMap((n) => n.params())),
+    );
   }
 
   /** Reads a model file; anything else (or a model of another env or shape) is an `InvalidConfigError` naming `source`. */
   static load(bytes: Uint8Array, source: string, opts: LearnedModelOptions): LearnedExperienceModel {
     const { header, arrays } = unpackParams<LearnedModelInfo>(bytes, MAGIC, source, "a dreamgym learned experience model (make one with dreamgym model train)");
-    const ok = header && header.format === FORMAT && Number.isInteger(header.dim) && header.dim >= 16 && Number.isInteger(header.hidden) && header.hidden >= 1
-      && Number.isInteger(header.members) && header.members >= 1 && typeof header.env === "string" && header.rewards && typeof header.rewards.min === "number";
+    const ok =
+      header &&
+      header.format === FORMAT &&
+      Number.isInteger(header.dim) &&
+      header.dim >= 16 &&
+      Number.isInteger(header.hidden) &&
+      header.hidden >= 1 &&
+      Number.isInteger(header.members) &&
+      header.members >= 1 &&
+      typeof header.env === "string" &&
+      header.rewards &&
+      typeof header.rewards.min === "number";
     if (!ok) throw new InvalidConfigError(`${source}: the model header is incomplete or of another format`);
-    if (header.returns !== undefined && !(Array.isArray(header.returns) && header.returns.every((r) => r && typeof r.action === "string" && typeof r.from === "string" && typeof r.to === "string"))) throw new InvalidConfigError(`${source}: the model header's returns are not a list of actions`);
-    if (header.support !== undefined && !(Array.isArray(header.support) && header.support.every((e) => Array.isArray(e) && typeof e[0] === "string" && Array.isArray(e[1]) && e[1].every((t: unknown) => typeof t === "string")))) throw new InvalidConfigError(`${source}: the model header's support is not a list of purchases and tasks`);
-    if (header.rewardValues !== undefined && !(Array.isArray(header.rewardValues) && header.rewardValues.every((v) => typeof v === "number" && Number.isFinite(v)))) throw new InvalidConfigError(`${source}: the model header's reward values are not a list of numbers`);
-    if (header.featureVersion !== TRANSITION_FEATURE_VERSION) throw new InvalidConfigError(`${source} was trained with features ${header.featureVersion}; this version reads ${TRANSITION_FEATURE_VERSION}: train it again`);
+    if (
+      header.returns !== undefined &&
+      !(
+        Array.isArray(header.returns) &&
+        header.returns.every((r) => r && typeof r.action === "string" && typeof r.from === "string" && typeof r.to === "string")
+      )
+    )
+      throw new InvalidConfigError(`${source}: the model header's returns are not a list of actions`);
+    if (
+      header.support !== undefined &&
+      !(
+        Array.isArray(header.support) &&
+        header.support.every((e) => Array.isArray(e) && typeof e[0] === "string" && Array.isArray(e[1]) && e[1].every((t: unknown) => typeof t === "string"))
+      )
+    )
+      throw new InvalidConfigError(`${source}: the model header's support is not a list of purchases and tasks`);
+    if (
+      header.rewardValues !== undefined &&
+      !(Array.isArray(header.rewardValues) && header.rewardValues.every((v) => typeof v === "number" && Number.isFinite(v)))
+    )
+      throw new InvalidConfigError(`${source}: the model header's reward values are not a list of numbers`);
+    if (header.featureVersion !== TRANSITION_FEATURE_VERSION)
+      throw new InvalidConfigError(
+        `${source} was trained with features ${header.featureVersion}; this version reads ${TRANSITION_FEATURE_VERSION}: train it again`,
+      );
     if (header.env !== opts.abstraction.env) throw new InvalidConfigError(`${source} is a model of ${header.env}, not of ${opts.abstraction.env}`);
     const { dim, hidden, members } = header;
     const shape = [dim * hidden, dim, hidden, hidden, 1];
@@ -215,11 +279,13 @@ export class LearnedExperienceModel implements ExperienceModel {
     }
     const rng = new Rng(0);
     let next = 0; // the arrays are the members' heads' params, in order (the layout is checked above)
-    const nets = Array.from({ length: members }, () => HEADS.map(() => {
-      const net = new ScoreNet(dim, hidden, rng, { embedScale: 0, outScale: 0 });
-      for (const p of net.params()) p.set(arrays[next++]);
-      return net;
-    }));
+    const nets = Array.from({ length: members }, () =>
+      HEADS.map(() => {
+        const net = new ScoreNet(dim, hidden, rng, { embedScale: 0, outScale: 0 });
+        for (const p of net.params()) p.set(arrays[next++]);
+        return net;
+      }),
+    );
     const { lengths: _l, ...info } = header;
     return new LearnedExperienceModel(info, nets, opts);
   }
@@ -229,7 +295,12 @@ export class LearnedExperienceModel implements ExperienceModel {
  * The ensemble's estimate from its members' head outputs: end probability, reward, and the
  * disagreement u. Exported for its tests. `values`: with dense rewards, the rewards the data pays.
  */
-export function combine(outs: HeadOutputs[], rewards: RewardSpec, supported = true, values?: readonly number[]): { pEnd: number; reward: number; u: number; u_reward: number; u_outcome: number; pTop: number } {
+export function combine(
+  outs: HeadOutputs[],
+  rewards: RewardSpec,
+  supported = true,
+  values?: readonly number[],
+): { pEnd: number; reward: number; u: number; u_reward: number; u_outcome: number; pTop: number } {
   const n = outs.length;
   const mean = (f: (o: HeadOutputs) => number) => outs.reduce((s, o) => s + f(o), 0) / n;
   const sd = (f: (o: HeadOutputs) => number) => {
@@ -252,7 +323,13 @@ export function combine(outs: HeadOutputs[], rewards: RewardSpec, supported = tr
   // chance is capped below sure (UNSUPPORTED_TOP), so such a purchase is never paid the top itself.
   const notTop = pBottom >= SURE ? rewards.min : pBottom * rewards.min + (1 - pBottom) * mid;
   const paidTop = supported ? pTop : Math.min(pTop, UNSUPPORTED_TOP);
-  const reward = rewards.dense ? likeliest(paidTop, pBottom, mid, rewards, values) : supported && pTop >= SURE ? rewards.max : pBottom >= SURE ? rewards.min : paidTop * rewards.max + (1 - paidTop) * notTop;
+  const reward = rewards.dense
+    ? likeliest(paidTop, pBottom, mid, rewards, values)
+    : supported && pTop >= SURE
+      ? rewards.max
+      : pBottom >= SURE
+        ? rewards.min
+        : paidTop * rewards.max + (1 - paidTop) * notTop;
   const uReward = Math.min(1, sd(expected) / Math.max(range / 2, 1e-9));
   const uOutcome = Math.min(1, 2 * sd((o) => o.end));
   return { pEnd, reward, pTop, u: Math.max(uReward, uOutcome), u_reward: uReward, u_outcome: uOutcome };
@@ -348,7 +425,14 @@ function supportOf(trajectories: readonly Trajectory[], a: StateAbstraction, rew
 }
 
 /** The training examples of a buffer's real trajectories of the abstraction's env, oldest first. */
-function examplesOf(trajectories: Iterable<Trajectory>, a: StateAbstraction, rewards: RewardSpec, dim: number, support: PurchaseSupport, features: PolicyFeatures | undefined): { examples: Example[]; trajectories: number; returns: ReturnRule[] } {
+function examplesOf(
+  trajectories: Iterable<Trajectory>,
+  a: StateAbstraction,
+  rewards: RewardSpec,
+  dim: number,
+  support: PurchaseSupport,
+  features: PolicyFeatures | undefined,
+): { examples: Example[]; trajectories: number; returns: ReturnRule[] } {
   const examples: Example[] = [];
   const backs = new Map<string, { n: number; hits: number }>();
   let count = 0;
@@ -362,8 +446,15 @@ function examplesOf(trajectories: Iterable<Trajectory>, a: StateAbstraction, rew
       const earns = s.terminated || rewards.dense;
       const input = { task: t.task, history, state, action: s.action };
       examples.push({
-        x: transitionFeatures(input, dim, support, features), key: purchaseKey(input), task: t.task.id, end: s.terminated, earns, reward: s.reward,
-        top: s.reward >= rewards.max - 1e-9, bottom: s.reward <= rewards.min + 1e-9, share: Math.min(1, Math.max(0, (s.reward - rewards.min) / range)),
+        x: transitionFeatures(input, dim, support, features),
+        key: purchaseKey(input),
+        task: t.task.id,
+        end: s.terminated,
+        earns,
+        reward: s.reward,
+        top: s.reward >= rewards.max - 1e-9,
+        bottom: s.reward <= rewards.min + 1e-9,
+        share: Math.min(1, Math.max(0, (s.reward - rewards.min) / range)),
       });
       if (nextState !== state) {
         const key = [normAction(state, s.action), firstLine(state), firstLine(nextState)].join("\t");
@@ -376,7 +467,10 @@ function examplesOf(trajectories: Iterable<Trajectory>, a: StateAbstraction, rew
     }
   }
   // An action is a return when it almost always leads back to the page it names, over enough steps.
-  const returns = [...backs].filter(([, c]) => c.n >= 10 && c.hits >= 0.95 * c.n).map(([key]) => key).sort()
+  const returns = [...backs]
+    .filter(([, c]) => c.n >= 10 && c.hits >= 0.95 * c.n)
+    .map(([key]) => key)
+    .sort()
     .map((key) => {
       const [action, from, to] = key.split("\t");
       return { action, from, to };
@@ -443,7 +537,10 @@ function lossOf(nets: ScoreNet[], examples: readonly Example[], h: Float64Array)
  * keeps the epoch with the lowest validation loss. Deterministic: the same buffer and options give
  * the same model, byte for byte.
  */
-export function trainLearnedModel(buffer: ReplayBuffer, opts: TrainLearnedModelOptions): { model: LearnedExperienceModel; validation: LearnedModelValidation | null } {
+export function trainLearnedModel(
+  buffer: ReplayBuffer,
+  opts: TrainLearnedModelOptions,
+): { model: LearnedExperienceModel; validation: LearnedModelValidation | null } {
   const a = opts.abstraction;
   const rewards = opts.rewards ?? OUTCOME_REWARDS;
   const epochs = opts.epochs ?? 12;
@@ -462,7 +559,8 @@ export function trainLearnedModel(buffer: ReplayBuffer, opts: TrainLearnedModelO
   // training task's own purchase never counts for itself: `others`).
   const support = supportOf(real, a, rewards, (task) => !isValTask(task, valFraction));
   const { examples, trajectories, returns } = examplesOf(real, a, rewards, dim, support, plugPoint(a.env, "features"));
-  if (examples.length === 0) throw new InvalidConfigError(`the buffer has no real ${a.env} transitions to learn from (dreamgym buffer import F.jsonl --abstract --buffer B.db)`);
+  if (examples.length === 0)
+    throw new InvalidConfigError(`the buffer has no real ${a.env} transitions to learn from (dreamgym buffer import F.jsonl --abstract --buffer B.db)`);
   const val = examples.filter((e) => isValTask(e.task, valFraction));
   const train = examples.filter((e) => !isValTask(e.task, valFraction));
   if (train.length === 0) throw new InvalidConfigError(`every task of the buffer fell into the validation share (${valFraction}); lower it or add tasks`);
@@ -509,9 +607,17 @@ export function trainLearnedModel(buffer: ReplayBuffer, opts: TrainLearnedModelO
   }
   const valTasks = new Set(val.map((e) => e.task));
   const info: LearnedModelInfo = {
-    format: FORMAT, env: a.env, featureVersion: TRANSITION_FEATURE_VERSION, dim, hidden, members: memberCount, rewards,
+    format: FORMAT,
+    env: a.env,
+    featureVersion: TRANSITION_FEATURE_VERSION,
+    dim,
+    hidden,
+    members: memberCount,
+    rewards,
     training: { seed, epochs, trajectories, transitions: examples.length, tasks: taskIds.length + valTasks.size, valFraction },
-    validation: null, returns, support: support.entries(),
+    validation: null,
+    returns,
+    support: support.entries(),
   };
   const values = rewards.dense ? rewardValuesOf(train) : undefined;
   if (values) info.rewardValues = values;
@@ -522,10 +628,15 @@ export function trainLearnedModel(buffer: ReplayBuffer, opts: TrainLearnedModelO
     let endingAbs = 0;
     let endings = 0;
     for (const e of val) {
-      const est = combine(members.map((nets) => {
-        const [end, top, bottom, mid] = nets.map((n) => sigmoid(n.forward(e.x, h)));
-        return { end, top, bottom, mid };
-      }), rewards, e.key === undefined || support.others(e.key, "") > 0, values);
+      const est = combine(
+        members.map((nets) => {
+          const [end, top, bottom, mid] = nets.map((n) => sigmoid(n.forward(e.x, h)));
+          return { end, top, bottom, mid };
+        }),
+        rewards,
+        e.key === undefined || support.others(e.key, "") > 0,
+        values,
+      );
       const terminated = est.pEnd >= 0.5;
       const reward = terminated || rewards.dense ? est.reward : 0;
       if (terminated === e.end) endOk++;
@@ -537,8 +648,12 @@ export function trainLearnedModel(buffer: ReplayBuffer, opts: TrainLearnedModelO
     }
     const r6 = (x: number) => Math.round(x * 1e6) / 1e6;
     validation = {
-      tasks: valTasks.size, steps: val.length, loss: r6(memberReports.reduce((s, r) => s + r.loss, 0) / memberCount),
-      terminationAccuracy: r6(endOk / val.length), rewardErrorRate: r6(errors / val.length), endingRewardMAE: r6(endings > 0 ? endingAbs / endings : 0),
+      tasks: valTasks.size,
+      steps: val.length,
+      loss: r6(memberReports.reduce((s, r) => s + r.loss, 0) / memberCount),
+      terminationAccuracy: r6(endOk / val.length),
+      rewardErrorRate: r6(errors / val.length),
+      endingRewardMAE: r6(endings > 0 ? endingAbs / endings : 0),
       members: memberReports.map((r) => ({ bestEpoch: r.bestEpoch, loss: r6(r.loss) })),
     };
   }

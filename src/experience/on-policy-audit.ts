@@ -104,7 +104,11 @@ export interface AdvantageAgreement {
  * earned for real. A task the real env cannot play (an LLM-generated one with no goal behind it) gives
  * null instead.
  */
-export async function replayInRealEnv(envs: readonly Env[], records: readonly SyntheticRecord[], isSuccess: (totalReward: number) => boolean): Promise<(ReplayResult | null)[]> {
+export async function replayInRealEnv(
+  envs: readonly Env[],
+  records: readonly SyntheticRecord[],
+  isSuccess: (totalReward: number) => boolean,
+): Promise<(ReplayResult | null)[]> {
   const results: (ReplayResult | null)[] = new Array(records.length).fill(null);
   let next = 0;
   const worker = async (env: Env) => {
@@ -145,8 +149,15 @@ function resultOf(r: SyntheticRecord, real: RealReplay, divergedAt: number | nul
   const syntheticReturn = r.steps.reduce((a, s) => a + s.reward, 0);
   const realReturn = real.steps.reduce((a, x) => a + x.reward, 0);
   return {
-    syntheticReturn, trainedReturn: r.trainedReturn ?? syntheticReturn, ...(r.group !== undefined ? { group: r.group } : {}), realReturn,
-    syntheticSuccess: isSuccess(syntheticReturn), realSuccess: isSuccess(realReturn), divergedAt, steps, real,
+    syntheticReturn,
+    trainedReturn: r.trainedReturn ?? syntheticReturn,
+    ...(r.group !== undefined ? { group: r.group } : {}),
+    realReturn,
+    syntheticSuccess: isSuccess(syntheticReturn),
+    realSuccess: isSuccess(realReturn),
+    divergedAt,
+    steps,
+    real,
   };
 }
 
@@ -155,7 +166,11 @@ function resultOf(r: SyntheticRecord, real: RealReplay, divergedAt: number | nul
  * (closed loop): the result a replay gives, where the real episode's actions are its own. The states
  * diverge where the real observation or end first differs from the synthetic one.
  */
-export function compareReal(r: SyntheticRecord, real: { observation: string; steps: { action: string; observation: string; reward: number; terminated: boolean; truncated: boolean }[] }, isSuccess: (totalReward: number) => boolean): ReplayResult {
+export function compareReal(
+  r: SyntheticRecord,
+  real: { observation: string; steps: { action: string; observation: string; reward: number; terminated: boolean; truncated: boolean }[] },
+  isSuccess: (totalReward: number) => boolean,
+): ReplayResult {
   let divergedAt: number | null = real.observation === r.observation ? null : 0;
   for (let i = 0; divergedAt === null && i < Math.max(r.steps.length, real.steps.length); i++) {
     const s = r.steps[i];
@@ -171,7 +186,9 @@ export function auditPairs(records: readonly SyntheticRecord[], results: readonl
     const x = results[index];
     if (!x) return [];
     const { real, ...figures } = x;
-    return [{ index, task: r.task, ...(r.seed !== undefined ? { seed: r.seed } : {}), ...figures, synthetic: { observation: r.observation, steps: r.steps }, real }];
+    return [
+      { index, task: r.task, ...(r.seed !== undefined ? { seed: r.seed } : {}), ...figures, synthetic: { observation: r.observation, steps: r.steps }, real },
+    ];
   });
 }
 
@@ -237,7 +254,11 @@ function pairOrder(x: { syn: number; real: number }, y: { syn: number; real: num
 
 /** Order and advantage agreement within the groups of replayed episodes (an episode with no group is a group of its own). */
 export function advantageAgreement(results: readonly Ranked[]): AdvantageAgreement {
-  let groups = 0, pairs = 0, tiedPairs = 0, agree = 0, reversed = 0;
+  let groups = 0,
+    pairs = 0,
+    tiedPairs = 0,
+    agree = 0,
+    reversed = 0;
   const xs: number[] = [];
   const ys: number[] = [];
   for (const g of groupsOf(results)) {
@@ -258,8 +279,18 @@ export function advantageAgreement(results: readonly Ranked[]): AdvantageAgreeme
     }
     // GRPO's own advantages, over the groups either side tells apart.
     if (told) {
-      xs.push(...groupAdvantages(g.map((e) => e.syn), TIE));
-      ys.push(...groupAdvantages(g.map((e) => e.real), TIE));
+      xs.push(
+        ...groupAdvantages(
+          g.map((e) => e.syn),
+          TIE,
+        ),
+      );
+      ys.push(
+        ...groupAdvantages(
+          g.map((e) => e.real),
+          TIE,
+        ),
+      );
     }
   }
   return { groups, pairs, tiedPairs, orderAgreement: pairs === 0 ? null : agree / pairs, reversedPairs: reversed, correlation: pearson(xs, ys) };
@@ -272,7 +303,10 @@ export function advantageAgreement(results: readonly Ranked[]): AdvantageAgreeme
  * signal or noise: GRPO's normalisation gives a group whose returns differ by a thousandth the same
  * push as one whose returns differ by 1.
  */
-export function orderAgreementByMargin(results: readonly Ranked[], edges: readonly number[]): { from: number; to: number; pairs: number; orderAgreement: number | null }[] {
+export function orderAgreementByMargin(
+  results: readonly Ranked[],
+  edges: readonly number[],
+): { from: number; to: number; pairs: number; orderAgreement: number | null }[] {
   const bands = edges.map((from, k) => ({ from, to: edges[k + 1] ?? Infinity, pairs: 0, agree: 0 }));
   for (const g of groupsOf(results)) {
     for (let i = 0; i < g.length; i++) {
@@ -295,7 +329,9 @@ export function pearson(xs: readonly number[], ys: readonly number[]): number | 
   if (n < 2) return null;
   const mx = xs.reduce((a, x) => a + x, 0) / n;
   const my = ys.reduce((a, y) => a + y, 0) / n;
-  let sxy = 0, sxx = 0, syy = 0;
+  let sxy = 0,
+    sxx = 0,
+    syy = 0;
   for (let i = 0; i < n; i++) {
     sxy += (xs[i] - mx) * (ys[i] - my);
     sxx += (xs[i] - mx) ** 2;
@@ -314,7 +350,10 @@ export function auditRows(s: OnPolicyAuditSummary): [string, string][] {
     ["success synthetic / real", `${pct(s.syntheticSuccess)} / ${pct(s.realSuccess)}`],
     ["success agreement", pct(s.successAgreement)],
     ["return gap (synthetic − real)", gap(s)],
-    ["order agreement in groups (pairs; reversed)", s.advantage ? `${s.advantage.orderAgreement === null ? "-" : pct(s.advantage.orderAgreement)} (${s.advantage.pairs}; ${s.advantage.reversedPairs})` : "-"],
+    [
+      "order agreement in groups (pairs; reversed)",
+      s.advantage ? `${s.advantage.orderAgreement === null ? "-" : pct(s.advantage.orderAgreement)} (${s.advantage.pairs}; ${s.advantage.reversedPairs})` : "-",
+    ],
     ["advantage correlation", s.advantage?.correlation == null ? "-" : s.advantage.correlation.toFixed(2)],
     ["exploitation rate", s.exploitationRate === null ? "- (no synthetic success)" : pct(s.exploitationRate)],
     ["first divergent step: mean", s.divergence.mean === null ? "- (none diverged)" : s.divergence.mean.toFixed(2)],
@@ -326,14 +365,35 @@ export function auditRows(s: OnPolicyAuditSummary): [string, string][] {
 /** Audits by iteration as one table (what `dreamgym audit --run` prints and `dreamgym view` shows): a header and a row per audit. */
 export function auditTable(rows: readonly { iteration: number | "all"; summary: OnPolicyAuditSummary }[]): { header: string[]; lines: string[][] } {
   const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
-  const header = ["iteration", "episodes", "return syn/real", "gap", "success syn/real", "agreement", "exploitation", "order agree (pairs)", "adv. corr", "diverge@", "diverge at step: episodes"];
+  const header = [
+    "iteration",
+    "episodes",
+    "return syn/real",
+    "gap",
+    "success syn/real",
+    "agreement",
+    "exploitation",
+    "order agree (pairs)",
+    "adv. corr",
+    "diverge@",
+    "diverge at step: episodes",
+  ];
   const lines = rows.map(({ iteration, summary: s }) => {
     const at = auditRows(s).find(([k]) => k === "first divergent step: episodes at")![1];
     const adv = s.advantage;
-    return [String(iteration), String(s.episodes), `${s.syntheticReturn.toFixed(3)}/${s.realReturn.toFixed(3)}`, gap(s), `${pct(s.syntheticSuccess)}/${pct(s.realSuccess)}`,
-      pct(s.successAgreement), s.exploitationRate === null ? "-" : pct(s.exploitationRate),
-      adv?.orderAgreement == null ? "-" : `${pct(adv.orderAgreement)} (${adv.pairs})`, adv?.correlation == null ? "-" : adv.correlation.toFixed(2),
-      s.divergence.mean === null ? "-" : s.divergence.mean.toFixed(2), at];
+    return [
+      String(iteration),
+      String(s.episodes),
+      `${s.syntheticReturn.toFixed(3)}/${s.realReturn.toFixed(3)}`,
+      gap(s),
+      `${pct(s.syntheticSuccess)}/${pct(s.realSuccess)}`,
+      pct(s.successAgreement),
+      s.exploitationRate === null ? "-" : pct(s.exploitationRate),
+      adv?.orderAgreement == null ? "-" : `${pct(adv.orderAgreement)} (${adv.pairs})`,
+      adv?.correlation == null ? "-" : adv.correlation.toFixed(2),
+      s.divergence.mean === null ? "-" : s.divergence.mean.toFixed(2),
+      at,
+    ];
   });
   return { header, lines };
 }

@@ -14,7 +14,12 @@ const start = alfworldAbstraction.abstract(env.introOf(task));
 const first = parseAlfState(start)!;
 const receptacle = first.actions.find((a) => a.startsWith("go to "))!.slice(6);
 /** The state after going to the first receptacle, as a model would write it. */
-const arrived = renderAlfState({ ...first, at: receptacle, observation: `On the ${receptacle}, you see nothing.`, actions: [...first.actions, `examine ${receptacle}`] });
+const arrived = renderAlfState({
+  ...first,
+  at: receptacle,
+  observation: `On the ${receptacle}, you see nothing.`,
+  actions: [...first.actions, `examine ${receptacle}`],
+});
 const fast = { backoffMs: 1, maxBackoffMs: 2 };
 
 test("the prompt carries ALFWorld's profile and reward rules (not the generic sentence) and summarises older steps by place, hands and feedback", () => {
@@ -40,7 +45,18 @@ function fuzzed(rng: Rng): string {
   const kinds: (() => string)[] = [
     () => JSON.stringify(good),
     () => JSON.stringify({ ...good, next_state: renderAlfState({ ...s, task: "something else" }) }), // repaired: the task is the episode's
-    () => JSON.stringify({ ...good, next_state: arrived.replace(/\nactions:\n([\s\S]*)$/, (_, l: string) => `\nactions:\n${l.split("\n").map((x) => `- ${x}`).join("\n")}`) }), // repaired: list markers
+    () =>
+      JSON.stringify({
+        ...good,
+        next_state: arrived.replace(
+          /\nactions:\n([\s\S]*)$/,
+          (_, l: string) =>
+            `\nactions:\n${l
+              .split("\n")
+              .map((x) => `- ${x}`)
+              .join("\n")}`,
+        ),
+      }), // repaired: list markers
     () => "```json\n" + JSON.stringify({ ...good, reward: "1", terminated: "true" }) + "\n```", // repaired: strings, a fence
     () => JSON.stringify({ ...good, reward: 1 }), // a reward without an end: outcome rewards drop it (never a false success)
     () => JSON.stringify({ ...good, terminated: true }), // an end without the task done
@@ -79,9 +95,19 @@ test("fuzzed ALFWorld output: every step a state listing commands of ALFWorld's 
       if (p.terminated) ended++;
     }
     assert.ok(ok > 100 && failed > 0 && ended > 0, `ok ${ok}, failed ${failed}, ended ${ended}`);
-    const errors = s.requests.flatMap((r) => (r.messages as { content: string }[]).map((m) => m.content)).filter((c) => c.startsWith("That answer was invalid"));
-    for (const want of [/an episode ends only when its task is done/, /reward 0\.5/, /lists no admissible commands/, /a command ALFWorld does not have: "fly to the moon"/]) {
-      assert.ok(errors.some((e) => want.test(e)), `the model is told: ${want}`);
+    const errors = s.requests
+      .flatMap((r) => (r.messages as { content: string }[]).map((m) => m.content))
+      .filter((c) => c.startsWith("That answer was invalid"));
+    for (const want of [
+      /an episode ends only when its task is done/,
+      /reward 0\.5/,
+      /lists no admissible commands/,
+      /a command ALFWorld does not have: "fly to the moon"/,
+    ]) {
+      assert.ok(
+        errors.some((e) => want.test(e)),
+        `the model is told: ${want}`,
+      );
     }
   } finally {
     await s.close();

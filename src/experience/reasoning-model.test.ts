@@ -80,7 +80,14 @@ test("in a SyntheticEnv, fuzzed output never enters the buffer as a valid transi
   try {
     const buffer = ReplayBuffer.open(join(mkdtempSync(join(tmpdir(), "dreamgym-fuzz-")), "b.db"));
     const chat = new OpenAIChatModel({ baseURL: s.url, model: "fuzz", ...fast });
-    const env = new SyntheticEnv({ model: new ReasoningExperienceModel({ chat, abstraction: abs }), abstraction: abs, tasks: [task], initialState: webshopStartPage, buffer, maxSteps: 6 });
+    const env = new SyntheticEnv({
+      model: new ReasoningExperienceModel({ chat, abstraction: abs }),
+      abstraction: abs,
+      tasks: [task],
+      initialState: webshopStartPage,
+      buffer,
+      maxSteps: 6,
+    });
     let failedSteps = 0;
     for (let i = 0; i < 12; i++) {
       const t = await runEpisode(env, new RandomPolicy(i), { envName: "webshop", task });
@@ -104,8 +111,22 @@ test("in a SyntheticEnv, fuzzed output never enters the buffer as a valid transi
 test("the prompt: profile, task, bounded history with older steps summarised, demos, state and action", () => {
   const chat = new OpenAIChatModel({ baseURL: "http://127.0.0.1:9/v1", model: "unused" });
   const model = new ReasoningExperienceModel({ chat, abstraction: abs, recentSteps: 2 });
-  const history = Array.from({ length: 5 }, (_, i) => ({ state: `page: results\nstate ${i}`, action: `click[next >]`, nextState: `page: results\nafter ${i}`, reward: 0 }));
-  const demo = { state: start, action: "search[lamp]", nextState: results, reward: 0, terminated: false, task: { id: "t", instruction: "x" }, source: "real" as const, score: 0.87 };
+  const history = Array.from({ length: 5 }, (_, i) => ({
+    state: `page: results\nstate ${i}`,
+    action: `click[next >]`,
+    nextState: `page: results\nafter ${i}`,
+    reward: 0,
+  }));
+  const demo = {
+    state: start,
+    action: "search[lamp]",
+    nextState: results,
+    reward: 0,
+    terminated: false,
+    task: { id: "t", instruction: "x" },
+    source: "real" as const,
+    score: 0.87,
+  };
   const [system, user] = model.messages({ task, history, state: start, action: "search[pillow]", demos: [demo] });
   assert.ok(system.content.includes(abs.profile));
   assert.ok(user.content.includes(`Task: ${task.instruction}`));
@@ -121,7 +142,14 @@ test("cold start: with an empty buffer the model plays from the profile alone", 
   try {
     const chat = new OpenAIChatModel({ baseURL: s.url, model: "m", ...fast });
     const empty = ReplayBuffer.open(join(mkdtempSync(join(tmpdir(), "dreamgym-cold-")), "b.db"));
-    const env = new SyntheticEnv({ model: new ReasoningExperienceModel({ chat, abstraction: abs }), abstraction: abs, tasks: [task], initialState: webshopStartPage, buffer: empty, maxSteps: 2 });
+    const env = new SyntheticEnv({
+      model: new ReasoningExperienceModel({ chat, abstraction: abs }),
+      abstraction: abs,
+      tasks: [task],
+      initialState: webshopStartPage,
+      buffer: empty,
+      maxSteps: 2,
+    });
     const t = await runEpisode(env, new RulePolicy(), { envName: "webshop", task });
     assert.equal(t.steps[0].next_observation, results);
     assert.equal(t.steps[0].info?.reasoning, "searching");
@@ -136,7 +164,11 @@ test("cold start: with an empty buffer the model plays from the profile alone", 
 test("an unreachable model stops the run at the first step, naming the URL", async () => {
   const chat = new OpenAIChatModel({ baseURL: "http://127.0.0.1:9/v1", model: "m" });
   const model = new ReasoningExperienceModel({ chat, abstraction: abs });
-  await assert.rejects(model.predict({ task, history: [], state: start, action: "search[x]", demos: [] }), (e: unknown) =>
-    e instanceof EndpointFailedError && /^LLM endpoint http:\/\/127\.0\.0\.1:9\/v1\/chat\/completions cannot be reached; last error: chat completion failed: Connection error/.test(e.message));
+  await assert.rejects(
+    model.predict({ task, history: [], state: start, action: "search[x]", demos: [] }),
+    (e: unknown) =>
+      e instanceof EndpointFailedError &&
+      /^LLM endpoint http:\/\/127\.0\.0\.1:9\/v1\/chat\/completions cannot be reached; last error: chat completion failed: Connection error/.test(e.message),
+  );
   assert.equal(chat.stats.requests, 1, "not retried: it never answered");
 });

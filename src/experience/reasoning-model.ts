@@ -1,6 +1,14 @@
 import { z } from "zod";
 import {
-  isAbstractState, OUTCOME_REWARDS, type Demo, type ExperienceModel, type HistoryStep, type PredictInput, type Prediction, type RewardSpec, type StateAbstraction,
+  isAbstractState,
+  OUTCOME_REWARDS,
+  type Demo,
+  type ExperienceModel,
+  type HistoryStep,
+  type PredictInput,
+  type Prediction,
+  type RewardSpec,
+  type StateAbstraction,
 } from "../core/index.ts";
 import { EndpointFailedError, type ChatChoice, type ChatMessage, type ChatModel } from "../llm/index.ts";
 import { elementF1 } from "./audit.ts";
@@ -96,7 +104,17 @@ export class ReasoningExperienceModel implements ExperienceModel {
   private readonly o: Required<Omit<ReasoningModelOptions, "temperature">> & { temperature?: number };
 
   constructor(opts: ReasoningModelOptions) {
-    this.o = { recentSteps: 4, demos: 5, maxAttempts: 3, maxStateChars: 8000, promptStateChars: 3000, maxTokens: 1200, rewards: OUTCOME_REWARDS, samples: 1, ...opts };
+    this.o = {
+      recentSteps: 4,
+      demos: 5,
+      maxAttempts: 3,
+      maxStateChars: 8000,
+      promptStateChars: 3000,
+      maxTokens: 1200,
+      rewards: OUTCOME_REWARDS,
+      samples: 1,
+      ...opts,
+    };
     this.id = `reasoning:${opts.chat.id}`;
   }
 
@@ -125,7 +143,10 @@ export class ReasoningExperienceModel implements ExperienceModel {
     if (shown.length > 0) {
       parts.push(
         `Similar recorded transitions:\n${shown
-          .map((d: Demo, i: number) => `--- ${i + 1} (similarity ${d.score.toFixed(2)})\nstate:\n${cut(d.state, n)}\naction: ${d.action}\nnext_state:\n${cut(d.nextState, n)}\nreward: ${d.reward}, terminated: ${d.terminated}`)
+          .map(
+            (d: Demo, i: number) =>
+              `--- ${i + 1} (similarity ${d.score.toFixed(2)})\nstate:\n${cut(d.state, n)}\naction: ${d.action}\nnext_state:\n${cut(d.nextState, n)}\nreward: ${d.reward}, terminated: ${d.terminated}`,
+          )
           .join("\n")}`,
       );
     }
@@ -204,7 +225,13 @@ export class ReasoningExperienceModel implements ExperienceModel {
       let parseError: string | undefined;
       let others: ChatChoice[] = [];
       try {
-        const res = await this.o.chat.generate({ messages, schema: OUTPUT_SCHEMA, temperature: this.o.temperature, maxTokens: this.o.maxTokens, ...(this.o.samples > 1 ? { n: this.o.samples } : {}) });
+        const res = await this.o.chat.generate({
+          messages,
+          schema: OUTPUT_SCHEMA,
+          temperature: this.o.temperature,
+          maxTokens: this.o.maxTokens,
+          ...(this.o.samples > 1 ? { n: this.o.samples } : {}),
+        });
         ({ text, parsed, parseError } = res.choices[0] ?? { text: "", parseError: "no choices" });
         others = res.choices.slice(1);
       } catch (e) {
@@ -221,8 +248,16 @@ export class ReasoningExperienceModel implements ExperienceModel {
       }
       lastError = checked.error;
       // Ask again, showing the model what was wrong with its answer.
-      messages.push({ role: "assistant", content: cut(text, 2000) }, { role: "user", content: `That answer was invalid (${lastError}). Reply with the JSON object only.` });
+      messages.push(
+        { role: "assistant", content: cut(text, 2000) },
+        { role: "user", content: `That answer was invalid (${lastError}). Reply with the JSON object only.` },
+      );
     }
-    return { nextState: input.state, reward: 0, terminated: false, info: { failed: `invalid model output after ${this.o.maxAttempts} attempts: ${lastError}` } };
+    return {
+      nextState: input.state,
+      reward: 0,
+      terminated: false,
+      info: { failed: `invalid model output after ${this.o.maxAttempts} attempts: ${lastError}` },
+    };
   }
 }

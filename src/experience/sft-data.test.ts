@@ -32,10 +32,16 @@ test("SFT data: one example per transition, reasoning first, split by task, resu
     const train = await readJsonlAll<Example>(join(out, "train.jsonl"));
     const val = await readJsonlAll<Example>(join(out, "val.jsonl"));
     const trainTasks = new Set(train.map((e) => e.task));
-    assert.ok(val.every((e) => !trainTasks.has(e.task)), "no task in both splits");
+    assert.ok(
+      val.every((e) => !trainTasks.has(e.task)),
+      "no task in both splits",
+    );
     assert.ok(val.every((e) => isValTask(e.task, 0.25)));
     const e = train[0];
-    assert.deepEqual(e.messages.map((m) => m.role), ["system", "user", "assistant"]);
+    assert.deepEqual(
+      e.messages.map((m) => m.role),
+      ["system", "user", "assistant"],
+    );
     const answer = JSON.parse(e.messages[2].content);
     assert.deepEqual(Object.keys(answer), ["reasoning", "next_state", "reward", "terminated"]);
     assert.match(answer.reasoning, /results page follows/);

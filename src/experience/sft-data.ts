@@ -2,7 +2,16 @@ import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import {
-  DataError, InvalidConfigError, JsonlWriter, readJsonFile, readJsonl, repairJsonlTail, writeFileAtomic, type HistoryStep, type StateAbstraction, type Trajectory,
+  DataError,
+  InvalidConfigError,
+  JsonlWriter,
+  readJsonFile,
+  readJsonl,
+  repairJsonlTail,
+  writeFileAtomic,
+  type HistoryStep,
+  type StateAbstraction,
+  type Trajectory,
 } from "../core/index.ts";
 import { trajectoryContentId } from "../buffer/index.ts";
 import type { ReplayBuffer } from "../buffer/index.ts";
@@ -48,7 +57,9 @@ function isExample(v: unknown): v is { key: string } {
 
 /** Rewrites `file` keeping only its example lines (atomically); returns how many lines went. */
 function dropNonExamples(file: string): number {
-  const lines = readFileSync(file, "utf8").split("\n").filter((l) => l.trim() !== "");
+  const lines = readFileSync(file, "utf8")
+    .split("\n")
+    .filter((l) => l.trim() !== "");
   const keep = lines.filter((l) => {
     try {
       return isExample(JSON.parse(l));
@@ -86,7 +97,8 @@ export async function buildSftData(opts: SftBuildOptions): Promise<SftBuildRepor
     if (typeof saved !== "object" || saved === null || typeof saved.valFraction !== "number") {
       throw new DataError("not an sft build manifest (no valFraction); remove the folder's files or use another --out", { file: manifest });
     }
-    if (saved.valFraction !== valFraction) throw new InvalidConfigError(`${opts.outDir} was built with a validation share of ${saved.valFraction}; resume with the same, or use another folder`);
+    if (saved.valFraction !== valFraction)
+      throw new InvalidConfigError(`${opts.outDir} was built with a validation share of ${saved.valFraction}; resume with the same, or use another folder`);
   }
   const created = !existsSync(opts.outDir);
   try {
@@ -134,7 +146,10 @@ async function build(opts: SftBuildOptions, valFraction: number, manifest: strin
       const state = opts.abstraction.abstract(s.observation);
       const nextState = opts.abstraction.abstract(s.next_observation, s.info);
       // One example per step of each distinct trajectory (identical trajectories share their keys).
-      const key = createHash("sha256").update(JSON.stringify([trajectoryId, i])).digest("hex").slice(0, 24);
+      const key = createHash("sha256")
+        .update(JSON.stringify([trajectoryId, i]))
+        .digest("hex")
+        .slice(0, 24);
       const past = history.slice();
       history.push({ state, action: s.action, nextState, reward: s.reward });
       if (done.has(key)) {
@@ -146,7 +161,10 @@ async function build(opts: SftBuildOptions, valFraction: number, manifest: strin
         const demos = opts.buffer ? await retrieveDemos(opts.buffer, opts.abstraction, { state, action: s.action }, { k: 5, excludeTask: t.task.id }) : [];
         const teacherMessages: ChatMessage[] = [
           { role: "system", content: TEACHER_SYSTEM },
-          { role: "user", content: `${opts.abstraction.profile}\n\nTask: ${t.task.instruction}\n\nState:\n${state}\n\nAction: ${s.action}\n\nNext state:\n${nextState}\n\nReward: ${s.reward}${s.terminated ? " (the episode ended)" : ""}\n\nWhy?` },
+          {
+            role: "user",
+            content: `${opts.abstraction.profile}\n\nTask: ${t.task.instruction}\n\nState:\n${state}\n\nAction: ${s.action}\n\nNext state:\n${nextState}\n\nReward: ${s.reward}${s.terminated ? " (the episode ended)" : ""}\n\nWhy?`,
+          },
         ];
         let reasoning: string;
         try {
@@ -177,9 +195,11 @@ async function build(opts: SftBuildOptions, valFraction: number, manifest: strin
   const total = jobs.length + report.skipped;
   let next = 0;
   // Every worker finishes before the files close; the first unexpected error is raised after.
-  const results = await Promise.allSettled(Array.from({ length: Math.max(1, opts.concurrency ?? 8) }, async () => {
-    for (let j = next++; j < jobs.length; j = next++) await jobs[j]();
-  }));
+  const results = await Promise.allSettled(
+    Array.from({ length: Math.max(1, opts.concurrency ?? 8) }, async () => {
+      for (let j = next++; j < jobs.length; j = next++) await jobs[j]();
+    }),
+  );
   writers.train.close();
   writers.val.close();
   const broken = results.find((r) => r.status === "rejected");

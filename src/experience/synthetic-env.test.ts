@@ -21,7 +21,8 @@ async function seededBuffer(episodes: number): Promise<ReplayBuffer> {
   const random = new RandomPolicy(1);
   const tasks = real.tasks();
   const trajs = [];
-  for (let i = 0; i < episodes; i++) trajs.push(abstractTrajectory(await runEpisode(real, i % 3 ? oracle : random, { envName: "webshop", task: tasks[i], seed: i }), abs));
+  for (let i = 0; i < episodes; i++)
+    trajs.push(abstractTrajectory(await runEpisode(real, i % 3 ? oracle : random, { envName: "webshop", task: tasks[i], seed: i }), abs));
   await b.appendTrajectories(trajs, { seed: true });
   return b;
 }
@@ -31,7 +32,10 @@ const testEnv = new WebShopEnv({ split: "test" });
 const testTasks: Task[] = testEnv.tasks().slice(0, 60);
 
 test("SyntheticEnv conforms to the Env contract", async () => {
-  await checkEnv(new SyntheticEnv({ model, abstraction: abs, tasks: testTasks, initialState: webshopStartPage, buffer, record: false }), { steps: 6, freeText: "pillow" });
+  await checkEnv(new SyntheticEnv({ model, abstraction: abs, tasks: testTasks, initialState: webshopStartPage, buffer, record: false }), {
+    steps: 6,
+    freeText: "pillow",
+  });
 });
 
 test("synthetic transitions are recorded in the buffer as synthetic, one trajectory per episode", async () => {
@@ -63,9 +67,26 @@ test("retrieval answers are reused while the buffer stands still, and follow eve
   // That step, synthetic, written by the other connection: the first connection's next answer has
   // it; real-only answers do not.
   const marked = "page: results\ninstruction: written by another connection";
-  await other.appendTransitions([{ trajectoryId: "synthetic:test", step: 0, env: "webshop", task: { id: "t-other", instruction: "x" }, state: step.observation, action: query.action, reward: 0, nextState: marked, terminated: false, truncated: false, source: "synthetic" }]);
+  await other.appendTransitions([
+    {
+      trajectoryId: "synthetic:test",
+      step: 0,
+      env: "webshop",
+      task: { id: "t-other", instruction: "x" },
+      state: step.observation,
+      action: query.action,
+      reward: 0,
+      nextState: marked,
+      terminated: false,
+      truncated: false,
+      source: "synthetic",
+    },
+  ]);
   const after = await retrieveDemos(b, abs, query, opts);
-  assert.ok(after.some((d) => d.nextState === marked), "the other connection's write is seen");
+  assert.ok(
+    after.some((d) => d.nextState === marked),
+    "the other connection's write is seen",
+  );
   assert.ok(!first.some((d) => d.nextState === marked));
   assert.ok(!(await retrieveDemos(b, abs, query, { ...opts, realOnly: true })).some((d) => d.source === "synthetic"));
   other.close();
@@ -97,7 +118,10 @@ test("fidelity of the embedded model: held-out oracle episodes replayed step by 
       const demos = await buffer.search({ state: s.observation, action: s.action }, { k: 5, filter: { action: s.action } });
       const similar = await buffer.search({ state: s.observation, action: s.action }, { k: 5 });
       const p = await model.predict({
-        task, history, state: s.observation, action: s.action,
+        task,
+        history,
+        state: s.observation,
+        action: s.action,
         demos: [...demos, ...similar].map((h) => ({ ...h.transition, nextState: h.transition.nextState, score: h.score })),
       });
       steps++;
@@ -119,13 +143,28 @@ test("hybrid mode: terminal rewards come from WebShop's verifier, close to the r
     for (const task of testTasks) total += (await runEpisode(env, new RulePolicy(), { envName: "webshop", task })).total_reward;
     return total / testTasks.length;
   };
-  const hybrid = new SyntheticEnv({ model, abstraction: abs, tasks: testTasks, initialState: webshopStartPage, buffer, record: false, verifier: webshopVerifier(real.catalogue) });
+  const hybrid = new SyntheticEnv({
+    model,
+    abstraction: abs,
+    tasks: testTasks,
+    initialState: webshopStartPage,
+    buffer,
+    record: false,
+    verifier: webshopVerifier(real.catalogue),
+  });
   const realScore = await score(abstractEnv(testEnv, abs));
   const hybridScore = await score(hybrid);
   t.diagnostic(`rule policy score: real ${realScore.toFixed(3)}, hybrid synthetic ${hybridScore.toFixed(3)}`);
   // A verified purchase is stored ending on a done page that shows the verified score.
   const b = await seededBuffer(60);
-  const rec = new SyntheticEnv({ model, abstraction: abs, tasks: testTasks, initialState: webshopStartPage, buffer: b, verifier: webshopVerifier(real.catalogue) });
+  const rec = new SyntheticEnv({
+    model,
+    abstraction: abs,
+    tasks: testTasks,
+    initialState: webshopStartPage,
+    buffer: b,
+    verifier: webshopVerifier(real.catalogue),
+  });
   const ep = await runEpisode(rec, new RulePolicy(), { envName: "webshop", task: testTasks[2] });
   const last = ep.steps.at(-1)!;
   if (last.terminated && last.info?.verified) {

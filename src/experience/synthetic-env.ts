@@ -1,9 +1,21 @@
 import {
-  ClosedEnvironmentError, FREE_TEXT_SLOT, InvalidConfigError, ResetNeededError, Rng, type Env, type ExperienceModel, type HistoryStep, type ResetOptions, type ResetResult, type StateAbstraction, type StepResult, type Task, type Verifier,
+  ClosedEnvironmentError,
+  FREE_TEXT_SLOT,
+  InvalidConfigError,
+  ResetNeededError,
+  Rng,
+  type Env,
+  type ExperienceModel,
+  type HistoryStep,
+  type ResetOptions,
+  type ResetResult,
+  type StateAbstraction,
+  type StepResult,
+  type Task,
+  type Verifier,
 } from "../core/index.ts";
 import type { ReplayBuffer } from "../buffer/index.ts";
 import { retrieveDemos } from "./demos.ts";
-
 
 export interface SyntheticEnvOptions {
   model: ExperienceModel;
@@ -45,7 +57,12 @@ export interface Pessimism {
 }
 
 /** A step's reward and end under pessimism (u undefined: the model cannot tell, the step stays as it is). */
-export function pessimisticStep(reward: number, terminated: boolean, u: number | undefined, p: Pessimism | undefined): { reward: number; terminated: boolean; halted: boolean } {
+export function pessimisticStep(
+  reward: number,
+  terminated: boolean,
+  u: number | undefined,
+  p: Pessimism | undefined,
+): { reward: number; terminated: boolean; halted: boolean } {
   if (u === undefined || p === undefined) return { reward, terminated, halted: false };
   if (p.halt !== undefined && u > p.halt) return { reward: 0, terminated: true, halted: true };
   return { reward: reward - p.beta * u, terminated, halted: false };
@@ -121,7 +138,22 @@ export class SyntheticEnv implements Env {
     }
     const task = this.task;
     if (this.o.buffer && this.o.model.fit) await this.o.model.fit(this.o.buffer);
-    const demos = this.o.buffer && this.o.model.usesDemos !== false && this.o.k > 0 ? await retrieveDemos(this.o.buffer, this.o.abstraction, { state: this.state, action }, { k: this.o.k, sameAction: this.o.sameActionDemos, exact: this.o.model.exactDemos?.(this.state), preferTask: task.id, realAnchor: this.o.model.readsAnchor !== false, realOnly: this.o.model.realDemosOnly }) : [];
+    const demos =
+      this.o.buffer && this.o.model.usesDemos !== false && this.o.k > 0
+        ? await retrieveDemos(
+            this.o.buffer,
+            this.o.abstraction,
+            { state: this.state, action },
+            {
+              k: this.o.k,
+              sameAction: this.o.sameActionDemos,
+              exact: this.o.model.exactDemos?.(this.state),
+              preferTask: task.id,
+              realAnchor: this.o.model.readsAnchor !== false,
+              realOnly: this.o.model.realDemosOnly,
+            },
+          )
+        : [];
     const prediction = await this.o.model.predict({ task, history: this.history, state: this.state, action, demos });
     if (prediction.info.failed) {
       this.done = truncatedNow();
@@ -141,16 +173,34 @@ export class SyntheticEnv implements Env {
     const truncated = !terminated && truncatedNow();
     const step: HistoryStep = { state: this.state, action, nextState, reward };
     if (this.o.buffer && (this.o.record ?? true)) {
-      await this.o.buffer.appendTransitions([{
-        trajectoryId: this.episodeId, step: this.steps - 1, env: this.o.abstraction.env, task, state: this.state, action, reward,
-        nextState, terminated, truncated, reasoning: prediction.reasoning, source: "synthetic", policy: this.o.policy,
-        info: { model: this.o.model.id, ...(verified ? { verified: true } : {}) },
-      }]);
+      await this.o.buffer.appendTransitions([
+        {
+          trajectoryId: this.episodeId,
+          step: this.steps - 1,
+          env: this.o.abstraction.env,
+          task,
+          state: this.state,
+          action,
+          reward,
+          nextState,
+          terminated,
+          truncated,
+          reasoning: prediction.reasoning,
+          source: "synthetic",
+          policy: this.o.policy,
+          info: { model: this.o.model.id, ...(verified ? { verified: true } : {}) },
+        },
+      ]);
     }
     this.history.push(step);
     this.state = nextState;
     this.done = terminated || truncated;
-    const info = { ...prediction.info, ...(verified ? { verified: true } : {}), ...(prediction.reasoning ? { reasoning: prediction.reasoning } : {}), ...(p.reward !== reward ? { model_reward: reward } : {}) };
+    const info = {
+      ...prediction.info,
+      ...(verified ? { verified: true } : {}),
+      ...(prediction.reasoning ? { reasoning: prediction.reasoning } : {}),
+      ...(p.reward !== reward ? { model_reward: reward } : {}),
+    };
     return { observation: this.state, reward: p.reward, terminated, truncated, info };
   }
 

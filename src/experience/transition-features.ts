@@ -70,7 +70,8 @@ export class PurchaseSupport {
 }
 
 /** The latest step that opened an item page from a results page (the item page's origin). */
-const openingStep = (history: readonly HistoryStep[]) => [...history].reverse().find((h) => pageKind(h.state) === "results" && pageKind(h.nextState) === "item");
+const openingStep = (history: readonly HistoryStep[]) =>
+  [...history].reverse().find((h) => pageKind(h.state) === "results" && pageKind(h.nextState) === "item");
 const supportKey = (product: string, instruction: string) => `${product}\t${requestOf(instruction)}`;
 
 /** On an item page: the product and the instruction's request, the key of `PurchaseSupport` (undefined elsewhere). */
@@ -105,7 +106,11 @@ export interface TransitionInput {
 const PRICE_BOUND = /(?:lower|less|cheaper) than \$?([\d,]+(?:\.\d+)?)/i;
 const OPTION_LINE = /^([^[\]:]{1,40}):\s*\[/;
 const pageKind = (state: string) => /^page: (\S+)/.exec(state)?.[1] ?? "text";
-const phrase = (s: string) => ` ${s.toLowerCase().replace(/[^a-z0-9.]+/g, " ").trim()} `;
+const phrase = (s: string) =>
+  ` ${s
+    .toLowerCase()
+    .replace(/[^a-z0-9.]+/g, " ")
+    .trim()} `;
 const labels = (line: string) => [...line.matchAll(/\[([^\]]+)\]/g)].map((m) => m[1].toLowerCase());
 const clicked = (action: string) => /^click\[(.*)\]$/is.exec(action.trim())?.[1].toLowerCase();
 
@@ -176,7 +181,12 @@ export function transitionFeatures(input: TransitionInput, dim: number, support?
     const chosen = chosenOptions(history, state);
     const instrPhrase = phrase(instruction);
     const named = (v: string) => instrPhrase.includes(phrase(v));
-    let groups = 0, mentioned = 0, chosenRight = 0, chosenWrong = 0, unchosen = 0, chosenFree = 0;
+    let groups = 0,
+      mentioned = 0,
+      chosenRight = 0,
+      chosenWrong = 0,
+      unchosen = 0,
+      chosenFree = 0;
     for (const line of lines) {
       const g = OPTION_LINE.exec(line);
       if (!g) continue;
@@ -229,7 +239,10 @@ export function transitionFeatures(input: TransitionInput, dim: number, support?
       }
     }
     if (from) {
-      const items = from.state.split("\n").filter((l) => /^\[[a-z0-9]{10}\] /.test(l)).map((l) => ({ id: labels(l)[0], cover: overlap(l.replace(/\[[^\]]*\]/g, " "), instr).cover }));
+      const items = from.state
+        .split("\n")
+        .filter((l) => /^\[[a-z0-9]{10}\] /.test(l))
+        .map((l) => ({ id: labels(l)[0], cover: overlap(l.replace(/\[[^\]]*\]/g, " "), instr).cover }));
       const mine = items.find((it) => it.id === id);
       if (mine) {
         const rank = items.filter((it) => it.cover > mine.cover).length;

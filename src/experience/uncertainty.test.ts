@@ -11,13 +11,24 @@ import { WebShopEnv, webshopAbstraction, webshopStartPage } from "../envs/websho
 import { EmbeddedExperienceModel, ReasoningExperienceModel, SyntheticEnv, pessimisticStep, type Demo, type ExperienceModel } from "./index.ts";
 
 const abstraction: StateAbstraction = {
-  env: "toy", abstract: (o) => o, isTerminal: () => false, profile: "",
+  env: "toy",
+  abstract: (o) => o,
+  isTerminal: () => false,
+  profile: "",
   actions: (s) => [...s.matchAll(/\[([^\]]+)\]/g)].map((m) => `click[${m[1]}]`),
 };
 const task: Task = { id: "t", instruction: "buy it" };
 const state = "page: item\ninstruction: buy it\n[buy now]";
 const demo = (reward: number, score: number, over: Partial<Demo> = {}): Demo => ({
-  state, action: "click[buy now]", nextState: "page: done\ninstruction: buy it", reward, terminated: true, task, source: "real", score, ...over,
+  state,
+  action: "click[buy now]",
+  nextState: "page: done\ninstruction: buy it",
+  reward,
+  terminated: true,
+  task,
+  source: "real",
+  score,
+  ...over,
 });
 const predict = (demos: Demo[]) => new EmbeddedExperienceModel({ abstraction }).predict({ task, history: [], state, action: "click[buy now]", demos });
 
@@ -34,7 +45,12 @@ test("the embedded model's u: the spread of its neighbours' rewards and outcomes
   const far = await predict([demo(1, 1), demo(0, 0.5)]);
   assert.ok((far.info.u_reward as number) > 0 && (far.info.u_reward as number) < 1, `u_reward ${far.info.u_reward}`);
   // Neighbours split on ending the episode: u_outcome.
-  const ends = await predict([demo(1, 1), demo(0, 1, { terminated: false, nextState: state }), demo(1, 1), demo(0, 1, { terminated: false, nextState: state })]);
+  const ends = await predict([
+    demo(1, 1),
+    demo(0, 1, { terminated: false, nextState: state }),
+    demo(1, 1),
+    demo(0, 1, { terminated: false, nextState: state }),
+  ]);
   assert.equal(ends.info.u_outcome, 1);
   // Grounded only in a dissimilar state: u is 1 − its similarity.
   const loose = await predict([demo(1, 0.6)]);
@@ -50,9 +66,13 @@ test("the embedded model's u: the spread of its neighbours' rewards and outcomes
 });
 
 test("pessimism in the synthetic env: reward r − β·u, a halt where u > halt (not recorded), the model's reward kept in info", async () => {
-  const model = (u: number): ExperienceModel => ({ id: "m", predict: async ({ state: s }) => ({ nextState: s.replace("page: item", "page: done"), reward: 1, terminated: true, info: { u } }) });
+  const model = (u: number): ExperienceModel => ({
+    id: "m",
+    predict: async ({ state: s }) => ({ nextState: s.replace("page: item", "page: done"), reward: 1, terminated: true, info: { u } }),
+  });
   const buffer = ReplayBuffer.open(join(mkdtempSync(join(tmpdir(), "dreamgym-pess-")), "b.db"));
-  const env = (u: number, pessimism?: { beta: number; halt?: number }) => new SyntheticEnv({ model: model(u), abstraction, tasks: [task], initialState: () => state, buffer, pessimism });
+  const env = (u: number, pessimism?: { beta: number; halt?: number }) =>
+    new SyntheticEnv({ model: model(u), abstraction, tasks: [task], initialState: () => state, buffer, pessimism });
   const stepOnce = async (e: SyntheticEnv) => (await e.reset({ seed: 0 }), e.step("click[buy now]"));
   const plain = await stepOnce(env(0.3));
   assert.deepEqual([plain.reward, plain.terminated, plain.info.model_reward], [1, true, undefined]);
@@ -74,7 +94,8 @@ test("the reasoning model with samples: u is the disagreement of n predictions f
   const abs = webshopAbstraction(real.catalogue);
   const t = real.tasks()[0];
   const start = abs.abstract(webshopStartPage(t));
-  const done = (reward: number) => JSON.stringify({ reasoning: "bought", next_state: `page: done\ninstruction: ${t.instruction}\nscore: ${reward}`, reward, terminated: true });
+  const done = (reward: number) =>
+    JSON.stringify({ reasoning: "bought", next_state: `page: done\ninstruction: ${t.instruction}\nscore: ${reward}`, reward, terminated: true });
   let answers: string[] = [];
   const s = await chatServer({ reply: () => answers });
   try {

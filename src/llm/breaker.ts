@@ -42,7 +42,10 @@ export class FailureBreaker {
   private error: EndpointFailedError | null = null;
   private readonly listeners = new Set<() => void>();
 
-  constructor(readonly url: string, opts: BreakerOptions = {}) {
+  constructor(
+    readonly url: string,
+    opts: BreakerOptions = {},
+  ) {
     this.maxFailures = opts.maxFailures ?? 10;
     if (!Number.isInteger(this.maxFailures) || this.maxFailures < 1) throw new RangeError(`maxFailures must be a positive integer, got ${this.maxFailures}`);
     this.what = opts.what ?? "LLM endpoint";
@@ -110,7 +113,8 @@ export class FailureBreaker {
   private trip(what: string, last: string, cause?: unknown): never {
     this.error = new EndpointFailedError(
       `${this.what} ${this.url} ${what}; last error: ${oneLine(last)} (stopped: check the server, or raise --request-timeout / --max-failures)`,
-      this.url, cause,
+      this.url,
+      cause,
     );
     for (const fn of [...this.listeners]) fn();
     this.listeners.clear();

@@ -11,9 +11,12 @@ import { OpenAIChatModel, type OpenAIChatModelOptions } from "./openai-chat-mode
 export function createChatModel(spec: string, opts: Omit<OpenAIChatModelOptions, "baseURL" | "model"> = {}): ChatModel {
   const m = parseModelSpec(spec, { checkFile: false }); // a GGUF file is read when the model is first used
   switch (m.kind) {
-    case "openai": return new OpenAIChatModel({ ...opts, baseURL: OPENAI_BASE_URL, model: m.model });
-    case "http": return new OpenAIChatModel({ ...opts, baseURL: m.baseURL, model: m.model });
+    case "openai":
+      return new OpenAIChatModel({ ...opts, baseURL: OPENAI_BASE_URL, model: m.model });
+    case "http":
+      return new OpenAIChatModel({ ...opts, baseURL: m.baseURL, model: m.model });
     // A local model has no endpoint to lose: no timeout, no breaker.
-    case "gguf": return new GgufChatModel({ path: m.path, cache: opts.cache });
+    case "gguf":
+      return new GgufChatModel({ path: m.path, cache: opts.cache });
   }
 }

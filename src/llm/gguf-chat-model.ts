@@ -28,7 +28,11 @@ export class GgufChatModel implements ChatModel {
   readonly stats: ModelStats = { requests: 0, cacheHits: 0, retries: 0, failures: 0, promptTokens: 0, completionTokens: 0, latencyMs: 0 };
   private readonly opts: GgufChatModelOptions;
   private readonly semaphore = new Semaphore(1);
-  private loaded: Promise<{ lib: NodeLlamaCpp; llama: Awaited<ReturnType<NodeLlamaCpp["getLlama"]>>; model: Awaited<ReturnType<Awaited<ReturnType<NodeLlamaCpp["getLlama"]>>["loadModel"]>> }> | null = null;
+  private loaded: Promise<{
+    lib: NodeLlamaCpp;
+    llama: Awaited<ReturnType<NodeLlamaCpp["getLlama"]>>;
+    model: Awaited<ReturnType<Awaited<ReturnType<NodeLlamaCpp["getLlama"]>>["loadModel"]>>;
+  }> | null = null;
 
   private readonly cache: ResponseCache | null;
 
@@ -85,7 +89,9 @@ export class GgufChatModel implements ChatModel {
       const maxTokens = request.maxTokens ?? 512;
       // llama.cpp would silently drop the start of a prompt that does not fit (the system prompt and the task).
       if (promptTokens + maxTokens > contextSize) {
-        throw new InvalidConfigError(`the prompt is ${promptTokens} tokens and up to ${maxTokens} may be generated, but the context holds ${contextSize} (${this.id})`);
+        throw new InvalidConfigError(
+          `the prompt is ${promptTokens} tokens and up to ${maxTokens} may be generated, but the context holds ${contextSize} (${this.id})`,
+        );
       }
       const context = await model.createContext({ contextSize, threads: this.opts.threads ?? 1 });
       try {
@@ -94,8 +100,11 @@ export class GgufChatModel implements ChatModel {
         const choices: ChatChoice[] = [];
         for (let i = 0; i < (request.n ?? 1); i++) {
           const text = await completion.generateCompletion(prompt, {
-            grammar, maxTokens, temperature: request.temperature ?? 0.7,
-            seed: request.seed !== undefined ? request.seed + i : undefined, customStopTriggers: request.stop,
+            grammar,
+            maxTokens,
+            temperature: request.temperature ?? 0.7,
+            seed: request.seed !== undefined ? request.seed + i : undefined,
+            customStopTriggers: request.stop,
           });
           const choice: ChatChoice = { text };
           if (request.schema) {

@@ -2,10 +2,7 @@ import { existsSync, statSync } from "node:fs";
 import { ApiCallError, DataError, InvalidConfigError } from "../core/index.ts";
 
 /** A chat model string, taken apart (the forms `createChatModel` accepts). */
-export type ModelSpec =
-  | { kind: "openai"; model: string }
-  | { kind: "http"; baseURL: string; model: string }
-  | { kind: "gguf"; path: string };
+export type ModelSpec = { kind: "openai"; model: string } | { kind: "http"; baseURL: string; model: string } | { kind: "gguf"; path: string };
 
 /** Where `openai:<model>` goes. */
 export const OPENAI_BASE_URL = "https://api.openai.com/v1";
@@ -54,7 +51,10 @@ export async function probeEndpoint(spec: string, timeoutMs: number): Promise<vo
   const base = m.kind === "openai" ? OPENAI_BASE_URL : m.baseURL.replace(/\/+$/, "");
   const url = `${base}/models`;
   try {
-    const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs), headers: process.env.OPENAI_API_KEY ? { authorization: `Bearer ${process.env.OPENAI_API_KEY}` } : {} });
+    const res = await fetch(url, {
+      signal: AbortSignal.timeout(timeoutMs),
+      headers: process.env.OPENAI_API_KEY ? { authorization: `Bearer ${process.env.OPENAI_API_KEY}` } : {},
+    });
     await res.body?.cancel();
   } catch (e) {
     const cause = e as Error & { cause?: { code?: string; message?: string } };

@@ -55,7 +55,10 @@ test("429, 500, cut connections and malformed bodies are retried once the server
     assert.equal(m.stats.retries, 4);
     assert.equal(m.stats.requests, 5);
     // A timed-out attempt fails the call (a retry would multiply the wait); the next call is answered.
-    await assert.rejects(m.generate({ messages: [{ role: "user", content: "slow" }] }), (e: unknown) => e instanceof ApiCallError && /timed out/.test(e.message) && !(e instanceof EndpointFailedError));
+    await assert.rejects(
+      m.generate({ messages: [{ role: "user", content: "slow" }] }),
+      (e: unknown) => e instanceof ApiCallError && /timed out/.test(e.message) && !(e instanceof EndpointFailedError),
+    );
     assert.equal((await m.generate({ messages: [{ role: "user", content: "fast" }] })).choices[0].text, "echo fast");
     assert.equal(s.requests.length, 7);
     assert.equal(m.stats.failures, 1);
@@ -75,7 +78,10 @@ test("retries are bounded; the error names the URL and the status; a 400 is not 
       assert.match(e.message, /after 3 attempts/);
       return true;
     });
-    await assert.rejects(m.generate({ messages: [{ role: "user", content: "y" }] }), (e: unknown) => e instanceof ApiCallError && e.status === 400 && !e.isRetryable);
+    await assert.rejects(
+      m.generate({ messages: [{ role: "user", content: "y" }] }),
+      (e: unknown) => e instanceof ApiCallError && e.status === 400 && !e.isRetryable,
+    );
     assert.equal(s.requests.length, 4, "3 attempts, then 1 for the 400");
     assert.equal(m.stats.failures, 2);
   } finally {
@@ -89,7 +95,11 @@ test("a server that never answered (refused, hung, not the protocol) stops at th
   const hung = await chatServer({ faults: ["timeout"] });
   const garbage = await chatServer({ faults: ["malformed"] });
   try {
-    for (const [s, last] of [[dead, /Connection error\. \(ECONNREFUSED\)/], [hung, /Request timed out/], [garbage, /JSON|choices/]] as const) {
+    for (const [s, last] of [
+      [dead, /Connection error\. \(ECONNREFUSED\)/],
+      [hung, /Request timed out/],
+      [garbage, /JSON|choices/],
+    ] as const) {
       const m = new OpenAIChatModel({ baseURL: s.url, model: "tiny", timeoutMs: 200, maxRetries: 3, ...fast });
       await assert.rejects(m.generate({ messages: [{ role: "user", content: "x" }] }), (e: unknown) => {
         assert.ok(e instanceof EndpointFailedError && e instanceof ApiCallError);
@@ -226,18 +236,34 @@ test("an answer is bounded as a whole: a dripping body times out, a huge one fai
   try {
     const drip = new OpenAIChatModel({ baseURL: `${base}/drip`, model: "m", timeoutMs: 300, maxFailures: 2, ...fast });
     const t0 = performance.now();
-    await assert.rejects(drip.generate({ messages: [{ role: "user", content: "x" }] }), (e: unknown) => e instanceof ApiCallError && !(e instanceof EndpointFailedError) && /no whole answer within 0\.3 s/.test((e as Error).message));
+    await assert.rejects(
+      drip.generate({ messages: [{ role: "user", content: "x" }] }),
+      (e: unknown) => e instanceof ApiCallError && !(e instanceof EndpointFailedError) && /no whole answer within 0\.3 s/.test((e as Error).message),
+    );
     assert.ok(performance.now() - t0 < 5000, "bounded by the timeout, not by the server");
-    await assert.rejects(drip.generate({ messages: [{ role: "user", content: "x" }] }), (e: unknown) => e instanceof EndpointFailedError && /failed 2 calls in a row/.test((e as Error).message));
+    await assert.rejects(
+      drip.generate({ messages: [{ role: "user", content: "x" }] }),
+      (e: unknown) => e instanceof EndpointFailedError && /failed 2 calls in a row/.test((e as Error).message),
+    );
 
     const huge = new OpenAIChatModel({ baseURL: `${base}/huge`, model: "m", maxAnswerBytes: 100_000, maxRetries: 1, maxFailures: 5, ...fast });
-    await assert.rejects(huge.generate({ messages: [{ role: "user", content: "x" }] }), (e: unknown) => e instanceof ApiCallError && /the answer is larger than 100000 bytes/.test((e as Error).message));
+    await assert.rejects(
+      huge.generate({ messages: [{ role: "user", content: "x" }] }),
+      (e: unknown) => e instanceof ApiCallError && /the answer is larger than 100000 bytes/.test((e as Error).message),
+    );
     assert.equal(huge.stats.requests, 2, "retried once, as a malformed answer is");
 
     // Not the protocol: the endpoint is there (not "cannot be reached"), and the calls count to the breaker.
     const text = new OpenAIChatModel({ baseURL: `${base}/text`, model: "m", maxRetries: 0, maxFailures: 3, ...fast });
-    for (let i = 0; i < 2; i++) await assert.rejects(text.generate({ messages: [{ role: "user", content: "x" }] }), (e: unknown) => !(e instanceof EndpointFailedError) && /not an OpenAI chat completion \(it begins "hello, not json"\)/.test((e as Error).message));
-    await assert.rejects(text.generate({ messages: [{ role: "user", content: "x" }] }), (e: unknown) => e instanceof EndpointFailedError && /failed 3 calls in a row/.test((e as Error).message));
+    for (let i = 0; i < 2; i++)
+      await assert.rejects(
+        text.generate({ messages: [{ role: "user", content: "x" }] }),
+        (e: unknown) => !(e instanceof EndpointFailedError) && /not an OpenAI chat completion \(it begins "hello, not json"\)/.test((e as Error).message),
+      );
+    await assert.rejects(
+      text.generate({ messages: [{ role: "user", content: "x" }] }),
+      (e: unknown) => e instanceof EndpointFailedError && /failed 3 calls in a row/.test((e as Error).message),
+    );
   } finally {
     for (const t of drips) clearInterval(t);
     server.closeAllConnections();

@@ -53,13 +53,15 @@ function limitedFetch(maxBytes: number): typeof fetch {
     }
     if (!res.body) return res;
     let seen = 0;
-    const body = res.body.pipeThrough(new TransformStream<Uint8Array, Uint8Array>({
-      transform(chunk, out) {
-        seen += chunk.byteLength;
-        if (seen > maxBytes) out.error(tooLarge());
-        else out.enqueue(chunk);
-      },
-    }));
+    const body = res.body.pipeThrough(
+      new TransformStream<Uint8Array, Uint8Array>({
+        transform(chunk, out) {
+          seen += chunk.byteLength;
+          if (seen > maxBytes) out.error(tooLarge());
+          else out.enqueue(chunk);
+        },
+      }),
+    );
     return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
   };
 }
@@ -97,7 +99,13 @@ export class OpenAIChatModel implements ChatModel {
     this.breaker = new FailureBreaker(this.url, { maxFailures: opts.maxFailures });
     this.cache = typeof opts.cache === "string" ? new ResponseCache(opts.cache) : (opts.cache ?? null);
     // Retries are ours (classification, jitter, counters), so the client makes one attempt.
-    this.client = new OpenAI({ baseURL, apiKey: opts.apiKey ?? process.env.OPENAI_API_KEY ?? "not-needed", maxRetries: 0, timeout: this.timeoutMs, fetch: limitedFetch(opts.maxAnswerBytes ?? 16 * 1024 * 1024) });
+    this.client = new OpenAI({
+      baseURL,
+      apiKey: opts.apiKey ?? process.env.OPENAI_API_KEY ?? "not-needed",
+      maxRetries: 0,
+      timeout: this.timeoutMs,
+      fetch: limitedFetch(opts.maxAnswerBytes ?? 16 * 1024 * 1024),
+    });
   }
 
   /** Calls in flight and calls waiting for a slot. */
@@ -171,7 +179,10 @@ export class OpenAIChatModel implements ChatModel {
     // headers at all stays the client's timeout (not answered), however late a busy process sends it.
     let deadline: ReturnType<typeof setTimeout> | undefined;
     const startDeadline = () => {
-      deadline = setTimeout(() => abort.abort(new AnswerDeadlineError(`timed out: no whole answer within ${this.timeoutMs / 1000} s (--request-timeout)`)), this.timeoutMs + 50);
+      deadline = setTimeout(
+        () => abort.abort(new AnswerDeadlineError(`timed out: no whole answer within ${this.timeoutMs / 1000} s (--request-timeout)`)),
+        this.timeoutMs + 50,
+      );
     };
     try {
       return await this.attempt(request, abort.signal, startDeadline);
@@ -185,17 +196,25 @@ export class OpenAIChatModel implements ChatModel {
   }
 
   private async attempt(request: ChatRequest, signal: AbortSignal, onFetch: () => void): Promise<ChatResponse> {
-    const res = await this.client.chat.completions.create({
-      model: this.model,
-      messages: request.messages,
-      ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
-      ...(request.maxTokens !== undefined ? { max_tokens: request.maxTokens } : {}),
-      ...(request.seed !== undefined ? { seed: request.seed } : {}),
-      ...(request.n !== undefined ? { n: request.n } : {}),
-      ...(request.stop ? { stop: request.stop } : {}),
-      ...(request.schema ? { response_format: { type: "json_schema" as const, json_schema: { name: request.schema.name, schema: request.schema.schema, strict: true } } } : {}),
-    }, { signal, fetchOptions: { onFetch } as object });
-    if (!res || typeof res !== "object" || !Array.isArray(res.choices)) throw new NotTheProtocolError(`the answer is not an OpenAI chat completion${typeof res === "string" ? ` (it begins ${JSON.stringify((res as string).slice(0, 40))})` : " (no choices)"}`);
+    const res = await this.client.chat.completions.create(
+      {
+        model: this.model,
+        messages: request.messages,
+        ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
+        ...(request.maxTokens !== undefined ? { max_tokens: request.maxTokens } : {}),
+        ...(request.seed !== undefined ? { seed: request.seed } : {}),
+        ...(request.n !== undefined ? { n: request.n } : {}),
+        ...(request.stop ? { stop: request.stop } : {}),
+        ...(request.schema
+          ? { response_format: { type: "json_schema" as const, json_schema: { name: request.schema.name, schema: request.schema.schema, strict: true } } }
+          : {}),
+      },
+      { signal, fetchOptions: { onFetch } as object },
+    );
+    if (!res || typeof res !== "object" || !Array.isArray(res.choices))
+      throw new NotTheProtocolError(
+        `the answer is not an OpenAI chat completion${typeof res === "string" ? ` (it begins ${JSON.stringify((res as string).slice(0, 40))})` : " (no choices)"}`,
+      );
     const choices: ChatChoice[] = res.choices.map((c) => {
       const text = c.message?.content ?? "";
       const choice: ChatChoice = { text, finishReason: c.finish_reason ?? undefined };

@@ -25,7 +25,9 @@ export class ResponseCache {
   }
 
   static key(modelId: string, request: ChatRequest): string {
-    return createHash("sha256").update(JSON.stringify([modelId, request])).digest("hex");
+    return createHash("sha256")
+      .update(JSON.stringify([modelId, request]))
+      .digest("hex");
   }
 
   get(key: string): ChatResponse | undefined {

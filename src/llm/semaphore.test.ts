@@ -6,10 +6,15 @@ test("Semaphore: at most `limit` run at once, the rest wait in order", async () 
   const s = new Semaphore(2);
   const started: number[] = [];
   const releases: (() => void)[] = [];
-  const tasks = [0, 1, 2, 3].map((i) => s.run(() => new Promise<number>((resolve) => {
-    started.push(i);
-    releases[i] = () => resolve(i);
-  })));
+  const tasks = [0, 1, 2, 3].map((i) =>
+    s.run(
+      () =>
+        new Promise<number>((resolve) => {
+          started.push(i);
+          releases[i] = () => resolve(i);
+        }),
+    ),
+  );
   await Promise.resolve();
   assert.deepEqual(started, [0, 1]);
   assert.deepEqual([s.inFlight, s.waiting], [2, 2]);
@@ -29,9 +34,12 @@ test("Semaphore: at most `limit` run at once, the rest wait in order", async () 
 
 test("Semaphore: a failing task frees its slot", async () => {
   const s = new Semaphore(1);
-  await assert.rejects(s.run(async () => {
-    throw new Error("boom");
-  }), /boom/);
+  await assert.rejects(
+    s.run(async () => {
+      throw new Error("boom");
+    }),
+    /boom/,
+  );
   assert.equal(await s.run(async () => 7), 7);
 });
 

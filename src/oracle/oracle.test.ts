@@ -29,7 +29,11 @@ test("the episode line round-trips and stays out of the way of the prompt's end"
   assert.equal(parseEpisodeBlock("Task: x\n\nAction: y"), null);
   const chat = new OpenAIChatModel({ baseURL: "http://127.0.0.1:9/v1", model: "unused" });
   const [, user] = new ReasoningExperienceModel({ chat, abstraction: abs }).messages({
-    task: tasks[3], history: [{ state: "page: search", action: "search[x]", nextState: "page: results", reward: 0 }], state: "page: results", action: "click[next >]", demos: [],
+    task: tasks[3],
+    history: [{ state: "page: search", action: "search[x]", nextState: "page: results", reward: 0 }],
+    state: "page: results",
+    action: "click[next >]",
+    demos: [],
   });
   assert.deepEqual(parseEpisodeBlock(user.content), { task: tasks[3].id, actions: ["search[x]", "click[next >]"] });
   assert.ok(user.content.endsWith("Action: click[next >]"));
@@ -80,7 +84,11 @@ test("the audit measures ε_R and ε_P within the binomial interval of the setti
   const trajectories = await heldOut(80);
   const steps = trajectories.reduce((a, t) => a + t.steps.length, 0);
   const within = (measured: number, p: number) => Math.abs(measured - p) <= 3.3 * Math.sqrt((p * (1 - p)) / steps); // 99.9%
-  for (const [epsilonR, epsilonP] of [[0.2, 0], [0.05, 0], [0, 0.2]]) {
+  for (const [epsilonR, epsilonP] of [
+    [0.2, 0],
+    [0.05, 0],
+    [0, 0.2],
+  ]) {
     const server = await startOracleServer({ noise: { epsilonR, epsilonP, seed: 3 } });
     try {
       const chat = new OpenAIChatModel({ baseURL: server.url, model: "oracle" });
@@ -94,7 +102,10 @@ test("the audit measures ε_R and ε_P within the binomial interval of the setti
       } else {
         assert.equal(audit.rewardErrorRate, 0);
         // A few states have no corruption that applies (a search page with nothing earlier of another kind): at most the setting.
-        assert.ok(within(measuredP, epsilonP) || (measuredP < epsilonP && measuredP > epsilonP - 0.06), `ε_P ${epsilonP}: measured ${measuredP} over ${steps} steps`);
+        assert.ok(
+          within(measuredP, epsilonP) || (measuredP < epsilonP && measuredP > epsilonP - 0.06),
+          `ε_P ${epsilonP}: measured ${measuredP} over ${steps} steps`,
+        );
         assert.ok(audit.stateKindAccuracy < 1 && audit.elementF1 < 1);
       }
     } finally {
@@ -111,7 +122,11 @@ test("optimistic false successes at 40% are exploited (the on-policy audit sees 
       const records = [];
       for (let i = 0; i < 40; i++) {
         const t = await runEpisode(o.env, new RulePolicy(), { envName: "webshop", task: tasks[300 + i] });
-        records.push({ task: t.task, observation: t.steps[0].observation, steps: t.steps.map((s) => ({ action: s.action, nextObservation: s.next_observation, terminated: s.terminated, reward: s.reward })) });
+        records.push({
+          task: t.task,
+          observation: t.steps[0].observation,
+          steps: t.steps.map((s) => ({ action: s.action, nextObservation: s.next_observation, terminated: s.terminated, reward: s.reward })),
+        });
       }
       const envs = [abstractEnv(new WebShopEnv({ split: "test", maxSteps: 15 }), abs)];
       const summary = summarizeReplays(await replayInRealEnv(envs, records, (r) => r >= 1));

@@ -65,9 +65,11 @@ export async function startOracleServer(opts: OracleServerOptions): Promise<Orac
   const stats: OracleServerStats = { requests: 0, refused: 0, busySeconds: 0, rewardCorrupted: 0, stateCorrupted: 0, envSteps: 0, cachedSteps: 0 };
   const server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
     try {
-      if (req.method === "GET" && req.url?.endsWith("/models")) return send(res, 200, { object: "list", data: [{ id: "oracle", object: "model", owned_by: "dreamgym" }] });
+      if (req.method === "GET" && req.url?.endsWith("/models"))
+        return send(res, 200, { object: "list", data: [{ id: "oracle", object: "model", owned_by: "dreamgym" }] });
       if (req.method === "GET" && req.url?.endsWith("/stats")) return send(res, 200, stats);
-      if (req.method !== "POST" || !req.url?.endsWith("/chat/completions")) return send(res, 404, { error: { message: "not found: POST /v1/chat/completions", type: "invalid_request_error" } });
+      if (req.method !== "POST" || !req.url?.endsWith("/chat/completions"))
+        return send(res, 404, { error: { message: "not found: POST /v1/chat/completions", type: "invalid_request_error" } });
       let raw = "";
       for await (const c of req) raw += c;
       const started = performance.now();
@@ -83,7 +85,12 @@ export async function startOracleServer(opts: OracleServerOptions): Promise<Orac
       const episode = typeof user?.content === "string" ? parseEpisodeBlock(user.content) : null;
       if (!episode) {
         stats.refused++;
-        return send(res, 400, { error: { message: "no episode line in the first user message: the oracle answers the reasoning experience model's prompts only", type: "invalid_request_error" } });
+        return send(res, 400, {
+          error: {
+            message: "no episode line in the first user message: the oracle answers the reasoning experience model's prompts only",
+            type: "invalid_request_error",
+          },
+        });
       }
       let answer: OracleAnswer;
       try {
@@ -100,7 +107,10 @@ export async function startOracleServer(opts: OracleServerOptions): Promise<Orac
       const content = JSON.stringify({ reasoning: answer.reasoning, next_state: answer.next_state, reward: answer.reward, terminated: answer.terminated });
       const n = Math.max(1, Math.min(64, Number(body.n ?? 1) || 1));
       send(res, 200, {
-        id: "oracle", object: "chat.completion", created: 0, model: body.model ?? "oracle",
+        id: "oracle",
+        object: "chat.completion",
+        created: 0,
+        model: body.model ?? "oracle",
         choices: Array.from({ length: n }, (_, index) => ({ index, message: { role: "assistant", content }, finish_reason: "stop" })),
         usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 },
       });
@@ -118,7 +128,9 @@ export async function startOracleServer(opts: OracleServerOptions): Promise<Orac
   const host = opts.host ?? "127.0.0.1";
   const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}/v1`;
   return {
-    url, experience: `${url}#oracle`, stats,
+    url,
+    experience: `${url}#oracle`,
+    stats,
     close: () => {
       oracle.close();
       server.closeAllConnections();

@@ -71,7 +71,8 @@ describe("RemoteEnv against a real server", () => {
         for (let steps = 0; ; steps++) {
           assert.deepEqual(remote.availableActions(), seen.availableActions());
           // An invalid action on the way: a no-op step on both sides.
-          const action = steps === 1 ? "click[no such button]" : oracle.choose({ task, observation, actions: seen.availableActions(), history: [], trace: [], info });
+          const action =
+            steps === 1 ? "click[no such button]" : oracle.choose({ task, observation, actions: seen.availableActions(), history: [], trace: [], info });
           const [x, y] = [await seen.step(action), await remote.step(action)];
           assert.equal(y.observation, x.observation, `step ${steps} ${action}`);
           assert.equal(y.reward, x.reward);
@@ -115,8 +116,11 @@ describe("RemoteEnv against a real server", () => {
   test("an error reply is a RemoteEnvError with the server's code; the connection stays usable", async () => {
     const remote = new RemoteEnv(server.url);
     try {
-      await assert.rejects(remote.reset({ task: { id: "webshop:nope", instruction: "" } }), (e: unknown) =>
-        e instanceof RemoteEnvError && e.serverCode === "VALIDATION_ERROR" && e.message.includes(wsEndpoint(server.url)) && /unknown task id/.test(e.message));
+      await assert.rejects(
+        remote.reset({ task: { id: "webshop:nope", instruction: "" } }),
+        (e: unknown) =>
+          e instanceof RemoteEnvError && e.serverCode === "VALIDATION_ERROR" && e.message.includes(wsEndpoint(server.url)) && /unknown task id/.test(e.message),
+      );
       await assert.rejects(remote.step("click[x]"), ResetNeededError);
       const r = await remote.reset({ task: tasks[0] });
       assert.match(r.observation, /^page: search/);
@@ -183,13 +187,22 @@ describe("failures are one-line errors that name the URL, never a hang", () => {
     const wss = new WebSocketServer({ port: 0, host: "127.0.0.1" });
     await new Promise((resolve) => wss.once("listening", resolve));
     const port = (wss.address() as { port: number }).port;
-    const obs = { type: "observation", data: { observation: { text: "hello", available_actions: ["go"], task_id: "t", instruction: "", terminated: false, truncated: false }, reward: null, done: false } };
-    wss.on("connection", (ws) => ws.on("message", (raw) => {
-      const m = JSON.parse(raw.toString()) as { type: string; data?: { action?: string } };
-      if (m.type === "reset") ws.send(JSON.stringify(obs));
-      else if (m.data?.action === "cut") ws.terminate();
-      // "silent": no reply at all
-    }));
+    const obs = {
+      type: "observation",
+      data: {
+        observation: { text: "hello", available_actions: ["go"], task_id: "t", instruction: "", terminated: false, truncated: false },
+        reward: null,
+        done: false,
+      },
+    };
+    wss.on("connection", (ws) =>
+      ws.on("message", (raw) => {
+        const m = JSON.parse(raw.toString()) as { type: string; data?: { action?: string } };
+        if (m.type === "reset") ws.send(JSON.stringify(obs));
+        else if (m.data?.action === "cut") ws.terminate();
+        // "silent": no reply at all
+      }),
+    );
     const remote = new RemoteEnv(`ws://127.0.0.1:${port}`, { timeout: 0.2 });
     try {
       await remote.reset();

@@ -1,7 +1,15 @@
 import WebSocket from "ws";
 import {
-  ClosedEnvironmentError, DreamGymError, ResetNeededError,
-  type Action, type Env, type ResetOptions, type ResetResult, type StepInfo, type StepResult, type Task,
+  ClosedEnvironmentError,
+  DreamGymError,
+  ResetNeededError,
+  type Action,
+  type Env,
+  type ResetOptions,
+  type ResetResult,
+  type StepInfo,
+  type StepResult,
+  type Task,
 } from "../core/index.ts";
 
 /** Something went wrong between us and an env server: its URL, and the server's error code when it sent one. */
@@ -127,7 +135,7 @@ export class RemoteEnv implements Env {
       const obs = observationOf(reply, this.url);
       this.actions = actionsOf(obs);
       this.episode = "running";
-      const id = typeof obs.task_id === "string" ? obs.task_id : opts.task?.id ?? "unknown";
+      const id = typeof obs.task_id === "string" ? obs.task_id : (opts.task?.id ?? "unknown");
       const task = opts.task ?? this.tasks.get(id) ?? { id, instruction: typeof obs.instruction === "string" ? obs.instruction : "" };
       return { observation: String(obs.text ?? ""), info: { task } };
     });
@@ -201,7 +209,10 @@ export class RemoteEnv implements Env {
         resolve();
       });
       ws.on("unexpected-response", (_req, res) => {
-        const why = res.statusCode === 401 ? "401 unauthorized (give the server's token: --token-file or DREAMGYM_TOKEN)" : `HTTP ${res.statusCode} instead of a WebSocket upgrade (is it a dreamgym/OpenEnv env server?)`;
+        const why =
+          res.statusCode === 401
+            ? "401 unauthorized (give the server's token: --token-file or DREAMGYM_TOKEN)"
+            : `HTTP ${res.statusCode} instead of a WebSocket upgrade (is it a dreamgym/OpenEnv env server?)`;
         res.resume();
         ws.terminate();
         if (!opened) reject(new RemoteEnvError(this.url, `cannot connect: ${why}`));

@@ -35,7 +35,10 @@ export async function remoteEnvInfo(url: string, opts: RemoteInfoOptions = {}): 
   const meta = (await get("/metadata")) as { description?: unknown; dreamgym?: Record<string, unknown> };
   const d = meta?.dreamgym;
   if (typeof d !== "object" || d === null || typeof d.env !== "string" || typeof d.split !== "string") {
-    throw new RemoteEnvError(base, "its /metadata has no dreamgym block (env, split): is it a dreamgym env server? (an OpenEnv server of another framework cannot be used as --env)");
+    throw new RemoteEnvError(
+      base,
+      "its /metadata has no dreamgym block (env, split): is it a dreamgym env server? (an OpenEnv server of another framework cannot be used as --env)",
+    );
   }
   const r = (d.rewards ?? {}) as Partial<RewardSpec>;
   const rewards: RewardSpec = { min: num(r.min, 0), max: num(r.max, 1), dense: r.dense === true };
@@ -44,13 +47,18 @@ export async function remoteEnvInfo(url: string, opts: RemoteInfoOptions = {}): 
     const page = (await get(`/tasks?offset=${tasks.length}&limit=${PAGE}`)) as { total?: unknown; tasks?: unknown };
     if (!Array.isArray(page?.tasks) || typeof page.total !== "number") throw new RemoteEnvError(base, "its /tasks reply has no tasks list and total");
     for (const t of page.tasks as Task[]) {
-      if (typeof t?.id !== "string" || typeof t.instruction !== "string") throw new RemoteEnvError(base, "its /tasks lists a task without an id and instruction");
+      if (typeof t?.id !== "string" || typeof t.instruction !== "string")
+        throw new RemoteEnvError(base, "its /tasks lists a task without an id and instruction");
       tasks.push(t);
     }
     if (tasks.length >= page.total || page.tasks.length === 0) break;
   }
   return {
-    url: base, env: d.env, split: d.split, rewards, tasks,
+    url: base,
+    env: d.env,
+    split: d.split,
+    rewards,
+    tasks,
     mode: d.mode === "synthetic" ? "synthetic" : "real",
     observation: d.observation === "raw" ? "raw" : "abstract",
     description: typeof meta.description === "string" ? meta.description : `${d.env} served at ${base}`,
@@ -66,16 +74,22 @@ async function getJson(base: string, path: string, token: string | undefined, ti
     res = await fetch(`${base}${path}`, { headers: token ? { authorization: `Bearer ${token}` } : {}, signal: AbortSignal.timeout(timeoutMs) });
   } catch (e) {
     const cause = (e as { cause?: NodeJS.ErrnoException }).cause;
-    const why = (e as Error).name === "TimeoutError" ? `no answer within ${timeoutMs / 1000} s`
-      : cause?.code === "ECONNREFUSED" ? "connection refused (is the server running? dreamgym serve --env <name> --port <port>)"
-      : cause?.code === "ENOTFOUND" ? "unknown host"
-      // fetch refuses ports browsers block (1, 9, 25, 6000, ...) with just "bad port".
-      : cause?.message === "bad port" ? "this port is one Node's fetch refuses to use (a blocked port): serve on another --port"
-      : cause?.message ?? (e as Error).message;
+    const why =
+      (e as Error).name === "TimeoutError"
+        ? `no answer within ${timeoutMs / 1000} s`
+        : cause?.code === "ECONNREFUSED"
+          ? "connection refused (is the server running? dreamgym serve --env <name> --port <port>)"
+          : cause?.code === "ENOTFOUND"
+            ? "unknown host"
+            : // fetch refuses ports browsers block (1, 9, 25, 6000, ...) with just "bad port".
+              cause?.message === "bad port"
+              ? "this port is one Node's fetch refuses to use (a blocked port): serve on another --port"
+              : (cause?.message ?? (e as Error).message);
     throw new RemoteEnvError(base, `GET ${path.split("?")[0]}: ${why}`);
   }
   const text = await res.text().catch(() => "");
-  if (res.status === 401) throw new RemoteEnvError(base, `GET ${path.split("?")[0]}: 401 unauthorized (give the server's token: --token-file or DREAMGYM_TOKEN)`);
+  if (res.status === 401)
+    throw new RemoteEnvError(base, `GET ${path.split("?")[0]}: 401 unauthorized (give the server's token: --token-file or DREAMGYM_TOKEN)`);
   if (!res.ok) throw new RemoteEnvError(base, `GET ${path.split("?")[0]}: HTTP ${res.status}${text ? ` ${text.slice(0, 200).replace(/\s+/g, " ")}` : ""}`);
   try {
     return JSON.parse(text);

@@ -60,10 +60,14 @@ export async function useRemoteEnv(url: string, opts: UseRemoteOptions = {}): Pr
     description: `${info.env} served at ${info.url} (${info.mode}, split ${info.split})`,
     create(options) {
       if (options.split !== undefined && options.split !== info.split) {
-        throw new InvalidConfigError(`the env server ${info.url} serves ${info.env} split ${info.split}, not ${options.split}: ask for split ${info.split}, or start a server with --split ${options.split}`);
+        throw new InvalidConfigError(
+          `the env server ${info.url} serves ${info.env} split ${info.split}, not ${options.split}: ask for split ${info.split}, or start a server with --split ${options.split}`,
+        );
       }
       if (options.maxSteps !== undefined) {
-        throw new InvalidConfigError(`the env server ${info.url} sets its own step limit: start it with --max-steps ${options.maxSteps} instead of giving it here`);
+        throw new InvalidConfigError(
+          `the env server ${info.url} sets its own step limit: start it with --max-steps ${options.maxSteps} instead of giving it here`,
+        );
       }
       return new RemoteEnv(info.url, { token: opts.token, timeout: opts.timeout, tasks: info.tasks });
     },
@@ -78,7 +82,10 @@ export async function useRemoteEnv(url: string, opts: UseRemoteOptions = {}): Pr
   };
   registerRemote(info.env, spec, info.url);
   return {
-    name: info.env, url: info.url, info, synthetic: support !== undefined,
+    name: info.env,
+    url: info.url,
+    info,
+    synthetic: support !== undefined,
     async release() {
       if (findEnv(info.env)?.spec === (spec as unknown)) unregisterRemote(info.env);
       await twin?.close();

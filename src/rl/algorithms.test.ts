@@ -28,7 +28,11 @@ describe("advantages", () => {
 
   test("GRPO's batch term: λ·(group mean − batch mean)/(batch std + ε), 0 when λ is 0", () => {
     // Returns 1,1 | 0,0 | 0.5,0.5: batch mean 0.5, population std sqrt(1/6).
-    const groups = [[1, 1], [0, 0], [0.5, 0.5]];
+    const groups = [
+      [1, 1],
+      [0, 0],
+      [0.5, 0.5],
+    ];
     close(batchTerms(groups, 0.5, 0), [0.5 * 0.5 * Math.sqrt(6), -0.5 * 0.5 * Math.sqrt(6), 0]);
     close(batchTerms(groups, 0), [0, 0, 0]);
   });
@@ -50,7 +54,10 @@ describe("advantages", () => {
 class ProbePolicy implements TrainablePolicy<number> {
   readonly name = "probe";
   received: OutputGradients[] = [];
-  constructor(private readonly logProbs: number[], private readonly values: number[] = []) {}
+  constructor(
+    private readonly logProbs: number[],
+    private readonly values: number[] = [],
+  ) {}
   async act(): Promise<never> {
     throw new Error("not used");
   }
@@ -82,8 +89,15 @@ class ProbePolicy implements TrainablePolicy<number> {
 const episode = (records: number[], rewards: number[], logProbs: number[]): Episode<number> => ({
   task: { id: "t", instruction: "" },
   steps: records.map((r, i) => ({
-    observation: "", action: "", next_observation: "", reward: rewards[i], terminated: i === records.length - 1, truncated: false,
-    logProb: logProbs[i], value: 0, record: r,
+    observation: "",
+    action: "",
+    next_observation: "",
+    reward: rewards[i],
+    terminated: i === records.length - 1,
+    truncated: false,
+    logProb: logProbs[i],
+    value: 0,
+    record: r,
   })),
   totalReward: rewards.reduce((s, x) => s + x, 0),
   success: false,
@@ -112,10 +126,19 @@ describe("loss gradients", () => {
 
   test("GRPO with a batch term: a group of equal returns below the batch is pushed down; with λ 0 it is not", () => {
     // Group 1 returns 0, 0 (no group-relative gradient); group 2 returns 1, 1. Batch mean 0.5, std 0.5.
-    const groups = [[episode([0], [0], [0]), episode([1], [0], [0])], [episode([2], [1], [0]), episode([3], [1], [0])]];
+    const groups = [
+      [episode([0], [0], [0]), episode([1], [0], [0])],
+      [episode([2], [1], [0]), episode([3], [1], [0])],
+    ];
     const grad = (lambda: number) => {
       const policy = new ProbePolicy([0, 0, 0, 0]);
-      grpoUpdate(policy, undefined, groups, grpoConfigSchema.parse({ epochs: 1, minibatchSize: 4, entropyCoef: 0, advantageEps: 1e-12, batchAdvantage: lambda }), new Rng(0));
+      grpoUpdate(
+        policy,
+        undefined,
+        groups,
+        grpoConfigSchema.parse({ epochs: 1, minibatchSize: 4, entropyCoef: 0, advantageEps: 1e-12, batchAdvantage: lambda }),
+        new Rng(0),
+      );
       const idx = [0, 1, 2, 3];
       new Rng(0).shuffle(idx);
       const g = policy.received[0].logProbs;
@@ -137,7 +160,10 @@ describe("loss gradients", () => {
     new Rng(0).shuffle(idx);
     const dv = policy.received[0].values!;
     // Returns: 1 and 1 (γ = λ = 1); V = 0.25, 0.5 → 0.5·(V − 1)/2.
-    const expected = new Map([[0, (0.5 * (0.25 - 1)) / 2], [1, (0.5 * (0.5 - 1)) / 2]]);
+    const expected = new Map([
+      [0, (0.5 * (0.25 - 1)) / 2],
+      [1, (0.5 * (0.5 - 1)) / 2],
+    ]);
     idx.forEach((r, j) => assert.ok(Math.abs(dv[j] - expected.get(r)!) < 1e-12));
   });
 });

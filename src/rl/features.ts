@@ -20,7 +20,9 @@ import { webView, type WebView } from "./web-view.ts";
 export const FEATURE_VERSION = "text-features-v4";
 
 const STOP = new Set(
-  "a an the and or of for to in on with by at from is are be it its i im i'm me my you your we our this that these those as but not no can will would could should please need want looking find buy get also some any which who what".split(" "),
+  "a an the and or of for to in on with by at from is are be it its i im i'm me my you your we our this that these those as but not no can will would could should please need want looking find buy get also some any which who what".split(
+    " ",
+  ),
 );
 
 /** Lowercased, stemmed content words. */
@@ -93,7 +95,11 @@ function featurizeWeb(input: PolicyInput, web: WebView, dim: number): Featurized
     if (a.includes(FREE_TEXT_SLOT)) slots.push({ view: v, action: a });
     back.set(v, a); // two elements of one name: the last (see webView)
   }
-  const step = featurizeText({ ...input, observation: web.text, actions: [...back.keys()], history: input.history.map(historyAction) }, dim, new Set(web.checked));
+  const step = featurizeText(
+    { ...input, observation: web.text, actions: [...back.keys()], history: input.history.map(historyAction) },
+    dim,
+    new Set(web.checked),
+  );
   const actions = step.actions.map((v) => {
     const direct = back.get(v);
     if (direct !== undefined) return direct;
@@ -108,7 +114,8 @@ function featurizeWeb(input: PolicyInput, web: WebView, dim: number): Featurized
 }
 
 /** Features of a bracketed text state; `chosen`: option labels the page shows as chosen (a web page's checked radios). */
-function featurizeText(input: PolicyInput, dim: number, chosen?: ReadonlySet<string>): FeaturizedStep {  const instruction = input.task.instruction;
+function featurizeText(input: PolicyInput, dim: number, chosen?: ReadonlySet<string>): FeaturizedStep {
+  const instruction = input.task.instruction;
   const instrTokens = new Set(contentTokens(instruction));
   const instrLower = ` ${instruction.toLowerCase().replace(/[^a-z0-9.]+/g, " ")} `;
   const bound = PRICE_BOUND.exec(instruction);
@@ -147,7 +154,13 @@ function featurizeText(input: PolicyInput, dim: number, chosen?: ReadonlySet<str
   // shares. A candidate search is named by its query variant instead, as an item by "<id>"; the
   // previous search (read back from the history, which keeps no variant) by "<query>".
   const searchLabel = (p: ParsedAction) => `<query${p.variant ?? ""}>`;
-  const prevLabel = prev ? (prev.verb === "search" ? `search:${searchLabel(prev)}` : idLike(prev.label) ? `${prev.verb}:<id>` : `${prev.verb}:${prev.label}`) : "none";
+  const prevLabel = prev
+    ? prev.verb === "search"
+      ? `search:${searchLabel(prev)}`
+      : idLike(prev.label)
+        ? `${prev.verb}:<id>`
+        : `${prev.verb}:${prev.label}`
+    : "none";
   const taken = new Map<string, number>();
   for (const a of input.history) taken.set(a.toLowerCase(), (taken.get(a.toLowerCase()) ?? 0) + 1);
   const takenLabels = new Set([...input.history.map((a) => parseAction(a).label), ...(chosen ?? [])]);

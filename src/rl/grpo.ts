@@ -73,16 +73,27 @@ export interface GrpoStats {
 }
 
 export function grpoUpdate<R>(
-  policy: TrainablePolicy<R>, reference: TrainablePolicy<R> | undefined,
-  groups: readonly (readonly Episode<R>[])[], config: GrpoConfig, rng: Rng,
+  policy: TrainablePolicy<R>,
+  reference: TrainablePolicy<R> | undefined,
+  groups: readonly (readonly Episode<R>[])[],
+  config: GrpoConfig,
+  rng: Rng,
 ): GrpoStats {
   // 1. Group-relative advantages, broadcast to the steps of each episode.
   const records: R[] = [];
   const oldLogProbs: number[] = [];
   const advantages: number[] = [];
-  const batch = batchTerms(groups.map((g) => g.map((e) => e.totalReward)), config.batchAdvantage, config.advantageEps);
+  const batch = batchTerms(
+    groups.map((g) => g.map((e) => e.totalReward)),
+    config.batchAdvantage,
+    config.advantageEps,
+  );
   groups.forEach((group, k) => {
-    const a = groupAdvantages(group.map((e) => e.totalReward), config.advantageEps, config.stdFloor);
+    const a = groupAdvantages(
+      group.map((e) => e.totalReward),
+      config.advantageEps,
+      config.stdFloor,
+    );
     group.forEach((episode, i) => {
       for (const step of episode.steps) {
         records.push(step.record);
@@ -103,7 +114,13 @@ export function grpoUpdate<R>(
   for (let epoch = 0; epoch < config.epochs; epoch++) {
     rng.shuffle(order);
     const last = epoch === config.epochs - 1;
-    let loss = 0, kl = 0, entropy = 0, clipped = 0, approxKl = 0, gradNorm = 0, batches = 0;
+    let loss = 0,
+      kl = 0,
+      entropy = 0,
+      clipped = 0,
+      approxKl = 0,
+      gradNorm = 0,
+      batches = 0;
     for (let start = 0; start < n; start += config.minibatchSize) {
       const idx = order.slice(start, start + config.minibatchSize);
       const m = idx.length;
@@ -134,9 +151,15 @@ export function grpoUpdate<R>(
       gradNorm += policy.step({ learningRate: config.learningRate, maxGradNorm: config.maxGradNorm }).gradNorm;
       batches++;
     }
-    if (last) Object.assign(stats, {
-      policyLoss: loss / n, kl: refLogProbs ? kl / n : undefined, entropy: entropy / n, clipFraction: clipped / n, approxKl: approxKl / n, gradNorm: gradNorm / batches,
-    });
+    if (last)
+      Object.assign(stats, {
+        policyLoss: loss / n,
+        kl: refLogProbs ? kl / n : undefined,
+        entropy: entropy / n,
+        clipFraction: clipped / n,
+        approxKl: approxKl / n,
+        gradNorm: gradNorm / batches,
+      });
   }
   return stats;
 }

@@ -1,5 +1,13 @@
 export type {
-  ActOptions, Decision, PastStep, Evaluation, OutputGradients, Policy, PolicyInput, TrainablePolicy, UpdateStats,
+  ActOptions,
+  Decision,
+  PastStep,
+  Evaluation,
+  OutputGradients,
+  Policy,
+  PolicyInput,
+  TrainablePolicy,
+  UpdateStats,
 } from "./policy.ts";
 export { FEATURE_VERSION, featurize, queryCandidates, contentTokens, idLike } from "./features.ts";
 export { FeatureBuilder, bucket } from "../core/index.ts";

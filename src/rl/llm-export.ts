@@ -16,25 +16,54 @@ export interface TrainerExportOptions {
 
 /** A group's lines: its episodes' total rewards normalised within the group (GRPO), broadcast to their steps. */
 export function groupLines(
-  group: readonly Episode<LlmStepRecord>[], g: number, opts: TrainerExportOptions & { extra?: Record<string, unknown> },
+  group: readonly Episode<LlmStepRecord>[],
+  g: number,
+  opts: TrainerExportOptions & { extra?: Record<string, unknown> },
 ): Record<string, unknown>[] {
-  const advantages = groupAdvantages(group.map((e) => e.totalReward), opts.advantageEps);
+  const advantages = groupAdvantages(
+    group.map((e) => e.totalReward),
+    opts.advantageEps,
+  );
   const extra = opts.extra ?? {};
   return group.flatMap((e, rollout): Record<string, unknown>[] => {
     const advantage = advantages[rollout];
     if ((opts.format ?? "steps") === "trajectories") {
-      return [{
-        env: opts.env, task: e.task, group: g, rollout, total_reward: e.totalReward, success: e.success, advantage,
-        steps: e.steps.map((s) => ({
-          prompt: s.record.messages, completion: s.record.completion, action: s.action, reward: s.reward, observation: s.observation,
-          ...(s.failed ? { failed: s.failed } : {}),
-        })),
-        ...extra,
-      }];
+      return [
+        {
+          env: opts.env,
+          task: e.task,
+          group: g,
+          rollout,
+          total_reward: e.totalReward,
+          success: e.success,
+          advantage,
+          steps: e.steps.map((s) => ({
+            prompt: s.record.messages,
+            completion: s.record.completion,
+            action: s.action,
+            reward: s.reward,
+            observation: s.observation,
+            ...(s.failed ? { failed: s.failed } : {}),
+          })),
+          ...extra,
+        },
+      ];
     }
     return e.steps.map((s, step) => ({
-      env: opts.env, task_id: e.task.id, group: g, rollout, step, prompt: s.record.messages, completion: s.record.completion, action: s.action,
-      reward: s.reward, advantage, episode_reward: e.totalReward, episode_steps: e.steps.length, success: e.success, ...(s.failed ? { failed: s.failed } : {}),
+      env: opts.env,
+      task_id: e.task.id,
+      group: g,
+      rollout,
+      step,
+      prompt: s.record.messages,
+      completion: s.record.completion,
+      action: s.action,
+      reward: s.reward,
+      advantage,
+      episode_reward: e.totalReward,
+      episode_steps: e.steps.length,
+      success: e.success,
+      ...(s.failed ? { failed: s.failed } : {}),
       ...extra,
     }));
   });
@@ -46,7 +75,9 @@ export function groupLines(
  * leaves any old file as it was.
  */
 export function exportForTrainer(
-  groups: readonly (readonly Episode<LlmStepRecord>[])[], file: string, opts: TrainerExportOptions,
+  groups: readonly (readonly Episode<LlmStepRecord>[])[],
+  file: string,
+  opts: TrainerExportOptions,
 ): { groups: number; episodes: number; steps: number; lines: number } {
   let episodes = 0;
   let steps = 0;

@@ -16,7 +16,13 @@ import type { PolicyInput } from "./policy.ts";
 
 const fast = { backoffMs: 1, maxBackoffMs: 5 };
 const task: Task = { id: "t:1", instruction: "buy red shoes" };
-const input = (actions: string[] | undefined, over: Partial<PolicyInput> = {}): PolicyInput => ({ task, observation: "page: search", actions, history: [], ...over });
+const input = (actions: string[] | undefined, over: Partial<PolicyInput> = {}): PolicyInput => ({
+  task,
+  observation: "page: search",
+  actions,
+  history: [],
+  ...over,
+});
 type Body = { messages: ChatMessage[]; temperature?: number; seed?: number };
 const lastUser = (body: Record<string, unknown>) => (body as Body).messages.at(-1)!.content;
 /** The actions listed in a prompt (the lines after "Available actions"). */
@@ -26,7 +32,7 @@ test("the last Action: line is parsed, with markdown, case, quotes and backticks
   assert.equal(parseActionLine("Thought: the first result.\nAction: click[b07xtk3p89]"), "click[b07xtk3p89]");
   assert.equal(parseActionLine("**Thought:** hm\n**Action:** click[buy now]"), "click[buy now]");
   assert.equal(parseActionLine("**Action**: `search[red shoes]`"), "search[red shoes]");
-  assert.equal(parseActionLine("ACTION:   \"click[next >]\"  "), "click[next >]");
+  assert.equal(parseActionLine('ACTION:   "click[next >]"  '), "click[next >]");
   assert.equal(parseActionLine("- action: 'click[black]'."), "click[black]");
   assert.equal(parseActionLine("Action: click[a]\nThought: no, better\nAction: click[b]"), "click[b]", "the last one wins");
   assert.equal(parseActionLine("Action:\n\n  click[c]"), "click[c]", "on the next line");
@@ -157,7 +163,10 @@ test("garbage all along in real WebShop: the episode runs to its step limit with
 test("a failed call fails the step; failures on tasks in a row trip the breaker, which names the URL", async () => {
   // One good step, then a call that fails after its retry (a counted no-op), a good step (the count
   // starts again), then garbage: failed steps of one task count once, and the third task stops it.
-  const s = await chatServer({ faults: ["ok", "500", "500"], reply: (b) => ((b.messages as ChatMessage[]).at(-1)!.content.includes("click[y]") && s.requests.length < 5 ? "Action: click[y]" : "no idea") });
+  const s = await chatServer({
+    faults: ["ok", "500", "500"],
+    reply: (b) => ((b.messages as ChatMessage[]).at(-1)!.content.includes("click[y]") && s.requests.length < 5 ? "Action: click[y]" : "no idea"),
+  });
   try {
     const model = new OpenAIChatModel({ baseURL: s.url, model: "tiny", maxRetries: 1, maxFailures: 3, ...fast });
     const policy = new LlmPolicy({ model, maxAttempts: 1 });
@@ -169,7 +178,12 @@ test("a failed call fails the step; failures on tasks in a row trip the breaker,
     await assert.rejects(act("t:3"), (e: unknown) => {
       assert.ok(e instanceof EndpointFailedError);
       assert.equal(e.url, `${s.url}/chat/completions`);
-      assert.match(e.message, new RegExp(`^LLM endpoint ${s.url}/chat/completions gave no valid answer on 3 tasks in a row; last error: no valid action after 1 attempt: there is no 'Action:' line`));
+      assert.match(
+        e.message,
+        new RegExp(
+          `^LLM endpoint ${s.url}/chat/completions gave no valid answer on 3 tasks in a row; last error: no valid action after 1 attempt: there is no 'Action:' line`,
+        ),
+      );
       return true;
     });
     const calls = s.requests.length;
@@ -181,7 +195,12 @@ test("a failed call fails the step; failures on tasks in a row trip the breaker,
 });
 
 test("without a breaker (a local model), errors of the model call propagate", async () => {
-  const failing = { id: "local", generate: async () => { throw new Error("out of memory"); } };
+  const failing = {
+    id: "local",
+    generate: async () => {
+      throw new Error("out of memory");
+    },
+  };
   await assert.rejects(new LlmPolicy({ model: failing }).act(input(["click[y]"]), { rng: new Rng(0) }), /out of memory/);
 });
 
@@ -201,10 +220,17 @@ test("the prompt shows recent steps with their observations, per episode, also w
   try {
     const policy = new LlmPolicy({ model: new OpenAIChatModel({ baseURL: s.url, model: "tiny", ...fast }), historySteps: 2, profile: abstraction.profile });
     const tasks = real[0].tasks().slice(0, 2);
-    const episodes = await playEpisodes(envs, policy, tasks.map((t, i) => ({ task: t, rngSeed: i })));
+    const episodes = await playEpisodes(
+      envs,
+      policy,
+      tasks.map((t, i) => ({ task: t, rngSeed: i })),
+    );
     for (const [i, e] of episodes.entries()) {
       assert.equal(e.steps.length, 4);
-      assert.deepEqual(e.steps.map((st) => st.failed), [undefined, undefined, undefined, undefined]);
+      assert.deepEqual(
+        e.steps.map((st) => st.failed),
+        [undefined, undefined, undefined, undefined],
+      );
       assert.equal(e.steps[0].action, `search[${tasks[i].instruction}]`);
       const prompt = e.steps[3].record.messages[1].content;
       assert.match(prompt, /History \(3 steps\):\n\(1 earlier step not shown\)\nStep 2 observation:\npage: results/);
@@ -225,15 +251,27 @@ test("the prompt shows recent steps with their observations, per episode, also w
 // --- export ---
 
 const step = (action: string, reward: number, failed?: string) => ({
-  observation: `obs before ${action}`, action, reward, next_observation: "next", terminated: false, truncated: false, logProb: NaN,
+  observation: `obs before ${action}`,
+  action,
+  reward,
+  next_observation: "next",
+  terminated: false,
+  truncated: false,
+  logProb: NaN,
   record: { messages: [{ role: "user" as const, content: `prompt for ${action}` }], completion: `Action: ${action}`, attempts: 1 } satisfies LlmStepRecord,
   ...(failed ? { failed } : {}),
 });
 const episode = (id: string, rewards: number[]): Episode<LlmStepRecord> => ({
-  task: { id, instruction: `do ${id}` }, steps: rewards.map((r, i) => step(`a${i}`, r)),
-  totalReward: rewards.reduce((a, b) => a + b, 0), success: rewards.reduce((a, b) => a + b, 0) >= 1,
+  task: { id, instruction: `do ${id}` },
+  steps: rewards.map((r, i) => step(`a${i}`, r)),
+  totalReward: rewards.reduce((a, b) => a + b, 0),
+  success: rewards.reduce((a, b) => a + b, 0) >= 1,
 });
-const lines = (file: string) => readFileSync(file, "utf8").trim().split("\n").map((l) => JSON.parse(l));
+const lines = (file: string) =>
+  readFileSync(file, "utf8")
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l));
 
 test("export for a trainer: group advantages broadcast to steps, in both formats", () => {
   const dir = mkdtempSync(join(tmpdir(), "dreamgym-llm-export-"));
@@ -250,23 +288,70 @@ test("export for a trainer: group advantages broadcast to steps, in both formats
   const expected = [Math.SQRT2, Math.SQRT2, -Math.SQRT2, -Math.SQRT2, -Math.SQRT2, 0, 0, 0, 0, 0];
   rows.forEach((row, i) => assert.ok(Math.abs(row.advantage - expected[i]) < 1e-5, `line ${i}: ${row.advantage} vs ${expected[i]}`));
   assert.deepEqual(rows[1], {
-    env: "webshop", task_id: "t:0", group: 0, rollout: 0, step: 1, prompt: [{ role: "user", content: "prompt for a1" }], completion: "Action: a1",
-    action: "a1", reward: 1, advantage: rows[1].advantage, episode_reward: 1, episode_steps: 2, success: true,
+    env: "webshop",
+    task_id: "t:0",
+    group: 0,
+    rollout: 0,
+    step: 1,
+    prompt: [{ role: "user", content: "prompt for a1" }],
+    completion: "Action: a1",
+    action: "a1",
+    reward: 1,
+    advantage: rows[1].advantage,
+    episode_reward: 1,
+    episode_steps: 2,
+    success: true,
   });
   assert.equal(rows[4].failed, "no valid action after 2 attempts: there is no 'Action:' line");
-  assert.deepEqual(rows.map((x) => [x.group, x.rollout, x.step]), [[0, 0, 0], [0, 0, 1], [0, 1, 0], [0, 1, 1], [0, 1, 2], [0, 2, 0], [0, 3, 0], [0, 3, 1], [1, 0, 0], [1, 1, 0]]);
-  assert.deepEqual(rows.map((x) => x.episode_reward), [1, 1, 0, 0, 0, 0.5, 0.5, 0.5, 0.25, 0.25]);
+  assert.deepEqual(
+    rows.map((x) => [x.group, x.rollout, x.step]),
+    [
+      [0, 0, 0],
+      [0, 0, 1],
+      [0, 1, 0],
+      [0, 1, 1],
+      [0, 1, 2],
+      [0, 2, 0],
+      [0, 3, 0],
+      [0, 3, 1],
+      [1, 0, 0],
+      [1, 1, 0],
+    ],
+  );
+  assert.deepEqual(
+    rows.map((x) => x.episode_reward),
+    [1, 1, 0, 0, 0, 0.5, 0.5, 0.5, 0.25, 0.25],
+  );
 
   const tfile = join(dir, "traj.jsonl");
   assert.deepEqual(exportForTrainer([g0, g1], tfile, { env: "webshop", format: "trajectories" }), { groups: 2, episodes: 6, steps: 10, lines: 6 });
   const trajs = lines(tfile);
   assert.equal(trajs.length, 6);
-  assert.deepEqual(trajs.map((t) => Math.round(t.advantage * 1e4) / 1e4), [1.4142, -1.4142, 0, 0, 0, 0]);
+  assert.deepEqual(
+    trajs.map((t) => Math.round(t.advantage * 1e4) / 1e4),
+    [1.4142, -1.4142, 0, 0, 0, 0],
+  );
   assert.deepEqual(Object.keys(trajs[0]), ["env", "task", "group", "rollout", "total_reward", "success", "advantage", "steps"]);
   assert.deepEqual(trajs[0].task, { id: "t:0", instruction: "do t:0" });
-  assert.deepEqual(trajs[0].steps[0], { prompt: [{ role: "user", content: "prompt for a0" }], completion: "Action: a0", action: "a0", reward: 0, observation: "obs before a0" });
+  assert.deepEqual(trajs[0].steps[0], {
+    prompt: [{ role: "user", content: "prompt for a0" }],
+    completion: "Action: a0",
+    action: "a0",
+    reward: 0,
+    observation: "obs before a0",
+  });
   assert.equal(trajs[1].steps[2].failed, "no valid action after 2 attempts: there is no 'Action:' line");
-  assert.deepEqual(trajs.map((t) => [t.group, t.rollout, t.total_reward]), [[0, 0, 1], [0, 1, 0], [0, 2, 0.5], [0, 3, 0.5], [1, 0, 0.25], [1, 1, 0.25]]);
+  assert.deepEqual(
+    trajs.map((t) => [t.group, t.rollout, t.total_reward]),
+    [
+      [0, 0, 1],
+      [0, 1, 0],
+      [0, 2, 0.5],
+      [0, 3, 0.5],
+      [1, 0, 0.25],
+      [1, 1, 0.25],
+    ],
+  );
   assert.deepEqual(readdirSync(dir).sort(), ["steps.jsonl", "traj.jsonl"], "no temporary files left");
 });
 

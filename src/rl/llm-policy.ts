@@ -28,7 +28,8 @@ export interface LlmStepRecord {
   attempts: number;
 }
 
-const DEFAULT_ROLE = "You are an agent acting in an environment to complete a task. At each step you see the task, the recent history, the current observation and the available actions, and you choose exactly one action.";
+const DEFAULT_ROLE =
+  "You are an agent acting in an environment to complete a task. At each step you see the task, the recent history, the current observation and the available actions, and you choose exactly one action.";
 const REPLY_FORMAT = "Reply with\nThought: <reasoning>\nAction: <one action>";
 
 /** The action of the last `Action:` line (markdown, backticks and quotes around it tolerated); null when there is none. */
@@ -56,7 +57,12 @@ function cleanAction(raw: string): string {
   return bracketed ? bracketed[1] : s;
 }
 
-const normalise = (s: string) => s.trim().replace(/\s+/g, " ").replace(/\s*\[\s*/g, "[").replace(/\s*\]/g, "]");
+const normalise = (s: string) =>
+  s
+    .trim()
+    .replace(/\s+/g, " ")
+    .replace(/\s*\[\s*/g, "[")
+    .replace(/\s*\]/g, "]");
 
 /**
  * Matches a parsed action to the listed ones: exactly; else ignoring case and spacing (returning the
@@ -99,8 +105,10 @@ export class LlmPolicy implements Policy<LlmStepRecord> {
 
   constructor(opts: LlmPolicyOptions) {
     this.o = { ...opts, temperature: opts.temperature ?? 0.7, maxAttempts: opts.maxAttempts ?? 2, historySteps: opts.historySteps ?? 6 };
-    if (!Number.isInteger(this.o.maxAttempts) || this.o.maxAttempts < 1) throw new InvalidConfigError(`maxAttempts must be a positive integer, got ${this.o.maxAttempts}`);
-    if (!Number.isInteger(this.o.historySteps) || this.o.historySteps < 0) throw new InvalidConfigError(`historySteps must be an integer ≥ 0, got ${this.o.historySteps}`);
+    if (!Number.isInteger(this.o.maxAttempts) || this.o.maxAttempts < 1)
+      throw new InvalidConfigError(`maxAttempts must be a positive integer, got ${this.o.maxAttempts}`);
+    if (!Number.isInteger(this.o.historySteps) || this.o.historySteps < 0)
+      throw new InvalidConfigError(`historySteps must be an integer ≥ 0, got ${this.o.historySteps}`);
     this.name = `llm:${opts.model.id || "chat"}`;
   }
 
@@ -159,7 +167,10 @@ export class LlmPolicy implements Policy<LlmStepRecord> {
       if (attempt > 1) {
         messages.push(
           { role: "assistant", content: completion },
-          { role: "user", content: `Your reply was invalid: ${problem}.${input.actions?.length ? " Choose one of the available actions listed above." : ""} ${REPLY_FORMAT}` },
+          {
+            role: "user",
+            content: `Your reply was invalid: ${problem}.${input.actions?.length ? " Choose one of the available actions listed above." : ""} ${REPLY_FORMAT}`,
+          },
         );
       }
       // A seed from the episode's stream: a caching backend then replays a run exactly.
@@ -170,7 +181,9 @@ export class LlmPolicy implements Policy<LlmStepRecord> {
       } catch (e) {
         if (!this.o.model.breaker || e instanceof EndpointFailedError) throw e;
         return {
-          action: parsed ?? "", logProb: NaN, record: { messages: [...messages], completion, attempts: attempt },
+          action: parsed ?? "",
+          logProb: NaN,
+          record: { messages: [...messages], completion, attempts: attempt },
           failed: `model call failed: ${(e as Error).message}`,
         };
       }

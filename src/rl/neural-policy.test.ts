@@ -7,7 +7,11 @@ import { playEpisodes } from "../core/index.ts";
 
 async function someRecords(policy: NeuralPolicy): Promise<NeuralStepRecord[]> {
   const env = new ShopToyEnv();
-  const episodes = await playEpisodes([env], policy, env.tasks(3, 1).map((task, i) => ({ task, rngSeed: i })));
+  const episodes = await playEpisodes(
+    [env],
+    policy,
+    env.tasks(3, 1).map((task, i) => ({ task, rngSeed: i })),
+  );
   return episodes.flatMap((e) => e.steps.map((s) => s.record));
 }
 
@@ -39,7 +43,9 @@ test("backward matches finite differences of log-prob, entropy and value", async
     const grads = net.grads();
     for (let p = 0; p < params.length; p++) {
       // The entries with the largest gradients of each array.
-      const order = Array.from(grads[p].keys()).sort((x, y) => Math.abs(grads[p][y]) - Math.abs(grads[p][x])).slice(0, 3);
+      const order = Array.from(grads[p].keys())
+        .sort((x, y) => Math.abs(grads[p][y]) - Math.abs(grads[p][x]))
+        .slice(0, 3);
       for (const i of order) {
         if (Math.abs(grads[p][i]) < 1e-3) continue;
         const h = 1e-2;
@@ -50,7 +56,10 @@ test("backward matches finite differences of log-prob, entropy and value", async
         const down = loss();
         params[p][i] = saved;
         const numeric = (up - down) / (Math.fround(saved + h) - Math.fround(saved - h)); // the float32 step actually taken
-        assert.ok(Math.abs(numeric - grads[p][i]) <= 2e-2 * Math.max(1, Math.abs(numeric)), `param array ${p}[${i}]: analytic ${grads[p][i]} vs numeric ${numeric}`);
+        assert.ok(
+          Math.abs(numeric - grads[p][i]) <= 2e-2 * Math.max(1, Math.abs(numeric)),
+          `param array ${p}[${i}]: analytic ${grads[p][i]} vs numeric ${numeric}`,
+        );
         checked++;
       }
     }
@@ -79,8 +88,12 @@ test("save/load restores identical behaviour; another shape is refused by name",
   assert.deepEqual(copy.evaluate(records), policy.evaluate(records));
 
   const other = new NeuralPolicy({ dim: 512, hidden: 4 });
-  assert.throws(() => other.load(policy.save(), "ckpt.policy"), (e: Error) =>
-    e instanceof InvalidConfigError && /ckpt\.policy holds a policy of another shape \(policy=neural dim=512 hidden=8 .*this policy is policy=neural dim=512 hidden=4/.test(e.message));
+  assert.throws(
+    () => other.load(policy.save(), "ckpt.policy"),
+    (e: Error) =>
+      e instanceof InvalidConfigError &&
+      /ckpt\.policy holds a policy of another shape \(policy=neural dim=512 hidden=8 .*this policy is policy=neural dim=512 hidden=4/.test(e.message),
+  );
   assert.throws(() => other.load(policy.save().subarray(0, 1000), "cut.policy"), /cut\.policy (holds a policy of another shape|is truncated)/);
   const same = new NeuralPolicy({ dim: 512, hidden: 8 });
   assert.throws(() => same.load(policy.save().subarray(0, 5000), "cut.policy"), /cut\.policy is truncated or padded/);
@@ -91,9 +104,20 @@ test("greedy acting is deterministic and sampling follows the seed", async () =>
   const policy = new NeuralPolicy({ dim: 1024, hidden: 8, seed: 2 });
   const env = new ShopToyEnv();
   const tasks = env.tasks(4, 5);
-  const run = (seed: number) => playEpisodes([env], policy, tasks.map((task, i) => ({ task, rngSeed: seed + i })));
+  const run = (seed: number) =>
+    playEpisodes(
+      [env],
+      policy,
+      tasks.map((task, i) => ({ task, rngSeed: seed + i })),
+    );
   const [x, y, z] = [await run(1), await run(1), await run(100)];
-  assert.deepEqual(x.map((e) => e.steps.map((s) => s.action)), y.map((e) => e.steps.map((s) => s.action)));
-  assert.notDeepEqual(x.map((e) => e.steps.map((s) => s.action)), z.map((e) => e.steps.map((s) => s.action)));
+  assert.deepEqual(
+    x.map((e) => e.steps.map((s) => s.action)),
+    y.map((e) => e.steps.map((s) => s.action)),
+  );
+  assert.notDeepEqual(
+    x.map((e) => e.steps.map((s) => s.action)),
+    z.map((e) => e.steps.map((s) => s.action)),
+  );
   for (const e of x) for (const s of e.steps) assert.ok(s.logProb <= 0 && Number.isFinite(s.logProb));
 });

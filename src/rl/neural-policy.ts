@@ -168,9 +168,17 @@ export class NeuralPolicy implements TrainablePolicy<NeuralStepRecord> {
   save(): Uint8Array {
     const actor = this.actor.state();
     const critic = this.critic.state();
-    return packParams(MAGIC, {
-      policy: this.name, featureVersion: FEATURE_VERSION, dim: this.dim, hidden: this.hidden, adamSteps: [actor.adamStep, critic.adamStep],
-    }, [...actor.arrays, ...critic.arrays]);
+    return packParams(
+      MAGIC,
+      {
+        policy: this.name,
+        featureVersion: FEATURE_VERSION,
+        dim: this.dim,
+        hidden: this.hidden,
+        adamSteps: [actor.adamStep, critic.adamStep],
+      },
+      [...actor.arrays, ...critic.arrays],
+    );
   }
 
   load(bytes: Uint8Array, source = "checkpoint"): void {

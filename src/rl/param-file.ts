@@ -26,7 +26,12 @@ export function packParams(magic: string, header: Record<string, unknown>, array
  * A file of another kind, a bad header or a wrong size is an `InvalidConfigError` naming `source`;
  * `notMine` says what the file should have been.
  */
-export function unpackParams<H>(bytes: Uint8Array, magic: string, source: string, notMine: string): { header: H & { lengths: number[] }; arrays: Float32Array[] } {
+export function unpackParams<H>(
+  bytes: Uint8Array,
+  magic: string,
+  source: string,
+  notMine: string,
+): { header: H & { lengths: number[] }; arrays: Float32Array[] } {
   const text = Buffer.from(bytes.buffer, bytes.byteOffset, Math.min(bytes.length, 65536)).toString("utf8");
   const end = text.indexOf("\n", magic.length);
   if (!text.startsWith(magic) || end < 0) throw new InvalidConfigError(`${source} is not ${notMine}`);
@@ -52,6 +57,9 @@ export function unpackParams<H>(bytes: Uint8Array, magic: string, source: string
     at += n * 4;
   }
   // NaN or ∞ in a parameter (a damaged file, or training that diverged) would train on to nonsense.
-  for (const a of arrays) for (let i = 0; i < a.length; i++) if (!Number.isFinite(a[i])) throw new InvalidConfigError(`${source} holds parameters that are not finite numbers (NaN or ∞): it is damaged, or its training diverged`);
+  for (const a of arrays)
+    for (let i = 0; i < a.length; i++)
+      if (!Number.isFinite(a[i]))
+        throw new InvalidConfigError(`${source} holds parameters that are not finite numbers (NaN or ∞): it is damaged, or its training diverged`);
   return { header, arrays };
 }

@@ -28,7 +28,11 @@ export type PpoConfig = z.infer<typeof ppoConfigSchema>;
  * targets A_t + V(s_t).
  */
 export function gae(
-  rewards: readonly number[], values: readonly number[], bootstrap: number, gamma: number, lambda: number,
+  rewards: readonly number[],
+  values: readonly number[],
+  bootstrap: number,
+  gamma: number,
+  lambda: number,
 ): { advantages: number[]; returns: number[] } {
   const T = rewards.length;
   const advantages = new Array<number>(T);
@@ -65,7 +69,13 @@ export function ppoUpdate<R>(policy: TrainablePolicy<R>, episodes: readonly Epis
     const values = e.steps.map((s) => s.value ?? 0);
     // The step limit is part of the task (an episode cut there is scored as it stands), so a
     // truncated episode is not bootstrapped: V after the last step is 0 either way.
-    const g = gae(e.steps.map((s) => s.reward), values, 0, config.gamma, config.gaeLambda);
+    const g = gae(
+      e.steps.map((s) => s.reward),
+      values,
+      0,
+      config.gamma,
+      config.gaeLambda,
+    );
     e.steps.forEach((s, t) => {
       records.push(s.record);
       oldLogProbs.push(s.logProb);
@@ -83,7 +93,13 @@ export function ppoUpdate<R>(policy: TrainablePolicy<R>, episodes: readonly Epis
   for (let epoch = 0; epoch < config.epochs; epoch++) {
     rng.shuffle(order);
     const last = epoch === config.epochs - 1;
-    let pl = 0, vl = 0, entropy = 0, clipped = 0, approxKl = 0, gradNorm = 0, batches = 0;
+    let pl = 0,
+      vl = 0,
+      entropy = 0,
+      clipped = 0,
+      approxKl = 0,
+      gradNorm = 0,
+      batches = 0;
     for (let start = 0; start < n; start += config.minibatchSize) {
       const idx = order.slice(start, start + config.minibatchSize);
       const m = idx.length;
@@ -116,7 +132,15 @@ export function ppoUpdate<R>(policy: TrainablePolicy<R>, episodes: readonly Epis
       gradNorm += policy.step({ learningRate: config.learningRate, maxGradNorm: config.maxGradNorm }).gradNorm;
       batches++;
     }
-    if (last) Object.assign(stats, { policyLoss: pl / n, valueLoss: vl / n, entropy: entropy / n, clipFraction: clipped / n, approxKl: approxKl / n, gradNorm: gradNorm / batches });
+    if (last)
+      Object.assign(stats, {
+        policyLoss: pl / n,
+        valueLoss: vl / n,
+        entropy: entropy / n,
+        clipFraction: clipped / n,
+        approxKl: approxKl / n,
+        gradNorm: gradNorm / batches,
+      });
   }
   stats.explainedVariance = explainedVariance(oldValues, returns);
   return stats;

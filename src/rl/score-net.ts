@@ -30,7 +30,12 @@ export class ScoreNet {
   private touchedList: number[] = [];
   private readonly dz: Float64Array;
 
-  constructor(readonly dim: number, readonly hidden: number, rng: Rng, opts: { embedScale: number; outScale: number }) {
+  constructor(
+    readonly dim: number,
+    readonly hidden: number,
+    rng: Rng,
+    opts: { embedScale: number; outScale: number },
+  ) {
     this.E = new Float32Array(dim * hidden);
     this.u = new Float32Array(dim);
     this.b1 = new Float32Array(hidden);

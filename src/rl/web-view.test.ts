@@ -10,15 +10,40 @@ import { clickChoice, webView } from "./web-view.ts";
 const task: Task = { id: "t", instruction: "i need a blue cotton shirt with size: medium, and price lower than 30.00 dollars" };
 const I = ["Instruction:", task.instruction];
 const search = ["WebShop", ...I, '[1] textbox "Search..."', '[2] button "Search"'].join("\n");
-const results = [...I, '[1] button "Back to Search"', "Page 1 (Total results: 20)", '[2] button "Next >"',
-  '[3] link "B00AAAAAA1"', "Blue Cotton Shirt for Men", "$19.99", '[4] link "B00AAAAAA2"', "Red Wool Scarf", "$45.00"].join("\n");
+const results = [
+  ...I,
+  '[1] button "Back to Search"',
+  "Page 1 (Total results: 20)",
+  '[2] button "Next >"',
+  '[3] link "B00AAAAAA1"',
+  "Blue Cotton Shirt for Men",
+  "$19.99",
+  '[4] link "B00AAAAAA2"',
+  "Red Wool Scarf",
+  "$45.00",
+].join("\n");
 /** An item page; `extra` buttons before the options shift every id after them. */
 const item = (checked: string | null, extra = 0) => {
   let id = 0;
   const el = (role: string, name: string) => `[${++id}] ${role} ${JSON.stringify(name)}${role === "radio" && name === checked ? " checked" : ""}`;
-  return [...I, el("button", "Back to Search"), el("button", "< Prev"), ...Array.from({ length: extra }, (_, k) => el("button", `Ad ${k}`)),
-    "size", el("radio", "small"), el("radio", "medium"), el("radio", "large"), "color", el("radio", "blue"), el("radio", "red"),
-    "Blue Cotton Shirt for Men", "Price: $19.99", "Rating: N.A.", el("button", "Description"), el("button", "Buy Now")].join("\n");
+  return [
+    ...I,
+    el("button", "Back to Search"),
+    el("button", "< Prev"),
+    ...Array.from({ length: extra }, (_, k) => el("button", `Ad ${k}`)),
+    "size",
+    el("radio", "small"),
+    el("radio", "medium"),
+    el("radio", "large"),
+    "color",
+    el("radio", "blue"),
+    el("radio", "red"),
+    "Blue Cotton Shirt for Men",
+    "Price: $19.99",
+    "Rating: N.A.",
+    el("button", "Description"),
+    el("button", "Buy Now"),
+  ].join("\n");
 };
 const idOf = (state: string, name: string) => parseElements(state).find((e) => e.name === name)!.id;
 const actionsOf = (state: string) => listActions(parseElements(state), { stop: false });
@@ -45,7 +70,8 @@ test("the view names each element an id points at, and tells the page's kind", (
 });
 
 test("a policy's features of an element do not depend on its id, and tell elements apart", () => {
-  const a = item(null), b = item(null, 2);
+  const a = item(null),
+    b = item(null, 2);
   assert.notEqual(idOf(a, "Buy Now"), idOf(b, "Buy Now"));
   const fa = featurize({ task, observation: a, actions: actionsOf(a), history: [] }, 4096);
   const fb = featurize({ task, observation: b, actions: actionsOf(b), history: [] }, 4096);
@@ -69,7 +95,10 @@ test("the candidates are the page's own actions, a free-text slot filled with qu
     assert.equal(f.actions.length, f.candidates.length);
     for (const a of f.actions) {
       const slot = listed.find((l) => l.includes(FREE_TEXT_SLOT));
-      assert.ok(listed.includes(a) || (slot !== undefined && a.startsWith(slot.slice(0, slot.indexOf(FREE_TEXT_SLOT))) && a.endsWith("]")), `${a} is the page's`);
+      assert.ok(
+        listed.includes(a) || (slot !== undefined && a.startsWith(slot.slice(0, slot.indexOf(FREE_TEXT_SLOT))) && a.endsWith("]")),
+        `${a} is the page's`,
+      );
     }
     // Every listed action but the slot is a candidate.
     for (const l of listed) if (!l.includes(FREE_TEXT_SLOT)) assert.ok(f.actions.includes(l), `${l} is a candidate`);

@@ -85,7 +85,10 @@ function build(state: string): WebView | null {
   let instruction: string | undefined;
   const out: string[] = [];
   let buttons: string[] = [];
-  let items = 0, groups = 0, buy = false, search = false;
+  let items = 0,
+    groups = 0,
+    buy = false,
+    search = false;
   const flushButtons = () => {
     if (buttons.length > 0) out.push(buttons.join(" "));
     buttons = [];
@@ -203,7 +206,8 @@ export function clickChoice(state: string, action: string): string | null {
     mark(at, !/ checked$/.test(lines[at]));
     return lines.join("\n");
   }
-  let start = at, end = at;
+  let start = at,
+    end = at;
   while (start > 0 && parsed[start - 1]?.role === "radio") start--;
   while (end + 1 < lines.length && parsed[end + 1]?.role === "radio") end++;
   for (let i = start; i <= end; i++) mark(i, i === at);

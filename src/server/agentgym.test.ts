@@ -50,14 +50,28 @@ function assertError(r: { status: number; json: any }, status: number, code: str
 }
 
 test("pyFloatRepr writes floats as Python's repr does (FastAPI's JSON)", () => {
-  const cases: [number, string][] = [[0, "0.0"], [1, "1.0"], [0.5, "0.5"], [1 / 3, "0.3333333333333333"], [123.25, "123.25"],
-    [1e-5, "1e-05"], [1.5e-7, "1.5e-07"], [0.0001, "0.0001"], [1e16, "1e+16"], [-2, "-2.0"], [12345678901234.5, "12345678901234.5"]];
+  const cases: [number, string][] = [
+    [0, "0.0"],
+    [1, "1.0"],
+    [0.5, "0.5"],
+    [1 / 3, "0.3333333333333333"],
+    [123.25, "123.25"],
+    [1e-5, "1e-05"],
+    [1.5e-7, "1.5e-07"],
+    [0.0001, "0.0001"],
+    [1e16, "1e+16"],
+    [-2, "-2.0"],
+    [12345678901234.5, "12345678901234.5"],
+  ];
   for (const [x, want] of cases) assert.equal(pyFloatRepr(x), want, String(x));
 });
 
 test("clickablesOf: WebShop's available actions from our action list", () => {
   assert.deepEqual(clickablesOf(["search[<query>]"]), { has_search_bar: true, clickables: ["search"] });
-  assert.deepEqual(clickablesOf(["click[back to search]", "click[next >]", "click[b0x]"]), { has_search_bar: false, clickables: ["back to search", "next >", "b0x"] });
+  assert.deepEqual(clickablesOf(["click[back to search]", "click[next >]", "click[b0x]"]), {
+    has_search_bar: false,
+    clickables: ["back to search", "next >", "b0x"],
+  });
   assert.deepEqual(clickablesOf(["go north"]), { has_search_bar: false, clickables: ["go north"] });
 });
 
@@ -104,7 +118,10 @@ describe("AgentGym WebShop protocol", () => {
     const actions = await s.call("GET", `available_actions?env_idx=${id}`);
     assert.deepEqual(Object.keys(actions.json), ["has_search_bar", "clickables"]);
     assert.equal(actions.json.has_search_bar, false);
-    assert.deepEqual(actions.json.clickables, local.availableActions()!.map((a) => a.slice("click[".length, -1)));
+    assert.deepEqual(
+      actions.json.clickables,
+      local.availableActions()!.map((a) => a.slice("click[".length, -1)),
+    );
     assert.equal(actions.json.clickables[0], "back to search");
     assert.equal((await s.call("GET", `instruction_text?env_idx=${id}`)).json, `Instruction:${c.goals[4000].instruction_text}`);
 
@@ -155,7 +172,10 @@ describe("AgentGym WebShop protocol", () => {
       assertError(await s.call("POST", "reset", { env_idx: id, session_id: "x" }), 422, "VALIDATION_ERROR");
       assertError(await s.call("POST", "step", { env_idx: id, action: "x".repeat((1 << 20) + 1024) }), 413, "PAYLOAD_TOO_LARGE");
       // Pydantic reads "5" as 5; a null session_id is a random goal.
-      assert.equal((await s.call("POST", "reset", { env_idx: String(id), session_id: "5" })).json[0], (await local.reset({ task: webshopTask(c, 5) })).observation);
+      assert.equal(
+        (await s.call("POST", "reset", { env_idx: String(id), session_id: "5" })).json[0],
+        (await local.reset({ task: webshopTask(c, 5) })).observation,
+      );
       const random = await s.call("POST", "reset", { env_idx: id, session_id: null });
       assert.match(random.json[0], /^WebShop \[SEP\] Instruction: \[SEP\] /);
       // Another protocol's session is not reachable by its index.
@@ -269,7 +289,9 @@ describe("AgentGym ALFWorld protocol", () => {
   });
 
   test("every AgentGym game we have (2420..2619) resets; the train split's indexes and others are clear errors", async () => {
-    const { json: { id } } = await s.call("POST", "create");
+    const {
+      json: { id },
+    } = await s.call("POST", "create");
     try {
       assert.deepEqual((await s.call("GET", `detail?id=${id}`)).json, { done: false, reward: 0, deleted: false });
       const seen = new Set<string>();
@@ -304,7 +326,8 @@ describe("AgentGym protocol over a synthetic env", () => {
     const expert = new AlfWorldExpert(real);
     const tasks = real.tasks().slice(0, 8);
     const trajectories = [];
-    for (const [i, task] of tasks.entries()) trajectories.push(abstractTrajectory(await runEpisode(real, expert, { envName: "alfworld", task, seed: i }), alfworldAbstraction));
+    for (const [i, task] of tasks.entries())
+      trajectories.push(abstractTrajectory(await runEpisode(real, expert, { envName: "alfworld", task, seed: i }), alfworldAbstraction));
     const buffer = ReplayBuffer.open(path);
     await buffer.appendTrajectories(trajectories, { seed: true });
     buffer.close();
@@ -313,7 +336,9 @@ describe("AgentGym protocol over a synthetic env", () => {
   after(() => s.close());
 
   test("the same routes serve a synthetic session: AgentGym's game index, abstract states, the same shapes", async () => {
-    const { json: { id } } = await s.call("POST", "create");
+    const {
+      json: { id },
+    } = await s.call("POST", "create");
     const reset = await s.call("POST", "reset", { game: 2420, world_type: "Text", id });
     assert.equal(reset.status, 200, reset.text);
     assert.deepEqual(Object.keys(reset.json), ["id", "observation", "available_actions", "task_type"]);

@@ -41,7 +41,9 @@ export function pyJson(v: unknown): string {
   if (v instanceof PyFloat) return pyFloatRepr(v.value);
   if (Array.isArray(v)) return `[${v.map(pyJson).join(",")}]`;
   if (v !== null && typeof v === "object") {
-    return `{${Object.entries(v).map(([k, x]) => `${JSON.stringify(k)}:${pyJson(x)}`).join(",")}}`;
+    return `{${Object.entries(v)
+      .map(([k, x]) => `${JSON.stringify(k)}:${pyJson(x)}`)
+      .join(",")}}`;
   }
   return JSON.stringify(v) ?? "null";
 }
@@ -117,7 +119,10 @@ export function agentGymRoutes(manager: SessionManager): Hono {
   const envs = new Map<number, AgentGymEnv>();
   const app = new Hono();
 
-  app.use("*", limitBody(MAX_BODY, (c) => fail(c, new ServeError("PAYLOAD_TOO_LARGE", `the request body is larger than ${MAX_BODY} bytes`, 413))));
+  app.use(
+    "*",
+    limitBody(MAX_BODY, (c) => fail(c, new ServeError("PAYLOAD_TOO_LARGE", `the request body is larger than ${MAX_BODY} bytes`, 413))),
+  );
   app.onError((e, c) => fail(c, e));
 
   /** Wraps a handler: every failure becomes one error body, never a stack. */
@@ -180,99 +185,145 @@ export function agentGymRoutes(manager: SessionManager): Hono {
   /** An observation as the upstream server writes it (right after a reset the reward is still null). */
   const observationOf = (v: SessionView) => (own.observation ? own.observation(v.observation, v.reward === null) : v.observation);
 
-  app.get("/list_envs", (c) => reply(c, [...envs.keys()].sort((a, b) => a - b)));
+  app.get("/list_envs", (c) =>
+    reply(
+      c,
+      [...envs.keys()].sort((a, b) => a - b),
+    ),
+  );
   app.post("/close", handle(close));
   app.get("/", (c) => reply(c, own.greeting ?? "ok"));
 
   if (idDialect) {
-    app.post("/create", handle((c) => reply(c, { id: create() })));
+    app.post(
+      "/create",
+      handle((c) => reply(c, { id: create() })),
+    );
 
-    app.post("/reset", handle(async (c) => {
-      const o = await jsonBody(c);
-      const index = intField(o, "id");
-      const game = intField(o, "game");
-      const worldType = stringField(o, "world_type");
-      if (!["Text", "Embody", "Hybrid"].includes(worldType)) throw invalid('world_type must be one of "Text", "Embody" and "Hybrid"');
-      const env = lookup(index);
-      const task = taskOf(game, "game");
-      const v = await env.session.reset({ task });
-      env.game = game;
-      env.worldType = worldType;
-      return reply(c, { id: index, observation: observationOf(v), available_actions: v.availableActions ?? [], task_type: own.taskType?.(v.task) ?? "" });
-    }));
+    app.post(
+      "/reset",
+      handle(async (c) => {
+        const o = await jsonBody(c);
+        const index = intField(o, "id");
+        const game = intField(o, "game");
+        const worldType = stringField(o, "world_type");
+        if (!["Text", "Embody", "Hybrid"].includes(worldType)) throw invalid('world_type must be one of "Text", "Embody" and "Hybrid"');
+        const env = lookup(index);
+        const task = taskOf(game, "game");
+        const v = await env.session.reset({ task });
+        env.game = game;
+        env.worldType = worldType;
+        return reply(c, { id: index, observation: observationOf(v), available_actions: v.availableActions ?? [], task_type: own.taskType?.(v.task) ?? "" });
+      }),
+    );
 
-    app.post("/step", handle(async (c) => {
-      const o = await jsonBody(c);
-      const index = intField(o, "id");
-      const action = stringField(o, "action");
-      const env = lookup(index);
-      const v = await env.session.step(action).catch((e) => {
-        if (e instanceof ServeError && e.status === 409 && env.session.view?.done) {
-          throw new ServeError("SESSION_ERROR", `The task with environment ${index} has finished: reset to start another.`, 409);
-        }
-        throw e;
-      });
-      return reply(c, { observation: observationOf(v), reward: new PyFloat(v.reward ?? 0), available_actions: v.availableActions ?? [], done: v.done });
-    }));
+    app.post(
+      "/step",
+      handle(async (c) => {
+        const o = await jsonBody(c);
+        const index = intField(o, "id");
+        const action = stringField(o, "action");
+        const env = lookup(index);
+        const v = await env.session.step(action).catch((e) => {
+          if (e instanceof ServeError && e.status === 409 && env.session.view?.done) {
+            throw new ServeError("SESSION_ERROR", `The task with environment ${index} has finished: reset to start another.`, 409);
+          }
+          throw e;
+        });
+        return reply(c, { observation: observationOf(v), reward: new PyFloat(v.reward ?? 0), available_actions: v.availableActions ?? [], done: v.done });
+      }),
+    );
 
-    app.get("/observation", handle(async (c) => {
-      const index = queryInt(c, "id");
-      return reply(c, observationOf(await currentView(lookup(index), index)));
-    }));
+    app.get(
+      "/observation",
+      handle(async (c) => {
+        const index = queryInt(c, "id");
+        return reply(c, observationOf(await currentView(lookup(index), index)));
+      }),
+    );
 
-    app.get("/available_actions", handle(async (c) => {
-      const index = queryInt(c, "id");
-      return reply(c, (await currentView(lookup(index), index)).availableActions ?? []);
-    }));
+    app.get(
+      "/available_actions",
+      handle(async (c) => {
+        const index = queryInt(c, "id");
+        return reply(c, (await currentView(lookup(index), index)).availableActions ?? []);
+      }),
+    );
 
-    app.get("/detail", handle(async (c) => {
-      const index = queryInt(c, "id");
-      const env = lookup(index);
-      const v = await env.session.run(() => env.session.view);
-      if (!v) return reply(c, { done: false, reward: 0, deleted: false });
-      return reply(c, {
-        world_type: env.worldType, game: env.game, observation: observationOf(v), available_actions: v.availableActions ?? [],
-        done: v.done, reward: v.reward === null ? 0 : new PyFloat(v.reward), deleted: false,
-      });
-    }));
+    app.get(
+      "/detail",
+      handle(async (c) => {
+        const index = queryInt(c, "id");
+        const env = lookup(index);
+        const v = await env.session.run(() => env.session.view);
+        if (!v) return reply(c, { done: false, reward: 0, deleted: false });
+        return reply(c, {
+          world_type: env.worldType,
+          game: env.game,
+          observation: observationOf(v),
+          available_actions: v.availableActions ?? [],
+          done: v.done,
+          reward: v.reward === null ? 0 : new PyFloat(v.reward),
+          deleted: false,
+        });
+      }),
+    );
     return app;
   }
 
   // The env_idx dialect.
-  app.post("/create", handle((c) => reply(c, create())));
+  app.post(
+    "/create",
+    handle((c) => reply(c, create())),
+  );
 
-  app.post("/reset", handle(async (c) => {
-    const o = await jsonBody(c);
-    const index = intField(o, "env_idx");
-    const sessionId = optionalIntField(o, "session_id");
-    const env = lookup(index);
-    const v = await env.session.reset(sessionId === undefined ? {} : { task: taskOf(sessionId, "session_id") });
-    return reply(c, [observationOf(v), null]);
-  }));
+  app.post(
+    "/reset",
+    handle(async (c) => {
+      const o = await jsonBody(c);
+      const index = intField(o, "env_idx");
+      const sessionId = optionalIntField(o, "session_id");
+      const env = lookup(index);
+      const v = await env.session.reset(sessionId === undefined ? {} : { task: taskOf(sessionId, "session_id") });
+      return reply(c, [observationOf(v), null]);
+    }),
+  );
 
-  app.post("/step", handle(async (c) => {
-    const o = await jsonBody(c);
-    const index = intField(o, "env_idx");
-    const action = stringField(o, "action");
-    const v = await lookup(index).session.step(action);
-    return reply(c, { state: observationOf(v), reward: new PyFloat(v.reward ?? 0), done: v.done, info: null });
-  }));
+  app.post(
+    "/step",
+    handle(async (c) => {
+      const o = await jsonBody(c);
+      const index = intField(o, "env_idx");
+      const action = stringField(o, "action");
+      const v = await lookup(index).session.step(action);
+      return reply(c, { state: observationOf(v), reward: new PyFloat(v.reward ?? 0), done: v.done, info: null });
+    }),
+  );
 
-  app.get("/observation", handle(async (c) => {
-    const index = queryInt(c, "env_idx");
-    return reply(c, observationOf(await currentView(lookup(index), index)));
-  }));
+  app.get(
+    "/observation",
+    handle(async (c) => {
+      const index = queryInt(c, "env_idx");
+      return reply(c, observationOf(await currentView(lookup(index), index)));
+    }),
+  );
 
-  app.get("/available_actions", handle(async (c) => {
-    const index = queryInt(c, "env_idx");
-    return reply(c, clickablesOf((await currentView(lookup(index), index)).availableActions ?? []));
-  }));
+  app.get(
+    "/available_actions",
+    handle(async (c) => {
+      const index = queryInt(c, "env_idx");
+      return reply(c, clickablesOf((await currentView(lookup(index), index)).availableActions ?? []));
+    }),
+  );
 
-  app.get("/instruction_text", handle(async (c) => {
-    const index = queryInt(c, "env_idx");
-    const v = await currentView(lookup(index), index);
-    return reply(c, own.instructionText ? own.instructionText(v) : `Instruction:${v.task.instruction}`);
-  }));
+  app.get(
+    "/instruction_text",
+    handle(async (c) => {
+      const index = queryInt(c, "env_idx");
+      const v = await currentView(lookup(index), index);
+      return reply(c, own.instructionText ? own.instructionText(v) : `Instruction:${v.task.instruction}`);
+    }),
+  );
   return app;
 }
 

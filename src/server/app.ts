@@ -74,11 +74,15 @@ export function createServeApp(o: ServeAppOptions): ServeApp {
   app.use("*", async (c, next) => {
     if (token === undefined || (c.req.method === "GET" && c.req.path === "/health")) return next();
     if (!carriesToken(c.req.header("authorization"), token)) {
-      return c.json(errorBody("UNAUTHORIZED", "missing or wrong token: send Authorization: Bearer <token>"), 401, { "WWW-Authenticate": 'Bearer realm="dreamgym"' });
+      return c.json(errorBody("UNAUTHORIZED", "missing or wrong token: send Authorization: Bearer <token>"), 401, {
+        "WWW-Authenticate": 'Bearer realm="dreamgym"',
+      });
     }
     return next();
   });
-  const openEnvLimit = limitBody(limit, (c) => c.json(errorBody("PAYLOAD_TOO_LARGE", `the request body is larger than the server's limit of ${limit} bytes`), 413));
+  const openEnvLimit = limitBody(limit, (c) =>
+    c.json(errorBody("PAYLOAD_TOO_LARGE", `the request body is larger than the server's limit of ${limit} bytes`), 413),
+  );
   // AgentGym's routes limit bodies themselves, answering in their own error shape.
   app.use("*", (c, next) => (c.req.path.startsWith(`${AGENTGYM_PREFIX}/`) ? next() : openEnvLimit(c, next)));
 
@@ -97,19 +101,26 @@ export function createServeApp(o: ServeAppOptions): ServeApp {
   });
 
   const sockets = new OpenEnvSockets(manager, {
-    format, maxMessageBytes: limit, heartbeatSeconds: o.heartbeat ?? 20,
+    format,
+    maxMessageBytes: limit,
+    heartbeatSeconds: o.heartbeat ?? 20,
     authorized: (req) => token === undefined || carriesToken(req.headers.authorization, token),
   });
 
   let closing: Promise<void> | undefined;
   return {
-    app, manager, sockets, upgrade: sockets.upgrade, agentgymPrefix: AGENTGYM_PREFIX,
-    close: () => (closing ??= (async () => {
-      sockets.stopAccepting();
-      await manager.close("the server is shutting down"); // each session closes its socket (1001) after its call in flight
-      await sockets.close();
-      await manager.host.close();
-    })()),
+    app,
+    manager,
+    sockets,
+    upgrade: sockets.upgrade,
+    agentgymPrefix: AGENTGYM_PREFIX,
+    close: () =>
+      (closing ??= (async () => {
+        sockets.stopAccepting();
+        await manager.close("the server is shutting down"); // each session closes its socket (1001) after its call in flight
+        await sockets.close();
+        await manager.host.close();
+      })()),
   };
 }
 
@@ -167,18 +178,21 @@ export async function startServer(o: { app: Pick<ServeApp, "app" | "upgrade" | "
   const host = o.host.includes(":") ? `[${o.host}]` : o.host;
   let closing: Promise<void> | undefined;
   return {
-    url: `http://${host}:${port}`, port, server,
-    close: () => (closing ??= (async () => {
-      const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeIdleConnections();
-      await o.app.close();
-      // Requests in flight have their answer now (or an error, their session closed): let it go out, then cut what remains.
-      server.closeIdleConnections();
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([stopped, new Promise<void>((resolve) => (timer = setTimeout(resolve, 2000)))]);
-      clearTimeout(timer);
-      server.closeAllConnections();
-      await stopped;
-    })()),
+    url: `http://${host}:${port}`,
+    port,
+    server,
+    close: () =>
+      (closing ??= (async () => {
+        const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
+        server.closeIdleConnections();
+        await o.app.close();
+        // Requests in flight have their answer now (or an error, their session closed): let it go out, then cut what remains.
+        server.closeIdleConnections();
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([stopped, new Promise<void>((resolve) => (timer = setTimeout(resolve, 2000)))]);
+        clearTimeout(timer);
+        server.closeAllConnections();
+        await stopped;
+      })()),
   };
 }

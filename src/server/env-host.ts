@@ -87,10 +87,15 @@ export class EnvHost {
     if (!support) throw new InvalidConfigError(`environment "${o.env}" has no synthetic support: serve it with --mode real`);
     if (o.hybrid && !support.verifier) throw new InvalidConfigError(`--hybrid needs a verifier of ${o.env}'s rewards; ${o.env} has none: drop --hybrid`);
     const experience = o.experience ?? "default";
-    if (!o.buffer) throw new InvalidConfigError(`synthetic mode needs a replay buffer (--buffer B.db) with offline ${o.env} trajectories to ground the experience model`);
-    if (!existsSync(o.buffer)) throw new InvalidConfigError(`buffer ${o.buffer} does not exist; import offline ${o.env} trajectories first (dreamgym buffer import F.jsonl --buffer ${o.buffer} --abstract)`);
+    if (!o.buffer)
+      throw new InvalidConfigError(`synthetic mode needs a replay buffer (--buffer B.db) with offline ${o.env} trajectories to ground the experience model`);
+    if (!existsSync(o.buffer))
+      throw new InvalidConfigError(
+        `buffer ${o.buffer} does not exist; import offline ${o.env} trajectories first (dreamgym buffer import F.jsonl --buffer ${o.buffer} --abstract)`,
+      );
     const model = createExperienceModel(experience, {
-      abstraction: support.abstraction, rewards: entry.rewards,
+      abstraction: support.abstraction,
+      rewards: entry.rewards,
       chat: { concurrency: o.concurrency ?? 16, cache: o.cache, timeoutMs: 1000 * (o.requestTimeout ?? 60), maxFailures: o.maxFailures ?? 10 },
     });
     let buffer: ReplayBuffer;
@@ -131,8 +136,15 @@ export class EnvHost {
     if (this.synthetic) {
       const { model, buffer, support } = this.synthetic;
       return new SyntheticEnv({
-        model: model.model, abstraction: support.abstraction, tasks: [...this.tasks], initialState: support.initialState, buffer,
-        k: this.o.demos ?? 5, maxSteps: this.o.maxSteps, record: this.o.record ?? false, policy: "served",
+        model: model.model,
+        abstraction: support.abstraction,
+        tasks: [...this.tasks],
+        initialState: support.initialState,
+        buffer,
+        k: this.o.demos ?? 5,
+        maxSteps: this.o.maxSteps,
+        record: this.o.record ?? false,
+        policy: "served",
         verifier: this.o.hybrid ? support.verifier : undefined,
       });
     }

@@ -14,11 +14,20 @@ import { createViewApp } from "./view/view-app.ts";
 function send(url: string, o: { method?: string; path: string; headers?: Record<string, string>; body?: string }): Promise<{ status: number; text: string }> {
   const u = new URL(url);
   return new Promise((resolve, reject) => {
-    const req = request({ host: u.hostname, port: u.port, method: o.method ?? "GET", path: o.path, headers: { ...(o.body !== undefined ? { "content-length": String(Buffer.byteLength(o.body)) } : {}), ...o.headers } }, (res) => {
-      let text = "";
-      res.on("data", (d) => (text += d));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, text }));
-    });
+    const req = request(
+      {
+        host: u.hostname,
+        port: u.port,
+        method: o.method ?? "GET",
+        path: o.path,
+        headers: { ...(o.body !== undefined ? { "content-length": String(Buffer.byteLength(o.body)) } : {}), ...o.headers },
+      },
+      (res) => {
+        let text = "";
+        res.on("data", (d) => (text += d));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, text }));
+      },
+    );
     req.on("error", reject);
     req.end(o.body);
   });
@@ -49,7 +58,12 @@ test("a loopback server refuses web pages: foreign Host (DNS rebinding), foreign
     assert.equal((await send(server.url, { method: "POST", path: "/reset", headers: json, body: "{}" })).status, 200);
     assert.equal((await send(server.url, { path: "/health", headers: { host: `localhost:${server.port}` } })).status, 200);
     // A page's simple POST (text/plain, no preflight), from another origin: refused before any route.
-    const csrf = await send(server.url, { method: "POST", path: "/agentgym/close", headers: { origin: "http://evil.example", "content-type": "text/plain" }, body: '{"env_idx":1}' });
+    const csrf = await send(server.url, {
+      method: "POST",
+      path: "/agentgym/close",
+      headers: { origin: "http://evil.example", "content-type": "text/plain" },
+      body: '{"env_idx":1}',
+    });
     assert.equal(csrf.status, 403);
     assert.match(csrf.text, /web page at http:\/\/evil\.example is refused/);
     // The same body, typed text/plain without an Origin: not JSON, refused.
@@ -85,7 +99,9 @@ test("a WebSocket client that sends and never reads is held: the server stops re
   const socket = connect(server.port, "127.0.0.1");
   try {
     await new Promise<void>((resolve) => socket.once("connect", () => resolve()));
-    socket.write(`GET /ws HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`);
+    socket.write(
+      `GET /ws HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`,
+    );
     socket.pause(); // never reads: not the handshake's answer, not a reply
     // Masked text frames (as a client must send them), each a reset: its reply is a whole start page.
     const payload = Buffer.from(JSON.stringify({ type: "reset", data: {} }));

@@ -9,18 +9,29 @@ import type { IncomingHttpHeaders } from "node:http";
  * - a body must be JSON (`content-type: application/json`), which a page cannot send unasked.
  * Trainers, `curl` and SDK clients send no `Origin` and a loopback `Host`: nothing changes for them.
  */
-export function foreignRequest(headers: Headers | IncomingHttpHeaders, method: string, loopbackOnly: boolean, body: boolean): { status: 403 | 415; message: string } | undefined {
+export function foreignRequest(
+  headers: Headers | IncomingHttpHeaders,
+  method: string,
+  loopbackOnly: boolean,
+  body: boolean,
+): { status: 403 | 415; message: string } | undefined {
   const get = (name: string): string | undefined => {
     const v = headers instanceof Headers ? headers.get(name) : headers[name];
     return Array.isArray(v) ? v[0] : (v ?? undefined);
   };
   const host = (get("host") ?? "").toLowerCase();
   if (loopbackOnly && !isLoopbackName(hostname(host))) {
-    return { status: 403, message: `Host "${host.slice(0, 100)}" is not this loopback server's name (localhost, 127.0.0.1 or [::1]): refused, as a page behind a rebound DNS name would be` };
+    return {
+      status: 403,
+      message: `Host "${host.slice(0, 100)}" is not this loopback server's name (localhost, 127.0.0.1 or [::1]): refused, as a page behind a rebound DNS name would be`,
+    };
   }
   const origin = get("origin");
   if (origin !== undefined && !sameOrigin(origin, host)) {
-    return { status: 403, message: `a request from the web page at ${origin.slice(0, 100)} is refused: this server answers its own clients (no Origin header), not pages` };
+    return {
+      status: 403,
+      message: `a request from the web page at ${origin.slice(0, 100)} is refused: this server answers its own clients (no Origin header), not pages`,
+    };
   }
   const type = (get("content-type") ?? "").toLowerCase();
   if (body && method !== "GET" && method !== "HEAD" && !/^application\/([\w.+-]+\+)?json\s*(;|$)/.test(type)) {

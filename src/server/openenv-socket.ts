@@ -37,7 +37,13 @@ const CLOSE_GRACE_MS = 2000;
 const rawText = (data: RawData): string => (Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data)).toString("utf8");
 
 /** A close reason fits in a control frame (123 bytes). */
-const reasonText = (reason: string) => (Buffer.byteLength(reason) <= 123 ? reason : `${Buffer.from(reason).subarray(0, 119).toString("utf8").replace(/\ufffd$/, "")}...`);
+const reasonText = (reason: string) =>
+  Buffer.byteLength(reason) <= 123
+    ? reason
+    : `${Buffer.from(reason)
+        .subarray(0, 119)
+        .toString("utf8")
+        .replace(/\ufffd$/, "")}...`;
 
 /** The OpenEnv WebSocket side of a server: one session per connection, heartbeat, shutdown. */
 export class OpenEnvSockets {
@@ -46,7 +52,10 @@ export class OpenEnvSockets {
   private readonly heartbeat: NodeJS.Timeout | undefined;
   private closing = false;
 
-  constructor(private readonly manager: SessionManager, private readonly o: OpenEnvSocketOptions) {
+  constructor(
+    private readonly manager: SessionManager,
+    private readonly o: OpenEnvSocketOptions,
+  ) {
     this.wss = new WebSocketServer({ noServer: true, maxPayload: o.maxMessageBytes, perMessageDeflate: false, clientTracking: false });
     if (o.heartbeatSeconds > 0) {
       this.heartbeat = setInterval(() => this.beat(), 1000 * o.heartbeatSeconds);
@@ -73,7 +82,10 @@ export class OpenEnvSockets {
     }
     if (path !== "/ws") return refuse(socket, 404, "NOT_FOUND", `no WebSocket endpoint at ${req.url}: OpenEnv's is /ws`);
     if (this.closing) return refuse(socket, 503, "SHUTTING_DOWN", "the server is shutting down");
-    if (!this.o.authorized(req)) return refuse(socket, 401, "UNAUTHORIZED", "missing or wrong token: send Authorization: Bearer <token>", { "WWW-Authenticate": 'Bearer realm="dreamgym"' });
+    if (!this.o.authorized(req))
+      return refuse(socket, 401, "UNAUTHORIZED", "missing or wrong token: send Authorization: Bearer <token>", {
+        "WWW-Authenticate": 'Bearer realm="dreamgym"',
+      });
     this.wss.handleUpgrade(req, socket, head, (ws) => this.connect(ws));
   };
 
@@ -101,7 +113,11 @@ export class OpenEnvSockets {
       const capacity = e instanceof ServeError && e.code === "CAPACITY_REACHED";
       const data = capacity
         ? { message: e.message, code: "CAPACITY_REACHED", active_sessions: this.manager.size, max_sessions: this.manager.maxSessions }
-        : { message: `Environment factory '${this.manager.host.name}' failed to create instance: ${e instanceof Error ? e.message : String(e)}`, code: "FACTORY_ERROR", factory_name: this.manager.host.name };
+        : {
+            message: `Environment factory '${this.manager.host.name}' failed to create instance: ${e instanceof Error ? e.message : String(e)}`,
+            code: "FACTORY_ERROR",
+            factory_name: this.manager.host.name,
+          };
       ws.send(JSON.stringify({ type: "error", data }));
       ws.close(1000);
       return;
@@ -183,7 +199,12 @@ export class OpenEnvSockets {
 /** Answers a refused upgrade over the raw socket with a JSON error body. */
 function refuse(socket: Duplex, status: number, code: string, message: string, headers: Record<string, string> = {}): void {
   const body = JSON.stringify({ detail: message, code, message });
-  const head = [`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ""}`, "Content-Type: application/json", `Content-Length: ${Buffer.byteLength(body)}`, "Connection: close",
-    ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)];
+  const head = [
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ""}`,
+    "Content-Type: application/json",
+    `Content-Length: ${Buffer.byteLength(body)}`,
+    "Connection: close",
+    ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
+  ];
   socket.end(`${head.join("\r\n")}\r\n\r\n${body}`);
 }

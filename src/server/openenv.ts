@@ -20,7 +20,11 @@ export interface FieldError {
 
 /** A request that failed validation: OpenEnv answers VALIDATION_ERROR with the field errors. */
 export class ValidationFailed extends ServeError {
-  constructor(readonly errors: FieldError[], message = "Invalid message", code: "VALIDATION_ERROR" | "INVALID_JSON" = "VALIDATION_ERROR") {
+  constructor(
+    readonly errors: FieldError[],
+    message = "Invalid message",
+    code: "VALIDATION_ERROR" | "INVALID_JSON" = "VALIDATION_ERROR",
+  ) {
     super(code, message, 422);
   }
 }
@@ -37,7 +41,8 @@ export function parseReset(data: Record<string, unknown>, loc: string[] = []): R
   const nonNegativeInt = (key: string) => {
     const v = data[key];
     if (v === undefined || v === null) return undefined;
-    if (typeof v !== "number" || !Number.isSafeInteger(v)) errors.push({ type: "int_type", loc: [...loc, key], msg: "Input should be a valid integer", input: v });
+    if (typeof v !== "number" || !Number.isSafeInteger(v))
+      errors.push({ type: "int_type", loc: [...loc, key], msg: "Input should be a valid integer", input: v });
     else if (v < 0) errors.push({ type: "greater_than_equal", loc: [...loc, key], msg: "Input should be greater than or equal to 0", input: v });
     else return v;
     return undefined;
@@ -61,7 +66,8 @@ export function parseReset(data: Record<string, unknown>, loc: string[] = []): R
 
 /** The action dict (OpenEnv's Action model: `extra="forbid"`, base field `metadata`): `{ "action": "<command>" }`. */
 export function parseAction(data: unknown): string {
-  if (!isObject(data)) throw new ValidationFailed([{ type: "model_type", loc: [], msg: "Input should be a valid dictionary or instance of DreamGymAction", input: data }]);
+  if (!isObject(data))
+    throw new ValidationFailed([{ type: "model_type", loc: [], msg: "Input should be a valid dictionary or instance of DreamGymAction", input: data }]);
   const errors: FieldError[] = [];
   for (const [k, v] of Object.entries(data)) if (k !== "action" && k !== "metadata") errors.push(extra([k], v));
   if (!("action" in data)) errors.push(missing(["action"], data));
@@ -89,8 +95,13 @@ export interface OpenEnvObservation {
 /** `serialize_observation`: the observation without reward/done/metadata, and those two at the top. */
 export function observationData(v: SessionView, synthetic: boolean): { observation: OpenEnvObservation; reward: number | null; done: boolean } {
   const observation: OpenEnvObservation = {
-    text: v.observation, available_actions: v.availableActions ?? null, instruction: v.task.instruction, task_id: v.task.id,
-    step: v.step, terminated: v.terminated, truncated: v.truncated,
+    text: v.observation,
+    available_actions: v.availableActions ?? null,
+    instruction: v.task.instruction,
+    task_id: v.task.id,
+    step: v.step,
+    terminated: v.terminated,
+    truncated: v.truncated,
   };
   if (v.info.invalid) observation.invalid = true;
   if (typeof v.info.reasoning === "string") observation.reasoning = v.info.reasoning;
@@ -102,7 +113,13 @@ export function observationData(v: SessionView, synthetic: boolean): { observati
 
 /** OpenEnv's State (`episode_id`, `step_count`) plus dreamgym's fields. `done` is true while a step would fail (no episode, or it ended). */
 export function stateData(s: Session | null): { episode_id: string | null; step_count: number; task_id: string | null; total_reward: number; done: boolean } {
-  return { episode_id: s?.episodeId ?? null, step_count: s?.stepCount ?? 0, task_id: s?.view?.task.id ?? null, total_reward: s?.totalReward ?? 0, done: s?.done ?? true };
+  return {
+    episode_id: s?.episodeId ?? null,
+    step_count: s?.stepCount ?? 0,
+    task_id: s?.view?.task.id ?? null,
+    total_reward: s?.totalReward ?? 0,
+    done: s?.done ?? true,
+  };
 }
 
 /** `GET /schema`: JSON schemas in pydantic's `model_json_schema()` form. */
@@ -110,7 +127,10 @@ export function schemas(synthetic: boolean) {
   const bool = (title: string, description: string) => ({ title, description, type: "boolean" });
   return {
     action: {
-      title: "DreamGymAction", type: "object", additionalProperties: false, required: ["action"],
+      title: "DreamGymAction",
+      type: "object",
+      additionalProperties: false,
+      required: ["action"],
       description: "A text command for the env, e.g. search[red shoes] or click[buy now].",
       properties: {
         metadata: { title: "Metadata", description: "Additional metadata for the action (ignored)", type: "object", additionalProperties: true },
@@ -118,14 +138,25 @@ export function schemas(synthetic: boolean) {
       },
     },
     observation: {
-      title: "DreamGymObservation", type: "object", additionalProperties: false,
+      title: "DreamGymObservation",
+      type: "object",
+      additionalProperties: false,
       required: ["text", "available_actions", "instruction", "task_id", "step", "terminated", "truncated"],
       properties: {
         done: { title: "Done", description: "Whether the episode has terminated", type: "boolean", default: false },
-        reward: { title: "Reward", description: "Reward signal from the last action", anyOf: [{ type: "boolean" }, { type: "integer" }, { type: "number" }, { type: "null" }], default: null },
+        reward: {
+          title: "Reward",
+          description: "Reward signal from the last action",
+          anyOf: [{ type: "boolean" }, { type: "integer" }, { type: "number" }, { type: "null" }],
+          default: null,
+        },
         metadata: { title: "Metadata", description: "Additional metadata for the observation (never sent)", type: "object", additionalProperties: true },
         text: { title: "Text", description: synthetic ? "The abstract state the experience model predicted" : "What the agent sees", type: "string" },
-        available_actions: { title: "Available Actions", description: "The commands the env lists now (an entry may hold the slot <query> for free text), or null", anyOf: [{ type: "array", items: { type: "string" } }, { type: "null" }] },
+        available_actions: {
+          title: "Available Actions",
+          description: "The commands the env lists now (an entry may hold the slot <query> for free text), or null",
+          anyOf: [{ type: "array", items: { type: "string" } }, { type: "null" }],
+        },
         instruction: { title: "Instruction", description: "The task's instruction", type: "string" },
         task_id: { title: "Task Id", description: "The task's id (see GET /tasks)", type: "string" },
         step: { title: "Step", description: "Steps taken in the episode", type: "integer", minimum: 0 },
@@ -138,9 +169,17 @@ export function schemas(synthetic: boolean) {
       },
     },
     state: {
-      title: "State", type: "object", additionalProperties: true, description: "Base class for environment state, with dreamgym's fields.",
+      title: "State",
+      type: "object",
+      additionalProperties: true,
+      description: "Base class for environment state, with dreamgym's fields.",
       properties: {
-        episode_id: { title: "Episode Id", description: "Unique identifier for the current episode", anyOf: [{ type: "string" }, { type: "null" }], default: null },
+        episode_id: {
+          title: "Episode Id",
+          description: "Unique identifier for the current episode",
+          anyOf: [{ type: "string" }, { type: "null" }],
+          default: null,
+        },
         step_count: { title: "Step Count", description: "Number of steps taken in the current episode", type: "integer", minimum: 0, default: 0 },
         task_id: { title: "Task Id", description: "The current episode's task", anyOf: [{ type: "string" }, { type: "null" }], default: null },
         total_reward: { title: "Total Reward", description: "Sum of the episode's rewards", type: "number", default: 0 },
@@ -162,7 +201,11 @@ async function jsonBody(c: Context, empty: unknown): Promise<unknown> {
   try {
     return JSON.parse(text);
   } catch (e) {
-    throw new ValidationFailed([{ type: "json_invalid", loc: ["body"], msg: "JSON decode error", input: {} }], `Invalid JSON: ${(e as Error).message}`, "INVALID_JSON");
+    throw new ValidationFailed(
+      [{ type: "json_invalid", loc: ["body"], msg: "JSON decode error", input: {} }],
+      `Invalid JSON: ${(e as Error).message}`,
+      "INVALID_JSON",
+    );
   }
 }
 
@@ -188,14 +231,26 @@ export function openEnvRoutes(manager: SessionManager, o: OpenEnvRouteOptions): 
   // OpenEnv's body, plus the sessions open now (over every protocol) and the cap: what load balancers and soak runs read.
   app.get("/health", (c) => c.json({ status: "healthy", sessions: manager.size, max_sessions: manager.maxSessions }));
 
-  app.get("/metadata", (c) => c.json({
-    name: host.name, description: host.description, readme_content: null, version: o.version, author: null, documentation_url: null,
-    dreamgym: {
-      env: host.name, mode: host.mode, split: host.split, observation: observationKind(host, o.format),
-      rewards: { min: host.rewards.min, max: host.rewards.max, dense: host.rewards.dense }, tasks: host.tasks.length, version: o.version,
-      ...(host.experience ? { experience: host.experience } : {}),
-    },
-  }));
+  app.get("/metadata", (c) =>
+    c.json({
+      name: host.name,
+      description: host.description,
+      readme_content: null,
+      version: o.version,
+      author: null,
+      documentation_url: null,
+      dreamgym: {
+        env: host.name,
+        mode: host.mode,
+        split: host.split,
+        observation: observationKind(host, o.format),
+        rewards: { min: host.rewards.min, max: host.rewards.max, dense: host.rewards.dense },
+        tasks: host.tasks.length,
+        version: o.version,
+        ...(host.experience ? { experience: host.experience } : {}),
+      },
+    }),
+  );
 
   app.get("/schema", (c) => c.json(schemas(synthetic)));
 
@@ -205,7 +260,8 @@ export function openEnvRoutes(manager: SessionManager, o: OpenEnvRouteOptions): 
       const raw = c.req.query(key);
       if (raw === undefined) return dflt;
       const n = /^\d+$/.test(raw) ? Number(raw) : NaN;
-      if (!Number.isSafeInteger(n) || n > max) errors.push({ type: "int_range", loc: ["query", key], msg: `Input should be an integer from 0 to ${max}`, input: raw });
+      if (!Number.isSafeInteger(n) || n > max)
+        errors.push({ type: "int_range", loc: ["query", key], msg: `Input should be an integer from 0 to ${max}`, input: raw });
       return n;
     };
     const offset = int("offset", 0, Number.MAX_SAFE_INTEGER);
@@ -237,7 +293,12 @@ export function openEnvRoutes(manager: SessionManager, o: OpenEnvRouteOptions): 
       errors.push({ type: "greater_than", loc: ["body", "timeout_s"], msg: "Input should be a number greater than 0", input: body.timeout_s });
     }
     if (body.request_id !== undefined && body.request_id !== null && !(typeof body.request_id === "string" && body.request_id.length <= 255)) {
-      errors.push({ type: "string_type", loc: ["body", "request_id"], msg: "Input should be a valid string of at most 255 characters", input: body.request_id });
+      errors.push({
+        type: "string_type",
+        loc: ["body", "request_id"],
+        msg: "Input should be a valid string of at most 255 characters",
+        input: body.request_id,
+      });
     }
     if (errors.length) throw new ValidationFailed(errors, "Invalid request");
     parseAction(body.action); // the action's own errors, relative to the action (as upstream)
@@ -259,10 +320,18 @@ export type WsReply =
   | { type: "state"; data: ReturnType<typeof stateData> }
   | { type: "error"; data: { message: string; code: string; errors?: FieldError[] } };
 
-const errorReply = (code: string, message: string, errors?: FieldError[]): WsReply => ({ type: "error", data: { message, code, ...(errors ? { errors } : {}) } });
+const errorReply = (code: string, message: string, errors?: FieldError[]): WsReply => ({
+  type: "error",
+  data: { message, code, ...(errors ? { errors } : {}) },
+});
 
 /** The keys each message type may have (OpenEnv's message models forbid others). */
-const MESSAGE_KEYS = new Map<unknown, readonly string[]>([["reset", ["type", "data"]], ["step", ["type", "data"]], ["state", ["type"]], ["close", ["type"]]]);
+const MESSAGE_KEYS = new Map<unknown, readonly string[]>([
+  ["reset", ["type", "data"]],
+  ["step", ["type", "data"]],
+  ["state", ["type"]],
+  ["close", ["type"]],
+]);
 
 /**
  * One WS message of a session: its reply, or "close". Never throws: every failure is an error reply
@@ -299,13 +368,18 @@ export async function handleMessage(text: string, session: Session, synthetic: b
     return errorReply("UNKNOWN_TYPE", `Unknown message type: ${typeof type === "string" ? type : JSON.stringify(type)}`);
   }
   try {
-    const errors = Object.keys(msg).filter((k) => !allowed.includes(k)).map((k) => extra([k], msg[k]));
+    const errors = Object.keys(msg)
+      .filter((k) => !allowed.includes(k))
+      .map((k) => extra([k], msg[k]));
     if (type === "step" && !("data" in msg)) errors.push(missing(["data"], msg));
     if ((type === "reset" || type === "step") && "data" in msg && !isObject(msg.data)) errors.push(notDict(["data"], msg.data));
     if (errors.length) throw new ValidationFailed(errors);
     switch (type) {
       case "reset":
-        return { type: "observation", data: observationData(await session.reset(parseReset((msg.data as Record<string, unknown> | undefined) ?? {})), synthetic) };
+        return {
+          type: "observation",
+          data: observationData(await session.reset(parseReset((msg.data as Record<string, unknown> | undefined) ?? {})), synthetic),
+        };
       case "step":
         return { type: "observation", data: observationData(await session.step(parseAction(msg.data)), synthetic) };
       case "state":

@@ -3,7 +3,14 @@ import type { EnvHost, ObservationFormat } from "./env-host.ts";
 
 /** OpenEnv's error codes (and the AgentGym side maps onto them). */
 export type ServeErrorCode =
-  | "INVALID_JSON" | "UNKNOWN_TYPE" | "VALIDATION_ERROR" | "EXECUTION_ERROR" | "CAPACITY_REACHED" | "SESSION_ERROR" | "UNAUTHORIZED" | "PAYLOAD_TOO_LARGE";
+  | "INVALID_JSON"
+  | "UNKNOWN_TYPE"
+  | "VALIDATION_ERROR"
+  | "EXECUTION_ERROR"
+  | "CAPACITY_REACHED"
+  | "SESSION_ERROR"
+  | "UNAUTHORIZED"
+  | "PAYLOAD_TOO_LARGE";
 
 /** An error a client caused or must hear about: a code, a message, and the HTTP status it maps to. */
 export class ServeError extends DreamGymError {
@@ -112,7 +119,17 @@ export class Session {
       this.totalReward = 0;
       const t = (r.info.task as Task | undefined) ?? task;
       if (!t) throw new ServeError("EXECUTION_ERROR", `${this.host.name} reset gave no task`, 500);
-      this.view = { observation: r.observation, reward: null, done: false, terminated: false, truncated: false, step: 0, availableActions: this.env.availableActions(), task: t, info: r.info };
+      this.view = {
+        observation: r.observation,
+        reward: null,
+        done: false,
+        terminated: false,
+        truncated: false,
+        step: 0,
+        availableActions: this.env.availableActions(),
+        task: t,
+        info: r.info,
+      };
       return this.view;
     });
   }
@@ -127,7 +144,17 @@ export class Session {
       this.stepCount++;
       this.totalReward += r.reward;
       const done = r.terminated || r.truncated;
-      this.view = { ...this.view, observation: r.observation, reward: r.reward, done, terminated: r.terminated, truncated: r.truncated, step: this.stepCount, availableActions: this.env.availableActions(), info: r.info };
+      this.view = {
+        ...this.view,
+        observation: r.observation,
+        reward: r.reward,
+        done,
+        terminated: r.terminated,
+        truncated: r.truncated,
+        step: this.stepCount,
+        availableActions: this.env.availableActions(),
+        info: r.info,
+      };
       return this.view;
     });
   }
@@ -154,7 +181,10 @@ export class Session {
     }
     if (req.taskIndex !== undefined) {
       if (!Number.isInteger(req.taskIndex) || req.taskIndex < 0 || req.taskIndex >= tasks.length) {
-        throw new ServeError("VALIDATION_ERROR", `task index ${req.taskIndex} is out of range: ${this.host.name} split ${this.host.split} has tasks 0..${tasks.length - 1}`);
+        throw new ServeError(
+          "VALIDATION_ERROR",
+          `task index ${req.taskIndex} is out of range: ${this.host.name} split ${this.host.split} has tasks 0..${tasks.length - 1}`,
+        );
       }
       return tasks[req.taskIndex];
     }
@@ -190,7 +220,10 @@ export class SessionManager {
   private reaper: NodeJS.Timeout | undefined;
   private closing = false;
 
-  constructor(readonly host: EnvHost, opts: SessionManagerOptions = {}) {
+  constructor(
+    readonly host: EnvHost,
+    opts: SessionManagerOptions = {},
+  ) {
     this.maxSessions = opts.maxSessions ?? 256;
     this.idleTimeoutMs = 1000 * (opts.idleTimeout ?? 300);
     this.connectedIdleTimeoutMs = 1000 * (opts.connectedIdleTimeout ?? 0);
@@ -209,7 +242,11 @@ export class SessionManager {
   open(format: ObservationFormat = "abstract"): Session {
     if (this.closing) throw new ServeError("SESSION_ERROR", "the server is shutting down", 503);
     if (this.live.size >= this.maxSessions) {
-      throw new ServeError("CAPACITY_REACHED", `the server is at capacity (${this.maxSessions} sessions open): close one, or start the server with a larger --max-sessions`, 503);
+      throw new ServeError(
+        "CAPACITY_REACHED",
+        `the server is at capacity (${this.maxSessions} sessions open): close one, or start the server with a larger --max-sessions`,
+        503,
+      );
     }
     const index = this.nextIndex++;
     let env: Env;

@@ -18,7 +18,15 @@ export interface Served {
  * later or recover; else it answers with `reply(body)` (an array: one content per choice, for `n`; it may be async). With `hold`, a response waits while `hold()` is true
  * (and not all `total` requests arrived), so the test controls concurrency without timers.
  */
-export async function chatServer(opts: { faults?: Fault[]; fault?: (n: number) => Fault | undefined; reply?: (body: Record<string, unknown>) => string | string[] | Promise<string | string[]>; hold?: (pending: number) => boolean; total?: number } = {}): Promise<Served> {
+export async function chatServer(
+  opts: {
+    faults?: Fault[];
+    fault?: (n: number) => Fault | undefined;
+    reply?: (body: Record<string, unknown>) => string | string[] | Promise<string | string[]>;
+    hold?: (pending: number) => boolean;
+    total?: number;
+  } = {},
+): Promise<Served> {
   const faults = [...(opts.faults ?? [])];
   const requests: Record<string, unknown>[] = [];
   const pending: (() => void)[] = [];
@@ -52,11 +60,20 @@ export async function chatServer(opts: { faults?: Fault[]; fault?: (n: number) =
     const respond = () => {
       inFlight--;
       res.writeHead(200, { "content-type": "application/json" });
-      res.end(JSON.stringify({
-        id: "cmpl-1", object: "chat.completion", created: 0, model: body.model,
-        choices: Array.from({ length: n }, (_, index) => ({ index, message: { role: "assistant", content: Array.isArray(content) ? content[index % content.length] : content }, finish_reason: "stop" })),
-        usage: { prompt_tokens: 11, completion_tokens: 7, total_tokens: 18 },
-      }));
+      res.end(
+        JSON.stringify({
+          id: "cmpl-1",
+          object: "chat.completion",
+          created: 0,
+          model: body.model,
+          choices: Array.from({ length: n }, (_, index) => ({
+            index,
+            message: { role: "assistant", content: Array.isArray(content) ? content[index % content.length] : content },
+            finish_reason: "stop",
+          })),
+          usage: { prompt_tokens: 11, completion_tokens: 7, total_tokens: 18 },
+        }),
+      );
     };
     inFlight++;
     arrived++;
@@ -76,4 +93,3 @@ export async function chatServer(opts: { faults?: Fault[]; fault?: (n: number) =
   };
   return served;
 }
-

@@ -45,12 +45,22 @@ export function writeTinyGguf(path: string, opts: { seed?: number; embedding?: n
     ["tokenizer.ggml.eos_token_id", ["u32", 2]],
     ["tokenizer.ggml.unknown_token_id", ["u32", 0]],
   ];
-  const tensors: [string, number[]][] = [["token_embd.weight", [nEmbd, tokens.length]], ["output_norm.weight", [nEmbd]], ["output.weight", [nEmbd, tokens.length]]];
+  const tensors: [string, number[]][] = [
+    ["token_embd.weight", [nEmbd, tokens.length]],
+    ["output_norm.weight", [nEmbd]],
+    ["output.weight", [nEmbd, tokens.length]],
+  ];
   for (let l = 0; l < nLayer; l++) {
     tensors.push(
-      [`blk.${l}.attn_norm.weight`, [nEmbd]], [`blk.${l}.attn_q.weight`, [nEmbd, nEmbd]], [`blk.${l}.attn_k.weight`, [nEmbd, nEmbd]],
-      [`blk.${l}.attn_v.weight`, [nEmbd, nEmbd]], [`blk.${l}.attn_output.weight`, [nEmbd, nEmbd]], [`blk.${l}.ffn_norm.weight`, [nEmbd]],
-      [`blk.${l}.ffn_gate.weight`, [nEmbd, nFf]], [`blk.${l}.ffn_up.weight`, [nEmbd, nFf]], [`blk.${l}.ffn_down.weight`, [nFf, nEmbd]],
+      [`blk.${l}.attn_norm.weight`, [nEmbd]],
+      [`blk.${l}.attn_q.weight`, [nEmbd, nEmbd]],
+      [`blk.${l}.attn_k.weight`, [nEmbd, nEmbd]],
+      [`blk.${l}.attn_v.weight`, [nEmbd, nEmbd]],
+      [`blk.${l}.attn_output.weight`, [nEmbd, nEmbd]],
+      [`blk.${l}.ffn_norm.weight`, [nEmbd]],
+      [`blk.${l}.ffn_gate.weight`, [nEmbd, nFf]],
+      [`blk.${l}.ffn_up.weight`, [nEmbd, nFf]],
+      [`blk.${l}.ffn_down.weight`, [nFf, nEmbd]],
     );
   }
   // Header: magic, version 3, tensor count, metadata count; then the metadata.
@@ -60,9 +70,9 @@ export function writeTinyGguf(path: string, opts: { seed?: number; embedding?: n
   u64(meta.length);
   for (const [key, [kind, value]] of meta) {
     str(key);
-    if (kind === "u32") (u32(TYPE.u32), u32(value as number));
-    else if (kind === "f32") (u32(TYPE.f32), f32(value as number));
-    else if (kind === "str") (u32(TYPE.str), str(value as string));
+    if (kind === "u32") u32(TYPE.u32), u32(value as number);
+    else if (kind === "f32") u32(TYPE.f32), f32(value as number);
+    else if (kind === "str") u32(TYPE.str), str(value as string);
     else {
       const items = value as (string | number)[];
       u32(TYPE.arr);

@@ -29,9 +29,16 @@ abstract class ToyEnv implements Env {
   async step(action: string): Promise<StepResult> {
     if (!this.task) throw new Error("reset() first");
     this.steps++;
-    const listed = this.actions.includes(action) || this.actions.some((a) => a.includes(FREE_TEXT_SLOT) && action.startsWith(a.slice(0, a.indexOf(FREE_TEXT_SLOT))));
+    const listed =
+      this.actions.includes(action) || this.actions.some((a) => a.includes(FREE_TEXT_SLOT) && action.startsWith(a.slice(0, a.indexOf(FREE_TEXT_SLOT))));
     const r = listed ? this.apply(action) : { reward: 0, terminated: false };
-    return { observation: this.state, reward: r.reward, terminated: r.terminated, truncated: !r.terminated && this.steps >= this.maxSteps, info: listed ? {} : { invalid: true } };
+    return {
+      observation: this.state,
+      reward: r.reward,
+      terminated: r.terminated,
+      truncated: !r.terminated && this.steps >= this.maxSteps,
+      info: listed ? {} : { invalid: true },
+    };
   }
 
   availableActions(): string[] {
@@ -43,7 +50,10 @@ abstract class ToyEnv implements Env {
 
 /** K arms, one of which (fixed by the env's `best`) pays 1. Chance: 1/K. */
 export class BanditEnv extends ToyEnv {
-  constructor(readonly arms = 5, readonly best = 3) {
+  constructor(
+    readonly arms = 5,
+    readonly best = 3,
+  ) {
     super(1);
   }
   tasks(count: number): Task[] {
@@ -59,7 +69,8 @@ export class BanditEnv extends ToyEnv {
 }
 
 /** The bandit's first page for an instruction (as `BanditEnv` shows it). */
-export const banditPage = (instruction: string, arms = 5) => `page: bandit\ninstruction: ${instruction}\n${Array.from({ length: arms }, (_, i) => `[arm ${i}]`).join(" ")}`;
+export const banditPage = (instruction: string, arms = 5) =>
+  `page: bandit\ninstruction: ${instruction}\n${Array.from({ length: arms }, (_, i) => `[arm ${i}]`).join(" ")}`;
 
 /**
  * Synthetic support for a `BanditEnv` registered as `env` (`registerEnv(env, { synthetic })`): its page
@@ -81,7 +92,10 @@ export function banditSyntheticSupport(env: string, arms = 5): { abstraction: St
 /** Positions 0..length; start at 0; reach the end (reward 1) within `maxSteps`. Chance is small. */
 export class ChainEnv extends ToyEnv {
   private position = 0;
-  constructor(readonly length = 6, maxSteps = 10) {
+  constructor(
+    readonly length = 6,
+    maxSteps = 10,
+  ) {
     super(maxSteps);
   }
   tasks(count: number): Task[] {
@@ -107,7 +121,13 @@ const MATERIALS = ["wool", "cotton", "leather", "silk", "linen"];
 const KINDS = ["hat", "scarf", "glove", "sock", "jacket", "boot"];
 const SIZES = ["small", "medium", "large"];
 
-interface ToyProduct { id: string; color: string; material: string; kind: string; price: number }
+interface ToyProduct {
+  id: string;
+  color: string;
+  material: string;
+  kind: string;
+  price: number;
+}
 
 /**
  * A web shop in miniature: search → 6 results of the searched kind → an item with sizes → buy. The
@@ -124,10 +144,12 @@ export class ShopToyEnv extends ToyEnv {
     super(maxSteps);
     const rng = new Rng(7);
     let n = 0;
-    for (const kind of KINDS) for (const color of COLORS) for (const material of MATERIALS) {
-      n++;
-      this.products.push({ id: `p${(1000 + n * 37).toString(36)}x${n}`, color, material, kind, price: 5 + rng.randbelow(40) });
-    }
+    for (const kind of KINDS)
+      for (const color of COLORS)
+        for (const material of MATERIALS) {
+          n++;
+          this.products.push({ id: `p${(1000 + n * 37).toString(36)}x${n}`, color, material, kind, price: 5 + rng.randbelow(40) });
+        }
   }
 
   tasks(count: number, seed = 0): Task[] {
@@ -157,7 +179,14 @@ export class ShopToyEnv extends ToyEnv {
     } else if (this.page === "item") {
       const p = this.item!;
       this.actions = ["click[< prev]", ...SIZES.map((s) => `click[${s}]`), "click[buy now]"];
-      this.state = [...head, "[< prev]", `size: ${SIZES.map((s) => `[${s}]`).join(" ")}`, `${p.color} ${p.material} ${p.kind}`, `Price: $${p.price}.00`, "[buy now]"].join("\n");
+      this.state = [
+        ...head,
+        "[< prev]",
+        `size: ${SIZES.map((s) => `[${s}]`).join(" ")}`,
+        `${p.color} ${p.material} ${p.kind}`,
+        `Price: $${p.price}.00`,
+        "[buy now]",
+      ].join("\n");
     } else {
       this.actions = [];
       this.state = [...head, "thank you"].join("\n");
@@ -175,7 +204,10 @@ export class ShopToyEnv extends ToyEnv {
       const pool = this.products.filter((p) => !kind || p.kind === kind);
       const rng = new Rng([...action].reduce((h, c) => (h * 31 + c.charCodeAt(0)) % 1_000_003, 7));
       const target = task.target as ToyProduct & { size: string };
-      const shown = rng.sample(pool.filter((p) => p.id !== target.id), 5);
+      const shown = rng.sample(
+        pool.filter((p) => p.id !== target.id),
+        5,
+      );
       if (pool.some((p) => p.id === target.id)) shown.splice(rng.randbelow(6), 0, target);
       this.results = shown;
       this.page = "results";
@@ -190,7 +222,7 @@ export class ShopToyEnv extends ToyEnv {
     } else if (action === "click[buy now]") {
       const t = task.target as ToyProduct & { size: string };
       const p = this.item!;
-      reward = ([p.kind === t.kind, p.color === t.color, p.material === t.material, this.size === t.size].filter(Boolean).length) / 4;
+      reward = [p.kind === t.kind, p.color === t.color, p.material === t.material, this.size === t.size].filter(Boolean).length / 4;
       terminated = true;
       this.page = "done";
     } else {

@@ -47,7 +47,10 @@ test("behaviour cloning on a small real WebShop buffer beats the random policy i
   console.log(`BC ${s.final.score.toFixed(1)} / ${(100 * s.final.success).toFixed(1)}% vs random ${randomScore.toFixed(1)}`);
   assert.ok(s.final.score > randomScore + 10, `BC ${s.final.score.toFixed(1)} vs random ${randomScore.toFixed(1)}`);
   const m = readMetrics(dir);
-  assert.deepEqual(m.map((x) => x.phase), ["offline", "offline", "offline", "offline"]);
+  assert.deepEqual(
+    m.map((x) => x.phase),
+    ["offline", "offline", "offline", "offline"],
+  );
   // The oracle's successes are cloned; the random policy's failures are not.
   assert.ok(m[0].bc!.demonstrations > 100 && m[0].bc!.demonstrations <= 150 + 50, `${m[0].bc!.demonstrations} demonstrations`);
   // The oracle sometimes searches by the product's name, which the policy's query candidates cannot say.
@@ -71,13 +74,23 @@ test("a killed behaviour-cloning run resumes to the metrics of one never stopped
   const two = JSON.parse(JSON.stringify(latest));
   two.iteration = 2;
   two.policyFile = "iter-000002.policy";
-  two.state = { iteration: 2, realInteractions: 0, evalInteractions: 0, syntheticInteractions: 0, auditInteractions: 0, droppedEpisodes: 0, episodes: 0, wallSeconds: readMetrics(killed)[1].wallSeconds };
+  two.state = {
+    iteration: 2,
+    realInteractions: 0,
+    evalInteractions: 0,
+    syntheticInteractions: 0,
+    auditInteractions: 0,
+    droppedEpisodes: 0,
+    episodes: 0,
+    wallSeconds: readMetrics(killed)[1].wallSeconds,
+  };
   writeFileSync(join(killed, "checkpoints", "latest.json"), JSON.stringify(two));
   rmSync(join(killed, "checkpoints", "iter-000004.policy"));
   rmSync(join(killed, "summary.json"));
   const s = await resumeTraining(killed);
   assert.equal(s.resumedFrom, 2);
-  const strip = (dir: string) => readMetrics(dir).map(({ wallSeconds: _w, rolloutSeconds: _r, updateSeconds: _u, evalSeconds: _e, auditSeconds: _a, ...rest }) => rest);
+  const strip = (dir: string) =>
+    readMetrics(dir).map(({ wallSeconds: _w, rolloutSeconds: _r, updateSeconds: _u, evalSeconds: _e, auditSeconds: _a, ...rest }) => rest);
   assert.deepEqual(strip(killed), strip(whole));
   const summary = JSON.parse(readFileSync(join(whole, "summary.json"), "utf8"));
   assert.deepEqual(s.final, summary.final);

@@ -28,9 +28,14 @@ export interface Demonstrations<R = unknown> {
  * episode's actions so far. Deterministic: the buffer's order.
  */
 export async function demonstrations<R>(
-  config: TrainConfig, bufferFile: string, policy: TrainablePolicy<R>, evalTasks: readonly Task[], actions?: ActionSource,
+  config: TrainConfig,
+  bufferFile: string,
+  policy: TrainablePolicy<R>,
+  evalTasks: readonly Task[],
+  actions?: ActionSource,
 ): Promise<Demonstrations<R>> {
-  if (!policy.recordFor) throw new InvalidConfigError(`mode bc needs a policy that can score a demonstrated action (recordFor), as the neural policy can; ${policy.name} cannot`);
+  if (!policy.recordFor)
+    throw new InvalidConfigError(`mode bc needs a policy that can score a demonstrated action (recordFor), as the neural policy can; ${policy.name} cannot`);
   const abstraction = hasSyntheticSupport(config.env)
     ? await closing(createEnv(config.env, { split: config.trainSplit, dataDir: config.dataDir }), (env) => syntheticSupport(config.env, env).abstraction)
     : undefined;
@@ -87,7 +92,9 @@ export async function behaviourCloningLoop(config: TrainConfig, parts: Parts, st
   const t00 = performance.now();
   const demos = await demonstrations(config, config.buffer!, policy, evaluation.tasks, parts.actions);
   if (demos.records.length === 0) {
-    throw new InvalidConfigError(`mode bc: no step of the buffer's successful real ${config.env} episodes could be cloned (${demos.episodes} episodes, ${demos.skipped} steps whose action the policy does not offer)`);
+    throw new InvalidConfigError(
+      `mode bc: no step of the buffer's successful real ${config.env} episodes could be cloned (${demos.episodes} episodes, ${demos.skipped} steps whose action the policy does not offer)`,
+    );
   }
   let prepSeconds = (performance.now() - t00) / 1000;
   let finalEval: EvalResult | undefined;
@@ -107,11 +114,28 @@ export async function behaviourCloningLoop(config: TrainConfig, parts: Parts, st
     // The demonstrations' preparation counts as training time of the first epoch this process runs.
     state.wallSeconds += prepSeconds + (t2 - t0) / 1000;
     const m: IterationMetrics = {
-      iteration, phase: "offline", episodes: 0, steps: 0, meanReward: 0, success: 0,
-      realInteractions: state.realInteractions, evalInteractions: state.evalInteractions, syntheticInteractions: state.syntheticInteractions,
-      auditInteractions: state.auditInteractions ?? 0, droppedEpisodes: state.droppedEpisodes, tokens: state.tokens ?? 0,
-      policyLoss: s.loss, entropy: s.entropy, approxKl: 0, clipFraction: 0, gradNorm: s.gradNorm,
-      rolloutSeconds: prepSeconds, updateSeconds: (t1 - t0) / 1000, auditSeconds: 0, evalSeconds: (t2 - t1) / 1000, wallSeconds: state.wallSeconds,
+      iteration,
+      phase: "offline",
+      episodes: 0,
+      steps: 0,
+      meanReward: 0,
+      success: 0,
+      realInteractions: state.realInteractions,
+      evalInteractions: state.evalInteractions,
+      syntheticInteractions: state.syntheticInteractions,
+      auditInteractions: state.auditInteractions ?? 0,
+      droppedEpisodes: state.droppedEpisodes,
+      tokens: state.tokens ?? 0,
+      policyLoss: s.loss,
+      entropy: s.entropy,
+      approxKl: 0,
+      clipFraction: 0,
+      gradNorm: s.gradNorm,
+      rolloutSeconds: prepSeconds,
+      updateSeconds: (t1 - t0) / 1000,
+      auditSeconds: 0,
+      evalSeconds: (t2 - t1) / 1000,
+      wallSeconds: state.wallSeconds,
       ...(evalResult ? { eval: evalResult } : {}),
       bc: { demonstrations: demos.episodes, steps: demos.records.length, skipped: demos.skipped, loss: s.loss, meanProb: s.meanProb },
     };

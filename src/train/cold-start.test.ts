@@ -17,13 +17,22 @@ type Msg = { role: string; content: string };
 function reply(body: Record<string, unknown>): string {
   const format = (body.response_format as { json_schema?: { name?: string } } | undefined)?.json_schema?.name;
   const messages = body.messages as Msg[];
-  if (format === "task_variations") return JSON.stringify({ tasks: [{ instruction: "What are the top-5 best-selling products in Feb 2023, with their quantities?" }] });
+  if (format === "task_variations")
+    return JSON.stringify({ tasks: [{ instruction: "What are the top-5 best-selling products in Feb 2023, with their quantities?" }] });
   const action = /\nAction: (.*)$/.exec(messages.find((m) => m.role === "user")!.content)?.[1] ?? "";
-  if (action.startsWith("stop")) return JSON.stringify({ reasoning: "the agent answered; the answer does not name the products", next_state: "url: __SHOPPING_ADMIN__/\ntitle: Dashboard / Magento Admin", reward: 0, terminated: true });
+  if (action.startsWith("stop"))
+    return JSON.stringify({
+      reasoning: "the agent answered; the answer does not name the products",
+      next_state: "url: __SHOPPING_ADMIN__/\ntitle: Dashboard / Magento Admin",
+      reward: 0,
+      terminated: true,
+    });
   return JSON.stringify({
     reasoning: "the click opens the Reports menu",
-    next_state: "url: __SHOPPING_ADMIN__/reports/report_sales/bestsellers/\ntitle: Bestsellers Report / Reports / Magento Admin\n[1] link \"Dashboard\"\n[2] textbox \"From\"\n[3] textbox \"To\"\n[4] button \"Show Report\"\ntext \"Impulse Duffle | 12\"",
-    reward: 0, terminated: false,
+    next_state:
+      'url: __SHOPPING_ADMIN__/reports/report_sales/bestsellers/\ntitle: Bestsellers Report / Reports / Magento Admin\n[1] link "Dashboard"\n[2] textbox "From"\n[3] textbox "To"\n[4] button "Show Report"\ntext "Impulse Duffle | 12"',
+    reward: 0,
+    terminated: false,
   });
 }
 
@@ -33,9 +42,20 @@ test("dreamgym --cold-start --synthetic-only on webarena: iterations complete, p
   try {
     const out = join(dir, "run");
     const summary = await train(out, {
-      env: "webarena", mode: "dreamgym", coldStart: true, syntheticOnly: true, experience: `${server.url}#cold-model`,
-      budget: 40, tasksPerIteration: 2, rolloutsPerTask: 2, concurrency: 2, maxSteps: 4, seed: 3, checkpointEvery: 1,
-      curriculum: { enabled: true }, policy: { dim: 4096, hidden: 8 },
+      env: "webarena",
+      mode: "dreamgym",
+      coldStart: true,
+      syntheticOnly: true,
+      experience: `${server.url}#cold-model`,
+      budget: 40,
+      tasksPerIteration: 2,
+      rolloutsPerTask: 2,
+      concurrency: 2,
+      maxSteps: 4,
+      seed: 3,
+      checkpointEvery: 1,
+      curriculum: { enabled: true },
+      policy: { dim: 4096, hidden: 8 },
     });
     assert.ok(summary.iterations >= 2, `iterations ${summary.iterations}`);
     assert.equal(summary.realInteractions, 0);
@@ -43,7 +63,9 @@ test("dreamgym --cold-start --synthetic-only on webarena: iterations complete, p
     assert.equal(summary.final.tasks, 0, "no evaluation: synthetic only");
     assert.equal(summary.auditInteractions, 0);
 
-    const steps = server.requests.filter((r) => (r.response_format as { json_schema?: { name?: string } } | undefined)?.json_schema?.name === "experience_step");
+    const steps = server.requests.filter(
+      (r) => (r.response_format as { json_schema?: { name?: string } } | undefined)?.json_schema?.name === "experience_step",
+    );
     assert.ok(steps.length >= 40);
     const lite = new Map(loadWebArenaTasks("lite").map((t) => [t.instruction, t]));
     const first = steps[0].messages as Msg[];
@@ -59,7 +81,10 @@ test("dreamgym --cold-start --synthetic-only on webarena: iterations complete, p
     assert.match(first[1].content, new RegExp(`Current state:\\nurl: ${task.start_url.replace(/[$()*+.?[\\\]^{|}]/g, "\\$&")}`));
     assert.doesNotMatch(first[1].content, /Similar recorded transitions/, "cold: nothing to retrieve at the first step");
     // Later steps are grounded in the synthetic episodes the run stored.
-    assert.ok(steps.some((s) => (s.messages as Msg[])[1].content.includes("Similar recorded transitions")), "the buffer grew and grounds later steps");
+    assert.ok(
+      steps.some((s) => (s.messages as Msg[])[1].content.includes("Similar recorded transitions")),
+      "the buffer grew and grounds later steps",
+    );
     const buffer = ReplayBuffer.open(join(out, "buffer.db"), { readonly: true });
     try {
       assert.equal(buffer.count({ env: "webarena", source: "real" }), 0);

@@ -97,10 +97,17 @@ export function makeEnvPool(config: TrainConfig, split: string, actions?: Action
 }
 
 /** Builds the synthetic env pool over the run's buffer copy. */
-export async function makeSyntheticPool(config: TrainConfig, bufferFile: string, tasks: Task[], parts: TrainParts, actions?: ActionSource): Promise<SyntheticPool> {
+export async function makeSyntheticPool(
+  config: TrainConfig,
+  bufferFile: string,
+  tasks: Task[],
+  parts: TrainParts,
+  actions?: ActionSource,
+): Promise<SyntheticPool> {
   const support = await closing(createEnv(config.env, { split: config.trainSplit, dataDir: config.dataDir }), (env) => syntheticSupport(config.env, env));
   const model = createExperienceModel(parts.experienceModel ?? config.experience, {
-    abstraction: support.abstraction, rewards: support.rewards,
+    abstraction: support.abstraction,
+    rewards: support.rewards,
     chat: { concurrency: config.concurrency, cache: config.cache, timeoutMs: 1000 * config.requestTimeout, maxFailures: config.maxFailures },
     samples: config.experienceSamples,
   });
@@ -116,7 +123,14 @@ export async function makeSyntheticPool(config: TrainConfig, bufferFile: string,
   const demos = config.replay || !model.chat ? config.demos : 0;
   const envs: Env[] = Array.from({ length: config.concurrency }, () => {
     const env = new SyntheticEnv({
-      model: model.model, abstraction: support.abstraction, tasks, initialState: support.initialState, buffer, k: demos, maxSteps: config.maxSteps ?? support.maxSteps, record: false,
+      model: model.model,
+      abstraction: support.abstraction,
+      tasks,
+      initialState: support.initialState,
+      buffer,
+      k: demos,
+      maxSteps: config.maxSteps ?? support.maxSteps,
+      record: false,
       verifier: config.hybrid ? support.verifier : undefined,
       pessimism: config.pessimism.beta > 0 || config.pessimism.halt !== undefined ? config.pessimism : undefined,
     });
@@ -125,15 +139,22 @@ export async function makeSyntheticPool(config: TrainConfig, bufferFile: string,
   // Where a task needs more than its sentence (`llmTasks: false`), an LLM's free-text variation has
   // nothing to start in, and the env keeps its own generator whatever the model.
   const llmTasks = model.chat !== undefined && plugPoint(config.env, "llmTasks") !== false;
-  const generator = parts.taskGenerator
-    ?? (llmTasks ? new LlmTaskGenerator({ chat: model.chat!, profile: support.abstraction.profile }) : await envTaskGenerator(config).catch(async (e) => {
-      buffer.close();
-      await model.close();
-      throw e;
-    }));
+  const generator =
+    parts.taskGenerator ??
+    (llmTasks
+      ? new LlmTaskGenerator({ chat: model.chat!, profile: support.abstraction.profile })
+      : await envTaskGenerator(config).catch(async (e) => {
+          buffer.close();
+          await model.close();
+          throw e;
+        }));
   return {
-    envs, tasks, buffer, generator, tokens: model.tokens,
-    auditReplay: config.onPolicyAudit.replay === "auto" ? support.auditReplay ?? "actions" : config.onPolicyAudit.replay,
+    envs,
+    tasks,
+    buffer,
+    generator,
+    tokens: model.tokens,
+    auditReplay: config.onPolicyAudit.replay === "auto" ? (support.auditReplay ?? "actions") : config.onPolicyAudit.replay,
     trim: async () => {
       if (config.bufferCapacity > 0) await buffer.trim(config.bufferCapacity);
     },
@@ -157,12 +178,21 @@ async function envTaskGenerator(config: TrainConfig): Promise<TaskGenerator | un
       return undefined;
     }
   } else env = createEnv(config.env, { split: config.evalSplit, dataDir: config.dataDir });
-  return closing(env, (e) => make(e, { trainSplit: config.trainSplit, evalSplit: config.evalSplit, evalTasks: envTasks(config.env, e), dataDir: config.dataDir, maxSteps: config.maxSteps }));
+  return closing(env, (e) =>
+    make(e, {
+      trainSplit: config.trainSplit,
+      evalSplit: config.evalSplit,
+      evalTasks: envTasks(config.env, e),
+      dataDir: config.dataDir,
+      maxSteps: config.maxSteps,
+    }),
+  );
 }
 
 /** The policy a run starts from: the parts', else fresh weights from the seed (or `initPolicy`'s), with the env's own features where it has them. */
 export function makePolicy(config: TrainConfig, parts: TrainParts, initPolicy?: Uint8Array): TrainablePolicy<unknown> {
-  const policy = parts.policy ?? (new NeuralPolicy({ ...config.policy, seed: config.seed, features: plugPoint(config.env, "features") }) as TrainablePolicy<unknown>);
+  const policy =
+    parts.policy ?? (new NeuralPolicy({ ...config.policy, seed: config.seed, features: plugPoint(config.env, "features") }) as TrainablePolicy<unknown>);
   if (initPolicy && config.initPolicy) policy.load(initPolicy, config.initPolicy);
   return policy;
 }

@@ -12,7 +12,10 @@ export const trainConfigSchema = z.strictObject({
    * An env server's URL (ws://, http://host:port; `dreamgym serve`): the real env's steps and evaluations
    * run there, and `env` is the env it serves. Stored, so a resume reconnects.
    */
-  remote: z.string().regex(/^(wss?|https?):\/\/./i, "an env server URL: ws://, wss://, http:// or https://host:port").optional(),
+  remote: z
+    .string()
+    .regex(/^(wss?|https?):\/\/./i, "an env server URL: ws://, wss://, http:// or https://host:port")
+    .optional(),
   /**
    * real: RL in the real env; dreamgym: RL in the synthetic env; s2r: dreamgym, then RL in the real env;
    * bc: behaviour cloning on the buffer's successful real episodes (offline, no RL; `bc.epochs` passes).
@@ -74,26 +77,30 @@ export const trainConfigSchema = z.strictObject({
    * real env does (what GRPO learns from). Its real steps are counted as `auditInteractions`, apart
    * from training and evaluation (every 0: off).
    */
-  onPolicyAudit: z.strictObject({
-    every: z.number().int().min(0).max(1e9).default(5),
-    episodes: z.number().int().min(1).max(1e6).default(16),
-    /**
-     * actions: the synthetic episodes' actions replayed open loop; policy: the policy as it played
-     * them plays the real env, same tasks and seeds (closed loop); auto: the env's choice
-     * (`SyntheticSupport.auditReplay`, else actions).
-     */
-    replay: z.enum(["auto", "actions", "policy"]).default("auto"),
-  }).prefault({}),
+  onPolicyAudit: z
+    .strictObject({
+      every: z.number().int().min(0).max(1e9).default(5),
+      episodes: z.number().int().min(1).max(1e6).default(16),
+      /**
+       * actions: the synthetic episodes' actions replayed open loop; policy: the policy as it played
+       * them plays the real env, same tasks and seeds (closed loop); auto: the env's choice
+       * (`SyntheticSupport.auditReplay`, else actions).
+       */
+      replay: z.enum(["auto", "actions", "policy"]).default("auto"),
+    })
+    .prefault({}),
   /**
    * Pessimism where the experience model reports its uncertainty u in [0, 1]: the reward becomes
    * r − beta·u (MOPO), and an episode halts with reward 0 where u > halt (MOReL; unset: never).
    * On by default (beta 1): on WebShop at 8k synthetic steps it took the final score from 4.0 to
    * 35.6 (docs/training.md); beta 0 is the ablation.
    */
-  pessimism: z.strictObject({
-    beta: z.number().min(0).max(1e6).default(1),
-    halt: z.number().min(0).max(1e6).optional(),
-  }).prefault({}),
+  pessimism: z
+    .strictObject({
+      beta: z.number().min(0).max(1e6).default(1),
+      halt: z.number().min(0).max(1e6).optional(),
+    })
+    .prefault({}),
   /** A reasoning model's predictions sampled per step: their disagreement is u (n× the tokens; 1: no u). */
   experienceSamples: z.number().int().min(1).max(64).default(1),
   curriculum: curriculumConfigSchema.prefault({}),
@@ -125,7 +132,12 @@ export const trainConfigSchema = z.strictObject({
    * nothing, and the batch term still moves the policy off a way that earns less than the batch.
    */
   realBatchAdvantage: z.number().min(0).max(100).optional(),
-  seed: z.number().int().min(0).max(2 ** 52).default(0),
+  seed: z
+    .number()
+    .int()
+    .min(0)
+    .max(2 ** 52)
+    .default(0),
   /** Tasks sampled per iteration, each rolled out `rolloutsPerTask` times (GRPO's group size G). */
   tasksPerIteration: z.number().int().min(1).max(1e5).default(16),
   rolloutsPerTask: z.number().int().min(2).max(1e4).default(8),
@@ -146,7 +158,17 @@ export const trainConfigSchema = z.strictObject({
   dataDir: z.string().optional(),
   /** Start from this policy file (a run's `checkpoints/iter-*.policy`) instead of fresh weights, e.g. S2R from a DreamGym run. */
   initPolicy: z.string().optional(),
-  policy: z.strictObject({ dim: z.number().int().min(16).max(1 << 24).default(32768), hidden: z.number().int().min(1).max(4096).default(16) }).prefault({}),
+  policy: z
+    .strictObject({
+      dim: z
+        .number()
+        .int()
+        .min(16)
+        .max(1 << 24)
+        .default(32768),
+      hidden: z.number().int().min(1).max(4096).default(16),
+    })
+    .prefault({}),
   grpo: grpoConfigSchema.prefault({}),
   ppo: ppoConfigSchema.prefault({}),
   /** Behaviour cloning (mode bc): epochs, learning rate, minibatch size, gradient clip. */
@@ -198,7 +220,17 @@ export interface IterationMetrics {
   groups?: { total: number; informative: number };
   /** S2R's screened real iterations: the candidate tasks played in the synthetic env, their steps, and the mean variance of their synthetic returns, over all candidates and over those chosen. */
   screen?: { candidates: number; steps: number; meanVariance: number; chosenVariance: number };
-  curriculum?: { meanVariance: number; selected: number; added: number; infeasible: number; duplicates: number; pool: number; generatorFailures: number; lastFailure?: string; generatedInBatch: number };
+  curriculum?: {
+    meanVariance: number;
+    selected: number;
+    added: number;
+    infeasible: number;
+    duplicates: number;
+    pool: number;
+    generatorFailures: number;
+    lastFailure?: string;
+    generatedInBatch: number;
+  };
   policyLoss: number;
   valueLoss?: number;
   entropy: number;
@@ -254,4 +286,6 @@ export interface TrainHooks {
  * `realBudget`, and optionally `realScreen`): sim-to-real continuing the same run, its policy,
  * optimiser and counters.
  */
-export type ResumeOverrides = Partial<Pick<TrainConfig, "requestTimeout" | "maxFailures" | "budget" | "realBudget" | "realScreen" | "realBatchAdvantage">> & { mode?: "s2r" };
+export type ResumeOverrides = Partial<Pick<TrainConfig, "requestTimeout" | "maxFailures" | "budget" | "realBudget" | "realScreen" | "realBatchAdvantage">> & {
+  mode?: "s2r";
+};

@@ -30,20 +30,34 @@ export function iterationMetrics(config: TrainConfig, r: IterationRecord, state:
   const { stats } = r;
   const [t0, t1, t2, tAudit, t3] = r.times;
   return {
-    iteration: r.iteration, phase: r.phase, episodes: r.played.length, steps: r.steps,
+    iteration: r.iteration,
+    phase: r.phase,
+    episodes: r.played.length,
+    steps: r.steps,
     meanReward: mean(r.played.map((e) => e.totalReward)),
     success: mean(r.played.map((e) => (e.success ? 1 : 0))),
-    realInteractions: state.realInteractions, evalInteractions: state.evalInteractions, syntheticInteractions: state.syntheticInteractions,
-    auditInteractions: state.auditInteractions ?? 0, droppedEpisodes: state.droppedEpisodes, tokens: state.tokens ?? 0,
+    realInteractions: state.realInteractions,
+    evalInteractions: state.evalInteractions,
+    syntheticInteractions: state.syntheticInteractions,
+    auditInteractions: state.auditInteractions ?? 0,
+    droppedEpisodes: state.droppedEpisodes,
+    tokens: state.tokens ?? 0,
     policyLoss: stats.policyLoss,
     ...("valueLoss" in stats ? { valueLoss: stats.valueLoss } : {}),
     entropy: stats.entropy,
     ...("kl" in stats && stats.kl !== undefined ? { kl: stats.kl } : {}),
-    approxKl: stats.approxKl, clipFraction: stats.clipFraction, gradNorm: stats.gradNorm,
-    ...(config.algo === "grpo" ? { groups: { total: r.updated.length, informative: r.updated.filter((g) => variance(g.map((e) => e.totalReward)) > 1e-12).length } } : {}),
+    approxKl: stats.approxKl,
+    clipFraction: stats.clipFraction,
+    gradNorm: stats.gradNorm,
+    ...(config.algo === "grpo"
+      ? { groups: { total: r.updated.length, informative: r.updated.filter((g) => variance(g.map((e) => e.totalReward)) > 1e-12).length } }
+      : {}),
     ...(r.screen ? { screen: r.screen } : {}),
     ...(r.curriculum ? { curriculum: { ...r.curriculum, generatedInBatch: r.generatedInBatch } } : {}),
-    rolloutSeconds: (t1 - t0) / 1000, updateSeconds: (t2 - t1) / 1000, auditSeconds: (tAudit - t2) / 1000, evalSeconds: (t3 - tAudit) / 1000,
+    rolloutSeconds: (t1 - t0) / 1000,
+    updateSeconds: (t2 - t1) / 1000,
+    auditSeconds: (tAudit - t2) / 1000,
+    evalSeconds: (t3 - tAudit) / 1000,
     wallSeconds: state.wallSeconds,
     ...(r.eval ? { eval: r.eval } : {}),
     ...(r.uncertainty ? { uncertainty: r.uncertainty } : {}),
@@ -61,7 +75,9 @@ export function checkFinite(stats: object, iteration: number, sink: Pick<RunSink
   if (bad.length === 0) return;
   const last = sink.lastCheckpoint();
   const kept = last > 0 ? `${sink.where} keeps its last good checkpoint (iteration ${last})` : `${sink.where} has no checkpoint yet`;
-  throw new TrainingDivergedError(`training diverged at iteration ${iteration}: ${bad.map(([k, v]) => `${k} ${v}`).join(", ")} (a learning rate too high?); the run stops, and ${kept}; start again with other settings (a lower learning rate)`);
+  throw new TrainingDivergedError(
+    `training diverged at iteration ${iteration}: ${bad.map(([k, v]) => `${k} ${v}`).join(", ")} (a learning rate too high?); the run stops, and ${kept}; start again with other settings (a lower learning rate)`,
+  );
 }
 
 export const mean = (xs: number[]) => (xs.length === 0 ? 0 : xs.reduce((s, x) => s + x, 0) / xs.length);

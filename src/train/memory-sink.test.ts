@@ -18,7 +18,19 @@ const untimed = (m: IterationMetrics) => {
 };
 
 test("the loop writes through a sink: in memory it gives the run folder's metrics, line for line, and its last checkpoint", async () => {
-  const input = { env: ENV, mode: "real" as const, budget: 48, tasksPerIteration: 3, rolloutsPerTask: 4, evalEvery: 2, evalTasks: 3, finalEvalTasks: 6, checkpointEvery: 2, seed: 5, policy: { dim: 256 } };
+  const input = {
+    env: ENV,
+    mode: "real" as const,
+    budget: 48,
+    tasksPerIteration: 3,
+    rolloutsPerTask: 4,
+    evalEvery: 2,
+    evalTasks: 3,
+    finalEvalTasks: 6,
+    checkpointEvery: 2,
+    seed: 5,
+    policy: { dim: 256 },
+  };
   const dir = join(mkdtempSync(join(tmpdir(), "dreamgym-sink-")), "run");
   const summary = await train(dir, input);
 

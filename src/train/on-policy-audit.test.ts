@@ -23,7 +23,12 @@ const start = (instruction: string) => banditPage(instruction);
 
 /** One bandit pull as an offline (real) trajectory of the seed buffer. */
 const pull = (instruction: string, arm: number, reward: number): Trajectory => ({
-  env: ENV, task: { id: `bandit:${instruction}`, instruction }, source: "real", total_reward: reward, success: reward >= 1, created_at: new Date(0).toISOString(),
+  env: ENV,
+  task: { id: `bandit:${instruction}`, instruction },
+  source: "real",
+  total_reward: reward,
+  success: reward >= 1,
+  created_at: new Date(0).toISOString(),
   steps: [{ observation: start(instruction), action: `click[arm ${arm}]`, reward, next_observation: start(instruction), terminated: true, truncated: false }],
 });
 
@@ -35,12 +40,24 @@ async function seedBuffer(file: string, trajectories: Trajectory[]): Promise<str
 }
 
 const COMMON: TrainConfigInput = {
-  env: ENV, mode: "dreamgym", budget: 32 * 16, tasksPerIteration: 4, rolloutsPerTask: 8, concurrency: 2, evalEvery: 0, finalEvalTasks: 4,
-  checkpointEvery: 4, seed: 1, policy: { dim: 1024 }, grpo: { learningRate: 0.05 }, curriculum: { enabled: false },
+  env: ENV,
+  mode: "dreamgym",
+  budget: 32 * 16,
+  tasksPerIteration: 4,
+  rolloutsPerTask: 8,
+  concurrency: 2,
+  evalEvery: 0,
+  finalEvalTasks: 4,
+  checkpointEvery: 4,
+  seed: 1,
+  policy: { dim: 1024 },
+  grpo: { learningRate: 0.05 },
+  curriculum: { enabled: false },
   onPolicyAudit: { every: 2, episodes: 16 },
 };
 
-const audits = (dir: string) => readMetrics(dir).filter((m): m is IterationMetrics & Required<Pick<IterationMetrics, "onPolicyAudit">> => m.onPolicyAudit !== undefined);
+const audits = (dir: string) =>
+  readMetrics(dir).filter((m): m is IterationMetrics & Required<Pick<IterationMetrics, "onPolicyAudit">> => m.onPolicyAudit !== undefined);
 
 test("the on-policy audit detects a planted exploit: a model that pays 1 for a wrong arm gives an exploitation rate of 1; a faithful one 0", async () => {
   const root = mkdtempSync(join(tmpdir(), "dreamgym-exploit-"));
@@ -56,7 +73,10 @@ test("the on-policy audit detects a planted exploit: a model that pays 1 for a w
   const first = a[0].onPolicyAudit;
   const last = a.at(-1)!.onPolicyAudit;
   // The policy found the exploit: it succeeds in the model almost always, never for real.
-  assert.ok(last.syntheticSuccess >= 0.8 && last.syntheticSuccess > first.syntheticSuccess, `synthetic success ${first.syntheticSuccess} → ${last.syntheticSuccess}`);
+  assert.ok(
+    last.syntheticSuccess >= 0.8 && last.syntheticSuccess > first.syntheticSuccess,
+    `synthetic success ${first.syntheticSuccess} → ${last.syntheticSuccess}`,
+  );
   assert.equal(last.realSuccess, 0);
   assert.equal(last.exploitationRate, 1);
   assert.equal(last.successAgreement, 1 - last.syntheticSuccess);
@@ -64,21 +84,37 @@ test("the on-policy audit detects a planted exploit: a model that pays 1 for a w
   assert.deepEqual(last.divergence, { mean: null, atStep: { never: 16 } });
   assert.equal(s.final.success, 0, "the policy pulls the wrong arm for real too");
   // One real step per replayed pull, counted apart from training and evaluation.
-  assert.equal(s.auditInteractions, a.reduce((n, m) => n + m.onPolicyAudit.steps, 0));
+  assert.equal(
+    s.auditInteractions,
+    a.reduce((n, m) => n + m.onPolicyAudit.steps, 0),
+  );
   assert.equal(s.auditInteractions, 16 * a.length);
   assert.equal(readMetrics(planted).at(-1)!.realInteractions, 0);
   assert.match(readFileSync(join(planted, "report.html"), "utf8"), /On-policy audit[\s\S]*exploitation rate/);
   // The audited episodes are kept, one file per audited iteration: each synthetic episode beside its real replay.
   const files = auditFiles(planted);
-  assert.deepEqual(files.map((f) => f.iteration), a.map((m) => m.iteration));
+  assert.deepEqual(
+    files.map((f) => f.iteration),
+    a.map((m) => m.iteration),
+  );
   for (const [i, f] of files.entries()) {
-    const pairs = readFileSync(f.file, "utf8").trim().split("\n").map((l) => JSON.parse(l) as AuditPair);
+    const pairs = readFileSync(f.file, "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as AuditPair);
     assert.equal(pairs.length, a[i].onPolicyAudit.episodes);
-    assert.equal(pairs.filter((p) => p.syntheticSuccess && !p.realSuccess).length, Math.round(a[i].onPolicyAudit.syntheticSuccess * pairs.length), `iteration ${f.iteration}`);
+    assert.equal(
+      pairs.filter((p) => p.syntheticSuccess && !p.realSuccess).length,
+      Math.round(a[i].onPolicyAudit.syntheticSuccess * pairs.length),
+      `iteration ${f.iteration}`,
+    );
     for (const p of pairs) {
       assert.equal(p.real.steps.length, p.steps);
       assert.equal(p.syntheticSuccess, p.synthetic.steps[0].action === "click[arm 1]"); // the planted model pays arm 1 only
-      assert.equal(p.realReturn, p.real.steps.reduce((r, x) => r + x.reward, 0));
+      assert.equal(
+        p.realReturn,
+        p.real.steps.reduce((r, x) => r + x.reward, 0),
+      );
     }
   }
   // A resume takes back audits past the checkpoint it starts from (it writes them again).
@@ -129,7 +165,8 @@ test("advantage agreement: the audit replays whole groups and reads how the mode
   const root = mkdtempSync(join(tmpdir(), "dreamgym-order-"));
   const buffer = await seedBuffer(join(root, "empty.db"), []);
   const model = (pays: (arm: number) => number): ExperienceModel => ({
-    id: "order", predict: async ({ state, action }) => ({ nextState: state, reward: pays(Number(/arm (\d)/.exec(action)?.[1])), terminated: true, info: {} }),
+    id: "order",
+    predict: async ({ state, action }) => ({ nextState: state, reward: pays(Number(/arm (\d)/.exec(action)?.[1])), terminated: true, info: {} }),
   });
   // Learning rate 0: the policy stays uniform, so its groups mix arm 3 (pays 1 for real) with the others.
   const run = async (name: string, pays: (arm: number) => number) => {
@@ -140,7 +177,10 @@ test("advantage agreement: the audit replays whole groups and reads how the mode
   const reversed = await run("reversed", (arm) => (arm === 3 ? 0 : 1));
   const faithful = await run("faithful", (arm) => (arm === 3 ? 1 : 0));
   for (const [i, x] of reversed.a.entries()) {
-    const pairs = readFileSync(auditFiles(reversed.dir)[i].file, "utf8").trim().split("\n").map((l) => JSON.parse(l) as AuditPair);
+    const pairs = readFileSync(auditFiles(reversed.dir)[i].file, "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as AuditPair);
     // Whole groups: 16 episodes = 2 groups of G = 8, each one task.
     const groups = new Map<string, AuditPair[]>();
     for (const p of pairs) groups.set(p.group!, [...(groups.get(p.group!) ?? []), p]);
@@ -169,7 +209,7 @@ test("advantage agreement: the audit replays whole groups and reads how the mode
   assert.match(readFileSync(join(reversed.dir, "report.html"), "utf8"), /order agree \(pairs\)[\s\S]*<td>0\.0% \(\d+\)<\/td><td>-1\.00<\/td>/);
 });
 
-test('realTasks "seed": real RL plays only the tasks of the buffer\'s real episodes (real-env GRPO on DreamGym\'s own task set); without a buffer it is refused', async () => {
+test("realTasks \"seed\": real RL plays only the tasks of the buffer's real episodes (real-env GRPO on DreamGym's own task set); without a buffer it is refused", async () => {
   const played: string[] = [];
   // The train split's episodes are logged; the eval split has tasks of its own.
   class Logged extends BanditEnv {
@@ -187,8 +227,25 @@ test('realTasks "seed": real RL plays only the tasks of the buffer\'s real episo
   }
   registerEnv("logged-bandit", { create: (o) => new Logged(o.split ?? "train"), tasks: (env) => env.tasks(6), splits: { train: "train", eval: "test" } });
   const root = mkdtempSync(join(tmpdir(), "dreamgym-realtasks-"));
-  const seeded = await seedBuffer(join(root, "seed.db"), [1, 4].map((i) => ({ ...pull("pull the arm that pays", 3, 1), env: "logged-bandit", task: { id: `train:bandit:${i}`, instruction: "pull the arm that pays" } })));
-  const base: TrainConfigInput = { env: "logged-bandit", mode: "real", budget: 64, tasksPerIteration: 2, rolloutsPerTask: 4, concurrency: 1, evalEvery: 0, finalEvalTasks: 1, policy: { dim: 1024 } };
+  const seeded = await seedBuffer(
+    join(root, "seed.db"),
+    [1, 4].map((i) => ({
+      ...pull("pull the arm that pays", 3, 1),
+      env: "logged-bandit",
+      task: { id: `train:bandit:${i}`, instruction: "pull the arm that pays" },
+    })),
+  );
+  const base: TrainConfigInput = {
+    env: "logged-bandit",
+    mode: "real",
+    budget: 64,
+    tasksPerIteration: 2,
+    rolloutsPerTask: 4,
+    concurrency: 1,
+    evalEvery: 0,
+    finalEvalTasks: 1,
+    policy: { dim: 1024 },
+  };
   await train(join(root, "seed"), { ...base, realTasks: "seed", buffer: seeded });
   // The first reset is the start's check that the env plays (its first task), not training.
   const trained = played.slice(1);
@@ -204,12 +261,18 @@ test('onPolicyAudit.replay "policy": the policy as it played the synthetic episo
   const root = mkdtempSync(join(tmpdir(), "dreamgym-closedloop-"));
   const buffer = await seedBuffer(join(root, "empty.db"), []);
   const paying = (arm: number): ExperienceModel => ({
-    id: `pays-arm-${arm}`, predict: async ({ state, action }) => ({ nextState: state, reward: action === `click[arm ${arm}]` ? 1 : 0, terminated: true, info: {} }),
+    id: `pays-arm-${arm}`,
+    predict: async ({ state, action }) => ({ nextState: state, reward: action === `click[arm ${arm}]` ? 1 : 0, terminated: true, info: {} }),
   });
   const run = async (replay: "actions" | "policy") => {
     const dir = join(root, replay);
     // A large step: each update moves the policy far, so a copy taken after it would play otherwise.
-    const s = await train(dir, { ...COMMON, buffer, budget: 8 * 32, grpo: { learningRate: 0.5 }, onPolicyAudit: { every: 1, episodes: 16, replay } }, {}, { experienceModel: paying(1) });
+    const s = await train(
+      dir,
+      { ...COMMON, buffer, budget: 8 * 32, grpo: { learningRate: 0.5 }, onPolicyAudit: { every: 1, episodes: 16, replay } },
+      {},
+      { experienceModel: paying(1) },
+    );
     return { dir, s, a: audits(dir).map((m) => m.onPolicyAudit) };
   };
   const open = await run("actions");
@@ -218,21 +281,46 @@ test('onPolicyAudit.replay "policy": the policy as it played the synthetic episo
   assert.equal(closed.s.final.score, open.s.final.score);
   assert.deepEqual(closed.a, open.a);
   for (const f of auditFiles(closed.dir)) {
-    const pairs = readFileSync(f.file, "utf8").trim().split("\n").map((l) => JSON.parse(l) as AuditPair);
-    for (const p of pairs) assert.equal(p.real.steps[0].action, p.synthetic.steps[0].action, `iteration ${f.iteration}: the policy as it played the synthetic episode, before the update`);
+    const pairs = readFileSync(f.file, "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as AuditPair);
+    for (const p of pairs)
+      assert.equal(
+        p.real.steps[0].action,
+        p.synthetic.steps[0].action,
+        `iteration ${f.iteration}: the policy as it played the synthetic episode, before the update`,
+      );
   }
-  const openPairs = readFileSync(auditFiles(open.dir)[0].file, "utf8").trim().split("\n").map((l) => JSON.parse(l) as AuditPair);
+  const openPairs = readFileSync(auditFiles(open.dir)[0].file, "utf8")
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l) as AuditPair);
   assert.equal(openPairs[0].real.steps[0].action, undefined);
 });
 
 test("a damaged metrics line (null, a number, an object without its iteration) is skipped: the run's other lines read, and it resumes", async () => {
   const root = mkdtempSync(join(tmpdir(), "dreamgym-nullmetrics-"));
   const dir = join(root, "run");
-  const config: TrainConfigInput = { env: ENV, mode: "real", budget: 64, tasksPerIteration: 2, rolloutsPerTask: 4, concurrency: 1, evalEvery: 0, finalEvalTasks: 1, checkpointEvery: 2, policy: { dim: 1024 } };
+  const config: TrainConfigInput = {
+    env: ENV,
+    mode: "real",
+    budget: 64,
+    tasksPerIteration: 2,
+    rolloutsPerTask: 4,
+    concurrency: 1,
+    evalEvery: 0,
+    finalEvalTasks: 1,
+    checkpointEvery: 2,
+    policy: { dim: 1024 },
+  };
   const done = await train(dir, config);
   const lines = readFileSync(join(dir, "metrics.jsonl"), "utf8").trim().split("\n");
   writeFileSync(join(dir, "metrics.jsonl"), [lines[0], "null", "42", '{"phase":"real"}', ...lines.slice(1)].join("\n") + "\n");
-  assert.deepEqual(readMetrics(dir).map((m) => m.iteration), lines.map((l) => JSON.parse(l).iteration));
+  assert.deepEqual(
+    readMetrics(dir).map((m) => m.iteration),
+    lines.map((l) => JSON.parse(l).iteration),
+  );
   // A checkpoint write a kill cut short leaves its temporary file: the resume removes it (issue 34, item 17).
   const stale = join(dir, "checkpoints", "iter-000009.policy.12345.tmp");
   writeFileSync(stale, "half a policy");
@@ -249,13 +337,26 @@ test("a damaged metrics line (null, a number, an object without its iteration) i
   const lost: string[] = [];
   await resumeTraining(dir, { onWarning: (w) => lost.push(w) });
   const checkpoint = JSON.parse(readFileSync(join(dir, "checkpoints", "latest.json"), "utf8")).iteration as number;
-  assert.deepEqual(lost, [`${join(dir, "metrics.jsonl")} is missing, with the figures of iterations 1–${checkpoint}; the run goes on from its checkpoint (iteration ${checkpoint}), and its report and view will not show them`]);
+  assert.deepEqual(lost, [
+    `${join(dir, "metrics.jsonl")} is missing, with the figures of iterations 1–${checkpoint}; the run goes on from its checkpoint (iteration ${checkpoint}), and its report and view will not show them`,
+  ]);
 });
 
 test("a resume checks what a start checks: a config.json edited to another env or mode is refused (issue 34, item 3)", async () => {
   const root = mkdtempSync(join(tmpdir(), "dreamgym-edited-"));
   const dir = join(root, "run");
-  const config: TrainConfigInput = { env: ENV, mode: "real", budget: 32, tasksPerIteration: 2, rolloutsPerTask: 4, concurrency: 1, evalEvery: 0, finalEvalTasks: 1, checkpointEvery: 2, policy: { dim: 1024 } };
+  const config: TrainConfigInput = {
+    env: ENV,
+    mode: "real",
+    budget: 32,
+    tasksPerIteration: 2,
+    rolloutsPerTask: 4,
+    concurrency: 1,
+    evalEvery: 0,
+    finalEvalTasks: 1,
+    checkpointEvery: 2,
+    policy: { dim: 1024 },
+  };
   await train(dir, config);
   const file = join(dir, "config.json");
   const saved = readFileSync(file, "utf8");

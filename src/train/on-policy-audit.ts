@@ -1,5 +1,14 @@
 import { InvalidConfigError, playEpisodes, type Env, type Episode, type Rng, type Task } from "../core/index.ts";
-import { auditPairs, compareReal, replayInRealEnv, summarizeReplays, type AuditPair, type OnPolicyAuditSummary, type ReplayResult, type SyntheticRecord } from "../experience/index.ts";
+import {
+  auditPairs,
+  compareReal,
+  replayInRealEnv,
+  summarizeReplays,
+  type AuditPair,
+  type OnPolicyAuditSummary,
+  type ReplayResult,
+  type SyntheticRecord,
+} from "../experience/index.ts";
 import type { TrainablePolicy } from "../rl/index.ts";
 import { modelReward } from "./synthetic-episodes.ts";
 
@@ -19,8 +28,13 @@ export interface PlayedEpisode {
  * is kept beside it.
  */
 export async function onPolicyAudit(
-  groups: PlayedEpisode[][], envs: Env[], count: number, rng: Rng, isSuccess: (totalReward: number) => boolean,
-  keep: (pairs: AuditPair[]) => void, auditor?: TrainablePolicy<unknown>,
+  groups: PlayedEpisode[][],
+  envs: Env[],
+  count: number,
+  rng: Rng,
+  isSuccess: (totalReward: number) => boolean,
+  keep: (pairs: AuditPair[]) => void,
+  auditor?: TrainablePolicy<unknown>,
 ): Promise<OnPolicyAuditSummary> {
   const order = rng.shuffle(groups.map((_, t) => t).filter((t) => groups[t].length > 0));
   const sample: (PlayedEpisode & { group: string })[] = [];
@@ -29,16 +43,45 @@ export async function onPolicyAudit(
     sample.push(...groups[t].map((x) => ({ ...x, group: String(t) })));
   }
   const records: SyntheticRecord[] = sample.map(({ e, job, group }) => ({
-    task: e.task, seed: job.seed, observation: e.steps[0]?.observation ?? "", group, trainedReturn: e.totalReward,
-    steps: e.steps.map((s) => ({ action: s.action, nextObservation: s.next_observation, terminated: s.terminated, reward: modelReward(s), ...(s.info?.reasoning ? { reasoning: String(s.info.reasoning) } : {}) })),
+    task: e.task,
+    seed: job.seed,
+    observation: e.steps[0]?.observation ?? "",
+    group,
+    trainedReturn: e.totalReward,
+    steps: e.steps.map((s) => ({
+      action: s.action,
+      nextObservation: s.next_observation,
+      terminated: s.terminated,
+      reward: modelReward(s),
+      ...(s.info?.reasoning ? { reasoning: String(s.info.reasoning) } : {}),
+    })),
   }));
   let results: (ReplayResult | null)[];
   if (auditor) {
-    const real = await playInRealEnv(envs, auditor, sample.map(({ e, job }) => ({ task: e.task, seed: job.seed, rngSeed: job.rngSeed })), isSuccess);
-    results = real.map((x, i) => x && compareReal(records[i], {
-      observation: x.steps[0]?.observation ?? "",
-      steps: x.steps.map((s) => ({ action: s.action, observation: s.next_observation, reward: s.reward, terminated: s.terminated, truncated: s.truncated })),
-    }, isSuccess));
+    const real = await playInRealEnv(
+      envs,
+      auditor,
+      sample.map(({ e, job }) => ({ task: e.task, seed: job.seed, rngSeed: job.rngSeed })),
+      isSuccess,
+    );
+    results = real.map(
+      (x, i) =>
+        x &&
+        compareReal(
+          records[i],
+          {
+            observation: x.steps[0]?.observation ?? "",
+            steps: x.steps.map((s) => ({
+              action: s.action,
+              observation: s.next_observation,
+              reward: s.reward,
+              terminated: s.terminated,
+              truncated: s.truncated,
+            })),
+          },
+          isSuccess,
+        ),
+    );
   } else results = await replayInRealEnv(envs, records, isSuccess);
   keep(auditPairs(records, results)); // the episodes themselves, for `dreamgym view`
   return summarizeReplays(results);
@@ -49,18 +92,25 @@ export async function onPolicyAudit(
  * stream, so the order envs finish in changes nothing); null for a task the real env cannot play (an
  * LLM-generated task with no goal behind it), as the open-loop replay skips it.
  */
-async function playInRealEnv(envs: Env[], policy: TrainablePolicy<unknown>, jobs: { task: Task; seed: number; rngSeed: number }[], isSuccess: (totalReward: number) => boolean): Promise<(Episode | null)[]> {
+async function playInRealEnv(
+  envs: Env[],
+  policy: TrainablePolicy<unknown>,
+  jobs: { task: Task; seed: number; rngSeed: number }[],
+  isSuccess: (totalReward: number) => boolean,
+): Promise<(Episode | null)[]> {
   const out: (Episode | null)[] = new Array(jobs.length).fill(null);
   let next = 0;
-  await Promise.all(envs.map(async (env) => {
-    while (next < jobs.length) {
-      const i = next++;
-      try {
-        [out[i]] = await playEpisodes([env], policy, [jobs[i]], { isSuccess });
-      } catch (e) {
-        if (!(e instanceof InvalidConfigError)) throw e;
+  await Promise.all(
+    envs.map(async (env) => {
+      while (next < jobs.length) {
+        const i = next++;
+        try {
+          [out[i]] = await playEpisodes([env], policy, [jobs[i]], { isSuccess });
+        } catch (e) {
+          if (!(e instanceof InvalidConfigError)) throw e;
+        }
       }
-    }
-  }));
+    }),
+  );
   return out;
 }

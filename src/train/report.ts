@@ -16,23 +16,24 @@ export function writeReport(runDir: string): void {
   const summary = existsSync(summaryFile) ? (JSON.parse(readFileSync(summaryFile, "utf8")) as Record<string, unknown>) : undefined;
   const evals = metrics.filter((m) => m.eval);
 
-  const axes = config.mode === "bc"
-    ? (["iteration"] as const)
-    : config.mode === "real" || config.mode === undefined
-      ? (["iteration", "realInteractions"] as const)
-      : (["iteration", "realInteractions", "syntheticInteractions"] as const);
+  const axes =
+    config.mode === "bc"
+      ? (["iteration"] as const)
+      : config.mode === "real" || config.mode === undefined
+        ? (["iteration", "realInteractions"] as const)
+        : (["iteration", "realInteractions", "syntheticInteractions"] as const);
   const LABELS = { iteration: "iteration", realInteractions: "real interactions", syntheticInteractions: "synthetic interactions" };
   const charts = axes.map((x) => {
     const xLabel = LABELS[x];
     return [
       config.mode === "bc"
         ? lineChart("Behaviour cloning: the demonstrated action's probability vs epoch", xLabel, [
-          { name: "mean π(a*|s)", color: "#1f77b4", points: metrics.filter((m) => m.bc).map((m) => [m[x], m.bc!.meanProb]) },
-        ])
+            { name: "mean π(a*|s)", color: "#1f77b4", points: metrics.filter((m) => m.bc).map((m) => [m[x], m.bc!.meanProb]) },
+          ])
         : lineChart(`Training reward and success vs ${xLabel}`, xLabel, [
-          { name: "mean reward", color: "#1f77b4", points: metrics.map((m) => [m[x], m.meanReward]) },
-          { name: "success", color: "#2ca02c", points: metrics.map((m) => [m[x], m.success]) },
-        ]),
+            { name: "mean reward", color: "#1f77b4", points: metrics.map((m) => [m[x], m.meanReward]) },
+            { name: "success", color: "#2ca02c", points: metrics.map((m) => [m[x], m.success]) },
+          ]),
       lineChart(`Evaluation (${config.evalSplit ?? "eval"} split, greedy) vs ${xLabel}`, xLabel, [
         { name: "score / 100", color: "#d62728", points: evals.map((m) => [m[x], m.eval!.score / 100]) },
         { name: "success", color: "#9467bd", points: evals.map((m) => [m[x], m.eval!.success]) },
@@ -42,24 +43,48 @@ export function writeReport(runDir: string): void {
   const audited = metrics.filter((m) => m.onPolicyAudit);
   const withU = metrics.filter((m) => m.uncertainty);
   const table = auditTable(audited.map((m) => ({ iteration: m.iteration, summary: m.onPolicyAudit! })));
-  const auditSection = audited.length === 0 ? "" : `<h2>On-policy audit</h2>
+  const auditSection =
+    audited.length === 0
+      ? ""
+      : `<h2>On-policy audit</h2>
 <p>Whole groups of the audited iterations' synthetic episodes replayed action by action in the real env (same tasks and seeds). Exploitation rate: the share of synthetic successes that fail for real. Order agreement: the share of a group's pairs of episodes that the synthetic returns order as the real ones do (one side tied: half), which is what GRPO learns from; advantage correlation: of the group-normalised synthetic and real returns.</p>
 <div class="grid">${lineChart("Synthetic vs real, audited episodes", "iteration", [
-    { name: "synthetic success", color: "#1f77b4", points: audited.map((m) => [m.iteration, m.onPolicyAudit!.syntheticSuccess]) },
-    { name: "real success", color: "#2ca02c", points: audited.map((m) => [m.iteration, m.onPolicyAudit!.realSuccess]) },
-    { name: "exploitation rate", color: "#d62728", points: audited.filter((m) => m.onPolicyAudit!.exploitationRate !== null).map((m) => [m.iteration, m.onPolicyAudit!.exploitationRate!]) },
-    { name: "success agreement", color: "#9467bd", points: audited.map((m) => [m.iteration, m.onPolicyAudit!.successAgreement]) },
-  ])}${lineChart("What GRPO learns from: order within groups", "iteration", [
-    { name: "order agreement", color: "#1f77b4", points: audited.filter((m) => m.onPolicyAudit!.advantage?.orderAgreement != null).map((m) => [m.iteration, m.onPolicyAudit!.advantage!.orderAgreement!]) },
-    { name: "advantage correlation", color: "#ff7f0e", points: audited.filter((m) => m.onPolicyAudit!.advantage?.correlation != null).map((m) => [m.iteration, m.onPolicyAudit!.advantage!.correlation!]) },
-    { name: "return gap (synthetic − real)", color: "#d62728", points: audited.map((m) => [m.iteration, m.onPolicyAudit!.returnGap ?? m.onPolicyAudit!.syntheticReturn - m.onPolicyAudit!.realReturn]) },
-  ])}</div>
+          { name: "synthetic success", color: "#1f77b4", points: audited.map((m) => [m.iteration, m.onPolicyAudit!.syntheticSuccess]) },
+          { name: "real success", color: "#2ca02c", points: audited.map((m) => [m.iteration, m.onPolicyAudit!.realSuccess]) },
+          {
+            name: "exploitation rate",
+            color: "#d62728",
+            points: audited.filter((m) => m.onPolicyAudit!.exploitationRate !== null).map((m) => [m.iteration, m.onPolicyAudit!.exploitationRate!]),
+          },
+          { name: "success agreement", color: "#9467bd", points: audited.map((m) => [m.iteration, m.onPolicyAudit!.successAgreement]) },
+        ])}${lineChart("What GRPO learns from: order within groups", "iteration", [
+          {
+            name: "order agreement",
+            color: "#1f77b4",
+            points: audited
+              .filter((m) => m.onPolicyAudit!.advantage?.orderAgreement != null)
+              .map((m) => [m.iteration, m.onPolicyAudit!.advantage!.orderAgreement!]),
+          },
+          {
+            name: "advantage correlation",
+            color: "#ff7f0e",
+            points: audited.filter((m) => m.onPolicyAudit!.advantage?.correlation != null).map((m) => [m.iteration, m.onPolicyAudit!.advantage!.correlation!]),
+          },
+          {
+            name: "return gap (synthetic − real)",
+            color: "#d62728",
+            points: audited.map((m) => [m.iteration, m.onPolicyAudit!.returnGap ?? m.onPolicyAudit!.syntheticReturn - m.onPolicyAudit!.realReturn]),
+          },
+        ])}</div>
 <table class="rows"><tr>${table.header.map((h) => `<th>${escape(h)}</th>`).join("")}</tr>
 ${table.lines.map((l) => `<tr>${l.map((c) => `<td>${escape(c)}</td>`).join("")}</tr>`).join("\n")}</table>`;
-  const uncertaintySection = withU.length === 0 ? "" : `<h2>Model uncertainty</h2><div class="grid">${lineChart("Experience model's uncertainty u per step", "iteration", [
-    { name: "mean u", color: "#ff7f0e", points: withU.map((m) => [m.iteration, m.uncertainty!.mean]) },
-    { name: "halted episodes share", color: "#8c564b", points: withU.map((m) => [m.iteration, m.uncertainty!.halts / Math.max(1, m.episodes)]) },
-  ])}</div>`;
+  const uncertaintySection =
+    withU.length === 0
+      ? ""
+      : `<h2>Model uncertainty</h2><div class="grid">${lineChart("Experience model's uncertainty u per step", "iteration", [
+          { name: "mean u", color: "#ff7f0e", points: withU.map((m) => [m.iteration, m.uncertainty!.mean]) },
+          { name: "halted episodes share", color: "#8c564b", points: withU.map((m) => [m.iteration, m.uncertainty!.halts / Math.max(1, m.episodes)]) },
+        ])}</div>`;
   const last = metrics.at(-1);
   const final = summary?.final as { score: number; success: number; tasks: number } | undefined;
   const rows: [string, string][] = [
@@ -70,7 +95,14 @@ ${table.lines.map((l) => `<tr>${l.map((c) => `<td>${escape(c)}</td>`).join("")}<
     ["real interactions (evaluation)", String(last?.evalInteractions ?? 0)],
     ["real interactions (on-policy audit)", String(last?.auditInteractions ?? 0)],
     ["wall time", `${(last?.wallSeconds ?? 0).toFixed(1)} s`],
-    ["final evaluation", final?.tasks === 0 ? "none (synthetic only)" : final ? `score ${final.score.toFixed(1)}, success ${(100 * final.success).toFixed(1)}% on ${final.tasks} tasks` : "not yet"],
+    [
+      "final evaluation",
+      final?.tasks === 0
+        ? "none (synthetic only)"
+        : final
+          ? `score ${final.score.toFixed(1)}, success ${(100 * final.success).toFixed(1)}% on ${final.tasks} tasks`
+          : "not yet",
+    ],
   ];
   const html = `<!doctype html>
 <html><head><meta charset="utf-8"><title>dreamgym run ${escape(runDir)}</title>
@@ -95,7 +127,9 @@ ${uncertaintySection}
 export function readMetrics(runDir: string): IterationMetrics[] {
   const file = join(runDir, "metrics.jsonl");
   if (!existsSync(file)) return [];
-  return readFileSync(file, "utf8").split("\n").flatMap((l) => parseMetricsLine(l) ?? []);
+  return readFileSync(file, "utf8")
+    .split("\n")
+    .flatMap((l) => parseMetricsLine(l) ?? []);
 }
 
 /** One line of metrics.jsonl as an iteration's record; undefined for anything else (blank, damaged, not a record). */
@@ -103,7 +137,9 @@ export function parseMetricsLine(line: string): IterationMetrics | undefined {
   if (line.trim() === "") return undefined;
   try {
     const m = JSON.parse(line) as unknown;
-    return typeof m === "object" && m !== null && !Array.isArray(m) && Number.isInteger((m as IterationMetrics).iteration) ? (m as IterationMetrics) : undefined;
+    return typeof m === "object" && m !== null && !Array.isArray(m) && Number.isInteger((m as IterationMetrics).iteration)
+      ? (m as IterationMetrics)
+      : undefined;
   } catch {
     return undefined;
   }
@@ -131,7 +167,10 @@ export function lineChart(title: string, xLabel: string, series: Series[], width
   const parts = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" role="img" aria-label="${escape(title)}">`,
     `<text x="${pad.l}" y="18" font-size="13" font-weight="600">${escape(title)}</text>`,
-    ...ticks.map((t) => `<line x1="${pad.l}" x2="${width - pad.r}" y1="${sy(t)}" y2="${sy(t)}" stroke="#eee"/><text x="${pad.l - 6}" y="${sy(t) + 4}" font-size="11" text-anchor="end">${fmt(t)}</text>`),
+    ...ticks.map(
+      (t) =>
+        `<line x1="${pad.l}" x2="${width - pad.r}" y1="${sy(t)}" y2="${sy(t)}" stroke="#eee"/><text x="${pad.l - 6}" y="${sy(t) + 4}" font-size="11" text-anchor="end">${fmt(t)}</text>`,
+    ),
     ...xTicks.map((t) => `<text x="${sx(t)}" y="${height - pad.b + 16}" font-size="11" text-anchor="middle">${fmt(Math.round(t))}</text>`),
     `<text x="${(pad.l + width - pad.r) / 2}" y="${height - 6}" font-size="12" text-anchor="middle">${escape(xLabel)}</text>`,
     `<line x1="${pad.l}" x2="${width - pad.r}" y1="${sy(0)}" y2="${sy(0)}" stroke="#999"/>`,
@@ -140,10 +179,13 @@ export function lineChart(title: string, xLabel: string, series: Series[], width
     if (s.points.length > 0) {
       const d = s.points.map((p) => `${sx(p[0]).toFixed(1)},${sy(p[1]).toFixed(1)}`).join(" ");
       parts.push(`<polyline fill="none" stroke="${s.color}" stroke-width="1.8" points="${d}"/>`);
-      if (s.points.length <= 40) for (const p of s.points) parts.push(`<circle cx="${sx(p[0]).toFixed(1)}" cy="${sy(p[1]).toFixed(1)}" r="2.5" fill="${s.color}"/>`);
+      if (s.points.length <= 40)
+        for (const p of s.points) parts.push(`<circle cx="${sx(p[0]).toFixed(1)}" cy="${sy(p[1]).toFixed(1)}" r="2.5" fill="${s.color}"/>`);
     }
     const lx = pad.l + 8 + i * 130;
-    parts.push(`<rect x="${lx}" y="26" width="10" height="10" fill="${s.color}"/><text x="${lx + 14}" y="35" font-size="11">${escape(s.name)}${s.points.length === 0 ? " (none yet)" : ""}</text>`);
+    parts.push(
+      `<rect x="${lx}" y="26" width="10" height="10" fill="${s.color}"/><text x="${lx + 14}" y="35" font-size="11">${escape(s.name)}${s.points.length === 0 ? " (none yet)" : ""}</text>`,
+    );
   });
   parts.push("</svg>");
   return parts.join("\n");

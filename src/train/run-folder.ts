@@ -1,11 +1,23 @@
-import { appendFileSync, closeSync, copyFileSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, writeSync } from "node:fs";
+import {
+  appendFileSync,
+  closeSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+  writeSync,
+} from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { DataError, InvalidConfigError, readJsonFile, writeFileAtomic } from "../core/index.ts";
 import type { AuditPair } from "../experience/index.ts";
 import { resolveTrainConfig, type IterationMetrics, type ResumeOverrides, type TrainConfig } from "./config.ts";
 import { parseMetricsLine, writeReport } from "./report.ts";
 import type { RunSink, RunState } from "./run-sink.ts";
-
 
 /** `checkpoints/latest.json`: where a resume starts. */
 export interface Checkpoint {
@@ -38,7 +50,11 @@ export function latestPolicyFile(runDir: string): string {
  * `latest.json`), `buffer.db` (the run's own copy of the seed buffer), `report.html`, `summary.json`, and `audit/` (the episodes of each on-policy audit).
  */
 export class RunFolder implements RunSink {
-  private constructor(readonly dir: string, readonly config: TrainConfig, readonly runId: string) {}
+  private constructor(
+    readonly dir: string,
+    readonly config: TrainConfig,
+    readonly runId: string,
+  ) {}
 
   get where(): string {
     return this.dir;
@@ -55,7 +71,8 @@ export class RunFolder implements RunSink {
    */
   static async create<T>(dir: string, config: TrainConfig, start: (folder: RunFolder, started: () => void) => Promise<T>): Promise<T> {
     if (existsSync(dir) && !statSync(dir).isDirectory()) throw new InvalidConfigError(`${dir} is a file; --out must be a folder`);
-    if (existsSync(join(dir, "config.json"))) throw new InvalidConfigError(`${dir} already holds a run; resume it with --resume ${dir} or choose another --out`);
+    if (existsSync(join(dir, "config.json")))
+      throw new InvalidConfigError(`${dir} already holds a run; resume it with --resume ${dir} or choose another --out`);
     const created = firstMissing(dir);
     const before = existsSync(dir) ? new Set(readdirSync(dir)) : null;
     let started = false;
@@ -88,24 +105,46 @@ export class RunFolder implements RunSink {
     const { createdAt: _, runId, ...stored } = raw as Record<string, unknown> & { runId: string };
     const latestFile = join(dir, "checkpoints", "latest.json");
     const latest = existsSync(latestFile) ? readJsonFile<Checkpoint>(latestFile) : undefined;
-    if (latest !== undefined && (typeof latest !== "object" || latest === null || !Number.isInteger(latest.iteration) || typeof latest.policyFile !== "string" || typeof latest.state !== "object" || latest.state === null)) {
+    if (
+      latest !== undefined &&
+      (typeof latest !== "object" ||
+        latest === null ||
+        !Number.isInteger(latest.iteration) ||
+        typeof latest.policyFile !== "string" ||
+        typeof latest.state !== "object" ||
+        latest.state === null)
+    ) {
       throw new DataError("not a checkpoint record (iteration, policyFile, state); it may be damaged: restore it or start a new run", { file: latestFile });
     }
     // The counters the loop goes on from: a state without them would train, then fail at the end.
     const counters = ["iteration", "realInteractions", "evalInteractions", "syntheticInteractions", "droppedEpisodes", "episodes", "wallSeconds"] as const;
-    const missing = latest === undefined ? [] : counters.filter((k) => typeof latest.state[k] !== "number" || !Number.isFinite(latest.state[k]) || latest.state[k] < 0);
-    if (missing.length > 0) throw new DataError(`the checkpoint's state lacks ${missing.join(", ")} (numbers ≥ 0); it may be damaged: restore it or start a new run`, { file: latestFile });
+    const missing =
+      latest === undefined ? [] : counters.filter((k) => typeof latest.state[k] !== "number" || !Number.isFinite(latest.state[k]) || latest.state[k] < 0);
+    if (missing.length > 0)
+      throw new DataError(`the checkpoint's state lacks ${missing.join(", ")} (numbers ≥ 0); it may be damaged: restore it or start a new run`, {
+        file: latestFile,
+      });
     const defined = Object.fromEntries(Object.entries(overrides).filter(([, v]) => v !== undefined));
-    const toS2r = defined.mode !== undefined || defined.realBudget !== undefined || defined.realScreen !== undefined || defined.realBatchAdvantage !== undefined;
+    const toS2r =
+      defined.mode !== undefined || defined.realBudget !== undefined || defined.realScreen !== undefined || defined.realBatchAdvantage !== undefined;
     if (toS2r && (defined.mode !== "s2r" || !(Number(defined.realBudget) > 0) || (stored.mode !== "dreamgym" && stored.mode !== "s2r"))) {
-      throw new InvalidConfigError(`a resumed run can only go on to a real phase: a dreamgym or s2r run, with --mode s2r and --real-budget N > 0, --real-screen and --real-batch-advantage optional (this run is ${String(stored.mode)})`);
+      throw new InvalidConfigError(
+        `a resumed run can only go on to a real phase: a dreamgym or s2r run, with --mode s2r and --real-budget N > 0, --real-screen and --real-batch-advantage optional (this run is ${String(stored.mode)})`,
+      );
     }
     // A larger first-phase budget extends the run, as if it had been given from the start.
     if (defined.budget !== undefined) {
       const realPhaseBegun = stored.mode === "s2r" && (latest?.state.realInteractions ?? 0) > 0;
       if (stored.mode === "bc" || !(Number(defined.budget) > Number(stored.budget)) || realPhaseBegun) {
-        const why = stored.mode === "bc" ? "this run is bc (its length is bc.epochs)" : realPhaseBegun ? "this s2r run's real phase has begun" : `this run's budget is ${String(stored.budget)}`;
-        throw new InvalidConfigError(`--budget extends a resumed real, dreamgym or s2r run (an s2r run before its real phase) to more steps than its budget: ${why}`);
+        const why =
+          stored.mode === "bc"
+            ? "this run is bc (its length is bc.epochs)"
+            : realPhaseBegun
+              ? "this s2r run's real phase has begun"
+              : `this run's budget is ${String(stored.budget)}`;
+        throw new InvalidConfigError(
+          `--budget extends a resumed real, dreamgym or s2r run (an s2r run before its real phase) to more steps than its budget: ${why}`,
+        );
       }
     }
     // A run from before the audit's replay could be chosen replayed actions: it goes on doing so, so
@@ -115,15 +154,33 @@ export class RunFolder implements RunSink {
     const config = resolveTrainConfig({ ...stored, ...before, ...defined }, `config of ${configFile}`);
     // From now on the run is an S2R run, or one with the larger budget, also for a later resume.
     if (toS2r || defined.budget !== undefined) {
-      writeFileAtomic(configFile, JSON.stringify({ ...raw, mode: config.mode, budget: config.budget, realBudget: config.realBudget, realScreen: config.realScreen, realBatchAdvantage: config.realBatchAdvantage }, null, 2) + "\n");
+      writeFileAtomic(
+        configFile,
+        JSON.stringify(
+          {
+            ...raw,
+            mode: config.mode,
+            budget: config.budget,
+            realBudget: config.realBudget,
+            realScreen: config.realScreen,
+            realBatchAdvantage: config.realBatchAdvantage,
+          },
+          null,
+          2,
+        ) + "\n",
+      );
     }
     // An edited config.json must not take the run elsewhere: its policy was trained in this env and mode
     // (a DreamGym run going on to its real phase, S2R, is the one change of mode a resume makes).
     if (latest?.env !== undefined && latest.env !== config.env) {
-      throw new InvalidConfigError(`${configFile} names env ${config.env}, but the run's checkpoint was trained on ${latest.env}: restore its env, or start a new run (a policy does not carry over between envs)`);
+      throw new InvalidConfigError(
+        `${configFile} names env ${config.env}, but the run's checkpoint was trained on ${latest.env}: restore its env, or start a new run (a policy does not carry over between envs)`,
+      );
     }
     if (latest?.mode !== undefined && latest.mode !== config.mode && !(latest.mode === "dreamgym" && config.mode === "s2r")) {
-      throw new InvalidConfigError(`${configFile} names mode ${config.mode}, but the run's checkpoint was trained in mode ${latest.mode}: restore its mode, or start a new run with --init-policy`);
+      throw new InvalidConfigError(
+        `${configFile} names mode ${config.mode}, but the run's checkpoint was trained in mode ${latest.mode}: restore its mode, or start a new run with --init-policy`,
+      );
     }
     // Files a killed write left half-made beside their targets (`<file>.<pid>.tmp`) are removed.
     const checkpoints = join(dir, "checkpoints");
@@ -139,14 +196,23 @@ export class RunFolder implements RunSink {
     const damaged = lines.filter((l, i) => l.trim() !== "" && i !== last && parseMetricsLine(l) === undefined);
     if (damaged.length > 0) {
       appendFileSync(join(dir, "metrics.damaged.jsonl"), damaged.map((l) => l + "\n").join(""));
-      warnings.push(`${metricsFile}: ${damaged.length} damaged line${damaged.length === 1 ? "" : "s"} set aside in metrics.damaged.jsonl; the run goes on from its checkpoint`);
+      warnings.push(
+        `${metricsFile}: ${damaged.length} damaged line${damaged.length === 1 ? "" : "s"} set aside in metrics.damaged.jsonl; the run goes on from its checkpoint`,
+      );
     }
     const keep = lines.map(parseMetricsLine).filter((m): m is IterationMetrics => m !== undefined && m.iteration <= upTo);
     const have = new Set(keep.map((m) => m.iteration));
     const lost = Array.from({ length: upTo }, (_, i) => i + 1).filter((i) => !have.has(i));
     if (lost.length > 0) {
-      const span = lost.length === 1 ? `${lost[0]}` : lost.length === lost[lost.length - 1] - lost[0] + 1 ? `${lost[0]}–${lost[lost.length - 1]}` : `${lost.length} of 1–${upTo}`;
-      warnings.push(`${metricsFile} ${existsSync(metricsFile) ? "lacks" : "is missing, with"} the figures of iteration${lost.length === 1 ? "" : "s"} ${span}; the run goes on from its checkpoint (iteration ${upTo}), and its report and view will not show them`);
+      const span =
+        lost.length === 1
+          ? `${lost[0]}`
+          : lost.length === lost[lost.length - 1] - lost[0] + 1
+            ? `${lost[0]}–${lost[lost.length - 1]}`
+            : `${lost.length} of 1–${upTo}`;
+      warnings.push(
+        `${metricsFile} ${existsSync(metricsFile) ? "lacks" : "is missing, with"} the figures of iteration${lost.length === 1 ? "" : "s"} ${span}; the run goes on from its checkpoint (iteration ${upTo}), and its report and view will not show them`,
+      );
     }
     writeFileAtomic(metricsFile, keep.map((m) => JSON.stringify(m) + "\n").join(""));
     // So do audited episodes past it (the resumed run writes them again, the same).
@@ -181,9 +247,20 @@ export class RunFolder implements RunSink {
     const dir = join(this.dir, "checkpoints");
     const policyFile = `iter-${String(state.iteration).padStart(6, "0")}.policy`;
     writeFileAtomic(join(dir, policyFile), policy);
-    const latest: Checkpoint = { iteration: state.iteration, ...(trimmed ? {} : { trimmed }), policyFile, state, ...(curriculum ? { curriculum } : {}), env: this.config.env, mode: this.config.mode };
+    const latest: Checkpoint = {
+      iteration: state.iteration,
+      ...(trimmed ? {} : { trimmed }),
+      policyFile,
+      state,
+      ...(curriculum ? { curriculum } : {}),
+      env: this.config.env,
+      mode: this.config.mode,
+    };
     writeFileAtomic(join(dir, "latest.json"), JSON.stringify(latest, null, 2) + "\n");
-    const old = readdirSync(dir).filter((f) => /^iter-\d+\.policy$/.test(f)).sort().slice(0, -2);
+    const old = readdirSync(dir)
+      .filter((f) => /^iter-\d+\.policy$/.test(f))
+      .sort()
+      .slice(0, -2);
     for (const f of old) rmSync(join(dir, f), { force: true });
     this.writeReport();
   }
@@ -239,7 +316,9 @@ export function lockRun(dir: string): () => void {
       if ((e as NodeJS.ErrnoException).code !== "EEXIST" || attempt > 0) throw e;
       const pid = Number(readFileSync(file, "utf8").trim());
       if (Number.isSafeInteger(pid) && pid > 0 && isAlive(pid)) {
-        throw new InvalidConfigError(`${dir} is being trained by process ${pid} now (${file}): wait for it to end, or stop it, before resuming; two processes would write the same run`);
+        throw new InvalidConfigError(
+          `${dir} is being trained by process ${pid} now (${file}): wait for it to end, or stop it, before resuming; two processes would write the same run`,
+        );
       }
       rmSync(file, { force: true });
       continue;

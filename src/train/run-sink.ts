@@ -16,7 +16,16 @@ export interface RunState {
   wallSeconds: number;
 }
 
-export const NEW_RUN: RunState = Object.freeze({ iteration: 0, realInteractions: 0, evalInteractions: 0, syntheticInteractions: 0, auditInteractions: 0, droppedEpisodes: 0, episodes: 0, wallSeconds: 0 });
+export const NEW_RUN: RunState = Object.freeze({
+  iteration: 0,
+  realInteractions: 0,
+  evalInteractions: 0,
+  syntheticInteractions: 0,
+  auditInteractions: 0,
+  droppedEpisodes: 0,
+  episodes: 0,
+  wallSeconds: 0,
+});
 
 /**
  * Where a training loop puts what it makes: metrics lines, checkpoints, audited episodes. The run

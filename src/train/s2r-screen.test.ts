@@ -23,7 +23,12 @@ registerEnv(ENV, {
 const VARYING = new Set(["bandit:2", "bandit:5"]);
 const model: ExperienceModel = {
   id: "two-tasks-vary",
-  predict: async ({ task, state, action }) => ({ nextState: state, reward: VARYING.has(task.id) ? Number(action.match(/\d/)![0]) / 4 : 0.5, terminated: true, info: {} }),
+  predict: async ({ task, state, action }) => ({
+    nextState: state,
+    reward: VARYING.has(task.id) ? Number(action.match(/\d/)![0]) / 4 : 0.5,
+    terminated: true,
+    info: {},
+  }),
 };
 
 /** Small S2R runs of `env` (16 synthetic steps, 24 real), each in a folder of one temporary root, with `model` as the experience model. */
@@ -32,8 +37,20 @@ function s2rRuns(env: string, tasksPerIteration: number) {
   const buffer = join(root, "empty.db");
   ReplayBuffer.open(buffer).close();
   const common: TrainConfigInput = {
-    env, mode: "s2r", buffer, budget: 16, realBudget: 24, tasksPerIteration, rolloutsPerTask: 4, concurrency: 2, evalEvery: 0, finalEvalTasks: 2,
-    seed: 3, policy: { dim: 1024 }, curriculum: { enabled: false }, onPolicyAudit: { every: 0 },
+    env,
+    mode: "s2r",
+    buffer,
+    budget: 16,
+    realBudget: 24,
+    tasksPerIteration,
+    rolloutsPerTask: 4,
+    concurrency: 2,
+    evalEvery: 0,
+    finalEvalTasks: 2,
+    seed: 3,
+    policy: { dim: 1024 },
+    curriculum: { enabled: false },
+    onPolicyAudit: { every: 0 },
   };
   return async (name: string, extra: TrainConfigInput) => {
     await train(join(root, name), { ...common, ...extra }, {}, { experienceModel: model });
@@ -60,11 +77,21 @@ test("S2R's real phase screens its tasks in the synthetic env: it plays the task
     assert.ok(m.groups!.informative >= 0 && m.groups!.informative <= 2);
   }
   // The screening's pulls are synthetic steps (the synthetic phase took 16), the real phase's 8 an iteration real ones.
-  assert.deepEqual(real.map((m) => [m.syntheticInteractions, m.realInteractions]), [[16 + 32, 8], [16 + 64, 16], [16 + 96, 24]]);
+  assert.deepEqual(
+    real.map((m) => [m.syntheticInteractions, m.realInteractions]),
+    [
+      [16 + 32, 8],
+      [16 + 64, 16],
+      [16 + 96, 24],
+    ],
+  );
 
   const plain = await runOf("plain", 1);
   assert.ok(plain.every((m) => m.screen === undefined));
-  assert.deepEqual(plain.filter((m) => m.phase === "real").map((m) => m.syntheticInteractions), [16, 16, 16]);
+  assert.deepEqual(
+    plain.filter((m) => m.phase === "real").map((m) => m.syntheticInteractions),
+    [16, 16, 16],
+  );
 });
 
 // A bandit whose odd tasks pay 0.5 whatever the arm: their real groups' returns are all equal.
@@ -79,7 +106,11 @@ class SplitBandit extends BanditEnv {
     return this.flat ? { reward: 0.5, terminated: true } : super.apply(action);
   }
 }
-registerEnv(SPLIT_ENV, { create: () => new SplitBandit(5, 3), tasks: (env) => (env as SplitBandit).tasks(8), synthetic: () => banditSyntheticSupport(SPLIT_ENV) });
+registerEnv(SPLIT_ENV, {
+  create: () => new SplitBandit(5, 3),
+  tasks: (env) => (env as SplitBandit).tasks(8),
+  synthetic: () => banditSyntheticSupport(SPLIT_ENV),
+});
 
 test("S2R's real phase takes its own GRPO batch term (realBatchAdvantage): the synthetic phase is as without it, the real phase's updates are not", async () => {
   const runOf = s2rRuns(SPLIT_ENV, 4);

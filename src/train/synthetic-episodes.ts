@@ -27,9 +27,20 @@ export function syntheticTrajectory(e: Episode, env: string, policy: string, isS
   const steps = e.steps.filter((s) => s.info?.halted !== true);
   const total = steps.reduce((a, s) => a + modelReward(s), 0);
   return {
-    env, task: e.task, source: "synthetic", policy, total_reward: total, success: isSuccess(total), created_at: new Date(0).toISOString(),
+    env,
+    task: e.task,
+    source: "synthetic",
+    policy,
+    total_reward: total,
+    success: isSuccess(total),
+    created_at: new Date(0).toISOString(),
     steps: steps.map((s) => ({
-      observation: s.observation, action: s.action, reward: modelReward(s), next_observation: s.next_observation, terminated: s.terminated, truncated: s.truncated,
+      observation: s.observation,
+      action: s.action,
+      reward: modelReward(s),
+      next_observation: s.next_observation,
+      terminated: s.terminated,
+      truncated: s.truncated,
       ...(s.info?.reasoning ? { reasoning: String(s.info.reasoning) } : {}),
     })),
   };

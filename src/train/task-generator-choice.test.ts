@@ -10,8 +10,14 @@ import { resolveTrainConfig } from "./config.ts";
 
 test("with a chat model, WebShop's curriculum varies tasks with the LLM; ALFWorld keeps its own generator (a task needs a game's scene)", async () => {
   const dir = mkdtempSync(join(tmpdir(), "dreamgym-gen-"));
-  for (const [env, want] of [["webshop", "llm"], ["alfworld", "alfworld-scenes"]] as const) {
-    for (const [experience, generator] of [["http://127.0.0.1:9/v1#m", want], ["default", env === "webshop" ? "webshop-catalogue" : "alfworld-scenes"]]) {
+  for (const [env, want] of [
+    ["webshop", "llm"],
+    ["alfworld", "alfworld-scenes"],
+  ] as const) {
+    for (const [experience, generator] of [
+      ["http://127.0.0.1:9/v1#m", want],
+      ["default", env === "webshop" ? "webshop-catalogue" : "alfworld-scenes"],
+    ]) {
       const config = resolveTrainConfig({ env, mode: "dreamgym", experience, buffer: "unused.db" });
       const real = createEnv(env, { split: config.trainSplit });
       const pool = await makeSyntheticPool(config, join(dir, `${env}.db`), envTasks(env, real).slice(0, 2), {});

@@ -8,7 +8,15 @@ import { isLocalExperience, LEARNED_PREFIX, loadLearnedModel } from "../experien
 import { EndpointFailedError, probeEndpoint } from "../llm/index.ts";
 import { httpBase, useRemoteEnv } from "../remote/index.ts";
 import { NeuralPolicy } from "../rl/index.ts";
-import { resolveTrainConfig, type EvalResult, type ResumeOverrides, type TrainConfig, type TrainConfigInput, type TrainHooks, type TrainSummary } from "./config.ts";
+import {
+  resolveTrainConfig,
+  type EvalResult,
+  type ResumeOverrides,
+  type TrainConfig,
+  type TrainConfigInput,
+  type TrainHooks,
+  type TrainSummary,
+} from "./config.ts";
 import { candidateSource, makeEnvPool, makePolicy, makeSyntheticPool, type Parts, type TrainParts } from "./compose.ts";
 import { trainingLoop } from "./loop.ts";
 import { behaviourCloningLoop, countDemonstrations } from "./bc.ts";
@@ -119,8 +127,15 @@ async function run_(run: RunFolder, latest: Checkpoint | undefined, hooks: Train
     await parts.close();
   }
   const summary: TrainSummary = {
-    runDir: run.dir, config, iterations: state.iteration, realInteractions: state.realInteractions, syntheticInteractions: state.syntheticInteractions,
-    auditInteractions: state.auditInteractions ?? 0, droppedEpisodes: state.droppedEpisodes, wallSeconds: state.wallSeconds, final,
+    runDir: run.dir,
+    config,
+    iterations: state.iteration,
+    realInteractions: state.realInteractions,
+    syntheticInteractions: state.syntheticInteractions,
+    auditInteractions: state.auditInteractions ?? 0,
+    droppedEpisodes: state.droppedEpisodes,
+    wallSeconds: state.wallSeconds,
+    final,
     ...(latest ? { resumedFrom: latest.iteration } : {}),
   };
   run.writeSummary({ ...summary, runSeconds: (performance.now() - t0) / 1000 });
@@ -158,7 +173,15 @@ async function compose(config: TrainConfig, run: RunFolder, latest: Checkpoint |
     const real = config.realTasks === "seed" ? { ...split, tasks: seedTasks(synthetic_ ? run.bufferFile : bufferOf(config), config.env, split.tasks) } : split;
     const evaluation = makeEnvPool(config, config.evalSplit, actions);
     opened.push(...evaluation.envs);
-    const synthetic = !synthetic_ ? undefined : await makeSyntheticPool(config, run.bufferFile, config.syntheticTasks === "seed" ? seedTasks(run.bufferFile, config.env, split.tasks) : split.tasks, given, actions);
+    const synthetic = !synthetic_
+      ? undefined
+      : await makeSyntheticPool(
+          config,
+          run.bufferFile,
+          config.syntheticTasks === "seed" ? seedTasks(run.bufferFile, config.env, split.tasks) : split.tasks,
+          given,
+          actions,
+        );
     if (synthetic) opened.push(synthetic, ...synthetic.envs);
     // The curriculum belongs to the synthetic phase, where there is a task generator.
     const curriculum = synthetic?.generator ? new Curriculum(config.curriculum, synthetic.generator, [...split.tasks, ...evaluation.tasks]) : undefined;
@@ -175,12 +198,18 @@ async function compose(config: TrainConfig, run: RunFolder, latest: Checkpoint |
 
 /** Every check a start can make without writing anything: the config, the env and splits, the files it names, the experience model. */
 async function checkStart(config: TrainConfig, parts: TrainParts): Promise<void> {
-  if (config.mode === "s2r" && config.realBudget === 0) throw new InvalidConfigError("invalid training config:\n  realBudget: mode s2r needs real steps after the synthetic phase (--real-budget N > 0)");
-  if (config.mode !== "s2r" && config.realBudget > 0) throw new InvalidConfigError(`invalid training config:\n  realBudget: only mode s2r has a real phase (mode is ${config.mode})`);
-  if ((config.mode === "real" || config.mode === "bc") && config.hybrid) throw new InvalidConfigError(`--hybrid applies to the synthetic env (mode dreamgym or s2r); mode ${config.mode} has no synthetic rewards: drop --hybrid`);
-  if (config.coldStart && config.mode !== "dreamgym" && config.mode !== "s2r") throw new InvalidConfigError(`--cold-start applies to the synthetic modes (dreamgym, s2r); mode is ${config.mode}`);
-  if (config.coldStart && config.buffer) throw new InvalidConfigError(`--cold-start starts from an empty buffer: drop --buffer ${config.buffer} (or drop --cold-start to ground the model in it)`);
-  if (config.syntheticOnly && config.mode !== "dreamgym") throw new InvalidConfigError(`--synthetic-only trains in the synthetic env alone: it needs --mode dreamgym (mode is ${config.mode})`);
+  if (config.mode === "s2r" && config.realBudget === 0)
+    throw new InvalidConfigError("invalid training config:\n  realBudget: mode s2r needs real steps after the synthetic phase (--real-budget N > 0)");
+  if (config.mode !== "s2r" && config.realBudget > 0)
+    throw new InvalidConfigError(`invalid training config:\n  realBudget: only mode s2r has a real phase (mode is ${config.mode})`);
+  if ((config.mode === "real" || config.mode === "bc") && config.hybrid)
+    throw new InvalidConfigError(`--hybrid applies to the synthetic env (mode dreamgym or s2r); mode ${config.mode} has no synthetic rewards: drop --hybrid`);
+  if (config.coldStart && config.mode !== "dreamgym" && config.mode !== "s2r")
+    throw new InvalidConfigError(`--cold-start applies to the synthetic modes (dreamgym, s2r); mode is ${config.mode}`);
+  if (config.coldStart && config.buffer)
+    throw new InvalidConfigError(`--cold-start starts from an empty buffer: drop --buffer ${config.buffer} (or drop --cold-start to ground the model in it)`);
+  if (config.syntheticOnly && config.mode !== "dreamgym")
+    throw new InvalidConfigError(`--synthetic-only trains in the synthetic env alone: it needs --mode dreamgym (mode is ${config.mode})`);
   if (config.initPolicy) {
     if (!existsSync(config.initPolicy)) throw new InvalidConfigError(`initPolicy ${config.initPolicy} does not exist`);
     (parts.policy ?? new NeuralPolicy({ ...config.policy, seed: config.seed })).load(readFileSync(config.initPolicy), config.initPolicy);
@@ -196,15 +225,27 @@ async function checkStart(config: TrainConfig, parts: TrainParts): Promise<void>
     }
   }
   if (config.mode === "bc") {
-    if (!config.buffer) throw new InvalidConfigError(`mode bc clones the successful real episodes of a buffer: give --buffer B.db (dreamgym buffer import F.jsonl --abstract --buffer B.db)`);
-    if (countDemonstrations(config, config.buffer) === 0) throw new InvalidConfigError(`mode bc: buffer ${config.buffer} holds no successful real ${config.env} episodes to clone`);
+    if (!config.buffer)
+      throw new InvalidConfigError(
+        `mode bc clones the successful real episodes of a buffer: give --buffer B.db (dreamgym buffer import F.jsonl --abstract --buffer B.db)`,
+      );
+    if (countDemonstrations(config, config.buffer) === 0)
+      throw new InvalidConfigError(`mode bc: buffer ${config.buffer} holds no successful real ${config.env} episodes to clone`);
   } else if (config.mode !== "real") {
-    if (!hasSyntheticSupport(config.env)) throw new InvalidConfigError(`mode ${config.mode} needs a synthetic ${config.env}: its env spec has no synthetic(env) (a state abstraction and start states); use --mode real`);
+    if (!hasSyntheticSupport(config.env))
+      throw new InvalidConfigError(
+        `mode ${config.mode} needs a synthetic ${config.env}: its env spec has no synthetic(env) (a state abstraction and start states); use --mode real`,
+      );
     if (config.coldStart) {
       if (isLocalExperience(config.experience) && !parts.experienceModel) {
-        throw new InvalidConfigError(`--cold-start needs a reasoning experience model (--experience http://host/v1#model, openai:model or gguf:file): the ${config.experience === "default" ? "embedded" : "learned"} model is built from a buffer's trajectories`);
+        throw new InvalidConfigError(
+          `--cold-start needs a reasoning experience model (--experience http://host/v1#model, openai:model or gguf:file): the ${config.experience === "default" ? "embedded" : "learned"} model is built from a buffer's trajectories`,
+        );
       }
-    } else if (!config.buffer) throw new InvalidConfigError(`mode ${config.mode} needs a buffer of offline ${config.env} trajectories (--buffer B.db; dreamgym buffer import F.jsonl --abstract --buffer B.db), or --cold-start with a reasoning experience model to start from none`);
+    } else if (!config.buffer)
+      throw new InvalidConfigError(
+        `mode ${config.mode} needs a buffer of offline ${config.env} trajectories (--buffer B.db; dreamgym buffer import F.jsonl --abstract --buffer B.db), or --cold-start with a reasoning experience model to start from none`,
+      );
     if (config.experience.startsWith(LEARNED_PREFIX) && !parts.experienceModel) {
       // A model file is read (and checked) before anything is written.
       await closing(createEnv(config.env, { split: config.trainSplit, dataDir: config.dataDir }), (env) => {
@@ -221,7 +262,8 @@ async function checkStart(config: TrainConfig, parts: TrainParts): Promise<void>
       if (tasks.length === 0) throw new InvalidConfigError(`${config.env} split ${split} has no tasks`);
       // An env that cannot be played here (WebArena with no deployment) can still train synthetic only.
       const why = config.syntheticOnly ? undefined : envEntry(config.env).spec.unavailable?.(env);
-      if (why) throw new InvalidConfigError(`${why}; to train in its synthetic env alone: --mode dreamgym --synthetic-only (no evaluation, no on-policy audit)`);
+      if (why)
+        throw new InvalidConfigError(`${why}; to train in its synthetic env alone: --mode dreamgym --synthetic-only (no evaluation, no on-policy audit)`);
       if (split !== config.trainSplit) return;
       const support = config.mode === "dreamgym" || config.mode === "s2r" ? syntheticSupport(config.env, env) : undefined;
       if (config.hybrid && !support?.verifier) throw new InvalidConfigError(`--hybrid needs a verifier of ${config.env}'s rewards; ${config.env} has none`);
@@ -229,7 +271,9 @@ async function checkStart(config: TrainConfig, parts: TrainParts): Promise<void>
         ? support.abstraction.actions(support.abstraction.abstract(support.initialState(tasks[0])))
         : (await env.reset({ task: tasks[0], seed: 0 }), env.availableActions());
       if (listed === undefined && actions === undefined) {
-        throw new InvalidConfigError(`${config.env} lists no actions, so the policy has no candidates: give its env spec candidateActions, or a --buffer of its trajectories to learn a command vocabulary from`);
+        throw new InvalidConfigError(
+          `${config.env} lists no actions, so the policy has no candidates: give its env spec candidateActions, or a --buffer of its trajectories to learn a command vocabulary from`,
+        );
       }
     });
   }

@@ -26,14 +26,15 @@ test("the browser's WebShop gets WebShop's catalogue curriculum, in the browser 
   }
 });
 
-test('syntheticTasks "seed": the synthetic phase plays the seed buffer\'s tasks (and the curriculum\'s variations), not the rest of the split', async () => {
+test("syntheticTasks \"seed\": the synthetic phase plays the seed buffer's tasks (and the curriculum's variations), not the rest of the split", async () => {
   const dir = mkdtempSync(join(tmpdir(), "dreamgym-seedtasks-"));
   const env = createEnv("webshop-pages", { split: "train" });
   const { abstraction } = syntheticSupport("webshop-pages", env);
   const tasks = envTasks("webshop-pages", env).slice(40, 52);
   const oracle = createPolicy("webshop-pages", "oracle", env);
   const episodes = [];
-  for (const [i, task] of tasks.entries()) episodes.push(abstractTrajectory(await runEpisode(env, oracle, { envName: "webshop-pages", task, seed: i }), abstraction));
+  for (const [i, task] of tasks.entries())
+    episodes.push(abstractTrajectory(await runEpisode(env, oracle, { envName: "webshop-pages", task, seed: i }), abstraction));
   await env.close();
   const seed = join(dir, "seed.db");
   const b = ReplayBuffer.open(seed);
@@ -42,7 +43,19 @@ test('syntheticTasks "seed": the synthetic phase plays the seed buffer\'s tasks 
   const seedIds = new Set(tasks.map((t) => t.id));
   for (const syntheticTasks of ["seed", "split"] as const) {
     const out = join(dir, syntheticTasks);
-    await train(out, { env: "webshop-pages", mode: "dreamgym", buffer: seed, budget: 600, tasksPerIteration: 4, rolloutsPerTask: 2, evalEvery: 0, finalEvalTasks: 2, syntheticTasks, curriculum: { enabled: false }, onPolicyAudit: { every: 0 } });
+    await train(out, {
+      env: "webshop-pages",
+      mode: "dreamgym",
+      buffer: seed,
+      budget: 600,
+      tasksPerIteration: 4,
+      rolloutsPerTask: 2,
+      evalEvery: 0,
+      finalEvalTasks: 2,
+      syntheticTasks,
+      curriculum: { enabled: false },
+      onPolicyAudit: { every: 0 },
+    });
     const runBuffer = ReplayBuffer.open(join(out, "buffer.db"), { readonly: true });
     const played = [...runBuffer.trajectories({ env: "webshop-pages", source: "synthetic" })].map((t) => t.task.id);
     runBuffer.close();

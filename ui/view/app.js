@@ -17,7 +17,11 @@ function App() {
   const [episode, setEpisode] = useState(null);
   const [pair, setPair] = useState(null);
   const [error, setError] = useState(null);
-  const loadRuns = () => api("runs").then((r) => setRuns(r.runs), (e) => setError(e.message));
+  const loadRuns = () =>
+    api("runs").then(
+      (r) => setRuns(r.runs),
+      (e) => setError(e.message),
+    );
   useEffect(() => {
     api("info").then(setInfo, (e) => setError(e.message));
     loadRuns();

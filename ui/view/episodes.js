@@ -17,8 +17,10 @@ export function EpisodesView({ info, run, openEpisode }) {
   useEffect(() => {
     if (!src) return;
     setError(null);
-    api("episodes", { src, run: src === "run" ? run : undefined, ...filter, own: filter.own ? "true" : undefined, after: cursors.at(-1), limit: PAGE })
-      .then(setPage, (e) => setError(e.message));
+    api("episodes", { src, run: src === "run" ? run : undefined, ...filter, own: filter.own ? "true" : undefined, after: cursors.at(-1), limit: PAGE }).then(
+      setPage,
+      (e) => setError(e.message),
+    );
   }, [src, run, JSON.stringify(filter), cursors.join(",")]);
   if (!src) return html`<p class="muted">no buffer: give --buffer, or open a run (Runs) whose folder has buffer.db</p>`;
   const set = (k) => (e) => setFilter({ ...filter, [k]: e.target.type === "checkbox" ? e.target.checked : e.target.value });
@@ -34,21 +36,28 @@ export function EpisodesView({ info, run, openEpisode }) {
       ${src === "run" && html`<label><input type="checkbox" checked=${filter.own} onChange=${set("own")} /> this run's episodes only</label>`}
     </div>
     ${error && html`<p class="error">${error}</p>`}
-    ${page && html`<div class="card">
+    ${
+      page &&
+      html`<div class="card">
       <p class="muted" data-test="episode-count">${page.total} episodes${page.total ? `, ${first + 1}–${first + page.episodes.length}` : ""}</p>
       <table data-test="episodes-table">
         <thead><tr><th class="num">#</th><th>env</th><th>origin</th><th>task</th><th>policy</th><th class="num">steps</th><th class="num">reward</th><th>success</th></tr></thead>
-        <tbody>${page.episodes.map((e) => html`<tr class="clickable" data-episode=${e.id} data-origin=${e.origin} onClick=${() => openEpisode({ src, run: src === "run" ? run : undefined, id: e.id })}>
+        <tbody>${page.episodes.map(
+          (
+            e,
+          ) => html`<tr class="clickable" data-episode=${e.id} data-origin=${e.origin} onClick=${() => openEpisode({ src, run: src === "run" ? run : undefined, id: e.id })}>
           <td class="num">${e.id}</td><td>${e.env}</td><td><${Badge} kind=${e.origin} /></td>
           <td><span class="tree-task">${e.task.id}</span> ${e.task.instruction}</td><td class="muted">${e.policy ?? ""}</td>
           <td class="num">${e.steps}</td><td class="num">${num(e.totalReward, 2)}</td><td class=${e.success ? "ok" : "fail"}>${e.success ? "yes" : "no"}</td>
-        </tr>`)}</tbody>
+        </tr>`,
+        )}</tbody>
       </table>
       <div class="controls" style="margin-top:8px">
         <button disabled=${cursors.length === 1} onClick=${() => setCursors(cursors.slice(0, -1))}>← previous</button>
         <button disabled=${page.next === null} data-test="next-page" onClick=${() => setCursors([...cursors, page.next])}>next →</button>
       </div>
-    </div>`}
+    </div>`
+    }
   </section>`;
 }
 
@@ -65,17 +74,22 @@ export function EpisodeView({ at, back, openPair }) {
       <h2 style="margin:0 0 4px;font-size:16px">episode ${e.id} <${Badge} kind=${e.origin} /></h2>
       <div><span class="tree-task">${e.task.id}</span> ${e.task.instruction}</div>
       <div class="muted">${e.env} · ${e.steps} steps · reward ${num(e.totalReward, 2)} · ${e.success ? "success" : "no success"}${e.policy ? ` · ${e.policy}` : ""}</div>
-      ${ep.replayed && html`<p><button class="primary" data-test="compare" onClick=${() => openPair({ run: at.run, ...ep.replayed })}>
-        replayed in the real env (audit of iteration ${ep.replayed.iteration}): compare side by side</button></p>`}
+      ${
+        ep.replayed &&
+        html`<p><button class="primary" data-test="compare" onClick=${() => openPair({ run: at.run, ...ep.replayed })}>
+        replayed in the real env (audit of iteration ${ep.replayed.iteration}): compare side by side</button></p>`
+      }
     </div>
     <div class="card">
-      ${ep.steps.map((s, i) => html`<div class="step" data-test="step">
+      ${ep.steps.map(
+        (s, i) => html`<div class="step" data-test="step">
         ${i === 0 && html`<pre class="state">${s.state}</pre>`}
         <div class="head"><span class="muted">step ${s.step + 1}</span><span class="action">${s.action}</span>
           <span>reward ${num(s.reward, 2)}</span>${s.terminated ? html`<strong>end</strong>` : s.truncated ? html`<strong>truncated</strong>` : ""}</div>
         ${s.reasoning && html`<div class="reasoning" data-test="reasoning">${s.reasoning}</div>`}
         <pre class="state">${s.nextState}</pre>
-      </div>`)}
+      </div>`,
+      )}
     </div>
   </section>`;
 }
@@ -113,9 +127,12 @@ export function PairView({ at, back }) {
           ${s.reasoning && html`<div class="reasoning">${s.reasoning}</div>`}
           <div class="pair">
             <div><div class="muted">reward ${num(s.reward, 2)}${s.terminated ? " · end" : ""}</div><pre class="state" data-test="synthetic-state">${s.nextObservation}</pre></div>
-            ${r ? html`<div><div class="muted">reward ${num(r.reward, 2)}${r.terminated ? " · end" : r.truncated ? " · truncated" : ""}</div>
+            ${
+              r
+                ? html`<div><div class="muted">reward ${num(r.reward, 2)}${r.terminated ? " · end" : r.truncated ? " · truncated" : ""}</div>
               ${same ? html`<pre class="state" data-test="real-state">${r.observation}</pre>` : html`<${Diff} a=${s.nextObservation} b=${r.observation} />`}</div>`
-              : html`<div class="muted">the real episode had ended</div>`}
+                : html`<div class="muted">the real episode had ended</div>`
+            }
           </div>
         </div>`;
       })}

@@ -29,15 +29,20 @@ export function SearchView({ info, run }) {
       </div>
     </form>
     ${error && html`<p class="error">${error}</p>`}
-    ${result && html`<div class="card" data-test="search-results">
+    ${
+      result &&
+      html`<div class="card" data-test="search-results">
       <p class="muted">${result.demos.length} transitions of ${result.env ?? "no env"}</p>
       <table><thead><tr><th class="num">score</th><th>source</th><th>task</th><th>state</th><th>action</th><th>next state</th><th class="num">reward</th></tr></thead>
-      <tbody>${result.demos.map((d) => html`<tr data-test="demo">
+      <tbody>${result.demos.map(
+        (d) => html`<tr data-test="demo">
         <td class="num">${num(d.score, 3)}${d.anchor ? html`<br /><span class="badge">anchor</span>` : ""}</td><td><${Badge} kind=${d.source} /></td>
         <td class="tree-task">${d.task.id}</td><td><pre class="state">${d.state}</pre></td><td class="tree-task">${d.action}</td>
         <td><pre class="state">${d.nextState}</pre></td><td class="num">${num(d.reward, 2)}${d.terminated ? " · end" : ""}</td>
-      </tr>`)}</tbody></table>
-    </div>`}
+      </tr>`,
+      )}</tbody></table>
+    </div>`
+    }
   </section>`;
 }
 
@@ -46,8 +51,12 @@ function TreeNode({ node }) {
   return html`<li data-test="task-node" data-task=${node.id}>
     <span class="tree-task">${node.id}</span> ${node.instruction || html`<span class="muted">(seed task)</span>`}
     <span class="muted"> · ${node.generation === 0 ? "seed" : `generation ${node.generation}`}</span>
-    ${node.uses.length ? html`<span> · used in iteration ${node.uses.map((u) => u.iteration).join(", ")} · max V<sub>τ</sub> ${num(v, 3)}</span>
-      <span class="muted"> (${node.uses.map((u) => `it ${u.iteration}: ${u.episodes} ep, mean ${num(u.meanReward, 2)}, V ${num(u.variance, 3)}`).join("; ")})</span>` : html`<span class="muted"> · not played yet</span>`}
+    ${
+      node.uses.length
+        ? html`<span> · used in iteration ${node.uses.map((u) => u.iteration).join(", ")} · max V<sub>τ</sub> ${num(v, 3)}</span>
+      <span class="muted"> (${node.uses.map((u) => `it ${u.iteration}: ${u.episodes} ep, mean ${num(u.meanReward, 2)}, V ${num(u.variance, 3)}`).join("; ")})</span>`
+        : html`<span class="muted"> · not played yet</span>`
+    }
     ${node.children.length > 0 && html`<ul class="tree">${node.children.map((c) => html`<${TreeNode} node=${c} />`)}</ul>`}
   </li>`;
 }
@@ -79,20 +88,29 @@ export function AuditView({ run, openPair }) {
   return html`<section data-test="audit">
     <div class="card">
       <h3 style="margin-top:0">on-policy audit: synthetic episodes replayed in the real env</h3>
-      ${audit.lines.length === 0 ? html`<p class="muted">this run has no on-policy audit (a real or bc run, or onPolicyAudit.every = 0)</p>` : html`
+      ${
+        audit.lines.length === 0
+          ? html`<p class="muted">this run has no on-policy audit (a real or bc run, or onPolicyAudit.every = 0)</p>`
+          : html`
       <table data-test="audit-table"><thead><tr>${audit.header.map((h) => html`<th>${h}</th>`)}</tr></thead>
       <tbody>${audit.lines.map((l) => html`<tr>${l.map((c) => html`<td>${c}</td>`)}</tr>`)}</tbody></table>
-      <p class="muted">as <code>dreamgym audit --run</code> prints it; exploitation: synthetic successes that fail for real.</p>`}
+      <p class="muted">as <code>dreamgym audit --run</code> prints it; exploitation: synthetic successes that fail for real.</p>`
+      }
     </div>
-    ${audit.pairs.length > 0 && html`<div class="card">
+    ${
+      audit.pairs.length > 0 &&
+      html`<div class="card">
       <h3 style="margin-top:0">audited episodes</h3>
       <table data-test="pairs-table"><thead><tr><th class="num">iteration</th><th class="num">#</th><th>task</th><th class="num">return syn / real</th><th>success syn / real</th><th>first divergence</th></tr></thead>
-      <tbody>${audit.pairs.map((p) => html`<tr class="clickable" onClick=${() => openPair({ run, iteration: p.iteration, index: p.index })}>
+      <tbody>${audit.pairs.map(
+        (p) => html`<tr class="clickable" onClick=${() => openPair({ run, iteration: p.iteration, index: p.index })}>
         <td class="num">${p.iteration}</td><td class="num">${p.index}</td><td><span class="tree-task">${p.task.id}</span> ${p.task.instruction}</td>
         <td class="num">${num(p.syntheticReturn, 2)} / ${num(p.realReturn, 2)}</td>
         <td class=${p.syntheticSuccess && !p.realSuccess ? "fail" : ""}>${p.syntheticSuccess ? "yes" : "no"} / ${p.realSuccess ? "yes" : "no"}</td>
         <td>${p.divergedAt === null ? "never" : p.divergedAt === 0 ? "start" : `step ${p.divergedAt}`}</td>
-      </tr>`)}</tbody></table>
-    </div>`}
+      </tr>`,
+      )}</tbody></table>
+    </div>`
+    }
   </section>`;
 }

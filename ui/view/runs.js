@@ -33,12 +33,19 @@ function Chart({ curve, series, axis }) {
     const nonEmpty = tables.some((t) => t[0].length > 0);
     if (!nonEmpty) return;
     const data = uPlot.join(tables);
-    const plot = new uPlot({
-      width: 370, height: 190, legend: { show: false }, cursor: { drag: { x: false, y: false } },
-      scales: { x: { time: false } },
-      axes: [{ size: 36 }, { size: 50 }],
-      series: [{}, ...series.map((s, i) => ({ label: s.id, stroke: COLORS[i % COLORS.length], width: 2, spanGaps: true, points: { size: 4 } }))],
-    }, data, ref.current);
+    const plot = new uPlot(
+      {
+        width: 370,
+        height: 190,
+        legend: { show: false },
+        cursor: { drag: { x: false, y: false } },
+        scales: { x: { time: false } },
+        axes: [{ size: 36 }, { size: 50 }],
+        series: [{}, ...series.map((s, i) => ({ label: s.id, stroke: COLORS[i % COLORS.length], width: 2, spanGaps: true, points: { size: 4 } }))],
+      },
+      data,
+      ref.current,
+    );
     return () => plot.destroy();
   }, [series, axis, curve]);
   const empty = series.every((s) => s.metrics.every((m) => curve.y(m) === null || curve.y(m) === undefined));
@@ -55,7 +62,10 @@ export function RunsView({ runs, selected, setSelected, openRun }) {
   // Metrics of the selected runs, kept across renders; while one of them is training, only its new
   // lines are fetched, every 2 s.
   const have = useRef(new Map());
-  const live = runs.filter((r) => selected.includes(r.id) && r.status === "running").map((r) => r.id).join("\n");
+  const live = runs
+    .filter((r) => selected.includes(r.id) && r.status === "running")
+    .map((r) => r.id)
+    .join("\n");
   useEffect(() => {
     let stop = false;
     let timer;
@@ -94,7 +104,8 @@ export function RunsView({ runs, selected, setSelected, openRun }) {
     <div class="card">
       <table data-test="runs-table">
         <thead><tr><th></th><th>run</th><th>mode</th><th>env</th><th>algo</th><th class="num">budget</th><th class="num">iterations</th><th class="num">eval score</th><th class="num">eval success</th><th>status</th><th></th></tr></thead>
-        <tbody>${runs.map((r) => html`<tr class=${selected.includes(r.id) ? "selected" : ""} data-run=${r.id}>
+        <tbody>${runs.map(
+          (r) => html`<tr class=${selected.includes(r.id) ? "selected" : ""} data-run=${r.id}>
           <td><input type="checkbox" checked=${selected.includes(r.id)} onChange=${() => toggle(r.id)} aria-label=${`overlay ${r.id}`} /></td>
           <td><button class="link" data-test="run-link" onClick=${() => openRun(r.id)}>${r.id}</button>${selected.includes(r.id) ? html` <span class="legend-swatch" style=${`background:${COLORS[selected.indexOf(r.id) % COLORS.length]}`}></span>` : ""}</td>
           <td>${r.mode}</td><td>${r.env}</td><td>${r.algo}</td>
@@ -104,20 +115,27 @@ export function RunsView({ runs, selected, setSelected, openRun }) {
           <td class="num">${r.eval ? pct(r.eval.success) : "–"}</td>
           <td><${Badge} kind=${r.status} /></td>
           <td>${r.audited ? html`<span class="muted">audited</span>` : ""}</td>
-        </tr>`)}</tbody>
+        </tr>`,
+        )}</tbody>
       </table>
-      ${groups.length > 0 && html`<div class="controls" style="margin-top:8px">overlay a folder's runs:
+      ${
+        groups.length > 0 &&
+        html`<div class="controls" style="margin-top:8px">overlay a folder's runs:
         ${groups.map((g) => html`<button data-test="overlay-group" onClick=${() => setSelected(runs.filter((r) => r.group === g).map((r) => r.id))}>${g}/ (${runs.filter((r) => r.group === g).length})</button>`)}
         ${selected.length > 0 && html`<button onClick=${() => setSelected([])}>clear</button>`}
-      </div>`}
+      </div>`
+      }
       ${runs.length === 0 ? html`<p class="muted">no run folders here (a run folder holds config.json)</p>` : html`<p class="muted">* the last interval evaluation: the run has not finished. Tick runs to overlay their curves.</p>`}
     </div>
-    ${selected.length > 0 && html`<div class="controls">
+    ${
+      selected.length > 0 &&
+      html`<div class="controls">
       <strong data-test="overlaid">${selected.length} run${selected.length === 1 ? "" : "s"}</strong>
       <label>against <select value=${axis} onChange=${(e) => setAxis(e.target.value)} data-test="axis">
         ${Object.entries(AXES).map(([k, a]) => html`<option value=${k}>${a.label}</option>`)}
       </select></label>
     </div>
-    <div class="charts">${CURVES.map((c) => html`<${Chart} key=${c.key} curve=${c} series=${series} axis=${axis} />`)}</div>`}
+    <div class="charts">${CURVES.map((c) => html`<${Chart} key=${c.key} curve=${c} series=${series} axis=${axis} />`)}</div>`
+    }
   </section>`;
 }

@@ -28,7 +28,9 @@ test("the abstract state of every real step lists exactly the real env's admissi
         assert.equal(parsed.holding, held);
         const actions = parsed.actions;
         const action = random
-          ? (i % 7 === 6 ? "jump around" : actions[rng.randbelow(actions.length)])
+          ? i % 7 === 6
+            ? "jump around"
+            : actions[rng.randbelow(actions.length)]
           : (await expert.act({ task, observation: state, actions, history: [], trace: [], info: {} })).action;
         const s = await wrapped.step(action);
         if (!s.info.invalid && action.startsWith("take ")) held = action.slice(5, action.indexOf(" from "));
@@ -52,9 +54,13 @@ test("the abstract state of every real step lists exactly the real env's admissi
 });
 
 test("an opening text is a state without step info; an abstract state passes through; prose is not a state", () => {
-  const intro = "-= Welcome to TextWorld, ALFRED! =-\n\nYou are in the middle of a room. Looking quickly around you, you see a bed 1, a desk 2, and a drawer 1.\n\nYour task is to: look at bowl under the desklamp.";
+  const intro =
+    "-= Welcome to TextWorld, ALFRED! =-\n\nYou are in the middle of a room. Looking quickly around you, you see a bed 1, a desk 2, and a drawer 1.\n\nYour task is to: look at bowl under the desklamp.";
   const state = alfworldAbstraction.abstract(intro);
-  assert.equal(state, "task: look at bowl under the desklamp\nat: middle of the room\nholding: nothing\nobservation: You are in the middle of a room. Looking quickly around you, you see a bed 1, a desk 2, and a drawer 1.\nactions:\ngo to bed 1\ngo to desk 2\ngo to drawer 1\ninventory\nlook");
+  assert.equal(
+    state,
+    "task: look at bowl under the desklamp\nat: middle of the room\nholding: nothing\nobservation: You are in the middle of a room. Looking quickly around you, you see a bed 1, a desk 2, and a drawer 1.\nactions:\ngo to bed 1\ngo to desk 2\ngo to drawer 1\ninventory\nlook",
+  );
   assert.equal(alfworldAbstraction.abstract(state), state);
   assert.equal(alfworldAbstraction.isState!("You pick up the bowl 1."), false);
   assert.equal(alfworldAbstraction.actions("You pick up the bowl 1."), undefined);

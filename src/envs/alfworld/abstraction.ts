@@ -41,7 +41,8 @@ export function renderAlfState(s: AlfState): string {
 export function parseAlfState(text: string): AlfState | undefined {
   if (!text.startsWith("task: ")) return undefined;
   const lines = text.split("\n");
-  if (lines.length < 5 || !lines[1].startsWith("at: ") || !lines[2].startsWith("holding: ") || !lines[3].startsWith("observation: ") || lines[4] !== "actions:") return undefined;
+  if (lines.length < 5 || !lines[1].startsWith("at: ") || !lines[2].startsWith("holding: ") || !lines[3].startsWith("observation: ") || lines[4] !== "actions:")
+    return undefined;
   const at = lines[1].slice(4);
   const holding = lines[2].slice(9);
   return {
@@ -97,7 +98,8 @@ Commands: go to <receptacle>, open/close <receptacle>, take <object> from <recep
 const REWARD_RULE = `Rewards and ends: the reward is 1 on the step that completes the task, and that step ends the episode (terminated true); every other step has reward 0 and terminated false (an episode never ends without the task done; the step cap is not yours to judge). A command that does nothing answers "Nothing happens." and changes nothing else. The task line never changes; "at" changes only with a go to; "holding" changes with take and put; the commands listed are those admissible in the new state.`;
 
 /** One admissible command of ALFWorld's grammar (entities are a name and a number: "mug 1"). */
-const COMMAND = /^(?:look|inventory|(?:go to|open|close|examine|use) [a-z]+ \d+|take [a-z]+ \d+ from [a-z]+ \d+|put [a-z]+ \d+ in\/on [a-z]+ \d+|(?:clean|heat|cool|slice) [a-z]+ \d+ with [a-z]+ \d+)$/;
+const COMMAND =
+  /^(?:look|inventory|(?:go to|open|close|examine|use) [a-z]+ \d+|take [a-z]+ \d+ from [a-z]+ \d+|put [a-z]+ \d+ in\/on [a-z]+ \d+|(?:clean|heat|cool|slice) [a-z]+ \d+ with [a-z]+ \d+)$/;
 
 /**
  * A predicted ALFWorld step held to the game's rules. Repaired where the intent is clear: the task
@@ -108,9 +110,24 @@ const COMMAND = /^(?:look|inventory|(?:go to|open|close|examine|use) [a-z]+ \d+|
 export function checkAlfStep(step: PredictedStep, state: string): PredictedStep | { error: string } {
   const next = parseAlfState(step.nextState);
   if (!next) return { error: "next_state is not an ALFWorld state (task, at, holding, observation lines, then actions:)" };
-  const actions = [...new Set(next.actions.map((a) => a.trim().replace(/^(?:[-*•]|\d+[.)])\s+/, "").replace(/\s+/g, " ")))];
+  const actions = [
+    ...new Set(
+      next.actions.map((a) =>
+        a
+          .trim()
+          .replace(/^(?:[-*•]|\d+[.)])\s+/, "")
+          .replace(/\s+/g, " "),
+      ),
+    ),
+  ];
   const bad = actions.filter((a) => !COMMAND.test(a));
-  if (bad.length > 0) return { error: `next_state lists ${bad.length === 1 ? "a command" : "commands"} ALFWorld does not have: ${bad.slice(0, 3).map((a) => JSON.stringify(a)).join(", ")} (one admissible command a line, e.g. "go to cabinet 1", "take mug 1 from countertop 1")` };
+  if (bad.length > 0)
+    return {
+      error: `next_state lists ${bad.length === 1 ? "a command" : "commands"} ALFWorld does not have: ${bad
+        .slice(0, 3)
+        .map((a) => JSON.stringify(a))
+        .join(", ")} (one admissible command a line, e.g. "go to cabinet 1", "take mug 1 from countertop 1")`,
+    };
   if (actions.length === 0) return { error: 'next_state lists no admissible commands (after "actions:", one command a line)' };
   if (step.reward !== 0 && step.reward !== 1) return { error: `reward ${step.reward}: in ALFWorld a step's reward is 1 (the task is done) or 0` };
   if (step.terminated && step.reward === 0) return { error: "terminated with reward 0: in ALFWorld an episode ends only when its task is done (reward 1)" };

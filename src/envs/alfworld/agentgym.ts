@@ -30,7 +30,9 @@ export const alfworldAgentGym: AgentGymSupport = {
     }
     const k = game < 0 ? game + AGENTGYM_ALFWORLD_GAMES : game; // the upstream list takes Python's negative indexes
     if (k < AGENTGYM_ALFWORLD_FIRST) {
-      throw new RangeError(`game ${game} is one of ALFWorld's train split (AgentGym's games 0..${AGENTGYM_ALFWORLD_FIRST - 1}), which the data pack does not hold; games ${AGENTGYM_ALFWORLD_FIRST}..${AGENTGYM_ALFWORLD_GAMES - 1} are served`);
+      throw new RangeError(
+        `game ${game} is one of ALFWorld's train split (AgentGym's games 0..${AGENTGYM_ALFWORLD_FIRST - 1}), which the data pack does not hold; games ${AGENTGYM_ALFWORLD_FIRST}..${AGENTGYM_ALFWORLD_GAMES - 1} are served`,
+      );
     }
     const name = AGENTGYM_ALFWORLD_VALID_TRAIN[k - AGENTGYM_ALFWORLD_FIRST];
     const own = host.indexOf(`alfworld:valid_train/${name}`);
@@ -41,7 +43,11 @@ export const alfworldAgentGym: AgentGymSupport = {
     if (!entry) throw new RangeError(`game ${game} (${name}) is not in the ALFWorld data pack at ${root}`);
     return alfworldTask(entry);
   },
-  taskType: (task) => String((task as { game?: unknown }).game ?? task.id).split("/").slice(-3, -1).join("/"),
+  taskType: (task) =>
+    String((task as { game?: unknown }).game ?? task.id)
+      .split("/")
+      .slice(-3, -1)
+      .join("/"),
   observation(observation, first) {
     // A synthetic session's abstract state: its observation as the server would show it (the task line after the room at reset).
     const abs = parseAlfState(observation);

@@ -1,6 +1,14 @@
 import {
-  checkAction, ClosedEnvironmentError, InvalidConfigError, ResetNeededError, Rng,
-  type Env, type ResetOptions, type ResetResult, type StepResult, type Task,
+  checkAction,
+  ClosedEnvironmentError,
+  InvalidConfigError,
+  ResetNeededError,
+  Rng,
+  type Env,
+  type ResetOptions,
+  type ResetResult,
+  type StepResult,
+  type Task,
 } from "../../core/index.ts";
 import { resolveDataDir } from "../data-dir.ts";
 import { join } from "node:path";
@@ -28,8 +36,15 @@ export type AlfWorldTask = Task & { game: string; task_type: string; split: AlfW
 /** Whether a task is a variant this env can play (a game file, a known task type, its targets). */
 export function isVariantTask(task: Task): task is AlfWorldTask {
   const t = task as Partial<AlfWorldTask>;
-  return t.variant === true && typeof t.game === "string" && typeof t.task_type === "string" && (TASK_TYPES as readonly string[]).includes(t.task_type)
-    && typeof t.params === "object" && t.params !== null && typeof t.params.object_target === "string";
+  return (
+    t.variant === true &&
+    typeof t.game === "string" &&
+    typeof t.task_type === "string" &&
+    (TASK_TYPES as readonly string[]).includes(t.task_type) &&
+    typeof t.params === "object" &&
+    t.params !== null &&
+    typeof t.params.object_target === "string"
+  );
 }
 
 /** The intro text with another task line. */
@@ -39,7 +54,14 @@ const gameCache = new Map<string, Game>();
 
 export function alfworldTask(entry: GameEntry): AlfWorldTask {
   const id = entry.game.replace(/^games\//, "").replace(/\/game\.tw-pddl$/, "");
-  return { id: `alfworld:${id}`, instruction: entry.goal.replace(/^Your task is to: /, "").replace(/\.$/, ""), game: entry.game, task_type: entry.taskType, split: entry.split, params: entry.params };
+  return {
+    id: `alfworld:${id}`,
+    instruction: entry.goal.replace(/^Your task is to: /, "").replace(/\.$/, ""),
+    game: entry.game,
+    task_type: entry.taskType,
+    split: entry.split,
+    params: entry.params,
+  };
 }
 
 /**
@@ -76,9 +98,16 @@ export class AlfWorldEnv implements Env {
     let entries = alfworldGames(this.root).filter((g) => g.split === split);
     if (opts.game !== undefined) {
       const want = opts.game.replace(/^alfworld:/, "");
-      const match = entries.filter((g) => g.game === want || g.game === `games/${want}` || g.game === `games/${want}/game.tw-pddl` || g.game.includes(`/${want}/`));
+      const match = entries.filter(
+        (g) => g.game === want || g.game === `games/${want}` || g.game === `games/${want}/game.tw-pddl` || g.game.includes(`/${want}/`),
+      );
       if (match.length !== 1) {
-        throw new InvalidConfigError(`unknown ALFWorld game "${opts.game}" in split ${split} (${match.length} matches; e.g. ${entries.slice(0, 2).map((g) => alfworldTask(g).id).join(", ")}; \`tasks()\` lists all ${entries.length})`);
+        throw new InvalidConfigError(
+          `unknown ALFWorld game "${opts.game}" in split ${split} (${match.length} matches; e.g. ${entries
+            .slice(0, 2)
+            .map((g) => alfworldTask(g).id)
+            .join(", ")}; \`tasks()\` lists all ${entries.length})`,
+        );
       }
       entries = match;
     }
@@ -105,8 +134,9 @@ export class AlfWorldEnv implements Env {
    */
   private entryOf(task: Task): GameEntry {
     const t = task as Partial<AlfWorldTask>;
-    const entry = this.entries.find((e) => e.game === t.game || alfworldTask(e).id === task.id)
-      ?? (typeof t.game === "string" ? alfworldGames(this.root).find((e) => e.game === t.game) : undefined);
+    const entry =
+      this.entries.find((e) => e.game === t.game || alfworldTask(e).id === task.id) ??
+      (typeof t.game === "string" ? alfworldGames(this.root).find((e) => e.game === t.game) : undefined);
     if (!entry) throw new InvalidConfigError(`task ${task.id} is not a game of ALFWorld split ${this.split}`);
     return entry;
   }

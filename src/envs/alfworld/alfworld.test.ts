@@ -19,13 +19,18 @@ test("ALFWorld's loader rule picks exactly the pack's 134 + 140 + 200 games", ()
   for (const g of index.games) {
     const dir = join(root, g.game, "..");
     const game = JSON.parse(readFileSync(join(root, g.game), "utf8"));
-    const taskType = existsSync(join(dir, "traj_data.json")) ? (JSON.parse(readFileSync(join(dir, "traj_data.json"), "utf8")) as { task_type: string }).task_type : "";
+    const taskType = existsSync(join(dir, "traj_data.json"))
+      ? (JSON.parse(readFileSync(join(dir, "traj_data.json"), "utf8")) as { task_type: string }).task_type
+      : "";
     const keep = loaderKeeps(dir, game, taskType);
     assert.equal(keep, g.in_alfworld_loader_set, g.game);
     if (keep) kept++;
   }
   assert.equal(kept, 474);
-  assert.deepEqual(["valid_unseen", "valid_seen", "valid_train"].map((split) => new AlfWorldEnv({ split: split as "valid_seen" }).tasks().length), [134, 140, 200]);
+  assert.deepEqual(
+    ["valid_unseen", "valid_seen", "valid_train"].map((split) => new AlfWorldEnv({ split: split as "valid_seen" }).tasks().length),
+    [134, 140, 200],
+  );
 });
 
 test("display names: grouped by class, the smallest id gets the highest number, basins named apart", () => {
@@ -69,7 +74,10 @@ test("commands and feedback read as ALFWorld's (and ReAct's transcripts) do; a c
   assert.equal(await play("close drawer 6"), "You close the drawer 6.");
   assert.equal(await play("look"), "You are facing the drawer 6. Next to it, you see nothing.");
   assert.equal(await play("inventory"), "You are carrying: a bowl 1.");
-  assert.equal(await play("go to desk 1"), "You arrive at loc 14. On the desk 1, you see a desklamp 1, a keychain 3, a mug 2, a pen 2, a pen 1, and a pencil 2.");
+  assert.equal(
+    await play("go to desk 1"),
+    "You arrive at loc 14. On the desk 1, you see a desklamp 1, a keychain 3, a mug 2, a pen 2, a pen 1, and a pencil 2.",
+  );
   const won = await env.step("use desklamp 1");
   assert.deepEqual([won.observation, won.reward, won.terminated], ["You turn on the desklamp 1.", 1, true]);
 });
@@ -103,11 +111,17 @@ test("bad input: a malformed game names the file and the problem; unknown split 
   const dir = mkdtempSync(join(tmpdir(), "alfworld-bad-"));
   mkdirSync(join(dir, "g"), { recursive: true });
   writeFileSync(join(dir, "g", "game.tw-pddl"), JSON.stringify({ pddl_domain: "(define (domain x))", grammar: "nothing" }));
-  assert.throws(() => Game.load(dir, "g/game.tw-pddl"), (e: Error) => DataError.isInstance(e) && /g\/game\.tw-pddl: "pddl_problem" is missing/.test(e.message));
+  assert.throws(
+    () => Game.load(dir, "g/game.tw-pddl"),
+    (e: Error) => DataError.isInstance(e) && /g\/game\.tw-pddl: "pddl_problem" is missing/.test(e.message),
+  );
   writeFileSync(join(dir, "g", "game.tw-pddl"), "{ not json");
   assert.throws(() => Game.load(dir, "g/game.tw-pddl"), /game\.tw-pddl is not valid JSON/);
   assert.throws(() => Game.load(dir, "missing/game.tw-pddl"), /ALFWorld game .*missing\/game\.tw-pddl is missing/);
-  assert.throws(() => new AlfWorldEnv({ split: "test" as "valid_seen" }), (e: Error) => e instanceof InvalidConfigError && /unknown ALFWorld split "test" \(known: valid_unseen, valid_seen, valid_train\)/.test(e.message));
+  assert.throws(
+    () => new AlfWorldEnv({ split: "test" as "valid_seen" }),
+    (e: Error) => e instanceof InvalidConfigError && /unknown ALFWorld split "test" \(known: valid_unseen, valid_seen, valid_train\)/.test(e.message),
+  );
   assert.throws(() => new AlfWorldEnv({ game: "no-such-game" }), /unknown ALFWorld game "no-such-game" in split valid_unseen .*alfworld:valid_unseen\//);
 });
 

@@ -28,9 +28,13 @@ async function episodes(split: "valid_train" | "valid_unseen", n: number, every 
 test("de-lexicalising: commands and feedback become templates with typed slots; lists read back", () => {
   assert.deepEqual(delex("take mug 1 from countertop 10"), { pattern: "take {1} from {2}", args: ["mug 1", "countertop 10"] });
   assert.deepEqual(delexObservation("You open the cabinet 1. The cabinet 1 is open. In it, you see a cup 1, and a plate 2.", ["cabinet 1"], "cabinet 1", ""), {
-    text: "You open the {1}. The {1} is open. In it, you see {LIST}.", list: ["cup 1", "plate 2"],
+    text: "You open the {1}. The {1} is open. In it, you see {LIST}.",
+    list: ["cup 1", "plate 2"],
   });
-  assert.equal(delexObservation("You are facing the drawer 1. Next to it, you see nothing.", [], "drawer 1", "").text, "You are facing the {HERE}. Next to it, you see nothing.");
+  assert.equal(
+    delexObservation("You are facing the drawer 1. Next to it, you see nothing.", [], "drawer 1", "").text,
+    "You are facing the {HERE}. Next to it, you see nothing.",
+  );
   assert.equal(delexObservation("On the cabinet 10, you see nothing.", ["cabinet 10"], "", "").text, "On the {1}, you see {LIST}.");
   assert.deepEqual([listText([]), listText(["a 1"]), listText(["a 1", "b 2"])], ["nothing", "a a 1", "a a 1, and a b 2"]);
 });
@@ -68,7 +72,10 @@ test("learned on valid_train, it predicts held-out valid_unseen games: rewards a
 test("the synthetic ALFWorld env: createExperienceModel('default') picks it; it learns from the buffer and plays unseen games in their own rooms", async () => {
   const buffer = ReplayBuffer.open(join(mkdtempSync(join(tmpdir(), "dreamgym-alfmodel-")), "b.db"));
   try {
-    await buffer.appendTrajectories((await episodes("valid_train", 60)).map((t) => abstractTrajectory(t, alfworldAbstraction)), { seed: true });
+    await buffer.appendTrajectories(
+      (await episodes("valid_train", 60)).map((t) => abstractTrajectory(t, alfworldAbstraction)),
+      { seed: true },
+    );
     const { model } = createExperienceModel("default", { abstraction: alfworldAbstraction });
     assert.ok(model instanceof AlfWorldExperienceModel);
     const real = new AlfWorldEnv({ split: "valid_unseen" });

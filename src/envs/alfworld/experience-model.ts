@@ -1,4 +1,13 @@
-import { abstractTrajectory, Rng, type ExperienceModel, type HistoryStep, type PredictInput, type Prediction, type Trajectory, type TrajectoryStore } from "../../core/index.ts";
+import {
+  abstractTrajectory,
+  Rng,
+  type ExperienceModel,
+  type HistoryStep,
+  type PredictInput,
+  type Prediction,
+  type Trajectory,
+  type TrajectoryStore,
+} from "../../core/index.ts";
 import { alfworldAbstraction, listedEntities, parseAlfState, renderAlfState, type AlfState } from "./abstraction.ts";
 
 /**
@@ -86,7 +95,13 @@ export class AlfWorldExperienceModel implements ExperienceModel {
   async predict({ task, history, state, action }: PredictInput): Promise<Prediction> {
     const cur = parseAlfState(state);
     if (!cur) return { nextState: state, reward: 0, terminated: false, info: { failed: "the state is not an ALFWorld abstract state" } };
-    if (this.tables.steps === 0) return { nextState: state, reward: 0, terminated: false, info: { failed: "no offline ALFWorld trajectories to learn from (the buffer has no real alfworld episodes)" } };
+    if (this.tables.steps === 0)
+      return {
+        nextState: state,
+        reward: 0,
+        terminated: false,
+        info: { failed: "no offline ALFWorld trajectories to learn from (the buffer has no real alfworld episodes)" },
+      };
     const cmd = action.trim();
     if (!cur.actions.includes(cmd)) {
       return { nextState: renderAlfState({ ...cur, observation: "Nothing happens." }), reward: 0, terminated: false, info: { invalid: true, u: 0 } };
@@ -115,7 +130,9 @@ export class AlfWorldExperienceModel implements ExperienceModel {
     const uState = tpl ? tpl.u : 1;
     const u = round(Math.max(reward.u, uState));
     return {
-      nextState: renderAlfState(next), reward: terminated ? 1 : 0, terminated,
+      nextState: renderAlfState(next),
+      reward: terminated ? 1 : 0,
+      terminated,
       info: { u, u_reward: round(reward.u), u_state: round(uState), p_success: round(reward.p), ...(tpl ? {} : { unknown_command: pattern }) },
     };
   }
@@ -125,7 +142,7 @@ export class AlfWorldExperienceModel implements ExperienceModel {
     const hit = this.memories.get(history);
     let entry = hit && hit.n <= history.length ? hit : undefined;
     if (!entry) {
-      const first = history.length > 0 ? parseAlfState(history[0].state) ?? cur : cur;
+      const first = history.length > 0 ? (parseAlfState(history[0].state) ?? cur) : cur;
       entry = { n: 0, mem: Memory.start(first) };
       entry.mem.world = this.worldOf(taskId, entry.mem);
       this.memories.set(history, entry);
@@ -232,9 +249,19 @@ class Memory {
   static start(first: AlfState): Memory {
     const m = new Memory();
     m.task = first.task;
-    m.taskWords = new Set(first.task.toLowerCase().split(/[^a-z]+/).filter(Boolean));
+    m.taskWords = new Set(
+      first.task
+        .toLowerCase()
+        .split(/[^a-z]+/)
+        .filter(Boolean),
+    );
     const look = /Looking quickly around you, you see (.*)\.$/.exec(first.observation);
-    m.receptacles = look ? listedEntities(look[1]) : first.actions.filter((a) => a.startsWith("go to ")).map((a) => a.slice(6)).concat(first.at ? [first.at] : []);
+    m.receptacles = look
+      ? listedEntities(look[1])
+      : first.actions
+          .filter((a) => a.startsWith("go to "))
+          .map((a) => a.slice(6))
+          .concat(first.at ? [first.at] : []);
     return m;
   }
 
@@ -278,8 +305,17 @@ class Memory {
     else if (pattern === "open {1}") this.opened.add(args[0]);
     else if (pattern === "close {1}") this.opened.delete(args[0]);
     else if (pattern === "take {1} from {2}") {
-      for (const [r, objs] of this.contents) if (objs.includes(args[0])) this.contents.set(r, objs.filter((o) => o !== args[0]));
-      if (!this.contents.has(args[1]) && this.world?.has(args[1])) this.contents.set(args[1], this.world.get(args[1])!.filter((o) => o !== args[0]));
+      for (const [r, objs] of this.contents)
+        if (objs.includes(args[0]))
+          this.contents.set(
+            r,
+            objs.filter((o) => o !== args[0]),
+          );
+      if (!this.contents.has(args[1]) && this.world?.has(args[1]))
+        this.contents.set(
+          args[1],
+          this.world.get(args[1])!.filter((o) => o !== args[0]),
+        );
       this.holding = args[0];
     } else if (pattern === "put {1} in/on {2}") {
       const known = this.contents.get(args[1]) ?? (this.revealed.has(args[1]) ? [] : this.world?.get(args[1]));
@@ -366,7 +402,15 @@ class Tables {
     const o = mem.openFlag(args[0]);
     const h = mem.holding ? "h" : "e";
     const t = mem.treatFlag(args[0]);
-    return [`${pattern}|${types}|${o}|${h}|${t}`, `${pattern}|${types}|${o}|${t}`, `${pattern}|${types}|${o}`, `${pattern}|~${last}|${o}`, `${pattern}||${o}|${h}|${t}`, `${pattern}||${o}`, `${pattern}|`];
+    return [
+      `${pattern}|${types}|${o}|${h}|${t}`,
+      `${pattern}|${types}|${o}|${t}`,
+      `${pattern}|${types}|${o}`,
+      `${pattern}|~${last}|${o}`,
+      `${pattern}||${o}|${h}|${t}`,
+      `${pattern}||${o}`,
+      `${pattern}|`,
+    ];
   }
 
   learnStep(mem: Memory, cmd: string, next: AlfState, reward: number, terminated: boolean): void {
@@ -449,11 +493,16 @@ class Tables {
     const rooms = mem.receptacles.filter((r) => r !== mem.at);
     for (const rp of this.rolePatterns) {
       const slots = [...rp.matchAll(/\{(HERE|HELD|IN|ROOM)\}/g)].map((m) => m[1]);
-      const choices = slots.map((s) => (s === "HERE" ? (mem.at ? [mem.at] : []) : s === "HELD" ? (mem.holding ? [mem.holding] : []) : s === "IN" ? inHere : rooms));
+      const choices = slots.map((s) =>
+        s === "HERE" ? (mem.at ? [mem.at] : []) : s === "HELD" ? (mem.holding ? [mem.holding] : []) : s === "IN" ? inHere : rooms,
+      );
       const fillIn = (i: number, vals: string[]) => {
         if (i === slots.length) {
           let j = 0;
-          out.set(rp.replace(/\{(HERE|HELD|IN|ROOM)\}/g, () => vals[j++]), { rp, values: vals });
+          out.set(
+            rp.replace(/\{(HERE|HELD|IN|ROOM)\}/g, () => vals[j++]),
+            { rp, values: vals },
+          );
           return;
         }
         for (const v of choices[i]) fillIn(i + 1, [...vals, v]);
@@ -464,7 +513,7 @@ class Tables {
   }
 
   learnListing(state: AlfState, mem: Memory): void {
-    const here = new Set(mem.at && mem.revealed.has(mem.at) ? mem.contents.get(mem.at) ?? [] : []);
+    const here = new Set(mem.at && mem.revealed.has(mem.at) ? (mem.contents.get(mem.at) ?? []) : []);
     const rooms = new Set(mem.receptacles.filter((r) => r !== mem.at));
     for (const a of state.actions) {
       const rp = this.rolePattern(a, mem, here, rooms);
@@ -499,7 +548,11 @@ class Tables {
   // --- rewards and ends ---------------------------------------------------------------------
 
   private taskTemplate(mem: Memory): string {
-    return mem.task.toLowerCase().split(/\s+/).map((w) => (this.objectTypes.has(w) || this.receptacleTypes.has(w) ? "_" : w)).join(" ");
+    return mem.task
+      .toLowerCase()
+      .split(/\s+/)
+      .map((w) => (this.objectTypes.has(w) || this.receptacleTypes.has(w) ? "_" : w))
+      .join(" ");
   }
 
   private rewardKeys(mem: Memory, pattern: string, args: string[]): string[] {

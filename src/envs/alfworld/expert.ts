@@ -34,8 +34,16 @@ function nextCommand(game: Game, s: FactBase, taskType: string, params: Record<s
   const agent = s.tuples("atlocation")[0];
   const [a, here] = agent;
   const held = s.tuplesWith("holds", 0, a).map((t) => t[1]);
-  const objectsOf = (type: string) => s.tuples("objecttype").filter((t) => t[1] === type).map((t) => t[0]);
-  const receptaclesOf = (type: string) => s.tuples("receptacletype").filter((t) => t[1] === type).map((t) => t[0]);
+  const objectsOf = (type: string) =>
+    s
+      .tuples("objecttype")
+      .filter((t) => t[1] === type)
+      .map((t) => t[0]);
+  const receptaclesOf = (type: string) =>
+    s
+      .tuples("receptacletype")
+      .filter((t) => t[1] === type)
+      .map((t) => t[0]);
   const locationOf = (r: string) => s.tuplesWith("receptacleatlocation", 0, r)[0]?.[1];
   const isOpenable = (r: string) => s.has(`openable ${r}`);
   const isOpen = (r: string) => s.has(`opened ${r}`);
@@ -57,14 +65,18 @@ function nextCommand(game: Game, s: FactBase, taskType: string, params: Record<s
   // Where the object(s) go. "Put two": both into one receptacle — the one already holding the most.
   const targetsIn = (r: string) => s.tuplesWith("inreceptacle", 1, r).filter(([o]) => isTarget(o)).length;
   const destinations = receptaclesOf(parentType).filter(fits);
-  const destination = taskType === "pick_two_obj_and_place"
-    ? destinations.reduce<string | undefined>((best, r) => (best === undefined || targetsIn(r) > targetsIn(best) ? r : best), undefined)
-    : undefined;
+  const destination =
+    taskType === "pick_two_obj_and_place"
+      ? destinations.reduce<string | undefined>((best, r) => (best === undefined || targetsIn(r) > targetsIn(best) ? r : best), undefined)
+      : undefined;
   const placedIn = (o: string) => destination !== undefined && targetsIn(destination) > 0 && s.has(`inreceptacle ${o} ${destination}`);
   const treated = (o: string) =>
-    taskType === "pick_clean_then_place_in_recep" ? s.has(`isclean ${o}`)
-      : taskType === "pick_heat_then_place_in_recep" ? s.has(`ishot ${o}`)
-        : taskType === "pick_cool_then_place_in_recep" ? s.has(`iscool ${o}`)
+    taskType === "pick_clean_then_place_in_recep"
+      ? s.has(`isclean ${o}`)
+      : taskType === "pick_heat_then_place_in_recep"
+        ? s.has(`ishot ${o}`)
+        : taskType === "pick_cool_then_place_in_recep"
+          ? s.has(`iscool ${o}`)
           : true;
 
   // Holding something: treat it, light it, or put it where it belongs.
@@ -84,23 +96,29 @@ function nextCommand(game: Game, s: FactBase, taskType: string, params: Record<s
       return locationOf(r) !== here ? `go to ${name(r)}` : `use ${name(lamp)}`;
     }
     if (!treated(carried)) {
-      const appliance = { pick_clean_then_place_in_recep: "sinkbasintype", pick_heat_then_place_in_recep: "microwavetype", pick_cool_then_place_in_recep: "fridgetype" }[taskType]!;
+      const appliance = {
+        pick_clean_then_place_in_recep: "sinkbasintype",
+        pick_heat_then_place_in_recep: "microwavetype",
+        pick_cool_then_place_in_recep: "fridgetype",
+      }[taskType]!;
       const verb = { pick_clean_then_place_in_recep: "clean", pick_heat_then_place_in_recep: "heat", pick_cool_then_place_in_recep: "cool" }[taskType]!;
       const r = receptaclesOf(appliance)[0];
       if (!r) return undefined;
       return locationOf(r) !== here ? `go to ${name(r)}` : `${verb} ${name(carried)} with ${name(r)}`;
     }
     // A receptacle of the target type that can take the object (the shared one for "put two").
-    const r = (destination !== undefined && targetsIn(destination) > 0 ? destination : undefined)
-      ?? destinations.find((x) => locationOf(x) === here) ?? destinations[0] ?? receptaclesOf(parentType)[0];
+    const r =
+      (destination !== undefined && targetsIn(destination) > 0 ? destination : undefined) ??
+      destinations.find((x) => locationOf(x) === here) ??
+      destinations[0] ??
+      receptaclesOf(parentType)[0];
     if (!r) return undefined;
     return at(r, `put ${name(carried)} in/on ${name(r)}`);
   }
 
   // Empty-handed: fetch an object of the target type (for "put two", one not already placed).
   const needed = objectsOf(targetType).filter((o) => !(taskType === "pick_two_obj_and_place" && placedIn(o)));
-  const reachable = needed.flatMap((o) => s.tuplesWith("inreceptacle", 0, o).map(([, r]) => ({ o, r })))
-    .filter(({ o }) => s.has(`pickupable ${o}`));
+  const reachable = needed.flatMap((o) => s.tuplesWith("inreceptacle", 0, o).map(([, r]) => ({ o, r }))).filter(({ o }) => s.has(`pickupable ${o}`));
   if (reachable.length === 0) return undefined;
   // Nearest first: one here, else the first in name order.
   const pick = reachable.find(({ r }) => locationOf(r) === here) ?? reachable[0];

@@ -122,8 +122,13 @@ export interface QueryAtom {
  * `fn` per solution until it returns false.
  */
 export function solve(
-  facts: FactBase, atoms: readonly QueryAtom[], bound: ReadonlyMap<string, string>, fn: (b: Map<string, string>) => boolean | void,
-  injective = true, isVar: (term: string) => boolean = () => true, reorder = false,
+  facts: FactBase,
+  atoms: readonly QueryAtom[],
+  bound: ReadonlyMap<string, string>,
+  fn: (b: Map<string, string>) => boolean | void,
+  injective = true,
+  isVar: (term: string) => boolean = () => true,
+  reorder = false,
 ): boolean {
   // Candidates of an atom: looked up by its first argument already known, if any.
   const candidatesOf = (atom: QueryAtom, b: Map<string, string>): readonly string[][] => {
@@ -153,25 +158,25 @@ export function solve(
     const atom = remaining[i];
     try {
       for (const args of candidates) {
-      if (args.length !== atom.vars.length) continue;
-      let ok = true;
-      const added: string[] = [];
-      for (let k = 0; k < args.length && ok; k++) {
-        const v = atom.vars[k];
-        if (!isVar(v)) {
-          ok = v === args[k];
-          continue;
-        }
-        const have = b.get(v);
-        if (have !== undefined) ok = have === args[k];
-        else {
-          if (injective) for (const [other, value] of b) if (other !== v && value === args[k]) ok = false;
-          if (ok) {
-            b.set(v, args[k]);
-            added.push(v);
+        if (args.length !== atom.vars.length) continue;
+        let ok = true;
+        const added: string[] = [];
+        for (let k = 0; k < args.length && ok; k++) {
+          const v = atom.vars[k];
+          if (!isVar(v)) {
+            ok = v === args[k];
+            continue;
+          }
+          const have = b.get(v);
+          if (have !== undefined) ok = have === args[k];
+          else {
+            if (injective) for (const [other, value] of b) if (other !== v && value === args[k]) ok = false;
+            if (ok) {
+              b.set(v, args[k]);
+              added.push(v);
+            }
           }
         }
-      }
         if (ok && !step(i + 1, b)) return false;
         for (const v of added) b.delete(v);
       }

@@ -27,7 +27,9 @@ export function alfGoal(task: string): AlfGoal | undefined {
   const t = task.toLowerCase().replace(/\.$/, "").trim();
   let m = /(?:look at|examine) (?:the |a |some )?(\w+) (?:under|with|using) (?:the |a )?(\w+)/.exec(t);
   if (m) return { kind: "look", object: m[1], target: m[2] };
-  m = /(?:find )?two (\w+) and put them (?:in|on|into|onto|in\/on) (?:the |a )?(\w+)/.exec(t) ?? /put two (\w+) (?:in|on|into|onto|in\/on) (?:the |a )?(\w+)/.exec(t);
+  m =
+    /(?:find )?two (\w+) and put them (?:in|on|into|onto|in\/on) (?:the |a )?(\w+)/.exec(t) ??
+    /put two (\w+) (?:in|on|into|onto|in\/on) (?:the |a )?(\w+)/.exec(t);
   if (m) return { kind: "two", object: m[1], target: m[2] };
   m = /(clean|heat|cool) (?:a |an |some |the )?(\w+) and put it (?:in|on|into|onto|in\/on) (?:the |a )?(\w+)/.exec(t);
   if (m) return { kind: m[1] as "clean", object: m[2], target: m[3] };
@@ -49,7 +51,8 @@ interface AlfView {
 export function alfView(text: string): AlfView | undefined {
   if (!text.startsWith("task: ")) return undefined;
   const lines = text.split("\n");
-  if (lines.length < 5 || !lines[1].startsWith("at: ") || !lines[2].startsWith("holding: ") || !lines[3].startsWith("observation: ") || lines[4] !== "actions:") return undefined;
+  if (lines.length < 5 || !lines[1].startsWith("at: ") || !lines[2].startsWith("holding: ") || !lines[3].startsWith("observation: ") || lines[4] !== "actions:")
+    return undefined;
   const holding = lines[2].slice(9);
   return { task: lines[0].slice(6), holding: holding === "nothing" ? "" : holding, observation: lines[3].slice(13), actions: lines.slice(5).filter(Boolean) };
 }
@@ -61,7 +64,11 @@ const verbOf = (command: string) => command.split(" ")[0];
 export type AlfStep = "find" | "take" | "transform" | "place" | "clear";
 
 /** The step of the task and what it rests on. */
-export function alfStep(goal: AlfGoal | undefined, view: AlfView, history: readonly string[]): { step: AlfStep; treated: boolean; placed: number; inSight: boolean } {
+export function alfStep(
+  goal: AlfGoal | undefined,
+  view: AlfView,
+  history: readonly string[],
+): { step: AlfStep; treated: boolean; placed: number; inSight: boolean } {
   const heldType = entityTypes(view.holding)[0];
   const obj = goal?.object;
   const treatVerb = goal ? TREAT_VERB[goal.kind] : undefined;

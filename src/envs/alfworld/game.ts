@@ -5,15 +5,29 @@ import { FactBase, solve, type QueryAtom } from "./facts.ts";
 import { parseGrammar, TextGenerator, type Grammar } from "./grammar.ts";
 import { displayNames } from "./names.ts";
 import {
-  effectLists, forEachBinding, holds, objectsByType, parseDomain, parseProblem,
-  type ActionSchema, type Bindings, type Domain, type Effect, type Formula, type Problem,
+  effectLists,
+  forEachBinding,
+  holds,
+  objectsByType,
+  parseDomain,
+  parseProblem,
+  type ActionSchema,
+  type Bindings,
+  type Domain,
+  type Effect,
+  type Formula,
+  type Problem,
 } from "./pddl.ts";
 
 export const ALFWORLD_SPLITS = ["valid_unseen", "valid_seen", "valid_train"] as const;
 export type AlfWorldSplit = (typeof ALFWORLD_SPLITS)[number];
 export const TASK_TYPES = [
-  "pick_and_place_simple", "look_at_obj_in_light", "pick_clean_then_place_in_recep",
-  "pick_heat_then_place_in_recep", "pick_cool_then_place_in_recep", "pick_two_obj_and_place",
+  "pick_and_place_simple",
+  "look_at_obj_in_light",
+  "pick_clean_then_place_in_recep",
+  "pick_heat_then_place_in_recep",
+  "pick_cool_then_place_in_recep",
+  "pick_two_obj_and_place",
 ] as const;
 
 export interface GameEntry {
@@ -32,7 +46,9 @@ export interface GameEntry {
  * "movable" or "Sliced" in the path, one of the six task types, and `"solvable": true`.
  */
 export function loaderKeeps(dir: string, game: { solvable?: unknown }, taskType: string): boolean {
-  return existsSync(join(dir, "traj_data.json")) && !/movable|Sliced/.test(dir) && (TASK_TYPES as readonly string[]).includes(taskType) && game.solvable === true;
+  return (
+    existsSync(join(dir, "traj_data.json")) && !/movable|Sliced/.test(dir) && (TASK_TYPES as readonly string[]).includes(taskType) && game.solvable === true
+  );
 }
 
 const indexCache = new Map<string, GameEntry[]>();
@@ -44,9 +60,18 @@ export function alfworldGames(root: string): GameEntry[] {
   const file = join(root, "index.json");
   if (!existsSync(file)) throw new DataError(`ALFWorld index ${file} is missing (the alfworld data pack lists its games there)`, { file });
   const index = JSON.parse(readFileSync(file, "utf8")) as {
-    games: { game: string; split: AlfWorldSplit; task_type: string; goal: string; in_alfworld_loader_set: boolean; pddl_params: Record<string, string | boolean> }[];
+    games: {
+      game: string;
+      split: AlfWorldSplit;
+      task_type: string;
+      goal: string;
+      in_alfworld_loader_set: boolean;
+      pddl_params: Record<string, string | boolean>;
+    }[];
   };
-  const games = index.games.filter((g) => g.in_alfworld_loader_set).map((g) => ({ game: g.game, split: g.split, taskType: g.task_type, goal: g.goal, params: g.pddl_params }));
+  const games = index.games
+    .filter((g) => g.in_alfworld_loader_set)
+    .map((g) => ({ game: g.game, split: g.split, taskType: g.task_type, goal: g.goal, params: g.pddl_params }));
   indexCache.set(root, games);
   return games;
 }
@@ -78,7 +103,10 @@ export class Game {
   private readonly staticPreds: Set<string>;
   private readonly commandCache = new Map<string, string>();
 
-  constructor(readonly file: string, json: { pddl_domain?: unknown; pddl_problem?: unknown; grammar?: unknown }) {
+  constructor(
+    readonly file: string,
+    json: { pddl_domain?: unknown; pddl_problem?: unknown; grammar?: unknown },
+  ) {
     for (const k of ["pddl_domain", "pddl_problem", "grammar"] as const) {
       if (typeof json[k] !== "string") throw new DataError(`${file}: "${k}" is missing or not a string`, { file });
     }
@@ -97,13 +125,17 @@ export class Game {
     this.text = new TextGenerator(this.grammar, { name: (id) => this.names.get(id) ?? id });
     for (const [name, text] of this.grammar.actions) {
       for (const rule of text.feedback.matchAll(/#([^#]+)#/g)) {
-        if (!this.grammar.rules.has(rule[1])) throw new DataError(`${file}: the grammar's action ${name} uses the rule "${rule[1]}", which it does not define`, { file });
+        if (!this.grammar.rules.has(rule[1]))
+          throw new DataError(`${file}: the grammar's action ${name} uses the rule "${rule[1]}", which it does not define`, { file });
       }
     }
     if (!this.problem.init.some((f) => f.startsWith("atlocation "))) throw new DataError(`${file}: the problem places no agent (no atLocation fact)`, { file });
     for (const a of this.domain.actions.values()) {
       const disjuncts = a.precondition.kind === "or" ? a.precondition.args : [a.precondition];
-      this.joins.set(a.name, disjuncts.map((d) => joinAtoms(d, new Set(a.params.map((p) => p.name)))));
+      this.joins.set(
+        a.name,
+        disjuncts.map((d) => joinAtoms(d, new Set(a.params.map((p) => p.name)))),
+      );
       const p = a.precondition;
       if (p.kind === "atom" || (p.kind === "and" && p.args.every((x) => x.kind === "atom"))) this.exactJoin.add(a.name);
       const adds = new Set<string>();
@@ -164,14 +196,22 @@ export class Game {
     const vars = new Set(f.vars.map((v) => v.name));
     if (atoms.length === 0 || !atoms.some((a) => a.vars.some((v) => vars.has(v)))) return holds(f, state.facts, b, this.byType);
     let found = false;
-    solve(state, atoms, outer, (nb) => {
-      const free = f.vars.filter((v) => !nb.has(v.name));
-      forEachBinding(free, nb, this.byType, (full) => {
-        found = this.holds(f.body, state, full);
+    solve(
+      state,
+      atoms,
+      outer,
+      (nb) => {
+        const free = f.vars.filter((v) => !nb.has(v.name));
+        forEachBinding(free, nb, this.byType, (full) => {
+          found = this.holds(f.body, state, full);
+          return !found;
+        });
         return !found;
-      });
-      return !found;
-    }, false, isPddlVar, true);
+      },
+      false,
+      isPddlVar,
+      true,
+    );
     return found;
   }
 
@@ -187,18 +227,27 @@ export class Game {
         this.consider(schema, text.template, state, b, seen, out);
         return true;
       };
-      for (const join of this.joins.get(schema.name)!) solve(state, join, EMPTY, (joined) => {
-        // Keep the parameters only: lifted existential variables are re-checked by the precondition.
-        const partial = new Map<string, string>();
-        const free = [];
-        for (const p of params) {
-          const v = joined.get(p.name);
-          if (v === undefined) free.push(p);
-          else partial.set(p.name, v);
-        }
-        if (free.length === 0) consider(partial);
-        else forEachBinding(free, partial, this.byType, consider);
-      }, false, isPddlVar, true);
+      for (const join of this.joins.get(schema.name)!)
+        solve(
+          state,
+          join,
+          EMPTY,
+          (joined) => {
+            // Keep the parameters only: lifted existential variables are re-checked by the precondition.
+            const partial = new Map<string, string>();
+            const free = [];
+            for (const p of params) {
+              const v = joined.get(p.name);
+              if (v === undefined) free.push(p);
+              else partial.set(p.name, v);
+            }
+            if (free.length === 0) consider(partial);
+            else forEachBinding(free, partial, this.byType, consider);
+          },
+          false,
+          isPddlVar,
+          true,
+        );
     }
     return new Map([...out.entries()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)));
   }

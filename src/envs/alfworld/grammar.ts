@@ -40,7 +40,10 @@ function tableOf(json: string, source: string): Map<string, Alternative[]> {
   }
   const out = new Map<string, Alternative[]>();
   for (const [name, alts] of Object.entries(raw)) {
-    out.set(name, alts.map((a) => ({ rhs: a.rhs, ...(a.condition ? { condition: parseQuery(a.condition) } : {}) })));
+    out.set(
+      name,
+      alts.map((a) => ({ rhs: a.rhs, ...(a.condition ? { condition: parseQuery(a.condition) } : {}) })),
+    );
   }
   return out;
 }
@@ -60,7 +63,10 @@ export function parseGrammar(text: string, source = "grammar"): Grammar {
     const extra = /grammar :: """([\s\S]*?)""";/.exec(body);
     if (extra) {
       // Lines starting with "#" are comments in action grammar blocks.
-      const json = extra[1].split("\n").filter((l) => !l.trim().startsWith("#")).join("\n");
+      const json = extra[1]
+        .split("\n")
+        .filter((l) => !l.trim().startsWith("#"))
+        .join("\n");
       for (const [k, v] of tableOf(json, `${source} (action ${name})`)) rules.set(k, v);
     }
   }
@@ -132,10 +138,15 @@ function parseRhs(rhs: string): Part[] {
 
 /** Expands text of the grammar against a state with variable bindings (variable → entity id). */
 export class TextGenerator {
-  constructor(private readonly grammar: Grammar, private readonly names: EntityNames) {}
+  constructor(
+    private readonly grammar: Grammar,
+    private readonly names: EntityNames,
+  ) {}
 
   expand(rhs: string, facts: FactBase, bindings: ReadonlyMap<string, string>): string {
-    return parseRhs(rhs).map((p) => this.part(p, facts, bindings)).join("");
+    return parseRhs(rhs)
+      .map((p) => this.part(p, facts, bindings))
+      .join("");
   }
 
   rule(name: string, facts: FactBase, bindings: ReadonlyMap<string, string>): string {
@@ -192,16 +203,19 @@ export class TextGenerator {
   /** `x.name`, `x.indefinite`, `x.name or x.id`, `x.indefinite + ' ' + x.name`, or `#rule#`. */
   private value(expr: string, facts: FactBase, b: ReadonlyMap<string, string>): string {
     if (expr.startsWith("#") && expr.endsWith("#")) return this.rule(expr.slice(1, -1), facts, b);
-    return expr.split("+").map((term) => {
-      const t = term.trim();
-      const quoted = /^'(.*)'$/.exec(t);
-      if (quoted) return quoted[1];
-      const [v, field] = t.split(" or ")[0].split(".");
-      const id = b.get(v);
-      if (id === undefined) throw new Error(`grammar expression "${expr}": ${v} is not bound`);
-      if (field === "indefinite") return "a";
-      if (field === "id") return id;
-      return this.names.name(id);
-    }).join("");
+    return expr
+      .split("+")
+      .map((term) => {
+        const t = term.trim();
+        const quoted = /^'(.*)'$/.exec(t);
+        if (quoted) return quoted[1];
+        const [v, field] = t.split(" or ")[0].split(".");
+        const id = b.get(v);
+        if (id === undefined) throw new Error(`grammar expression "${expr}": ${v} is not bound`);
+        if (field === "indefinite") return "a";
+        if (field === "id") return id;
+        return this.names.name(id);
+      })
+      .join("");
   }
 }

@@ -1,4 +1,3 @@
-
 export { AlfWorldEnv, alfworldTask, isVariantTask } from "./alfworld-env.ts";
 export { specGoal, specInstruction, specParams, specKey, taskSpec, sceneOf } from "./variants.ts";
 export type { TaskSpec } from "./variants.ts";
@@ -10,7 +9,17 @@ export { displayNames } from "./names.ts";
 export { parseDomain, parseProblem, parseSExpr } from "./pddl.ts";
 export { parseGrammar, TextGenerator } from "./grammar.ts";
 
-export { alfworldAbstraction, alfworldAbstract, checkAlfStep, parseAlfState, renderAlfState, introState, listedEntities, agentgymFeedback, MID_ROOM } from "./abstraction.ts";
+export {
+  alfworldAbstraction,
+  alfworldAbstract,
+  checkAlfStep,
+  parseAlfState,
+  renderAlfState,
+  introState,
+  listedEntities,
+  agentgymFeedback,
+  MID_ROOM,
+} from "./abstraction.ts";
 export type { AlfState } from "./abstraction.ts";
 export { AlfWorldReplay, alfworldVerifier } from "./replay.ts";
 export { AlfWorldExperienceModel } from "./experience-model.ts";

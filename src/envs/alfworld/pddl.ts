@@ -14,7 +14,12 @@ export type SExpr = string | SExpr[];
  * disjunct of examineObject therefore never holds).
  */
 export function parseSExpr(text: string, source = "PDDL"): SExpr[] {
-  const tokens = text.replace(/;[^\n]*/g, " ").replace(/\(/g, " ( ").replace(/\)/g, " ) ").split(/\s+/).filter(Boolean);
+  const tokens = text
+    .replace(/;[^\n]*/g, " ")
+    .replace(/\(/g, " ( ")
+    .replace(/\)/g, " ) ")
+    .split(/\s+/)
+    .filter(Boolean);
   let i = 0;
   const read = (): SExpr => {
     const t = tokens[i++];

@@ -30,12 +30,27 @@ test("replay: a command sequence gives the real env's states, rewards and end; a
     const steps = await expertEpisode(env, task);
     assert.equal(steps.at(-1)!.reward, 1, `the expert finishes ${task.id}`);
     for (let n = 1; n <= steps.length; n++) {
-      const r = await replay.play(task, steps.slice(0, n).map((s) => s.action));
-      assert.deepEqual(r, { playable: true, state: steps[n - 1].state, reward: steps[n - 1].reward, terminated: steps[n - 1].terminated }, `${task.id} step ${n}`);
+      const r = await replay.play(
+        task,
+        steps.slice(0, n).map((s) => s.action),
+      );
+      assert.deepEqual(
+        r,
+        { playable: true, state: steps[n - 1].state, reward: steps[n - 1].reward, terminated: steps[n - 1].terminated },
+        `${task.id} step ${n}`,
+      );
     }
     // Asked out of order (a fresh replay from the start) the answer is the same.
     const mid = Math.floor(steps.length / 2);
-    assert.equal((await new AlfWorldReplay({ split: "valid_seen" }).play(task, steps.slice(0, mid).map((s) => s.action))).state, steps[mid - 1].state);
+    assert.equal(
+      (
+        await new AlfWorldReplay({ split: "valid_seen" }).play(
+          task,
+          steps.slice(0, mid).map((s) => s.action),
+        )
+      ).state,
+      steps[mid - 1].state,
+    );
     const commands = steps.map((s) => s.action);
     assert.equal((await replay.play(task, [...commands.slice(0, 1), "take unicorn 1 from cabinet 1"])).playable, false);
     assert.equal((await replay.play(task, [...commands.slice(0, 1), "take unicorn 1 from cabinet 1", "look"])).playable, false, "not playable stays so");
@@ -61,7 +76,15 @@ test("hybrid: the real game's reward and end replace the model's while the game 
   const env = new AlfWorldEnv({ split: "valid_seen" });
   const task = env.tasks()[3];
   const commands = (await expertEpisode(env, task)).map((s) => s.action);
-  const synthetic = (model: ExperienceModel) => new SyntheticEnv({ model, abstraction: alfworldAbstraction, tasks: [task], initialState: (t) => env.introOf(t), maxSteps: 50, verifier: alfworldVerifier(new AlfWorldReplay({ split: "valid_seen" })) });
+  const synthetic = (model: ExperienceModel) =>
+    new SyntheticEnv({
+      model,
+      abstraction: alfworldAbstraction,
+      tasks: [task],
+      initialState: (t) => env.introOf(t),
+      maxSteps: 50,
+      verifier: alfworldVerifier(new AlfWorldReplay({ split: "valid_seen" })),
+    });
 
   // A model blind to success: the game grants it on the expert's last command.
   const blind = synthetic(claimingModel({ reward: 0, terminated: false }));

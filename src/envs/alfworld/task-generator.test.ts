@@ -2,7 +2,17 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { playEpisode, Rng, type Task } from "../../core/index.ts";
 import {
-  AlfWorldEnv, AlfWorldExpert, alfworldAbstract, alfworldGames, Game, parseAlfState, sceneOf, specGoal, specKey, taskSpec, type AlfWorldTask,
+  AlfWorldEnv,
+  AlfWorldExpert,
+  alfworldAbstract,
+  alfworldGames,
+  Game,
+  parseAlfState,
+  sceneOf,
+  specGoal,
+  specKey,
+  taskSpec,
+  type AlfWorldTask,
 } from "./index.ts";
 import { Curriculum, curriculumConfigSchema } from "../../curriculum/index.ts";
 import { envEntry, syntheticSupport } from "../index.ts";
@@ -44,7 +54,10 @@ test("variants are new tasks of training games: another object, receptacle, task
     for (const v of tasks) {
       assert.equal(v.variant, true);
       assert.equal(v.split, "valid_train");
-      assert.ok(games.some((g) => g.game === v.game && g.split === "valid_train"), v.game);
+      assert.ok(
+        games.some((g) => g.game === v.game && g.split === "valid_train"),
+        v.game,
+      );
       assert.ok(!evalKeys.has(`${sceneOf(v.game)}|${specKey(taskSpec(v.task_type, v.params))}`), `${v.id} is an evaluation task`);
       assert.ok(!seedKeys.has(alfworldTaskKey(v)), `${v.id} is a seed task`);
       assert.notEqual(alfworldTaskKey(v), alfworldTaskKey(parent));
@@ -81,7 +94,13 @@ test("the real env plays a variant for its own goal (the expert wins it again; t
 
 test("a variant the scene cannot host is refused by the expert's check", async () => {
   const parent = seedTasks.find((t) => t.task_type === "pick_and_place_simple")!;
-  const impossible: AlfWorldTask = { ...parent, id: "x~impossible", instruction: "put some unicorn on sofa", variant: true, params: { ...parent.params, object_target: "unicorn" } };
+  const impossible: AlfWorldTask = {
+    ...parent,
+    id: "x~impossible",
+    instruction: "put some unicorn on sofa",
+    variant: true,
+    params: { ...parent.params, object_target: "unicorn" },
+  };
   assert.equal(await gen.expertSolves(impossible), false);
 });
 
@@ -100,7 +119,14 @@ test("the curriculum with the ALFWorld generator: lineage, λ, and duplicates by
   const evalTasks = new AlfWorldEnv({ split: "valid_unseen" }).tasks();
   const c = new Curriculum(config, gen, [...seedTasks, ...evalTasks]);
   const [a, b, flat] = seedTasks;
-  const r = await c.update([{ task: a, rewards: [1, 0, 1, 0] }, { task: b, rewards: [1, 0, 0, 0] }, { task: flat, rewards: [0, 0, 0, 0] }], new Rng(5));
+  const r = await c.update(
+    [
+      { task: a, rewards: [1, 0, 1, 0] },
+      { task: b, rewards: [1, 0, 0, 0] },
+      { task: flat, rewards: [0, 0, 0, 0] },
+    ],
+    new Rng(5),
+  );
   assert.equal(r.selected, 2);
   assert.ok(r.added >= 3, `added ${r.added}`);
   for (const t of c.tasks) {

@@ -21,13 +21,27 @@ const TREAT: Record<string, { able: keyof Pick<Scene, "cleanable" | "heatable" |
   pick_heat_then_place_in_recep: { able: "heatable", appliance: "microwave" },
   pick_cool_then_place_in_recep: { able: "coolable", appliance: "fridge" },
 };
-const PLACE_TYPES = ["pick_and_place_simple", "pick_clean_then_place_in_recep", "pick_heat_then_place_in_recep", "pick_cool_then_place_in_recep", "pick_two_obj_and_place"];
+const PLACE_TYPES = [
+  "pick_and_place_simple",
+  "pick_clean_then_place_in_recep",
+  "pick_heat_then_place_in_recep",
+  "pick_cool_then_place_in_recep",
+  "pick_two_obj_and_place",
+];
 const LAMPS = new Set(["desklamp", "floorlamp"]);
 const bare = (t: string) => t.replace(/type$/, "");
 
 function sceneOfGame(game: Game): Scene {
   const s = game.initialState();
-  const scene: Scene = { objects: new Map(), cleanable: new Set(), heatable: new Set(), coolable: new Set(), receptacles: new Set(), contain: new Set(), lamps: new Set() };
+  const scene: Scene = {
+    objects: new Map(),
+    cleanable: new Set(),
+    heatable: new Set(),
+    coolable: new Set(),
+    receptacles: new Set(),
+    contain: new Set(),
+    lamps: new Set(),
+  };
   for (const [o, t] of s.tuples("objecttype")) {
     const type = bare(t);
     if (LAMPS.has(type) && s.has(`toggleable ${o}`) && s.tuplesWith("inreceptacle", 0, o).length > 0) scene.lamps.add(type);
@@ -142,8 +156,13 @@ export class AlfWorldTaskGenerator implements TaskGenerator {
   /** A variant task of a spec on a game. */
   variantTask(parent: Task, game: GameEntry, spec: TaskSpec, kind: string): AlfWorldTask {
     return {
-      id: `${parent.id}~${kind}:${specKey(spec).replace(/\|/g, "-")}`, instruction: specInstruction(spec),
-      game: game.game, split: game.split, task_type: spec.taskType, params: specParams(spec), variant: true,
+      id: `${parent.id}~${kind}:${specKey(spec).replace(/\|/g, "-")}`,
+      instruction: specInstruction(spec),
+      game: game.game,
+      split: game.split,
+      task_type: spec.taskType,
+      params: specParams(spec),
+      variant: true,
     };
   }
 
@@ -192,7 +211,12 @@ export class AlfWorldTaskGenerator implements TaskGenerator {
   private propose(home: GameEntry, spec: TaskSpec, rng: Rng): { game: GameEntry; spec: TaskSpec; kind: string } | undefined {
     if (rng.random() < 0.25) {
       const others = this.seedGames.filter((g) => g.game !== home.game && sceneFits(this.scene(g.game), spec));
-      if (others.length > 0) return { game: rng.choice(others), spec: { ...spec, object: spec.object.toLowerCase(), parent: spec.parent.toLowerCase(), toggle: spec.toggle.toLowerCase() }, kind: "scene" };
+      if (others.length > 0)
+        return {
+          game: rng.choice(others),
+          spec: { ...spec, object: spec.object.toLowerCase(), parent: spec.parent.toLowerCase(), toggle: spec.toggle.toLowerCase() },
+          kind: "scene",
+        };
     }
     const near = neighbours(this.scene(home.game), spec);
     if (near.length === 0) return undefined;

@@ -26,24 +26,75 @@ export function specGoal(spec: TaskSpec): Formula {
   const r = typ(spec.parent);
   switch (spec.taskType) {
     case "pick_and_place_simple":
-      return and(ex([["?r", "receptacle"]], ex([["?o", "object"]], and(atom("inreceptacle", "?o", "?r"), atom("objecttype", "?o", o), atom("receptacletype", "?r", r)))));
+      return and(
+        ex([["?r", "receptacle"]], ex([["?o", "object"]], and(atom("inreceptacle", "?o", "?r"), atom("objecttype", "?o", o), atom("receptacletype", "?r", r)))),
+      );
     case "pick_clean_then_place_in_recep":
     case "pick_heat_then_place_in_recep":
     case "pick_cool_then_place_in_recep": {
-      const [able, is] = { pick_clean_then_place_in_recep: ["cleanable", "isclean"], pick_heat_then_place_in_recep: ["heatable", "ishot"], pick_cool_then_place_in_recep: ["coolable", "iscool"] }[spec.taskType]!;
-      return and(ex([["?r", "receptacle"]], ex([["?o", "object"]], and(atom(able, "?o"), atom("objecttype", "?o", o), atom("receptacletype", "?r", r), atom(is, "?o"), atom("inreceptacle", "?o", "?r")))));
+      const [able, is] = {
+        pick_clean_then_place_in_recep: ["cleanable", "isclean"],
+        pick_heat_then_place_in_recep: ["heatable", "ishot"],
+        pick_cool_then_place_in_recep: ["coolable", "iscool"],
+      }[spec.taskType]!;
+      return and(
+        ex(
+          [["?r", "receptacle"]],
+          ex(
+            [["?o", "object"]],
+            and(atom(able, "?o"), atom("objecttype", "?o", o), atom("receptacletype", "?r", r), atom(is, "?o"), atom("inreceptacle", "?o", "?r")),
+          ),
+        ),
+      );
     }
     case "pick_two_obj_and_place":
-      return and(ex([["?r", "receptacle"]], ex([["?o1", "object"]], and(
-        atom("objecttype", "?o1", o), atom("receptacletype", "?r", r), atom("inreceptacle", "?o1", "?r"),
-        ex([["?o2", "object"]], and({ kind: "not", arg: { kind: "eq", a: "?o1", b: "?o2" } }, atom("objecttype", "?o2", o), atom("receptacletype", "?r", r), atom("inreceptacle", "?o2", "?r"))),
-      ))));
+      return and(
+        ex(
+          [["?r", "receptacle"]],
+          ex(
+            [["?o1", "object"]],
+            and(
+              atom("objecttype", "?o1", o),
+              atom("receptacletype", "?r", r),
+              atom("inreceptacle", "?o1", "?r"),
+              ex(
+                [["?o2", "object"]],
+                and(
+                  { kind: "not", arg: { kind: "eq", a: "?o1", b: "?o2" } },
+                  atom("objecttype", "?o2", o),
+                  atom("receptacletype", "?r", r),
+                  atom("inreceptacle", "?o2", "?r"),
+                ),
+              ),
+            ),
+          ),
+        ),
+      );
     case "look_at_obj_in_light":
       return and(
-        ex([["?ot", "object"], ["?r", "receptacle"], ["?a", "agent"], ["?l", "location"]], and(
-          atom("objecttype", "?ot", typ(spec.toggle)), atom("toggleable", "?ot"), atom("istoggled", "?ot"), atom("receptacleatlocation", "?r", "?l"), atom("atlocation", "?a", "?l"), atom("inreceptacle", "?ot", "?r"),
-        )),
-        ex([["?o", "object"], ["?a", "agent"]], and(atom("objecttype", "?o", o), atom("holds", "?a", "?o"))),
+        ex(
+          [
+            ["?ot", "object"],
+            ["?r", "receptacle"],
+            ["?a", "agent"],
+            ["?l", "location"],
+          ],
+          and(
+            atom("objecttype", "?ot", typ(spec.toggle)),
+            atom("toggleable", "?ot"),
+            atom("istoggled", "?ot"),
+            atom("receptacleatlocation", "?r", "?l"),
+            atom("atlocation", "?a", "?l"),
+            atom("inreceptacle", "?ot", "?r"),
+          ),
+        ),
+        ex(
+          [
+            ["?o", "object"],
+            ["?a", "agent"],
+          ],
+          and(atom("objecttype", "?o", o), atom("holds", "?a", "?o")),
+        ),
       );
     default:
       throw new Error(`unknown ALFWorld task type ${spec.taskType}`);
@@ -55,13 +106,20 @@ export function specInstruction(spec: TaskSpec): string {
   const o = spec.object.toLowerCase();
   const r = spec.parent.toLowerCase();
   switch (spec.taskType) {
-    case "pick_and_place_simple": return `put some ${o} on ${r}`;
-    case "pick_clean_then_place_in_recep": return `put a clean ${o} in ${r}`;
-    case "pick_heat_then_place_in_recep": return `heat some ${o} and put it in ${r}`;
-    case "pick_cool_then_place_in_recep": return `cool some ${o} and put it in ${r}`;
-    case "pick_two_obj_and_place": return `put two ${o} in ${r}`;
-    case "look_at_obj_in_light": return `look at ${o} under the ${spec.toggle.toLowerCase()}`;
-    default: throw new Error(`unknown ALFWorld task type ${spec.taskType}`);
+    case "pick_and_place_simple":
+      return `put some ${o} on ${r}`;
+    case "pick_clean_then_place_in_recep":
+      return `put a clean ${o} in ${r}`;
+    case "pick_heat_then_place_in_recep":
+      return `heat some ${o} and put it in ${r}`;
+    case "pick_cool_then_place_in_recep":
+      return `cool some ${o} and put it in ${r}`;
+    case "pick_two_obj_and_place":
+      return `put two ${o} in ${r}`;
+    case "look_at_obj_in_light":
+      return `look at ${o} under the ${spec.toggle.toLowerCase()}`;
+    default:
+      throw new Error(`unknown ALFWorld task type ${spec.taskType}`);
   }
 }
 
@@ -73,7 +131,12 @@ export function specParams(spec: TaskSpec): Record<string, string | boolean> {
 /** The spec of a task's type and parameters. */
 export function taskSpec(taskType: string, params: Record<string, string | boolean>): TaskSpec {
   const s = (k: string) => (typeof params[k] === "string" ? (params[k] as string) : "");
-  return { taskType, object: s("object_target"), parent: taskType === "look_at_obj_in_light" ? "" : s("parent_target"), toggle: taskType === "look_at_obj_in_light" ? s("toggle_target") : "" };
+  return {
+    taskType,
+    object: s("object_target"),
+    parent: taskType === "look_at_obj_in_light" ? "" : s("parent_target"),
+    toggle: taskType === "look_at_obj_in_light" ? s("toggle_target") : "",
+  };
 }
 
 /** A spec as one lower-case key (types only). */

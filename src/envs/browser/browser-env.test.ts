@@ -57,9 +57,35 @@ const one = () => (single ??= pool(1));
 test("the page state: text in reading order, elements with ids, roles and names; hidden ones left out", async () => {
   const env = new BrowserEnv({ site: site(), pool: one() });
   const { observation } = await env.reset();
-  assert.equal(observation, ['Start', 'Some bold text', '[1] textbox "Query"', '[2] combobox "" options: "Small" | "Large" selected "Small"', '[3] link "slow page"', '[4] link "finish"'].join("\n"));
-  assert.deepEqual(env.availableActions(), ["type [1] [<query>]", "select [2] [Small]", "select [2] [Large]", "click [3]", "click [4]", "go_back", "stop [<query>]"]);
-  assert.deepEqual(parseElements(observation).map((e) => [e.id, e.role]), [[1, "textbox"], [2, "combobox"], [3, "link"], [4, "link"]]);
+  assert.equal(
+    observation,
+    [
+      "Start",
+      "Some bold text",
+      '[1] textbox "Query"',
+      '[2] combobox "" options: "Small" | "Large" selected "Small"',
+      '[3] link "slow page"',
+      '[4] link "finish"',
+    ].join("\n"),
+  );
+  assert.deepEqual(env.availableActions(), [
+    "type [1] [<query>]",
+    "select [2] [Small]",
+    "select [2] [Large]",
+    "click [3]",
+    "click [4]",
+    "go_back",
+    "stop [<query>]",
+  ]);
+  assert.deepEqual(
+    parseElements(observation).map((e) => [e.id, e.role]),
+    [
+      [1, "textbox"],
+      [2, "combobox"],
+      [3, "link"],
+      [4, "link"],
+    ],
+  );
   const typed = await env.step("type [1] [red shoes] [0]");
   assert.match(typed.observation, /\[1\] textbox "Query" value="red shoes"/);
   const picked = await env.step("select [2] [Large]");
@@ -106,7 +132,12 @@ test("a site that does not answer: an error naming its URL", async () => {
 test("a task the site refuses: its error, and the context goes back unharmed", async () => {
   const p = one();
   const broken = p.stats.broken;
-  const env = new BrowserEnv({ site: site(() => { throw new InvalidConfigError("no such task"); }), pool: p });
+  const env = new BrowserEnv({
+    site: site(() => {
+      throw new InvalidConfigError("no such task");
+    }),
+    pool: p,
+  });
   await assert.rejects(env.reset(), /no such task/);
   assert.equal(p.inUse, 0);
   assert.equal(p.stats.broken, broken);
@@ -151,7 +182,10 @@ test("an abandoned episode's idle context is reclaimed for a waiting env; the ab
 
 test("Chromium missing: an error that names the package", async () => {
   const p = new BrowserPool({ executablePath: "/nonexistent/chromium" });
-  await assert.rejects(p.acquire(), (e: Error) => BrowserUnavailableError.isInstance(e) && /apt-get install chromium/.test(e.message) && !e.message.includes("\n"));
+  await assert.rejects(
+    p.acquire(),
+    (e: Error) => BrowserUnavailableError.isInstance(e) && /apt-get install chromium/.test(e.message) && !e.message.includes("\n"),
+  );
   await p.close();
 });
 
@@ -159,7 +193,10 @@ test("a browser that cannot open a page after one restart: one clear line, not t
   // A storage state that does not exist makes every new context fail, on the first browser and on its restart.
   const p = new BrowserPool({ contextOptions: { storageState: "/nonexistent/state.json" } });
   try {
-    await assert.rejects(p.acquire(), (e: Error) => BrowserUnavailableError.isInstance(e) && /could not open a page/.test(e.message) && !e.message.includes("\n"));
+    await assert.rejects(
+      p.acquire(),
+      (e: Error) => BrowserUnavailableError.isInstance(e) && /could not open a page/.test(e.message) && !e.message.includes("\n"),
+    );
     assert.equal(p.stats.launches, 2);
   } finally {
     await p.close();
@@ -169,7 +206,7 @@ test("a browser that cannot open a page after one restart: one clear line, not t
 test("the action grammar", () => {
   assert.deepEqual(parseBrowserAction("click [12]"), { kind: "click", id: 12 });
   assert.deepEqual(parseBrowserAction("click[3]"), { kind: "click", id: 3 });
-  assert.deepEqual(parseBrowserAction("type [5] [28\" x 28\" [big]]"), { kind: "type", id: 5, text: "28\" x 28\" [big]", enter: true });
+  assert.deepEqual(parseBrowserAction('type [5] [28" x 28" [big]]'), { kind: "type", id: 5, text: '28" x 28" [big]', enter: true });
   assert.deepEqual(parseBrowserAction("type [5] [shoes] [0]"), { kind: "type", id: 5, text: "shoes", enter: false });
   assert.deepEqual(parseBrowserAction("select [2] [Large]"), { kind: "select", id: 2, option: "Large" });
   assert.deepEqual(parseBrowserAction("go_back"), { kind: "go_back" });

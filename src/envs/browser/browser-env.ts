@@ -1,8 +1,16 @@
 import { readFileSync } from "node:fs";
 import type { BrowserContext, Page } from "playwright-core";
 import {
-  ClosedEnvironmentError, InvalidConfigError, ResetNeededError, Rng,
-  type Env, type ResetOptions, type ResetResult, type StepInfo, type StepResult, type Task,
+  ClosedEnvironmentError,
+  InvalidConfigError,
+  ResetNeededError,
+  Rng,
+  type Env,
+  type ResetOptions,
+  type ResetResult,
+  type StepInfo,
+  type StepResult,
+  type Task,
 } from "../../core/index.ts";
 import { fitsElement, listActions, parseBrowserAction, type BrowserAction } from "./actions.ts";
 import { SiteUnreachableError } from "./chromium.ts";
@@ -28,7 +36,8 @@ export interface BrowserEnvOptions {
 }
 
 /** Chromium's network errors: the site did not answer at all (not a page error). */
-const UNREACHABLE = /net::ERR_(CONNECTION_REFUSED|CONNECTION_RESET|CONNECTION_CLOSED|NAME_NOT_RESOLVED|ADDRESS_UNREACHABLE|CONNECTION_TIMED_OUT|TIMED_OUT|EMPTY_RESPONSE|INTERNET_DISCONNECTED)/;
+const UNREACHABLE =
+  /net::ERR_(CONNECTION_REFUSED|CONNECTION_RESET|CONNECTION_CLOSED|NAME_NOT_RESOLVED|ADDRESS_UNREACHABLE|CONNECTION_TIMED_OUT|TIMED_OUT|EMPTY_RESPONSE|INTERNET_DISCONNECTED)/;
 /** The page navigated while it was read: read it again. */
 const NAVIGATED = /Execution context was destroyed|navigat|Cannot find context/i;
 
@@ -109,10 +118,12 @@ export class BrowserEnv implements Env {
       lease.busy(true);
       let url = "";
       try {
-        url = await Promise.resolve().then(() => this.site.startUrl(task)).catch(async (e: unknown) => {
-          await lease.release(true); // the site refused the task: the context is fine
-          throw e;
-        });
+        url = await Promise.resolve()
+          .then(() => this.site.startUrl(task))
+          .catch(async (e: unknown) => {
+            await lease.release(true); // the site refused the task: the context is fine
+            throw e;
+          });
         const signedIn = this.site.storageState?.(task);
         const state = await this.guarded(lease, `opening ${url}`, async () => {
           // A signed-in session (WebArena's .auth files): its cookies go into this pooled context.
@@ -225,7 +236,9 @@ export class BrowserEnv implements Env {
     let url = "";
     try {
       url = e.lease.page.url();
-    } catch { /* page gone */ }
+    } catch {
+      /* page gone */
+    }
     this.episode = null;
     await e.lease.release(false);
     return { observation: e.state.text, reward: 0, terminated: false, truncated: true, info: { error, failed: true, ...(url ? { url } : {}) } };

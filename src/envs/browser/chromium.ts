@@ -34,7 +34,9 @@ export function resolveChromium(explicit?: string): string {
     ok = false;
   }
   if (!ok) {
-    throw new BrowserUnavailableError(`Chromium is not installed at ${path}: install Debian's package (apt-get install chromium), or set DREAMGYM_CHROMIUM to a Chromium executable`);
+    throw new BrowserUnavailableError(
+      `Chromium is not installed at ${path}: install Debian's package (apt-get install chromium), or set DREAMGYM_CHROMIUM to a Chromium executable`,
+    );
   }
   return path;
 }

@@ -125,7 +125,10 @@ const EXTRACT = `(({ attr, maxName }) => {
 
 /** Reads the page's state (and marks its elements with their ids for the actions that follow). */
 export async function readPageState(page: Page): Promise<PageState> {
-  const { lines, elements } = await page.evaluate(`${EXTRACT}(${JSON.stringify({ attr: ID_ATTRIBUTE, maxName: MAX_NAME })})`) as { lines: string[]; elements: PageElement[] };
+  const { lines, elements } = (await page.evaluate(`${EXTRACT}(${JSON.stringify({ attr: ID_ATTRIBUTE, maxName: MAX_NAME })})`)) as {
+    lines: string[];
+    elements: PageElement[];
+  };
   return { text: lines.join("\n"), elements };
 }
 

@@ -124,7 +124,12 @@ export class BrowserPool {
     // Loaded at the first launch: playwright-core costs a third of the CLI's start-up otherwise.
     const { chromium } = await import("playwright-core");
     try {
-      browser = await chromium.launch({ executablePath: this.executable, headless: true, timeout: this.launchTimeoutMs, args: ["--disable-dev-shm-usage", "--disable-gpu"] });
+      browser = await chromium.launch({
+        executablePath: this.executable,
+        headless: true,
+        timeout: this.launchTimeoutMs,
+        args: ["--disable-dev-shm-usage", "--disable-gpu"],
+      });
     } catch (e) {
       throw new BrowserUnavailableError(`Chromium at ${this.executable} failed to start (${firstLine(e)}): check it runs (apt-get install chromium)`, e);
     }
@@ -204,7 +209,9 @@ export class BrowserPool {
     };
     this.out.add(entry);
     const lease: BrowserLease = {
-      context: s.context, page: s.page, lost: s.lost,
+      context: s.context,
+      page: s.page,
+      lost: s.lost,
       busy: (inFlight) => {
         entry.idleSince = inFlight ? null : Date.now();
       },
@@ -235,20 +242,24 @@ export class BrowserPool {
    */
   private watchIdle(): void {
     if (this.reclaimTimer) return;
-    this.reclaimTimer = setInterval(() => {
-      if (this.waiters.length === 0 || this.closed) {
-        clearInterval(this.reclaimTimer!);
-        this.reclaimTimer = null;
-        return;
-      }
-      const now = Date.now();
-      let oldest: { idleSince: number | null; reclaim: () => Promise<void> } | undefined;
-      for (const e of this.out) if (e.idleSince !== null && now - e.idleSince >= this.reclaimIdleMs && (!oldest || e.idleSince < oldest.idleSince!)) oldest = e;
-      if (oldest) {
-        this.stats.reclaimed++;
-        void oldest.reclaim();
-      }
-    }, Math.min(1000, this.reclaimIdleMs));
+    this.reclaimTimer = setInterval(
+      () => {
+        if (this.waiters.length === 0 || this.closed) {
+          clearInterval(this.reclaimTimer!);
+          this.reclaimTimer = null;
+          return;
+        }
+        const now = Date.now();
+        let oldest: { idleSince: number | null; reclaim: () => Promise<void> } | undefined;
+        for (const e of this.out)
+          if (e.idleSince !== null && now - e.idleSince >= this.reclaimIdleMs && (!oldest || e.idleSince < oldest.idleSince!)) oldest = e;
+        if (oldest) {
+          this.stats.reclaimed++;
+          void oldest.reclaim();
+        }
+      },
+      Math.min(1000, this.reclaimIdleMs),
+    );
     this.reclaimTimer.unref();
   }
 
@@ -282,7 +293,9 @@ export class BrowserPool {
       if (pid !== undefined) {
         try {
           process.kill(pid, "SIGKILL");
-        } catch { /* already gone */ }
+        } catch {
+          /* already gone */
+        }
       }
     }
   }

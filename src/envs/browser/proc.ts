@@ -15,7 +15,9 @@ function parentOf(pid: number): number | null {
 
 function allPids(): number[] {
   try {
-    return readdirSync("/proc").filter((d) => /^\d+$/.test(d)).map(Number);
+    return readdirSync("/proc")
+      .filter((d) => /^\d+$/.test(d))
+      .map(Number);
   } catch {
     return [];
   }
@@ -58,9 +60,13 @@ export function memoryOf(pid: number): { rss: number; pss: number } {
   let pss = 0;
   try {
     rss = 1024 * Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0);
-  } catch { /* gone */ }
+  } catch {
+    /* gone */
+  }
   try {
     pss = 1024 * Number(/Pss:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/smaps_rollup`, "utf8"))?.[1] ?? 0);
-  } catch { /* gone or not readable */ }
+  } catch {
+    /* gone or not readable */
+  }
   return { rss, pss };
 }

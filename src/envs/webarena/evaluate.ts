@@ -42,7 +42,15 @@ export async function evaluateTask(task: WebArenaTask, ctx: EvaluateContext): Pr
     } else if (type === "url_match") {
       r = urlMatch(ctx.page.url(), e.reference_url!, e.url_note, rules);
     } else {
-      r = await programHtml(e.program_html, { page: ctx.page, sites: ctx.sites, magentoAdmin: ctx.magentoAdmin, intent: task.instruction, rules, judge: ctx.judge, taskId: task.id });
+      r = await programHtml(e.program_html, {
+        page: ctx.page,
+        sites: ctx.sites,
+        magentoAdmin: ctx.magentoAdmin,
+        intent: task.instruction,
+        rules,
+        judge: ctx.judge,
+        taskId: task.id,
+      });
     }
     parts.push({ type, ...r });
     score *= r.score;

@@ -76,24 +76,39 @@ test("url_match + program_html: the product of both (653: contact form)", async 
   await page.goto(`${fx.sites.shopping}/contact`);
   await page.fill("textarea[name=comment]", message);
   let r = await evaluateTask(t, { page, answer: "", sites: fx.sites });
-  assert.deepEqual(r.parts.map((p) => p.score), [1, 1]);
+  assert.deepEqual(
+    r.parts.map((p) => p.score),
+    [1, 1],
+  );
   assert.equal(r.score, 1);
   await page.fill("textarea[name=comment]", "I want a refund for order 000000180.");
   r = await evaluateTask(t, { page, answer: "", sites: fx.sites });
-  assert.deepEqual(r.parts.map((p) => p.score), [1, 0]);
+  assert.deepEqual(
+    r.parts.map((p) => p.score),
+    [1, 0],
+  );
   assert.match(r.parts[1].detail, /missing "it broke after three days of use"/);
   // Right text on the wrong page: the URL check fails, so the task does.
   await page.goto(`${fx.sites.shopping}/`);
   await page.evaluate(`document.body.insertAdjacentHTML("beforeend", ${JSON.stringify(`<textarea title="What’s on your mind?">${message}</textarea>`)})`);
   r = await evaluateTask(t, { page, answer: "", sites: fx.sites });
-  assert.deepEqual(r.parts.map((p) => p.score), [0, 1]);
+  assert.deepEqual(
+    r.parts.map((p) => p.score),
+    [0, 1],
+  );
   assert.equal(r.score, 0);
 });
 
 test("url_match: base path in the final URL, each reference query value present, order free (45)", async () => {
   const t = full(45);
   const issues = `${fx.sites.gitlab}/a11yproject/a11yproject.com/-/issues/`;
-  for (const [q, want] of [["?sort=created_asc&state=opened", 1], ["?state=opened&page=1&sort=created_asc", 1], ["?sort=created_desc&state=opened", 0], ["?sort=created_asc", 0], ["", 0]] as const) {
+  for (const [q, want] of [
+    ["?sort=created_asc&state=opened", 1],
+    ["?state=opened&page=1&sort=created_asc", 1],
+    ["?sort=created_desc&state=opened", 0],
+    ["?sort=created_asc", 0],
+    ["", 0],
+  ] as const) {
     await page.goto(issues + q);
     assert.equal(await score(t), want, q);
   }
@@ -121,13 +136,18 @@ test("helpers over Magento's REST API: the latest order (436), the latest review
   fx.state.reviews.push({ nickname: "Emma Lopez", ratings: [{ rating_name: "Rating", percent: 100 }] });
   assert.equal(await score(t), 1);
   await assert.rejects(score(t, "", { magentoAdmin: undefined }), (e: unknown) => e instanceof InvalidConfigError && /magentoAdmin/.test(e.message));
-  await assert.rejects(score(t, "", { magentoAdmin: { username: "x", password: "y" } }), (e: unknown) => e instanceof ApiCallError && /HTTP 401/.test(e.message));
+  await assert.rejects(
+    score(t, "", { magentoAdmin: { username: "x", password: "y" } }),
+    (e: unknown) => e instanceof ApiCallError && /HTTP 401/.test(e.message),
+  );
 });
 
 test("placeholders inside required contents are resolved; a task needing a site not given is refused by name (lite 146)", async () => {
   const t = lite.get(146)!;
   await page.goto(`${fx.sites.reddit}/f/machinelearning/5/chatgpt`);
-  await page.evaluate(`document.querySelector(".submission__inner").insertAdjacentHTML("beforeend", ${JSON.stringify(`<p>ChatGPT repo: ${fx.sites.gitlab}/convexegg/chatgpt</p>`)})`);
+  await page.evaluate(
+    `document.querySelector(".submission__inner").insertAdjacentHTML("beforeend", ${JSON.stringify(`<p>ChatGPT repo: ${fx.sites.gitlab}/convexegg/chatgpt</p>`)})`,
+  );
   assert.equal(await score(t), 1);
   const { gitlab: _, ...noGitlab } = fx.sites;
   await assert.rejects(evaluateTask(t, { page, answer: "", sites: noGitlab }), /webarena:146 needs the gitlab site/);
@@ -173,7 +193,9 @@ test("fuzzy_match and the N/A reason are graded by a chat model over the OpenAI 
     assert.equal(server.requests.length, calls, "no grader call for N/A itself");
     verdict = "same";
     assert.equal(await score(t22, "No reviewer mentions under water photos", { judge }), 1);
-    assert.ok((server.requests.at(-1)!.messages as { content: string }[])[1].content.includes("actual unachievable reason: There is no review about under water photo"));
+    assert.ok(
+      (server.requests.at(-1)!.messages as { content: string }[])[1].content.includes("actual unachievable reason: There is no review about under water photo"),
+    );
     verdict = "different";
     assert.equal(await score(t22, "The site is down", { judge }), 0);
     verdict = "I cannot tell.";

@@ -5,8 +5,16 @@
  * importer of WebArena's published execution traces (render_<id>.html).
  */
 export {
-  loadWebArenaTasks, parseTaskFile, resolvePlaceholders, placeholderSites, missingSites, checkSites, sitesFromEnvironment, envVarOf,
-  SITE_NAMES, SPLIT_FILES,
+  loadWebArenaTasks,
+  parseTaskFile,
+  resolvePlaceholders,
+  placeholderSites,
+  missingSites,
+  checkSites,
+  sitesFromEnvironment,
+  envVarOf,
+  SITE_NAMES,
+  SPLIT_FILES,
 } from "./tasks.ts";
 export type { WebArenaTask, WebArenaEval, WebArenaSplit, SiteName, SiteUrls, RawWebArenaTask, ProgramHtmlTarget, RequiredContents } from "./tasks.ts";
 export { cleanAnswer, exactMatch, mustInclude, wordTokenize, scoreAnswer, scoreContent, FuzzyJudgeMissing } from "./string-match.ts";

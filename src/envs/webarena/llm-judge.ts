@@ -11,38 +11,49 @@ import type { AnswerJudge } from "./string-match.ts";
  * grader never passes or fails a task silently.
  */
 export class LlmAnswerJudge implements AnswerJudge {
-  constructor(private readonly chat: ChatModel, private readonly opts: { maxTokens?: number } = {}) {}
+  constructor(
+    private readonly chat: ChatModel,
+    private readonly opts: { maxTokens?: number } = {},
+  ) {}
 
   private async ask(prompt: string): Promise<string> {
     const res = await this.chat.generate({
-      messages: [{ role: "system", content: "You are a helpful assistant" }, { role: "user", content: prompt }],
-      temperature: 0, maxTokens: this.opts.maxTokens ?? 768,
+      messages: [
+        { role: "system", content: "You are a helpful assistant" },
+        { role: "user", content: prompt },
+      ],
+      temperature: 0,
+      maxTokens: this.opts.maxTokens ?? 768,
     });
     return (res.choices[0]?.text ?? "").toLowerCase();
   }
 
   async fuzzy(pred: string, reference: string, question: string): Promise<number> {
-    const reply = await this.ask([
-      "Grade a student's answer to a question for a teacher. The student may phrase it differently; what counts is whether it means the same as the reference answer.",
-      `question: ${question}`,
-      `reference answer: ${reference}`,
-      "The string 'N/A' anywhere here is a special value meaning 'not achievable'.",
-      `student answer: ${pred}`,
-      "End your judgement with one of: correct, incorrect, partially correct.",
-    ].join("\n"));
+    const reply = await this.ask(
+      [
+        "Grade a student's answer to a question for a teacher. The student may phrase it differently; what counts is whether it means the same as the reference answer.",
+        `question: ${question}`,
+        `reference answer: ${reference}`,
+        "The string 'N/A' anywhere here is a special value meaning 'not achievable'.",
+        `student answer: ${pred}`,
+        "End your judgement with one of: correct, incorrect, partially correct.",
+      ].join("\n"),
+    );
     if (reply.includes("partially correct") || reply.includes("incorrect")) return 0;
     if (reply.includes("correct")) return 1;
     throw new JudgeReplyError("fuzzy_match", reply);
   }
 
   async unachievable(pred: string, reference: string, question: string): Promise<number> {
-    const reply = await this.ask([
-      `task: ${question}`,
-      `actual unachievable reason: ${reference}`,
-      `reported unachievable reason: ${pred}`,
-      "The task above cannot be done, for the reason under 'actual unachievable reason'. Someone tried it, failed, and gave the reason under 'reported unachievable reason'. " +
-        "Compare the two: if the reported reason agrees with the actual one, even implicitly, answer 'same'; otherwise answer 'different'.",
-    ].join("\n"));
+    const reply = await this.ask(
+      [
+        `task: ${question}`,
+        `actual unachievable reason: ${reference}`,
+        `reported unachievable reason: ${pred}`,
+        "The task above cannot be done, for the reason under 'actual unachievable reason'. Someone tried it, failed, and gave the reason under 'reported unachievable reason'. " +
+          "Compare the two: if the reported reason agrees with the actual one, even implicitly, answer 'same'; otherwise answer 'different'.",
+      ].join("\n"),
+    );
     if (reply.includes("different")) return 0;
     if (reply.includes("same")) return 1;
     throw new JudgeReplyError("ua_match", reply);

@@ -12,7 +12,8 @@ import { resolvePlaceholders, type ProgramHtmlTarget } from "./tasks.ts";
  * Navigation waits for the page's load event (WebArena slept 3 s).
  */
 export async function programHtml(
-  targets: readonly ProgramHtmlTarget[], ctx: HelperContext & { intent: string; rules?: MatchRules; judge?: AnswerJudge; taskId?: string },
+  targets: readonly ProgramHtmlTarget[],
+  ctx: HelperContext & { intent: string; rules?: MatchRules; judge?: AnswerJudge; taskId?: string },
 ): Promise<{ score: number; detail: string }> {
   const rules = ctx.rules ?? "webarena";
   let score = 1;
@@ -92,13 +93,38 @@ function pyRepr(v: unknown): string {
     return q + (q === "'" ? body.replace(/'/g, "\\'") : body) + q;
   }
   if (Array.isArray(v)) return `[${v.map(pyRepr).join(", ")}]`;
-  if (typeof v === "object") return `{${Object.entries(v as Record<string, unknown>).map(([k, x]) => `${pyRepr(k)}: ${pyRepr(x)}`).join(", ")}}`;
+  if (typeof v === "object")
+    return `{${Object.entries(v as Record<string, unknown>)
+      .map(([k, x]) => `${pyRepr(k)}: ${pyRepr(x)}`)
+      .join(", ")}}`;
   return String(v);
 }
 
 const NAMED: Record<string, string> = {
-  amp: "&", lt: "<", gt: ">", quot: '"', apos: "'", nbsp: "\u00a0", copy: "©", reg: "®", trade: "™", hellip: "…", ndash: "–", mdash: "—",
-  lsquo: "‘", rsquo: "’", ldquo: "“", rdquo: "”", euro: "€", pound: "£", yen: "¥", cent: "¢", deg: "°", times: "×", middot: "·", bull: "•",
+  amp: "&",
+  lt: "<",
+  gt: ">",
+  quot: '"',
+  apos: "'",
+  nbsp: "\u00a0",
+  copy: "©",
+  reg: "®",
+  trade: "™",
+  hellip: "…",
+  ndash: "–",
+  mdash: "—",
+  lsquo: "‘",
+  rsquo: "’",
+  ldquo: "“",
+  rdquo: "”",
+  euro: "€",
+  pound: "£",
+  yen: "¥",
+  cent: "¢",
+  deg: "°",
+  times: "×",
+  middot: "·",
+  bull: "•",
 };
 
 /** HTML character references decoded (numeric ones, and the common named ones), as Python's html.unescape does for them. */

@@ -40,15 +40,20 @@ export async function callHelper(call: string, ctx: HelperContext): Promise<stri
     return args[i] as string;
   };
   switch (name) {
-    case "reddit_get_post_url": return redditPostUrl(str(0), ctx.sites.reddit);
-    case "gitlab_get_project_memeber_role": return gitlabMemberRole(ctx.page, str(1));
-    case "shopping_get_latest_order_url": return shoppingLatestOrderUrl(ctx);
-    case "shopping_get_sku_latest_review_author": return (await latestReview(ctx, str(0)))?.nickname ?? "";
+    case "reddit_get_post_url":
+      return redditPostUrl(str(0), ctx.sites.reddit);
+    case "gitlab_get_project_memeber_role":
+      return gitlabMemberRole(ctx.page, str(1));
+    case "shopping_get_latest_order_url":
+      return shoppingLatestOrderUrl(ctx);
+    case "shopping_get_sku_latest_review_author":
+      return (await latestReview(ctx, str(0)))?.nickname ?? "";
     case "shopping_get_sku_latest_review_rating": {
       const r = await latestReview(ctx, str(0));
       return r ? String(r.ratings?.[0]?.percent ?? "") : "";
     }
-    default: throw new InvalidConfigError(`unknown WebArena evaluation helper "${name}"`);
+    default:
+      throw new InvalidConfigError(`unknown WebArena evaluation helper "${name}"`);
   }
 }
 
@@ -61,7 +66,10 @@ export function redditPostUrl(url: string, base?: string): string {
   const m = /^([A-Za-z][\w+.-]*):\/\/([^/?#]*)([^?#]*)/.exec(url);
   if (!m) return url;
   const root = base && url.startsWith(`${base}/`) ? base : `${m[1]}://${m[2]}`;
-  const parts = url.slice(root.length).replace(/[?#].*$/, "").split("/");
+  const parts = url
+    .slice(root.length)
+    .replace(/[?#].*$/, "")
+    .split("/");
   if (parts.length < 4 || parts[1] !== "f") return url;
   return `${root}/f/${parts[2]}/${parts[3]}/`;
 }
@@ -81,7 +89,10 @@ async function gitlabMemberRole(page: EvalPage, account: string): Promise<string
 }
 
 async function magentoToken(ctx: HelperContext): Promise<string> {
-  if (!ctx.magentoAdmin) throw new InvalidConfigError("this task's evaluation reads the shop's REST API: give the webarena env magentoAdmin {username, password} (the shop's admin account)");
+  if (!ctx.magentoAdmin)
+    throw new InvalidConfigError(
+      "this task's evaluation reads the shop's REST API: give the webarena env magentoAdmin {username, password} (the shop's admin account)",
+    );
   const url = `${shoppingBase(ctx)}/rest/default/V1/integration/admin/token`;
   const body = await getJson(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(ctx.magentoAdmin) });
   if (typeof body !== "string") throw new ApiCallError("the shop's admin token request did not return a token", { url, isRetryable: false });
@@ -117,7 +128,10 @@ async function getJson(url: string, init: RequestInit = {}): Promise<unknown> {
   try {
     res = await fetch(url, { ...init, signal: AbortSignal.timeout(30_000) });
   } catch (e) {
-    throw new ApiCallError(`the site does not answer: ${(e as Error).cause instanceof Error ? ((e as Error).cause as Error).message : (e as Error).message}`, { url, cause: e });
+    throw new ApiCallError(`the site does not answer: ${(e as Error).cause instanceof Error ? ((e as Error).cause as Error).message : (e as Error).message}`, {
+      url,
+      cause: e,
+    });
   }
   if (!res.ok) throw new ApiCallError("the site answered an error", { url, status: res.status });
   try {

@@ -54,7 +54,10 @@ export class WebArenaSite implements BrowserSite {
   startUrl(task: Task): string {
     const t = this.webarenaTask(task);
     const missing = missingSites(t, this.sites);
-    if (missing.length > 0) throw new InvalidConfigError(`${t.id} needs the ${missing.join(" and ")} site${missing.length > 1 ? "s" : ""}: give ${missing.map((s) => `sites.${s}`).join(", ")} (or $${missing.map((s) => s.toUpperCase()).join(", $")})`);
+    if (missing.length > 0)
+      throw new InvalidConfigError(
+        `${t.id} needs the ${missing.join(" and ")} site${missing.length > 1 ? "s" : ""}: give ${missing.map((s) => `sites.${s}`).join(", ")} (or $${missing.map((s) => s.toUpperCase()).join(", $")})`,
+      );
     return resolvePlaceholders(t.start_url, this.sites, t.id);
   }
 
@@ -62,7 +65,10 @@ export class WebArenaSite implements BrowserSite {
     const state = this.webarenaTask(task).storage_state;
     if (!state || !this.o.authDir) return undefined;
     const file = join(this.o.authDir, basename(state));
-    if (!existsSync(file)) throw new InvalidConfigError(`${task.id} starts signed in with ${basename(state)}, not found in ${this.o.authDir} (make it with WebArena's browser_env/auto_login.py)`);
+    if (!existsSync(file))
+      throw new InvalidConfigError(
+        `${task.id} starts signed in with ${basename(state)}, not found in ${this.o.authDir} (make it with WebArena's browser_env/auto_login.py)`,
+      );
     return file;
   }
 
@@ -70,7 +76,12 @@ export class WebArenaSite implements BrowserSite {
   async judge(page: Page, task: Task, ended: { stopped: boolean; answer?: string }): Promise<SiteVerdict | null> {
     if (!ended.stopped) return null;
     const r = await evaluateTask(this.webarenaTask(task), {
-      page, answer: ended.answer ?? "", sites: this.sites, judge: this.o.judge, rules: this.o.rules, magentoAdmin: this.o.magentoAdmin,
+      page,
+      answer: ended.answer ?? "",
+      sites: this.sites,
+      judge: this.o.judge,
+      rules: this.o.rules,
+      magentoAdmin: this.o.magentoAdmin,
     });
     return { reward: r.score, detail: r.parts.map((p) => p.detail).join("; ") };
   }

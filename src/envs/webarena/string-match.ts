@@ -76,7 +76,9 @@ const alternatives = (v: string): string[] => v.split(" |OR| ");
  * task cannot be done.
  */
 export async function scoreAnswer(
-  answer: string, ref: RequiredContents, ctx: { intent: string; stringNote?: string; rules?: MatchRules; judge?: AnswerJudge },
+  answer: string,
+  ref: RequiredContents,
+  ctx: { intent: string; stringNote?: string; rules?: MatchRules; judge?: AnswerJudge },
 ): Promise<{ score: number; detail: string }> {
   const rules = ctx.rules ?? "webarena";
   const pred = cleanAnswer(answer, rules);
@@ -90,9 +92,12 @@ export async function scoreAnswer(
   if (ref.must_include !== undefined) {
     const list = asList(ref.must_include);
     for (const must of list) {
-      const s = rules === "vab"
-        ? (alternatives(must).some((v) => mustInclude(v, pred, { rules }) === 1) ? 1 : 0)
-        : mustInclude(must, pred, { rules, tokenize: list.length === 1 });
+      const s =
+        rules === "vab"
+          ? alternatives(must).some((v) => mustInclude(v, pred, { rules }) === 1)
+            ? 1
+            : 0
+          : mustInclude(must, pred, { rules, tokenize: list.length === 1 });
       score *= s;
       if (s === 0) notes.push(`must_include missing ${JSON.stringify(must)}`);
     }
@@ -128,7 +133,9 @@ export async function scoreAnswer(
  * judged against the task's intent).
  */
 export async function scoreContent(
-  selected: string, req: RequiredContents, ctx: { intent: string; rules?: MatchRules; judge?: AnswerJudge },
+  selected: string,
+  req: RequiredContents,
+  ctx: { intent: string; rules?: MatchRules; judge?: AnswerJudge },
 ): Promise<{ score: number; detail: string }> {
   const rules = ctx.rules ?? "webarena";
   if (req.exact_match !== undefined) {
@@ -157,6 +164,8 @@ function needJudge(judge: AnswerJudge | undefined): AnswerJudge {
 /** A fuzzy_match needs a chat model to grade it and none was given. */
 export class FuzzyJudgeMissing extends InvalidConfigError {
   constructor() {
-    super("this task's evaluation has a fuzzy_match, judged by a chat model: give the webarena env a judge model (judge: \"http://host/v1#model\" or a ChatModel; from the CLI: $DREAMGYM_WEBARENA_JUDGE)");
+    super(
+      'this task\'s evaluation has a fuzzy_match, judged by a chat model: give the webarena env a judge model (judge: "http://host/v1#model" or a ChatModel; from the CLI: $DREAMGYM_WEBARENA_JUDGE)',
+    );
   }
 }

@@ -5,8 +5,22 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DataError, InvalidConfigError } from "../../core/index.ts";
 import {
-  actionKind, checkSites, cleanAnswer, loadWebArenaTasks, missingSites, mustInclude, parseStopAction, parseTaskFile, pyStr, redditPostUrl,
-  resolvePlaceholders, sitesFromEnvironment, unescapeHtml, urlMatch, wordTokenize, WebArenaSite,
+  actionKind,
+  checkSites,
+  cleanAnswer,
+  loadWebArenaTasks,
+  missingSites,
+  mustInclude,
+  parseStopAction,
+  parseTaskFile,
+  pyStr,
+  redditPostUrl,
+  resolvePlaceholders,
+  sitesFromEnvironment,
+  unescapeHtml,
+  urlMatch,
+  wordTokenize,
+  WebArenaSite,
 } from "./index.ts";
 
 test("both task files load: 812 and 165 tasks, ids webarena:<task_id>, the intent as the instruction", () => {
@@ -14,7 +28,10 @@ test("both task files load: 812 and 165 tasks, ids webarena:<task_id>, the inten
   const lite = loadWebArenaTasks("lite");
   assert.equal(all.length, 812);
   assert.equal(lite.length, 165);
-  assert.deepEqual(all.map((t) => t.task_id), Array.from({ length: 812 }, (_, i) => i));
+  assert.deepEqual(
+    all.map((t) => t.task_id),
+    Array.from({ length: 812 }, (_, i) => i),
+  );
   const t0 = all[0];
   assert.equal(t0.id, "webarena:0");
   assert.equal(t0.instruction, "What is the top-1 best-selling product in 2022");
@@ -33,7 +50,10 @@ test("both task files load: 812 and 165 tasks, ids webarena:<task_id>, the inten
 test("a malformed task file: one error naming the file, the task and the field", () => {
   const dir = mkdtempSync(join(tmpdir(), "webarena-"));
   try {
-    const tasks = JSON.parse(readFileSync(join(process.env.DREAMGYM_DATA ?? "../shared/data", "webarena", "test_webarena_lite.raw.json"), "utf8")) as Record<string, any>[];
+    const tasks = JSON.parse(readFileSync(join(process.env.DREAMGYM_DATA ?? "../shared/data", "webarena", "test_webarena_lite.raw.json"), "utf8")) as Record<
+      string,
+      any
+    >[];
     const write = (mutate: (ts: Record<string, any>[]) => void) => {
       const copy = structuredClone(tasks);
       mutate(copy);
@@ -43,7 +63,14 @@ test("a malformed task file: one error naming the file, the task and the field",
     };
     const cases: [string, (ts: Record<string, any>[]) => void, RegExp][] = [
       ["eval type", (ts) => (ts[3].eval.eval_types = ["dom_match"]), /task \[3\] \(task_id 3\) eval\.eval_types\.0: Invalid option/],
-      ["url_match without URL", (ts) => { ts[7].eval.eval_types = ["url_match"]; ts[7].eval.reference_url = ""; }, /task \[7\] \(task_id 7\) eval\.reference_url: url_match needs a reference_url/],
+      [
+        "url_match without URL",
+        (ts) => {
+          ts[7].eval.eval_types = ["url_match"];
+          ts[7].eval.reference_url = "";
+        },
+        /task \[7\] \(task_id 7\) eval\.reference_url: url_match needs a reference_url/,
+      ],
       ["unknown site", (ts) => (ts[10].sites = ["amazon"]), /task \[10\] \(task_id 10\) sites\.0/],
       ["missing intent", (ts) => delete ts[2].intent, /task \[2\] \(task_id 2\) intent/],
       ["string_match without answers", (ts) => (ts[0].eval.reference_answers = null), /eval\.reference_answers: string_match needs reference_answers/],
@@ -51,11 +78,15 @@ test("a malformed task file: one error naming the file, the task and the field",
     ];
     for (const [what, mutate, want] of cases) {
       const f = write(mutate);
-      assert.throws(() => parseTaskFile(f, "lite"), (e: unknown) => e instanceof DataError && e.message.startsWith(`${f}: `) && want.test(e.message) && !e.message.includes("\n"), what);
+      assert.throws(
+        () => parseTaskFile(f, "lite"),
+        (e: unknown) => e instanceof DataError && e.message.startsWith(`${f}: `) && want.test(e.message) && !e.message.includes("\n"),
+        what,
+      );
     }
-    writeFileSync(join(dir, "bad.json"), "{\"not\": \"a list\"}");
+    writeFileSync(join(dir, "bad.json"), '{"not": "a list"}');
     assert.throws(() => parseTaskFile(join(dir, "bad.json"), "lite"), /bad\.json: a WebArena task file is a JSON list of tasks/);
-    writeFileSync(join(dir, "cut.json"), "[{\"task_id\": 1,");
+    writeFileSync(join(dir, "cut.json"), '[{"task_id": 1,');
     assert.throws(() => parseTaskFile(join(dir, "cut.json"), "lite"), /cut\.json:1:\d+: corrupt JSON/);
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -66,7 +97,12 @@ test("placeholders resolve from the sites map; a site not given is refused by na
   const sites = checkSites({ shopping: "http://shop.test:7770/", gitlab: "http://git.test:8023" });
   assert.equal(sites.shopping, "http://shop.test:7770");
   assert.equal(resolvePlaceholders("__GITLAB__/primer/design", sites), "http://git.test:8023/primer/design");
-  assert.throws(() => resolvePlaceholders("__SHOPPING_ADMIN__/sales", sites, "webarena:0"), (e: unknown) => e instanceof InvalidConfigError && /webarena:0 needs the shopping_admin site: give its URL \(sites\.shopping_admin, or \$SHOPPING_ADMIN\)/.test(e.message));
+  assert.throws(
+    () => resolvePlaceholders("__SHOPPING_ADMIN__/sales", sites, "webarena:0"),
+    (e: unknown) =>
+      e instanceof InvalidConfigError &&
+      /webarena:0 needs the shopping_admin site: give its URL \(sites\.shopping_admin, or \$SHOPPING_ADMIN\)/.test(e.message),
+  );
   const lite = loadWebArenaTasks("lite");
   const multi = lite.find((t) => t.task_id === 146)!; // reddit + gitlab
   assert.deepEqual(missingSites(multi, sites), ["reddit"]);

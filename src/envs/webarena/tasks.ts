@@ -36,24 +36,29 @@ const evalSchema = z.object({
   string_note: z.string().optional(),
   reference_answer_raw_annotation: z.string().optional(),
 });
-const taskSchema = z.object({
-  task_id: z.number().int().min(0),
-  sites: z.array(z.enum(SITE_NAMES)).min(1),
-  intent: z.string().min(1),
-  intent_template: z.string().optional(),
-  intent_template_id: z.number().int().optional(),
-  start_url: z.string().min(1),
-  require_login: z.boolean().optional(),
-  storage_state: z.string().nullable().optional(),
-  eval: evalSchema,
-  old_task_id: z.number().int().optional(),
-}).superRefine((t, ctx) => {
-  // Each evaluator a task names needs its reference.
-  const e = t.eval;
-  if (e.eval_types.includes("string_match") && !e.reference_answers) ctx.addIssue({ code: "custom", path: ["eval", "reference_answers"], message: "string_match needs reference_answers" });
-  if (e.eval_types.includes("url_match") && !e.reference_url) ctx.addIssue({ code: "custom", path: ["eval", "reference_url"], message: "url_match needs a reference_url" });
-  if (e.eval_types.includes("program_html") && e.program_html.length === 0) ctx.addIssue({ code: "custom", path: ["eval", "program_html"], message: "program_html needs at least one target" });
-});
+const taskSchema = z
+  .object({
+    task_id: z.number().int().min(0),
+    sites: z.array(z.enum(SITE_NAMES)).min(1),
+    intent: z.string().min(1),
+    intent_template: z.string().optional(),
+    intent_template_id: z.number().int().optional(),
+    start_url: z.string().min(1),
+    require_login: z.boolean().optional(),
+    storage_state: z.string().nullable().optional(),
+    eval: evalSchema,
+    old_task_id: z.number().int().optional(),
+  })
+  .superRefine((t, ctx) => {
+    // Each evaluator a task names needs its reference.
+    const e = t.eval;
+    if (e.eval_types.includes("string_match") && !e.reference_answers)
+      ctx.addIssue({ code: "custom", path: ["eval", "reference_answers"], message: "string_match needs reference_answers" });
+    if (e.eval_types.includes("url_match") && !e.reference_url)
+      ctx.addIssue({ code: "custom", path: ["eval", "reference_url"], message: "url_match needs a reference_url" });
+    if (e.eval_types.includes("program_html") && e.program_html.length === 0)
+      ctx.addIssue({ code: "custom", path: ["eval", "program_html"], message: "program_html needs at least one target" });
+  });
 export type RawWebArenaTask = z.infer<typeof taskSchema>;
 export type WebArenaEval = RawWebArenaTask["eval"];
 export type RequiredContents = z.infer<typeof contents>;
@@ -89,8 +94,15 @@ export function parseTaskFile(file: string, split: WebArenaSplit): WebArenaTask[
     if (seen.has(t.task_id)) throw new DataError(`task [${i}] task_id: ${t.task_id} is not unique`, { file });
     seen.add(t.task_id);
     return {
-      id: `webarena:${t.task_id}`, instruction: t.intent, task_id: t.task_id, split, sites: t.sites, start_url: t.start_url,
-      storage_state: t.storage_state ?? null, ...(t.intent_template_id !== undefined ? { intent_template_id: t.intent_template_id } : {}), eval: t.eval,
+      id: `webarena:${t.task_id}`,
+      instruction: t.intent,
+      task_id: t.task_id,
+      split,
+      sites: t.sites,
+      start_url: t.start_url,
+      storage_state: t.storage_state ?? null,
+      ...(t.intent_template_id !== undefined ? { intent_template_id: t.intent_template_id } : {}),
+      eval: t.eval,
     };
   });
 }
@@ -110,8 +122,13 @@ export function loadWebArenaTasks(split: string, dataDir?: string): WebArenaTask
 /** Placeholder in the task files → site. */
 const PLACEHOLDERS: [string, SiteName][] = [
   // SHOPPING_ADMIN before SHOPPING: the one is not a prefix of the other's placeholder, but keep the longer first anyway.
-  ["__SHOPPING_ADMIN__", "shopping_admin"], ["__SHOPPING__", "shopping"], ["__REDDIT__", "reddit"], ["__GITLAB__", "gitlab"],
-  ["__MAP__", "map"], ["__WIKIPEDIA__", "wikipedia"], ["__HOMEPAGE__", "homepage"],
+  ["__SHOPPING_ADMIN__", "shopping_admin"],
+  ["__SHOPPING__", "shopping"],
+  ["__REDDIT__", "reddit"],
+  ["__GITLAB__", "gitlab"],
+  ["__MAP__", "map"],
+  ["__WIKIPEDIA__", "wikipedia"],
+  ["__HOMEPAGE__", "homepage"],
 ];
 
 /** The sites a text's placeholders name. */
@@ -128,7 +145,8 @@ export function resolvePlaceholders(text: string, sites: SiteUrls, taskId?: stri
   for (const [p, site] of PLACEHOLDERS) {
     if (!out.includes(p)) continue;
     const url = sites[site];
-    if (!url) throw new InvalidConfigError(`${taskId ? `${taskId} needs` : "this needs"} the ${site} site: give its URL (sites.${site}, or $${envVarOf(site)})`);
+    if (!url)
+      throw new InvalidConfigError(`${taskId ? `${taskId} needs` : "this needs"} the ${site} site: give its URL (sites.${site}, or $${envVarOf(site)})`);
     out = out.split(p).join(url.replace(/\/+$/, ""));
   }
   return out;
@@ -148,11 +166,13 @@ export function envVarOf(site: SiteName): string {
 /** Checks a sites map: known names, http(s) URLs. */
 export function checkSites(sites: unknown): SiteUrls {
   if (sites === undefined) return {};
-  if (typeof sites !== "object" || sites === null || Array.isArray(sites)) throw new InvalidConfigError("webarena sites: an object of site name → URL, e.g. {\"shopping\": \"http://host:7770\"}");
+  if (typeof sites !== "object" || sites === null || Array.isArray(sites))
+    throw new InvalidConfigError('webarena sites: an object of site name → URL, e.g. {"shopping": "http://host:7770"}');
   const out: SiteUrls = {};
   for (const [k, v] of Object.entries(sites)) {
     if (!(SITE_NAMES as readonly string[]).includes(k)) throw new InvalidConfigError(`webarena sites: unknown site "${k}" (known: ${SITE_NAMES.join(", ")})`);
-    if (typeof v !== "string" || !/^https?:\/\/[^/\s]+/i.test(v)) throw new InvalidConfigError(`webarena sites.${k}: ${JSON.stringify(v)} is not an http(s) URL`);
+    if (typeof v !== "string" || !/^https?:\/\/[^/\s]+/i.test(v))
+      throw new InvalidConfigError(`webarena sites.${k}: ${JSON.stringify(v)} is not an http(s) URL`);
     out[k as SiteName] = v.replace(/\/+$/, "");
   }
   return out;

@@ -72,13 +72,24 @@ export function normalizeAction(parsed: string): string {
   return (where >= 0 ? parsed.slice(0, where) : parsed).trim();
 }
 
-const PORTS: Record<string, SiteName> = { "7770": "shopping", "7780": "shopping_admin", "9999": "reddit", "8023": "gitlab", "3000": "map", "8888": "wikipedia", "4399": "homepage" };
+const PORTS: Record<string, SiteName> = {
+  "7770": "shopping",
+  "7780": "shopping_admin",
+  "9999": "reddit",
+  "8023": "gitlab",
+  "3000": "map",
+  "8888": "wikipedia",
+  "4399": "homepage",
+};
 
 /** A deployment URL with its site written as the placeholder (`__SHOPPING__/…`). */
 export function placeholderUrl(url: string, sites?: SiteUrls): string {
   if (sites) {
-    const bases = Object.entries(sites).filter(([, u]) => u).sort((a, b) => b[1]!.length - a[1]!.length);
-    for (const [site, base] of bases) if (url === base || url.startsWith(`${base}/`) || url.startsWith(`${base}?`)) return `__${site.toUpperCase()}__${url.slice(base!.length)}`;
+    const bases = Object.entries(sites)
+      .filter(([, u]) => u)
+      .sort((a, b) => b[1]!.length - a[1]!.length);
+    for (const [site, base] of bases)
+      if (url === base || url.startsWith(`${base}/`) || url.startsWith(`${base}?`)) return `__${site.toUpperCase()}__${url.slice(base!.length)}`;
     return url;
   }
   const m = /^(https?:\/\/[^/:?#]+):(\d+)(.*)$/.exec(url);
@@ -89,12 +100,30 @@ export function placeholderUrl(url: string, sites?: SiteUrls): string {
   return `__${site.toUpperCase()}__${rest}`;
 }
 
-const INTERACTIVE = new Set(["link", "button", "checkbox", "radio", "tab", "menuitem", "option", "combobox", "textbox", "searchbox", "spinbutton", "switch", "slider", "menuitemcheckbox", "menuitemradio", "treeitem"]);
+const INTERACTIVE = new Set([
+  "link",
+  "button",
+  "checkbox",
+  "radio",
+  "tab",
+  "menuitem",
+  "option",
+  "combobox",
+  "textbox",
+  "searchbox",
+  "spinbutton",
+  "switch",
+  "slider",
+  "menuitemcheckbox",
+  "menuitemradio",
+  "treeitem",
+]);
 const NODE = /^\s*\[(\d+)\] (\S+) (?:'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)")/;
 /** A Python repr's escapes undone (quotes, backslash, \\n and \\t as spaces, \\xNN, \\uNNNN). */
 const pyUnescape = (s: string) =>
   s.replace(/\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|[nt'"\\])/g, (_, e: string) =>
-    e === "n" || e === "t" ? " " : e.length > 1 ? String.fromCodePoint(Number.parseInt(e.slice(1), 16)) : e);
+    e === "n" || e === "t" ? " " : e.length > 1 ? String.fromCodePoint(Number.parseInt(e.slice(1), 16)) : e,
+  );
 
 /**
  * WebArena's accessibility-tree text as our web meta-representation: `url:`, `title:` (the current
@@ -111,7 +140,9 @@ export function treeToState(url: string, tree: string, keepIds: ReadonlySet<stri
     const m = NODE.exec(line);
     if (!m) continue;
     const [, id, role] = m;
-    const name = pyUnescape(m[3] ?? m[4] ?? "").replace(/\s+/g, " ").trim();
+    const name = pyUnescape(m[3] ?? m[4] ?? "")
+      .replace(/\s+/g, " ")
+      .trim();
     if (role === "RootWebArea") continue;
     const keep = INTERACTIVE.has(role) || keepIds.has(id);
     if (!keep && (name === "" || name === previous)) continue;
@@ -130,13 +161,16 @@ export function treeToState(url: string, tree: string, keepIds: ReadonlySet<stri
  * and reported.
  */
 export function importWebArenaResults(folder: string, opts: TraceImportOptions = {}): TraceImportReport {
-  if (!existsSync(folder) || !statSync(folder).isDirectory()) throw new DataError("not a folder: give a WebArena result folder (render_<id>.html files and merged_log.txt)", { file: folder });
+  if (!existsSync(folder) || !statSync(folder).isDirectory())
+    throw new DataError("not a folder: give a WebArena result folder (render_<id>.html files and merged_log.txt)", { file: folder });
   const log = ["merged_log.txt", "merge_log.txt"].map((f) => join(folder, f)).find((f) => existsSync(f));
   if (!log) throw new DataError("no merged_log.txt (or merge_log.txt) with the [Result] lines: the outcomes are unknown", { file: folder });
   const results = parseResultLog(readFileSync(log, "utf8"));
   const tasks = new Map(loadWebArenaTasks(opts.split ?? "all", opts.dataDir).map((t) => [t.task_id, t]));
   const report: TraceImportReport = { trajectories: [], skipped: [] };
-  const files = readdirSync(folder).filter((f) => /^render_\d+\.html$/.test(f)).sort((a, b) => Number(a.match(/\d+/)![0]) - Number(b.match(/\d+/)![0]));
+  const files = readdirSync(folder)
+    .filter((f) => /^render_\d+\.html$/.test(f))
+    .sort((a, b) => Number(a.match(/\d+/)![0]) - Number(b.match(/\d+/)![0]));
   for (const name of files) {
     const file = join(folder, name);
     const id = Number(name.match(/\d+/)![0]);
@@ -161,15 +195,24 @@ export function importWebArenaResults(folder: string, opts: TraceImportOptions =
     const last = steps.length - 1;
     const stopped = actions[last].startsWith("stop");
     const transitions: Transition[] = steps.map((s, i) => ({
-      observation: states[i], action: actions[i], reward: i === last && passed ? 1 : 0,
+      observation: states[i],
+      action: actions[i],
+      reward: i === last && passed ? 1 : 0,
       // A stop leaves the page as it was.
       next_observation: states[Math.min(i + 1, last)],
-      terminated: i === last && stopped, truncated: i === last && !stopped,
+      terminated: i === last && stopped,
+      truncated: i === last && !stopped,
       ...(s.prediction ? { info: { prediction: s.prediction } } : {}),
     }));
     report.trajectories.push({
-      env: "webarena", task: { ...task }, steps: transitions, total_reward: passed ? 1 : 0, success: passed,
-      source: "real", policy: opts.policy ?? "webarena-trace", created_at: new Date(statSync(file).mtimeMs).toISOString(),
+      env: "webarena",
+      task: { ...task },
+      steps: transitions,
+      total_reward: passed ? 1 : 0,
+      success: passed,
+      source: "real",
+      policy: opts.policy ?? "webarena-trace",
+      created_at: new Date(statSync(file).mtimeMs).toISOString(),
     });
   }
   return report;

@@ -8,7 +8,12 @@ import type { MatchRules } from "./string-match.ts";
  * slashes dropped, as Python's urlparse/parse_qs read them. VAB's rules: the whole reference URL is a
  * substring of the final one (or, with no note, equal to it), localhost read as 127.0.0.1.
  */
-export function urlMatch(finalUrl: string, referenceUrl: string, urlNote: string | undefined, rules: MatchRules = "webarena"): { score: number; detail: string } {
+export function urlMatch(
+  finalUrl: string,
+  referenceUrl: string,
+  urlNote: string | undefined,
+  rules: MatchRules = "webarena",
+): { score: number; detail: string } {
   const refs = referenceUrl.split(" |OR| ").map((u) => clean(u, rules));
   const pred = clean(finalUrl, rules);
   if (rules === "vab") {

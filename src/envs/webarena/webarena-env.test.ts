@@ -37,7 +37,13 @@ const tinyBrowserEnv: BrowserEnvFactory = (site: BrowserSite) => {
     async step(action) {
       const stop = parseStopAction(action);
       const verdict = await site.judge(page!, task!, { stopped: stop !== null, answer: stop?.answer });
-      return { observation: `url: ${page!.url()}`, reward: verdict?.reward ?? 0, terminated: verdict !== null, truncated: false, info: verdict ? { detail: verdict.detail } : {} };
+      return {
+        observation: `url: ${page!.url()}`,
+        reward: verdict?.reward ?? 0,
+        terminated: verdict !== null,
+        truncated: false,
+        info: verdict ? { detail: verdict.detail } : {},
+      };
     },
     availableActions: () => undefined,
     async close() {
@@ -59,7 +65,10 @@ test("registered: tasks and the synthetic side work with no deployment; reset sa
     assert.match(start, /^url: __SHOPPING_ADMIN__\/\ntitle: Dashboard/);
     assert.ok(support.abstraction.actions(start)!.includes("click [3]"));
     assert.ok(support.abstraction.actions(start)!.includes("stop [<query>]"));
-    await assert.rejects(env.reset({ task: t }), (e: unknown) => e instanceof InvalidConfigError && /browser env .* not available in this build/.test(e.message) && !e.message.includes("\n"));
+    await assert.rejects(
+      env.reset({ task: t }),
+      (e: unknown) => e instanceof InvalidConfigError && /browser env .* not available in this build/.test(e.message) && !e.message.includes("\n"),
+    );
     useBrowserEnv(tinyBrowserEnv);
     await assert.rejects(env.reset({ task: t }), /webarena: no site of a deployment given/);
   } finally {
@@ -101,8 +110,14 @@ test("with the package's own wiring, BrowserEnv plays a WebArena task on the fix
   try {
     const t0 = env.tasks()[0]; // shopping_admin, exact_match "Quest Lumaflex™ Band"
     const r = await env.reset({ task: t0 });
-    assert.ok(r.observation.includes("404"), `the fixture admin site answers its start URL with its 404 page, read by the browser: ${r.observation.slice(0, 200)}`);
-    assert.ok(env.availableActions()?.some((a) => a.startsWith("stop [")), "stop is listed");
+    assert.ok(
+      r.observation.includes("404"),
+      `the fixture admin site answers its start URL with its 404 page, read by the browser: ${r.observation.slice(0, 200)}`,
+    );
+    assert.ok(
+      env.availableActions()?.some((a) => a.startsWith("stop [")),
+      "stop is listed",
+    );
     let s = await env.step("stop [Sprite Yoga Strap]");
     assert.deepEqual([s.reward, s.terminated], [0, true]);
     await env.reset({ task: t0 });

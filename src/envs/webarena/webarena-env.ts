@@ -1,6 +1,12 @@
 import {
-  ClosedEnvironmentError, InvalidConfigError, ResetNeededError, Rng,
-  type Env, type ResetOptions, type ResetResult, type StepResult,
+  ClosedEnvironmentError,
+  InvalidConfigError,
+  ResetNeededError,
+  Rng,
+  type Env,
+  type ResetOptions,
+  type ResetResult,
+  type StepResult,
 } from "../../core/index.ts";
 import { createChatModel, type ChatModel } from "../../llm/index.ts";
 import type { BrowserSite } from "../browser/site.ts";
@@ -69,10 +75,13 @@ export class WebArenaEnv implements Env {
     if (typeof judgeSpec === "string" && judgeSpec !== "") {
       this.judgeModel = createChatModel(judgeSpec);
       this.ownsJudge = true;
-    }
-    else if (typeof judgeSpec === "object") this.judgeModel = judgeSpec;
+    } else if (typeof judgeSpec === "object") this.judgeModel = judgeSpec;
     this.site = new WebArenaSite({
-      sites, split: this.split as "lite" | "all", dataDir: opts.dataDir, rules: opts.rules, magentoAdmin: opts.magentoAdmin,
+      sites,
+      split: this.split as "lite" | "all",
+      dataDir: opts.dataDir,
+      rules: opts.rules,
+      magentoAdmin: opts.magentoAdmin,
       authDir: opts.authDir ?? process.env.DREAMGYM_WEBARENA_AUTH,
       judge: this.judgeModel ? new LlmAnswerJudge(this.judgeModel) : undefined,
     });
@@ -84,8 +93,10 @@ export class WebArenaEnv implements Env {
 
   /** Why episodes cannot be played here (no browser env wired, no site given), or undefined when they can. */
   unavailable(): string | undefined {
-    if (!slot[KEY]) return "webarena: the browser env (BrowserEnv: Playwright + Chromium) is not available in this build, so WebArena's sites cannot be played; the tasks and the synthetic env work";
-    if (Object.keys(this.site.sites).length === 0) return `webarena: no site of a deployment given (sites: {shopping: URL, …}, or $${SITE_NAMES.map((s) => s.toUpperCase()).join(", $")})`;
+    if (!slot[KEY])
+      return "webarena: the browser env (BrowserEnv: Playwright + Chromium) is not available in this build, so WebArena's sites cannot be played; the tasks and the synthetic env work";
+    if (Object.keys(this.site.sites).length === 0)
+      return `webarena: no site of a deployment given (sites: {shopping: URL, …}, or $${SITE_NAMES.map((s) => s.toUpperCase()).join(", $")})`;
     return undefined;
   }
 
@@ -98,7 +109,10 @@ export class WebArenaEnv implements Env {
     const wa = task as Partial<WebArenaTask>;
     if (wa.sites) {
       const missing = missingSites(wa as WebArenaTask, this.site.sites);
-      if (missing.length > 0) throw new InvalidConfigError(`${task.id} needs the ${missing.join(" and ")} site (not given): give sites.${missing[0]} (or $${missing[0].toUpperCase()})`);
+      if (missing.length > 0)
+        throw new InvalidConfigError(
+          `${task.id} needs the ${missing.join(" and ")} site (not given): give sites.${missing[0]} (or $${missing[0].toUpperCase()})`,
+        );
     }
     this.inner ??= slot[KEY]!(this.site, { split: this.split, maxSteps: this.opts.maxSteps, contexts: this.opts.contexts });
     return this.inner.reset({ ...opts, task });

@@ -14,7 +14,15 @@ after(async () => {
   for (const e of envs) await e.close();
 });
 
-async function play(env: Env, policy: Policy, task: Task): Promise<{ total: number; steps: { state: string; action: string; next: string; reward: number }[]; last: { truncated: boolean; info: Record<string, unknown> } }> {
+async function play(
+  env: Env,
+  policy: Policy,
+  task: Task,
+): Promise<{
+  total: number;
+  steps: { state: string; action: string; next: string; reward: number }[];
+  last: { truncated: boolean; info: Record<string, unknown> };
+}> {
   policy.reset?.(task);
   let { observation, info } = await env.reset({ task });
   const steps: { state: string; action: string; next: string; reward: number }[] = [];
@@ -31,33 +39,40 @@ async function play(env: Env, policy: Policy, task: Task): Promise<{ total: numb
 
 test("the oracle reaches in the browser the reward it reaches in the text env, goal by goal", async () => {
   const text = new WebShopEnv({ split: "test" });
-  const tasks = envTasks("webshop-browser", envs[0]).filter((_, i) => i % 17 === 0).slice(0, 24);
+  const tasks = envTasks("webshop-browser", envs[0])
+    .filter((_, i) => i % 17 === 0)
+    .slice(0, 24);
   assert.equal(tasks.length, 24);
   const textRewards = [];
   for (const t of tasks) textRewards.push((await play(text, createPolicy("webshop", "oracle", text), t)).total);
   // Four envs over the pool's four contexts, each taking every fourth goal.
   const browserRewards: number[] = new Array(tasks.length);
-  await Promise.all(envs.map(async (env, k) => {
-    const oracle = createPolicy("webshop-browser", "oracle", env);
-    const verifier = syntheticSupport("webshop-browser", env).verifier!;
-    for (let i = k; i < tasks.length; i += envs.length) {
-      const run = await play(env, oracle, tasks[i]);
-      browserRewards[i] = run.total;
-      const first = run.steps[0];
-      // The synthetic env's start state, actions and purchase verdict are the browser's own.
-      assert.equal(first.state, webshopBrowserStartState(tasks[i]));
-      for (const s of run.steps) {
-        const listed = webshopBrowserAbstraction.actions(s.state)!;
-        assert.ok(listed.some((a) => a === s.action || (a.includes(FREE_TEXT_SLOT) && s.action.startsWith(a.slice(0, a.indexOf(FREE_TEXT_SLOT))))), `${s.action} is listed`);
+  await Promise.all(
+    envs.map(async (env, k) => {
+      const oracle = createPolicy("webshop-browser", "oracle", env);
+      const verifier = syntheticSupport("webshop-browser", env).verifier!;
+      for (let i = k; i < tasks.length; i += envs.length) {
+        const run = await play(env, oracle, tasks[i]);
+        browserRewards[i] = run.total;
+        const first = run.steps[0];
+        // The synthetic env's start state, actions and purchase verdict are the browser's own.
+        assert.equal(first.state, webshopBrowserStartState(tasks[i]));
+        for (const s of run.steps) {
+          const listed = webshopBrowserAbstraction.actions(s.state)!;
+          assert.ok(
+            listed.some((a) => a === s.action || (a.includes(FREE_TEXT_SLOT) && s.action.startsWith(a.slice(0, a.indexOf(FREE_TEXT_SLOT))))),
+            `${s.action} is listed`,
+          );
+        }
+        const buy = run.steps.at(-1)!;
+        const verdict = await verifier(tasks[i], [], buy.state, buy.action);
+        assert.ok(verdict, "the verifier judges the purchase");
+        assert.equal(verdict.reward, buy.reward);
+        assert.equal(verdict.nextState, buy.next);
+        assert.ok(webshopBrowserAbstraction.isTerminal(buy.next));
       }
-      const buy = run.steps.at(-1)!;
-      const verdict = await verifier(tasks[i], [], buy.state, buy.action);
-      assert.ok(verdict, "the verifier judges the purchase");
-      assert.equal(verdict.reward, buy.reward);
-      assert.equal(verdict.nextState, buy.next);
-      assert.ok(webshopBrowserAbstraction.isTerminal(buy.next));
-    }
-  }));
+    }),
+  );
   assert.deepEqual(browserRewards, textRewards);
   assert.ok(textRewards.filter((r) => r === 1).length >= 12, `the oracle buys well: ${textRewards.join(" ")}`);
   assert.ok(envs[0].pool.stats.launches === 1 && envs[0].pool.stats.contexts <= 4, JSON.stringify(envs[0].pool.stats));
@@ -114,7 +129,12 @@ test("a killed browser ends the episodes running in it as failed; the pool relau
   const pid = env.pool.pid;
   assert.ok(pid !== undefined, "the pool knows its browser's pid");
   const launches = env.pool.stats.launches;
-  const gone = new Promise<void>((resolve) => env.page!.context().browser()!.once("disconnected", () => resolve()));
+  const gone = new Promise<void>((resolve) =>
+    env
+      .page!.context()
+      .browser()!
+      .once("disconnected", () => resolve()),
+  );
   process.kill(pid, "SIGKILL");
   await gone;
   const r = await env.step("type [1] [pillow]");
@@ -127,7 +147,8 @@ test("a killed browser ends the episodes running in it as failed; the pool relau
 
 test("without Chromium: one line naming the package, exit 2", () => {
   const r = spawnSync(process.execPath, ["--import", "tsx", "src/cli/main.ts", "env", "check", "--env", "webshop-browser", "--steps", "2"], {
-    env: { ...process.env, DREAMGYM_CHROMIUM: "/nonexistent/chromium" }, encoding: "utf8",
+    env: { ...process.env, DREAMGYM_CHROMIUM: "/nonexistent/chromium" },
+    encoding: "utf8",
   });
   assert.equal(r.status, 2, r.stderr);
   const lines = r.stderr.trim().split("\n");

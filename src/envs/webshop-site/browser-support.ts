@@ -31,7 +31,8 @@ export function webshopBrowserDoneState(reward: number): string {
   return [DONE_HEAD, "Your code:", "None", "(Paste it in your MTurk interface.)", "Your score (min 0.0, max 1.0)", pyFloat(reward)].join("\n");
 }
 
-const SITE_PROFILE = "WebShop, an online shop, in a browser. Pages: search (a search box) → results (10 products a page: a link with the product's id, its title and price; Next >, < Prev, Back to Search) → item (option groups: a name, then one radio per value; the title, price, rating; Description, Features, Reviews buttons; Buy Now) → a sub-page (one section's text; < Prev) → done (after Buy Now: the score, 0..1, says how well the product and options match the instruction). Buying ends the episode.";
+const SITE_PROFILE =
+  "WebShop, an online shop, in a browser. Pages: search (a search box) → results (10 products a page: a link with the product's id, its title and price; Next >, < Prev, Back to Search) → item (option groups: a name, then one radio per value; the title, price, rating; Description, Features, Reviews buttons; Buy Now) → a sub-page (one section's text; < Prev) → done (after Buy Now: the score, 0..1, says how well the product and options match the instruction). Buying ends the episode.";
 
 /**
  * A product a results page lists that no episode opened: its item page as far as its listing tells
@@ -52,9 +53,18 @@ function unseenItemPage(state: string, action: string, like: string): string | u
   const firstElement = likeLines.findIndex((l) => parseElements(l).length > 0);
   const rating = likeLines.findIndex((l) => l.startsWith("Rating: "));
   if (firstElement < 0 || rating < 0) return undefined;
-  const head = lines.slice(0, lines.findIndex((l) => parseElements(l).length > 0)); // this page's instruction
-  const nav = likeLines.slice(firstElement).filter((l) => /^\[\d+\] button "(Back to Search|< Prev)"$/.test(l)).map((l) => l.replace(/^\[\d+\] /, ""));
-  const buttons = likeLines.slice(rating + 1).filter((l) => parseElements(l).length > 0).map((l) => l.replace(/^\[\d+\] /, ""));
+  const head = lines.slice(
+    0,
+    lines.findIndex((l) => parseElements(l).length > 0),
+  ); // this page's instruction
+  const nav = likeLines
+    .slice(firstElement)
+    .filter((l) => /^\[\d+\] button "(Back to Search|< Prev)"$/.test(l))
+    .map((l) => l.replace(/^\[\d+\] /, ""));
+  const buttons = likeLines
+    .slice(rating + 1)
+    .filter((l) => parseElements(l).length > 0)
+    .map((l) => l.replace(/^\[\d+\] /, ""));
   let id = 0;
   const number = (l: string) => `[${++id}] ${l}`;
   return [...head, ...nav.map(number), listing[0], `Price: ${listing[1]}`, "Rating: N.A.", ...buttons.map(number)].join("\n");
@@ -204,17 +214,32 @@ const shared = new Map<string, { site: WebShopSite; pool: BrowserPool; refs: num
  */
 export function createWebShopBrowserEnv(o: WebShopBrowserOptions = {}): BrowserEnv & { site: WebShopSite } {
   const contexts = o.contexts ?? 4;
-  const key = JSON.stringify([resolveDataDir({ dataDir: o.dataDir }), o.showAttributes ?? false, o.goalOptionValues ?? false, contexts, o.executablePath ?? null]);
+  const key = JSON.stringify([
+    resolveDataDir({ dataDir: o.dataDir }),
+    o.showAttributes ?? false,
+    o.goalOptionValues ?? false,
+    contexts,
+    o.executablePath ?? null,
+  ]);
   let entry = shared.get(key);
   if (!entry) {
     // The site's catalogue seed stays the text env's default: the seed option seeds task sampling.
-    entry = { site: new WebShopSite({ dataDir: o.dataDir, showAttributes: o.showAttributes, goalOptionValues: o.goalOptionValues }), pool: new BrowserPool({ size: contexts, executablePath: o.executablePath }), refs: 0 };
+    entry = {
+      site: new WebShopSite({ dataDir: o.dataDir, showAttributes: o.showAttributes, goalOptionValues: o.goalOptionValues }),
+      pool: new BrowserPool({ size: contexts, executablePath: o.executablePath }),
+      refs: 0,
+    };
     shared.set(key, entry);
   }
   const e = entry;
   e.refs++;
   return new BrowserEnv({
-    site: e.site, pool: e.pool, split: o.split ?? "test", maxSteps: o.maxSteps, actionTimeoutMs: o.actionTimeoutMs, seed: o.seed,
+    site: e.site,
+    pool: e.pool,
+    split: o.split ?? "test",
+    maxSteps: o.maxSteps,
+    actionTimeoutMs: o.actionTimeoutMs,
+    seed: o.seed,
     onClose: async () => {
       if (--e.refs > 0) return;
       if (shared.get(key) === e) shared.delete(key);

@@ -43,7 +43,8 @@ export interface SiteUrls {
 export const urls: SiteUrls = {
   index: (sid) => `/${encodeURIComponent(sid)}`,
   results: (sid, kw, page) => `/search_results/${encodeURIComponent(sid)}/${keywordsPath(kw)}/${page}`,
-  item: (sid, asin, kw, page, o) => `/item_page/${encodeURIComponent(sid)}/${encodeURIComponent(asin)}/${keywordsPath(kw)}/${page}/${encodeURIComponent(JSON.stringify(o))}`,
+  item: (sid, asin, kw, page, o) =>
+    `/item_page/${encodeURIComponent(sid)}/${encodeURIComponent(asin)}/${keywordsPath(kw)}/${page}/${encodeURIComponent(JSON.stringify(o))}`,
   subPage: (sid, asin, kw, page, sub, o) =>
     `/item_sub_page/${encodeURIComponent(sid)}/${encodeURIComponent(asin)}/${keywordsPath(kw)}/${page}/${sub}/${encodeURIComponent(JSON.stringify(o))}`,
   done: (sid, asin, o) => `/done/${encodeURIComponent(sid)}/${encodeURIComponent(asin)}/${encodeURIComponent(JSON.stringify(o))}`,
@@ -58,21 +59,33 @@ export function parseKeywords(segment: string): string[] {
 }
 
 export function searchPageHtml(sid: string, instructionText: string): string {
-  return doc("WebShop", `<div class="container"><div id="logo"><h2>WebShop</h2></div>${instruction(instructionText)}`
-    + `<form role="form" id="form-buscar" method="post" action="${esc(urls.index(sid))}">`
-    + `<input id="search_input" class="form-control" type="text" name="search_query" placeholder="Search..." required>`
-    + `<button class="btn btn-success" type="submit">Search</button></form></div>`);
+  return doc(
+    "WebShop",
+    `<div class="container"><div id="logo"><h2>WebShop</h2></div>${instruction(instructionText)}` +
+      `<form role="form" id="form-buscar" method="post" action="${esc(urls.index(sid))}">` +
+      `<input id="search_input" class="form-control" type="text" name="search_query" placeholder="Search..." required>` +
+      `<button class="btn btn-success" type="submit">Search</button></form></div>`,
+  );
 }
 
-export function resultsPageHtml(sid: string, instructionText: string, keywords: readonly string[], page: number, total: number, products: readonly Product[]): string {
-  let body = `<div class="container">${instruction(instructionText)}<div class="row">${formButton(urls.index(sid), "Back to Search", "btn btn-success")}</div>`
-    + `<div class="row"><h3>Page ${page} (Total results: ${total})</h3>`;
+export function resultsPageHtml(
+  sid: string,
+  instructionText: string,
+  keywords: readonly string[],
+  page: number,
+  total: number,
+  products: readonly Product[],
+): string {
+  let body =
+    `<div class="container">${instruction(instructionText)}<div class="row">${formButton(urls.index(sid), "Back to Search", "btn btn-success")}</div>` +
+    `<div class="row"><h3>Page ${page} (Total results: ${total})</h3>`;
   if (page > 1) body += formButton(urls.results(sid, keywords, page - 1), "< Prev");
   body += `${formButton(urls.results(sid, keywords, page + 1), "Next >")}</div><div class="row">`;
   for (const p of products) {
-    body += `<div class="list-group-item searched-product">`
-      + `<h4 class="product-asin"><a class="product-link" href="${esc(urls.item(sid, p.asin, keywords, page, {}))}">${text(p.asin)}</a></h4>`
-      + `<h4 class="product-title">${text(p.Title)}</h4><h5 class="product-price">${text(p.Price)}</h5></div>`;
+    body +=
+      `<div class="list-group-item searched-product">` +
+      `<h4 class="product-asin"><a class="product-link" href="${esc(urls.item(sid, p.asin, keywords, page, {}))}">${text(p.asin)}</a></h4>` +
+      `<h4 class="product-title">${text(p.Title)}</h4><h5 class="product-price">${text(p.Price)}</h5></div>`;
   }
   return doc("WebShop", `${body}</div></div>`);
 }
@@ -80,10 +93,18 @@ export function resultsPageHtml(sid: string, instructionText: string, keywords: 
 /** Radios navigate to their option's URL when clicked (the reference does it with jQuery). */
 const RADIO_SCRIPT = `<script>for(const r of document.querySelectorAll("input[type=radio]"))r.addEventListener("click",()=>{location.href=r.dataset.url})</script>`;
 
-export function itemPageHtml(sid: string, instructionText: string, p: Product, keywords: readonly string[], page: number,
-  options: Record<string, string>, showAttributes: boolean): string {
-  let body = `<div class="container">${instruction(instructionText)}<div class="row">${formButton(urls.index(sid), "Back to Search", "btn btn-success")}</div>`
-    + `<div class="row">${formButton(urls.results(sid, keywords, page), "< Prev")}</div><div class="row"><div class="options">`;
+export function itemPageHtml(
+  sid: string,
+  instructionText: string,
+  p: Product,
+  keywords: readonly string[],
+  page: number,
+  options: Record<string, string>,
+  showAttributes: boolean,
+): string {
+  let body =
+    `<div class="container">${instruction(instructionText)}<div class="row">${formButton(urls.index(sid), "Back to Search", "btn btn-success")}</div>` +
+    `<div class="row">${formButton(urls.results(sid, keywords, page), "< Prev")}</div><div class="row"><div class="options">`;
   for (const [name, values] of Object.entries(p.options)) {
     body += `<div class="option-group"><h4>${text(name)}</h4><div class="radio-toolbar">`;
     values.forEach((value, i) => {
@@ -102,10 +123,18 @@ export function itemPageHtml(sid: string, instructionText: string, p: Product, k
   return doc("WebShop", body, RADIO_SCRIPT);
 }
 
-export function subPageHtml(sid: string, instructionText: string, p: Product, keywords: readonly string[], page: number, sub: SubPage,
-  options: Record<string, string>): string {
-  let body = `<div class="container">${instruction(instructionText)}<div class="row">${formButton(urls.index(sid), "Back to Search", "btn btn-success")}</div>`
-    + `<div class="row">${formButton(urls.item(sid, p.asin, keywords, page, options), "< Prev")}</div><div class="row card">`;
+export function subPageHtml(
+  sid: string,
+  instructionText: string,
+  p: Product,
+  keywords: readonly string[],
+  page: number,
+  sub: SubPage,
+  options: Record<string, string>,
+): string {
+  let body =
+    `<div class="container">${instruction(instructionText)}<div class="row">${formButton(urls.index(sid), "Back to Search", "btn btn-success")}</div>` +
+    `<div class="row">${formButton(urls.item(sid, p.asin, keywords, page, options), "< Prev")}</div><div class="row card">`;
   switch (sub) {
     case "Description":
       body += `<p class="product-info">${text(p.Description)}</p>`;
@@ -119,8 +148,9 @@ export function subPageHtml(sid: string, instructionText: string, p: Product, ke
       }
       break;
     case "Attributes":
-      body += `<ul>${p.Attributes.map((a) => `<li><p class="attribute">${text(a)}</p></li>`).join("")}</ul>`
-        + `<h5 class="product-category">${text(p.category)}</h5><h5 class="product-query">${text(p.query)}</h5><h5 class="product-product_category">${text(p.product_category)}</h5>`;
+      body +=
+        `<ul>${p.Attributes.map((a) => `<li><p class="attribute">${text(a)}</p></li>`).join("")}</ul>` +
+        `<h5 class="product-category">${text(p.category)}</h5><h5 class="product-query">${text(p.query)}</h5><h5 class="product-product_category">${text(p.product_category)}</h5>`;
       break;
   }
   return doc("WebShop", `${body}</div></div>`);
@@ -133,14 +163,15 @@ export function subPageHtml(sid: string, instructionText: string, p: Product, ke
  */
 export function donePageHtml(asin: string, options: Record<string, string>, reward: number): string {
   const pre = (v: string) => `<pre>${esc(v)}</pre>`;
-  const body = `<div class="container"><div id="thankyou"><h1>Thank you for shopping with us!</h1></div><div id="stats">`
-    + `<h3>Your code:</h3><p>${pre("None")}(Paste it in your MTurk interface.)</p>`
-    + `<div class="hidden-block"><h2>Purchased</h2><h4 id="asin">asin${pre(asin)}</h4><h4 id="options">options${pre(pyJsonDumps(options))}</h4>`
-    + `<h4 id="purchased_attrs">attrs${pre("None")}</h4><h4 id="purchased-category">category${pre("None")}</h4><h4 id="purchased-query">query${pre("None")}</h4>`
-    + `<h4 id="purchased-pc">product category${pre("None")}</h4><h2>Target</h2><h4 id="goal-asin">asin</h4><h4 id="goal-options">options</h4>`
-    + `<h4 id="goal-attrs">attrs</h4><h4 id="goal-price">price upper</h4><h4 id="goal-instruction-text">instuction text</h4><h4 id="goal-category">category</h4>`
-    + `<h4 id="goal-pc">product category</h4><h4 id="goal-query">query</h4><h4>Goal<div id="goal">${pre("None")}</div></h4><h2>Reward</h2></div>`
-    + `<h3 id="reward">Your score (min 0.0, max 1.0)${pre(pyFloat(reward))}</h3>`
-    + `<h4 hidden>Reward Details<div id="reward_info">${pre("None")}</div></h4></div></div>`;
+  const body =
+    `<div class="container"><div id="thankyou"><h1>Thank you for shopping with us!</h1></div><div id="stats">` +
+    `<h3>Your code:</h3><p>${pre("None")}(Paste it in your MTurk interface.)</p>` +
+    `<div class="hidden-block"><h2>Purchased</h2><h4 id="asin">asin${pre(asin)}</h4><h4 id="options">options${pre(pyJsonDumps(options))}</h4>` +
+    `<h4 id="purchased_attrs">attrs${pre("None")}</h4><h4 id="purchased-category">category${pre("None")}</h4><h4 id="purchased-query">query${pre("None")}</h4>` +
+    `<h4 id="purchased-pc">product category${pre("None")}</h4><h2>Target</h2><h4 id="goal-asin">asin</h4><h4 id="goal-options">options</h4>` +
+    `<h4 id="goal-attrs">attrs</h4><h4 id="goal-price">price upper</h4><h4 id="goal-instruction-text">instuction text</h4><h4 id="goal-category">category</h4>` +
+    `<h4 id="goal-pc">product category</h4><h4 id="goal-query">query</h4><h4>Goal<div id="goal">${pre("None")}</div></h4><h2>Reward</h2></div>` +
+    `<h3 id="reward">Your score (min 0.0, max 1.0)${pre(pyFloat(reward))}</h3>` +
+    `<h4 hidden>Reward Details<div id="reward_info">${pre("None")}</div></h4></div></div>`;
   return doc("WebShop", body);
 }

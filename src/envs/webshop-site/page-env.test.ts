@@ -33,12 +33,16 @@ async function play(env: Env, policy: Policy, task: Task): Promise<{ states: str
 }
 
 test("the pages env shows what the browser shows, step by step: oracle and random episodes, go_back and restored radios included", async () => {
-  const tasks = envTasks("webshop-browser", browser).filter((_, i) => i % 211 === 0).slice(0, 10);
+  const tasks = envTasks("webshop-browser", browser)
+    .filter((_, i) => i % 211 === 0)
+    .slice(0, 10);
   assert.equal(tasks.length, 10);
-  let steps = 0, backs = 0;
+  let steps = 0,
+    backs = 0;
   for (const [i, task] of tasks.entries()) {
     for (const kind of ["oracle", "random"] as const) {
-      const mk = (env: Env & { site: { catalogue: unknown }; task: Task | null }) => (kind === "oracle" ? createPolicy("webshop-browser", "oracle", env as never) : new RandomPolicy(1000 + i));
+      const mk = (env: Env & { site: { catalogue: unknown }; task: Task | null }) =>
+        kind === "oracle" ? createPolicy("webshop-browser", "oracle", env as never) : new RandomPolicy(1000 + i);
       const inBrowser = await play(browser, mk(browser), task);
       const inProcess = await play(pages, mk(pages), task);
       assert.deepEqual(inProcess.states, inBrowser.states, `${kind} on ${task.id}`);

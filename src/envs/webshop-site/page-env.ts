@@ -1,11 +1,30 @@
 import {
-  ClosedEnvironmentError, InvalidConfigError, ResetNeededError, Rng,
-  type Env, type ResetOptions, type ResetResult, type StepInfo, type StepResult, type Task,
+  ClosedEnvironmentError,
+  InvalidConfigError,
+  ResetNeededError,
+  Rng,
+  type Env,
+  type ResetOptions,
+  type ResetResult,
+  type StepInfo,
+  type StepResult,
+  type Task,
 } from "../../core/index.ts";
 import { fitsElement, listActions, parseBrowserAction, parseElements, type PageElement } from "../browser/index.ts";
 import {
-  getReward, loadCatalogue, resultsPage, searchProducts, SUB_PAGES, WEBSHOP_SPLITS, webshopGoalOf, webshopTask,
-  type Catalogue, type Goal, type Product, type SubPage, type WebShopSplit,
+  getReward,
+  loadCatalogue,
+  resultsPage,
+  searchProducts,
+  SUB_PAGES,
+  WEBSHOP_SPLITS,
+  webshopGoalOf,
+  webshopTask,
+  type Catalogue,
+  type Goal,
+  type Product,
+  type SubPage,
+  type WebShopSplit,
 } from "../webshop/index.ts";
 import { webshopBrowserDoneState } from "./browser-support.ts";
 
@@ -172,7 +191,10 @@ export class WebShopPagesEnv implements Env {
     if (next !== null) {
       if (next.route === "done") {
         const product = this.catalogue.byAsin.get(next.asin)!;
-        next = { ...next, reward: getReward(product, e.goal, this.catalogue.prices.get(next.asin)!, next.options, { goalOptionValues: this.goalOptionValues }) as number };
+        next = {
+          ...next,
+          reward: getReward(product, e.goal, this.catalogue.prices.get(next.asin)!, next.options, { goalOptionValues: this.goalOptionValues }) as number,
+        };
         reward = next.reward;
         terminated = true;
       }

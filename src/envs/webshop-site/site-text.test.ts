@@ -57,7 +57,10 @@ after(async () => {
 });
 
 async function convert(html: string, label: string | null): Promise<{ text: string; target: { method: string; url: string } | null }> {
-  return lease.page.evaluate(`${CONVERT}(${JSON.stringify(html)}, ${JSON.stringify(label)})`) as Promise<{ text: string; target: { method: string; url: string } | null }>;
+  return lease.page.evaluate(`${CONVERT}(${JSON.stringify(html)}, ${JSON.stringify(label)})`) as Promise<{
+    text: string;
+    target: { method: string; url: string } | null;
+  }>;
 }
 
 /** GET or POST (a form) a page, following the site's redirect as a browser does. */
@@ -106,9 +109,24 @@ async function walk(showAttributes: boolean, goals: number[], policyOf: (env: We
 test("each page's text, converted as the reference does, is the text env's observation", async () => {
   const seen = new Map<string, number>();
   // Random walks reach sub-pages, paging and odd purchases; oracle episodes reach rewarded done pages.
-  await walk(true, Array.from({ length: 24 }, (_, i) => 7 * i), (_env, i) => new RandomPolicy(100 + i), seen);
-  await walk(false, Array.from({ length: 16 }, (_, i) => 3 + 11 * i), (env) => new OraclePolicy(env), seen);
-  await walk(false, Array.from({ length: 8 }, (_, i) => 5 + 13 * i), (_env, i) => new RandomPolicy(200 + i), seen);
+  await walk(
+    true,
+    Array.from({ length: 24 }, (_, i) => 7 * i),
+    (_env, i) => new RandomPolicy(100 + i),
+    seen,
+  );
+  await walk(
+    false,
+    Array.from({ length: 16 }, (_, i) => 3 + 11 * i),
+    (env) => new OraclePolicy(env),
+    seen,
+  );
+  await walk(
+    false,
+    Array.from({ length: 8 }, (_, i) => 5 + 13 * i),
+    (_env, i) => new RandomPolicy(200 + i),
+    seen,
+  );
   const pages = [...seen.entries()].filter(([k]) => ["search", "results", "item", "item_sub", "done"].includes(k)).reduce((s, [, v]) => s + v, 0);
   for (const kind of ["search", "results", "item", "item_sub", "done", "Description", "Features", "Reviews", "Attributes"]) {
     assert.ok((seen.get(kind) ?? 0) > 0, `no ${kind} page was compared (${JSON.stringify([...seen])})`);

@@ -49,8 +49,11 @@ export class WebShopSite implements BrowserSite {
     if (!WEBSHOP_SPLITS.includes(split)) throw new InvalidConfigError(`unknown WebShop split "${split}" (known: ${WEBSHOP_SPLITS.join(", ")})`);
     this.catalogue = loadCatalogue({ dataDir: opts.dataDir, seed: opts.seed });
     this.app = webshopApp({
-      catalogue: this.catalogue, goalIndexes: this.catalogue.splitIndexes(split), seed: opts.seed ?? 0,
-      showAttributes: opts.showAttributes ?? false, goalOptionValues: opts.goalOptionValues ?? false,
+      catalogue: this.catalogue,
+      goalIndexes: this.catalogue.splitIndexes(split),
+      seed: opts.seed ?? 0,
+      showAttributes: opts.showAttributes ?? false,
+      goalOptionValues: opts.goalOptionValues ?? false,
     });
   }
 

@@ -37,7 +37,10 @@ test("6,910 synthetic goals in the reference's shuffled order, split 500 / 1,000
   assert.deepEqual(splitRange("train", 6910), [1500, 6910]);
   assert.equal(c.splitIndexes("train").length, 5410);
   // Goal 0 as the reference WebShop serves it (seen in published runs of the 1,000-product setting).
-  assert.equal(c.goals[0].instruction_text, 'Find me double sided, machine washable decorative pillows with printing technology with size: 28" x 28", and price lower than 30.00 dollars');
+  assert.equal(
+    c.goals[0].instruction_text,
+    'Find me double sided, machine washable decorative pillows with printing technology with size: 28" x 28", and price lower than 30.00 dollars',
+  );
   assert.equal(c.goals[0].asin, "B0743JKHBV");
 });
 
@@ -61,7 +64,10 @@ test("the catalogue seed moves prices and price bounds, not the goal order", () 
   const other = loadCatalogue({ seed: 7 });
   assert.notEqual(other, c);
   assert.equal(loadCatalogue(), c, "catalogues are shared");
-  assert.deepEqual(other.goals.map((g) => g.asin), c.goals.map((g) => g.asin));
+  assert.deepEqual(
+    other.goals.map((g) => g.asin),
+    c.goals.map((g) => g.asin),
+  );
   assert.ok(other.goals.some((g, i) => g.price_upper !== c.goals[i].price_upper));
 });
 
@@ -69,12 +75,18 @@ test("a corrupt or missing data file names the file and the position", () => {
   const dir = mkdtempSync(join(tmpdir(), "dreamgym-webshop-"));
   copyFileSync(join(c.dir, ATTRIBUTES_FILE), join(dir, ATTRIBUTES_FILE));
   writeFileSync(join(dir, PRODUCTS_FILE), '[{"id": "X", "product": {"asin": "X"}}, {oops}]');
-  assert.throws(() => new Catalogue(dir, 42), (e: unknown) => e instanceof DataError && e.file!.endsWith(PRODUCTS_FILE) && e.line === 1 && /position/.test(e.message));
+  assert.throws(
+    () => new Catalogue(dir, 42),
+    (e: unknown) => e instanceof DataError && e.file!.endsWith(PRODUCTS_FILE) && e.line === 1 && /position/.test(e.message),
+  );
   const empty = mkdtempSync(join(tmpdir(), "dreamgym-empty-"));
-  assert.throws(() => loadCatalogue({ dataDir: empty }), (e: unknown) => {
-    assert.ok(e instanceof DataError);
-    assert.match(e.message, /webshop is missing entirely/);
-    assert.match(e.message, /products_1000\.json, items_ins_v2_1000\.json/);
-    return true;
-  });
+  assert.throws(
+    () => loadCatalogue({ dataDir: empty }),
+    (e: unknown) => {
+      assert.ok(e instanceof DataError);
+      assert.match(e.message, /webshop is missing entirely/);
+      assert.match(e.message, /products_1000\.json, items_ins_v2_1000\.json/);
+      return true;
+    },
+  );
 });

@@ -47,10 +47,14 @@ export const WEBSHOP_SPLITS: readonly WebShopSplit[] = ["test", "dev", "train", 
 /** Goal-index ranges of WebShop's baseline: test = first 500, dev = next 1,000, train = the rest. */
 export function splitRange(split: WebShopSplit, total: number): [number, number] {
   switch (split) {
-    case "test": return [0, Math.min(500, total)];
-    case "dev": return [Math.min(500, total), Math.min(1500, total)];
-    case "train": return [Math.min(1500, total), total];
-    case "all": return [0, total];
+    case "test":
+      return [0, Math.min(500, total)];
+    case "dev":
+      return [Math.min(500, total), Math.min(1500, total)];
+    case "train":
+      return [Math.min(1500, total), total];
+    case "all":
+      return [0, total];
     default:
       throw new InvalidConfigError(`unknown WebShop split "${String(split)}" (known: ${WEBSHOP_SPLITS.join(", ")})`);
   }
@@ -78,10 +82,19 @@ function str(v: unknown): string {
 
 /** The reference's price parsing: "$19.99 - $27.99" → [19.99, 27.99]; an already-parsed list passes. */
 function parsePricing(raw: unknown): number[] {
-  if (Array.isArray(raw)) return raw.map(Number).filter((x) => Number.isFinite(x)).slice(0, 2);
+  if (Array.isArray(raw))
+    return raw
+      .map(Number)
+      .filter((x) => Number.isFinite(x))
+      .slice(0, 2);
   const s = str(raw);
   if (!s) return [];
-  return s.split("$").slice(1).map((p) => Number.parseFloat(p.replace(/[^\d.]/g, ""))).filter((x) => Number.isFinite(x)).slice(0, 2);
+  return s
+    .split("$")
+    .slice(1)
+    .map((p) => Number.parseFloat(p.replace(/[^\d.]/g, "")))
+    .filter((x) => Number.isFinite(x))
+    .slice(0, 2);
 }
 
 function parseOptions(raw: unknown): Record<string, string[]> {
@@ -89,7 +102,12 @@ function parseOptions(raw: unknown): Record<string, string[]> {
   if (!raw || typeof raw !== "object") return options;
   for (const [name, contents] of Object.entries(raw as Record<string, unknown>)) {
     if (contents == null || !Array.isArray(contents)) continue;
-    options[name.toLowerCase()] = contents.map((c) => str((c as RawRecord).value).trim().replaceAll("/", " | ").toLowerCase());
+    options[name.toLowerCase()] = contents.map((c) =>
+      str((c as RawRecord).value)
+        .trim()
+        .replaceAll("/", " | ")
+        .toLowerCase(),
+    );
   }
   return options;
 }
@@ -126,7 +144,9 @@ function toProduct(p: RawRecord, attrs: Record<string, RawRecord>): Product {
 
 /** The text WebShop indexes for a product (`convert_product_file_format.py`). */
 export function indexedText(p: Product): string {
-  const optionText = Object.entries(p.options).map(([name, values]) => `${name}: ${values.join(", ")}`).join(", and ");
+  const optionText = Object.entries(p.options)
+    .map(([name, values]) => `${name}: ${values.join(", ")}`)
+    .join(", and ");
   return [p.Title, p.Description, p.BulletPoints[0] ?? "", optionText].join(" ").toLowerCase();
 }
 
@@ -162,7 +182,9 @@ function syntheticGoals(products: Product[], prices: Map<string, number>, rng: R
     for (const combo of combos) {
       const goalOptions: Record<string, string> = {};
       names.forEach((n, i) => (goalOptions[n] = combo[i]));
-      const optionText = Object.entries(goalOptions).map(([k, v]) => `${k}: ${v}`).join(", and ");
+      const optionText = Object.entries(goalOptions)
+        .map(([k, v]) => `${k}: ${v}`)
+        .join(", and ");
       goals.push({
         asin: p.asin,
         category: p.category,

@@ -1,7 +1,14 @@
 export { WebShopEnv, parseAction, webshopTask, searchProducts, resultsPage } from "./webshop-env.ts";
 export type { WebShopOptions, WebShopTask } from "./webshop-env.ts";
 export {
-  Catalogue, loadCatalogue, splitRange, indexedText, pyFloat, WEBSHOP_SPLITS, DEFAULT_CATALOGUE_SEED, GOAL_SHUFFLE_SEED,
+  Catalogue,
+  loadCatalogue,
+  splitRange,
+  indexedText,
+  pyFloat,
+  WEBSHOP_SPLITS,
+  DEFAULT_CATALOGUE_SEED,
+  GOAL_SHUFFLE_SEED,
 } from "./catalogue.ts";
 export type { Product, Goal, WebShopSplit, CatalogueOptions } from "./catalogue.ts";
 export { getTypeReward, getAttributeReward, getOptionReward, getReward, tokenSetRatio } from "./reward.ts";

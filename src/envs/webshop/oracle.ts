@@ -1,5 +1,13 @@
 import {
-  InvalidConfigError, pickKind, requestRng, type Oracle, type OracleAnswer, type OracleNoise, type RewardNoiseKind, type Rng, type StateNoiseKind,
+  InvalidConfigError,
+  pickKind,
+  requestRng,
+  type Oracle,
+  type OracleAnswer,
+  type OracleNoise,
+  type RewardNoiseKind,
+  type Rng,
+  type StateNoiseKind,
 } from "../../core/index.ts";
 import { pyFloat, type Catalogue, type Product } from "./catalogue.ts";
 import { pageText, renderItemPage } from "./pages.ts";
@@ -101,7 +109,9 @@ export class WebShopOracle implements Oracle {
     const did = `Replayed ${actions.length} action${actions.length === 1 ? "" : "s"} of ${taskId} in the real WebShop env: ${action} → page: ${kindOf(real.nextState)}${real.invalid ? " (invalid there: nothing changed)" : ""}${real.terminated ? `, reward ${real.reward}` : ""}.`;
     const changed = noise.reward
       ? ` Noise: the reward is corrupted (${noise.reward}: ends with ${reward}).`
-      : noise.state ? ` Noise: the next state is corrupted (${noise.state}).` : "";
+      : noise.state
+        ? ` Noise: the next state is corrupted (${noise.state}).`
+        : "";
     return { reasoning: did + changed, next_state: next, reward, terminated, real, noise };
   }
 
@@ -187,8 +197,9 @@ export class WebShopOracle implements Oracle {
       const current = this.productOn(state);
       out["other-product"] = () => {
         // Another product of the episode's results, else any product of the catalogue.
-        const seen = [...new Set(earlier.flatMap((s) => [...s.matchAll(/^\[([a-z0-9]{10})\] /gm)].map((m) => m[1].toUpperCase())))]
-          .filter((a) => a !== current?.asin && this.catalogue.byAsin.has(a));
+        const seen = [...new Set(earlier.flatMap((s) => [...s.matchAll(/^\[([a-z0-9]{10})\] /gm)].map((m) => m[1].toUpperCase())))].filter(
+          (a) => a !== current?.asin && this.catalogue.byAsin.has(a),
+        );
         const other = seen.length > 0 ? this.catalogue.byAsin.get(rng.choice(seen))! : randomProduct(new Set([current?.asin ?? ""]));
         return this.abstraction.abstract(pageText(renderItemPage(lines[1].slice("instruction: ".length), other, false)));
       };

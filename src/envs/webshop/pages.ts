@@ -17,10 +17,7 @@ export const PREV_PAGE = "< prev";
 export const BACK_TO_SEARCH = "back to search";
 
 /** What a click on a clickable does. */
-export type Clickable =
-  | { kind: "button"; label: string }
-  | { kind: "product"; asin: string }
-  | { kind: "option"; name: string; value: string };
+export type Clickable = { kind: "button"; label: string } | { kind: "product"; asin: string } | { kind: "option"; name: string; value: string };
 
 export interface Page {
   texts: string[];
@@ -104,18 +101,45 @@ export function renderSubPage(instruction: string, p: Product, sub: SubPage): Pa
 /** The done page as the text env renders it (the hidden debug block is visible text too). */
 export function renderDonePage(asin: string, options: Record<string, string>, reward: number): Page {
   return page([
-    "Thank you for shopping with us!", "Your code:", "None", "(Paste it in your MTurk interface.)",
-    "Purchased", "asin", asin, "options", pyJsonDumps(options), "attrs", "None", "category", "None", "query", "None",
-    "product category", "None", "Target", "asin", "options", "attrs", "price upper", "instuction text", "category",
-    "product category", "query", "Goal", "None", "Reward", "Your score (min 0.0, max 1.0)", pyFloat(reward),
-    "Reward Details", "None",
+    "Thank you for shopping with us!",
+    "Your code:",
+    "None",
+    "(Paste it in your MTurk interface.)",
+    "Purchased",
+    "asin",
+    asin,
+    "options",
+    pyJsonDumps(options),
+    "attrs",
+    "None",
+    "category",
+    "None",
+    "query",
+    "None",
+    "product category",
+    "None",
+    "Target",
+    "asin",
+    "options",
+    "attrs",
+    "price upper",
+    "instuction text",
+    "category",
+    "product category",
+    "query",
+    "Goal",
+    "None",
+    "Reward",
+    "Your score (min 0.0, max 1.0)",
+    pyFloat(reward),
+    "Reward Details",
+    "None",
   ]);
 }
 
 /** Flask's `tojson` of a str → str dict: sorted keys, ", " and ": " separators, ASCII and HTML-safe escapes. */
 export function pyJsonDumps(obj: Record<string, string>): string {
-  const esc = (s: string) =>
-    JSON.stringify(s).replace(/[\u007f-\uffff<>&']/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+  const esc = (s: string) => JSON.stringify(s).replace(/[\u007f-\uffff<>&']/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
   const keys = Object.keys(obj).sort();
   return `{${keys.map((k) => `${esc(k)}: ${esc(obj[k])}`).join(", ")}}`;
 }

@@ -30,7 +30,10 @@ test("oracle: ≥ 95% success on the test split; every miss is the (name, value)
 
 test("rule: search the instruction, click the first result, buy", async () => {
   const t = await runEpisode(env, new RulePolicy(), { envName: "webshop", task: tasks[0] });
-  assert.deepEqual(t.steps.map((s) => s.action.replace(/\[.*\]/, "[]")), ["search[]", "click[]", "click[]"]);
+  assert.deepEqual(
+    t.steps.map((s) => s.action.replace(/\[.*\]/, "[]")),
+    ["search[]", "click[]", "click[]"],
+  );
   assert.equal(t.steps[0].action, `search[${tasks[0].instruction}]`);
   assert.equal(t.steps[2].action, "click[buy now]");
   assert.equal(t.steps[2].terminated, true);
@@ -48,7 +51,10 @@ test("random: only listed actions, reproducible for a seed, ends by purchase or 
   };
   const a = await play(3);
   const b = await play(3);
-  assert.deepEqual(a.map((t) => t.steps.map((s) => s.action)), b.map((t) => t.steps.map((s) => s.action)));
+  assert.deepEqual(
+    a.map((t) => t.steps.map((s) => s.action)),
+    b.map((t) => t.steps.map((s) => s.action)),
+  );
   for (const t of a) {
     assert.ok(t.steps.every((s) => !s.info?.invalid));
     const last = t.steps.at(-1)!;

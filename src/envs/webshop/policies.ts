@@ -100,7 +100,10 @@ export class NoisyOraclePolicy extends ScriptedPolicy {
   private rng: Rng | null = null;
   private wrongItem: string | undefined;
   private chosen = new Set<string>();
-  constructor(private readonly env: WebShopEnv, private readonly slip = 0.3) {
+  constructor(
+    private readonly env: WebShopEnv,
+    private readonly slip = 0.3,
+  ) {
     super();
     this.oracle = new OraclePolicy(env);
   }

@@ -19,7 +19,13 @@ test("get_type_reward: exact match, query and category matching", () => {
   purchased.query = "Query 2";
   assert.equal(getTypeReward(purchased, goal).query_match, false);
 
-  const categories: [string, boolean][] = [["b › c › a", true], ["d › e › f", false], ["a › d › b", true], ["a › a › b", true], ["a › a › d", false]];
+  const categories: [string, boolean][] = [
+    ["b › c › a", true],
+    ["d › e › f", false],
+    ["a › d › b", true],
+    ["a › a › b", true],
+    ["a › a › d", false],
+  ];
   for (const [cat, expected] of categories) {
     purchased.product_category = cat;
     assert.equal(getTypeReward(purchased, goal).category_match, expected, cat);
@@ -60,20 +66,32 @@ test("get_type_reward: documented deviation from spaCy (reference expects 0.333)
 test("get_attribute_reward: exact, partial, found in text, no match", () => {
   const goal = { attributes: ["tea tree", "essential oils", "natural ingredients"] };
   assert.deepEqual(getAttributeReward({ Attributes: ["tea tree", "essential oil", "natural ingredients"] }, goal), [1, 3]);
-  assert.deepEqual(getAttributeReward({ Attributes: ["essential oil", "natural ingredients"], Title: "", BulletPoints: [], Description: "" }, goal), [2 / 3, 2]);
+  assert.deepEqual(getAttributeReward({ Attributes: ["essential oil", "natural ingredients"], Title: "", BulletPoints: [], Description: "" }, goal), [
+    2 / 3,
+    2,
+  ]);
   assert.deepEqual(
-    getAttributeReward({
-      Attributes: [], Title: "",
-      BulletPoints: ["This shampoo has essential oils and smells like lemons"],
-      Description: "Best shampoo on the market, made with natural ingredients",
-    }, goal),
+    getAttributeReward(
+      {
+        Attributes: [],
+        Title: "",
+        BulletPoints: ["This shampoo has essential oils and smells like lemons"],
+        Description: "Best shampoo on the market, made with natural ingredients",
+      },
+      goal,
+    ),
     [2 / 3, 2],
   );
   assert.deepEqual(
-    getAttributeReward({
-      Attributes: ["tea bag", "earl gray", "lipton"], Title: "English tea for breakfast",
-      BulletPoints: ["Soothing aroma", "Calming, great feeling"], Description: "Best tea made by Lipton, great to pair with breakfast",
-    }, goal),
+    getAttributeReward(
+      {
+        Attributes: ["tea bag", "earl gray", "lipton"],
+        Title: "English tea for breakfast",
+        BulletPoints: ["Soothing aroma", "Calming, great feeling"],
+        Description: "Best tea made by Lipton, great to pair with breakfast",
+      },
+      goal,
+    ),
     [0, 0],
   );
 });
@@ -88,16 +106,22 @@ test("get_option_reward: exact, partial, fuzzy, empty goal, empty purchase", () 
 
 test("get_reward: exact match, then attribute, option and type variations", () => {
   const goal: RewardGoal = {
-    query: "Query 1", product_category: "a › b › c",
+    query: "Query 1",
+    product_category: "a › b › c",
     name: "Mens D.O.N. Issue 2 Gca Basketball Sneakers Shoes Casual - Off White",
     attributes: ["tea tree", "essential oils", "natural ingredients"],
-    goal_options: { color: "grey", size: "XL" }, price_upper: 40.0,
+    goal_options: { color: "grey", size: "XL" },
+    price_upper: 40.0,
   };
   const options = { color: "grey", size: "XL" };
   const purchased: PurchasedProduct = {
-    query: "Query 1", product_category: "a › b › c",
+    query: "Query 1",
+    product_category: "a › b › c",
     name: "Mens D.O.N. Issue 2 Gca Basketball Sneakers Shoes Casual - Off White",
-    Attributes: ["tea tree", "essential oil", "natural ingredients"], Title: "", BulletPoints: [], Description: "",
+    Attributes: ["tea tree", "essential oil", "natural ingredients"],
+    Title: "",
+    BulletPoints: [],
+    Description: "",
   };
   assert.equal(getReward(purchased, goal, 35, options), 1);
 
@@ -119,26 +143,76 @@ test("get_reward: exact match, then attribute, option and type variations", () =
 
 test("get_reward verbose returns the parts with the reference's keys", () => {
   const goal: RewardGoal = { query: "q", product_category: "a › b", name: "Red Shoe", attributes: ["leather"], goal_options: { size: "9" }, price_upper: 30 };
-  const purchased: PurchasedProduct = { query: "q", product_category: "a › b", name: "Red Shoe", Attributes: ["leather"], Title: "Red Shoe", BulletPoints: [], Description: "" };
+  const purchased: PurchasedProduct = {
+    query: "q",
+    product_category: "a › b",
+    name: "Red Shoe",
+    Attributes: ["leather"],
+    Title: "Red Shoe",
+    BulletPoints: [],
+    Description: "",
+  };
   const [total, info] = getReward(purchased, goal, 50, { size: "9" }, { verbose: true });
   close(total, 2 / 3, 1e-12);
-  assert.deepEqual(Object.keys(info).sort(), ["category_match", "query_match", "r_att", "r_option", "r_price", "r_type", "title_score", "w_att", "w_option", "w_price"]);
+  assert.deepEqual(Object.keys(info).sort(), [
+    "category_match",
+    "query_match",
+    "r_att",
+    "r_option",
+    "r_price",
+    "r_type",
+    "title_score",
+    "w_att",
+    "w_option",
+    "w_price",
+  ]);
   assert.equal(info.r_price, false);
   close(info.w_att + info.w_option! + info.w_price!, 1, 1e-12);
 });
 
 test("normalize_color: the reference's cases", () => {
-  const suite: [string, string][] = [["", ""], ["black forest", "black"], ["violet lavender", "lavender"], ["steelivy fuchsia", "fuchsia"], ["123alabaster", "alabaster"], ["webshop", "webshop"]];
+  const suite: [string, string][] = [
+    ["", ""],
+    ["black forest", "black"],
+    ["violet lavender", "lavender"],
+    ["steelivy fuchsia", "fuchsia"],
+    ["123alabaster", "alabaster"],
+    ["webshop", "webshop"],
+  ];
   for (const [input, expected] of suite) assert.equal(normalizeColor(input), expected);
 });
 
 test("quirk kept: goal options as (name, value) pairs can miss an exact purchase", () => {
   // 'r.brown2060' normalises to 'brown' on the purchased side; the pair is left alone, so they differ.
-  assert.deepEqual(getOptionReward(["r.brown2060", "6.5"], [["color", "r.brown2060"], ["size", "6.5"]]), [0.5, 1]);
+  assert.deepEqual(
+    getOptionReward(
+      ["r.brown2060", "6.5"],
+      [
+        ["color", "r.brown2060"],
+        ["size", "6.5"],
+      ],
+    ),
+    [0.5, 1],
+  );
   // Compared by value (the opt-in fix), the same purchase matches fully.
   assert.deepEqual(getOptionReward(["r.brown2060", "6.5"], ["r.brown2060", "6.5"]), [1, 2]);
-  const goal: RewardGoal = { query: "q", product_category: "a", name: "Loafer", attributes: ["rubber sole"], goal_options: { color: "r.brown2060", size: "6.5" }, price_upper: 50 };
-  const p: PurchasedProduct = { query: "q", product_category: "a", name: "Loafer", Attributes: ["rubber sole"], Title: "Loafer", BulletPoints: [], Description: "" };
+  const goal: RewardGoal = {
+    query: "q",
+    product_category: "a",
+    name: "Loafer",
+    attributes: ["rubber sole"],
+    goal_options: { color: "r.brown2060", size: "6.5" },
+    price_upper: 50,
+  };
+  const p: PurchasedProduct = {
+    query: "q",
+    product_category: "a",
+    name: "Loafer",
+    Attributes: ["rubber sole"],
+    Title: "Loafer",
+    BulletPoints: [],
+    Description: "",
+  };
   const opts = { color: "r.brown2060", size: "6.5" };
   close(getReward(p, goal, 10, opts), 3 / 4, 1e-12);
   assert.equal(getReward(p, goal, 10, opts, { goalOptionValues: true }), 1);

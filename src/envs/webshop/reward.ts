@@ -52,7 +52,11 @@ export interface RewardInfo {
 
 // thefuzz's full_process with force_ascii: drop U+0080–U+00FF, non-alphanumerics → space, lower case.
 function fullProcess(s: string): string {
-  return s.replace(/[\u0080-\u00ff]/g, "").replace(/[^\p{L}\p{N}]+/gu, " ").toLowerCase().trim();
+  return s
+    .replace(/[\u0080-\u00ff]/g, "")
+    .replace(/[^\p{L}\p{N}]+/gu, " ")
+    .toLowerCase()
+    .trim();
 }
 
 /** thefuzz `fuzz.token_set_ratio` (strings; a pair is compared as Python's `str(tuple)`). */
@@ -136,8 +140,20 @@ export interface GetRewardOptions {
 
 /** The reference's `get_reward`: (attribute + option + price matches) / their count, times r_type. */
 export function getReward(purchased: PurchasedProduct, goal: RewardGoal, price: number, options: Record<string, string>): number;
-export function getReward(purchased: PurchasedProduct, goal: RewardGoal, price: number, options: Record<string, string>, opts: GetRewardOptions & { verbose: true }): [number, RewardInfo];
-export function getReward(purchased: PurchasedProduct, goal: RewardGoal, price: number, options: Record<string, string>, opts?: GetRewardOptions): number | [number, RewardInfo];
+export function getReward(
+  purchased: PurchasedProduct,
+  goal: RewardGoal,
+  price: number,
+  options: Record<string, string>,
+  opts: GetRewardOptions & { verbose: true },
+): [number, RewardInfo];
+export function getReward(
+  purchased: PurchasedProduct,
+  goal: RewardGoal,
+  price: number,
+  options: Record<string, string>,
+  opts?: GetRewardOptions,
+): number | [number, RewardInfo];
 export function getReward(
   purchased: PurchasedProduct,
   goal: RewardGoal,

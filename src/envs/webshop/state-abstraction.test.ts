@@ -64,13 +64,23 @@ test("the hybrid verifier gives WebShop's own reward for a purchase seen in abst
 test("the verifier clears options when the episode leaves the product, as the real env does", async () => {
   const verify = webshopVerifier(env.catalogue);
   // Goals whose product has options: pick one, leave, come back, buy without picking again.
-  const tasks = env.tasks().filter((t) => Object.keys(env.catalogue.goal(t.goal_index as number).goal_options).length > 0).slice(0, 30);
+  const tasks = env
+    .tasks()
+    .filter((t) => Object.keys(env.catalogue.goal(t.goal_index as number).goal_options).length > 0)
+    .slice(0, 30);
   assert.ok(tasks.length >= 10);
   let compared = 0;
   for (const task of tasks) {
     const goal = env.catalogue.goal(task.goal_index as number);
     const value = Object.values(goal.goal_options as Record<string, string>)[0];
-    const script = [`search[${goal.name}]`, `click[${goal.asin.toLowerCase()}]`, `click[${value}]`, "click[< prev]", `click[${goal.asin.toLowerCase()}]`, "click[buy now]"];
+    const script = [
+      `search[${goal.name}]`,
+      `click[${goal.asin.toLowerCase()}]`,
+      `click[${value}]`,
+      "click[< prev]",
+      `click[${goal.asin.toLowerCase()}]`,
+      "click[buy now]",
+    ];
     let { observation } = await env.reset({ task });
     const history: { state: string; action: string }[] = [];
     let real: number | null = null;

@@ -27,7 +27,12 @@ export function webshopGoalOf(catalogue: Catalogue, task: Task): Goal | null {
  */
 export function webshopVerifier(catalogue: Catalogue) {
   const byTitle = new Map(catalogue.products.map((p) => [p.Title.trim(), p] as const));
-  return (task: Task, history: readonly { state: string; action: string }[], state: string, action: string): { reward: number; terminated: boolean; nextState: string } | null => {
+  return (
+    task: Task,
+    history: readonly { state: string; action: string }[],
+    state: string,
+    action: string,
+  ): { reward: number; terminated: boolean; nextState: string } | null => {
     if (action.trim().toLowerCase() !== "click[buy now]" || !state.startsWith("page: item\n")) return null;
     const goal = webshopGoalOf(catalogue, task);
     const title = state.split("\n").find((l) => byTitle.has(l.trim()));
@@ -35,7 +40,11 @@ export function webshopVerifier(catalogue: Catalogue) {
     if (!goal || !product) return null;
     // Replay the history as the real env keeps options: clicks on this product's page (and its
     // sub-pages) set them; a results or search page, or another product, clears them.
-    const titleOf = (st: string) => st.split("\n").find((l) => byTitle.has(l.trim()))?.trim();
+    const titleOf = (st: string) =>
+      st
+        .split("\n")
+        .find((l) => byTitle.has(l.trim()))
+        ?.trim();
     let options: Record<string, string> = {};
     for (const h of history) {
       const kind = /^page: (\S+)/.exec(h.state)?.[1];

@@ -17,7 +17,10 @@ export class WebShopTaskGenerator implements TaskGenerator {
   private readonly excluded: Set<string>;
   private readonly byCategory = new Map<string, Product[]>();
 
-  constructor(private readonly catalogue: Catalogue, opts: { excludeGoals?: readonly Goal[] } = {}) {
+  constructor(
+    private readonly catalogue: Catalogue,
+    opts: { excludeGoals?: readonly Goal[] } = {},
+  ) {
     this.excluded = new Set((opts.excludeGoals ?? []).map(goalKey));
     for (const p of catalogue.products) {
       if (!p.instruction_text || !p.instruction_attributes?.length) continue;
@@ -45,11 +48,20 @@ export class WebShopTaskGenerator implements TaskGenerator {
       for (const name of Object.keys(product.options).sort()) options[name] = rng.choice(product.options[name]);
       const price = this.catalogue.prices.get(product.asin) ?? 100;
       const bound = PRICE_STEPS.find((x) => x > price) ?? 1_000_000;
-      const optionText = Object.entries(options).map(([k, v]) => `${k}: ${v}`).join(", and ");
+      const optionText = Object.entries(options)
+        .map(([k, v]) => `${k}: ${v}`)
+        .join(", and ");
       const next: Goal = {
-        asin: product.asin, category: product.category, query: product.query, name: product.Title, product_category: product.product_category,
+        asin: product.asin,
+        category: product.category,
+        query: product.query,
+        name: product.Title,
+        product_category: product.product_category,
         instruction_text: `${product.instruction_text}${optionText ? ` with ${optionText}` : ""}${bound < 1_000_000 ? `, and price lower than ${bound.toFixed(2)} dollars` : ""}`,
-        attributes: product.instruction_attributes ?? [], price_upper: bound, goal_options: options, weight: goal.weight,
+        attributes: product.instruction_attributes ?? [],
+        price_upper: bound,
+        goal_options: options,
+        weight: goal.weight,
       };
       if (this.excluded.has(goalKey(next)) || getReward(product, next, price, options) < 1 - 1e-9) {
         infeasible++;
@@ -62,7 +74,11 @@ export class WebShopTaskGenerator implements TaskGenerator {
 }
 
 function goalKey(g: Goal): string {
-  const options = Array.isArray(g.goal_options) ? [...g.goal_options].sort() : Object.entries(g.goal_options).sort().map(([k, v]) => `${k}=${v}`);
+  const options = Array.isArray(g.goal_options)
+    ? [...g.goal_options].sort()
+    : Object.entries(g.goal_options)
+        .sort()
+        .map(([k, v]) => `${k}=${v}`);
   return `${g.asin}|${options.join(",")}`;
 }
 

@@ -20,15 +20,24 @@ test("document lengths are stored as Lucene stores them: exact below 24, lossy a
 
 test("BM25 ranks by term weight, repeats in the query count, ties go to document order", () => {
   const index = new TextSearchIndex(["red shoe", "blue shoe", "red red hat", "shoe shoe shoe"]);
-  assert.deepEqual(index.search("hat", 10).map((h) => h.doc), [2]);
-  assert.deepEqual(index.search("red", 10).map((h) => h.doc), [2, 0]);
+  assert.deepEqual(
+    index.search("hat", 10).map((h) => h.doc),
+    [2],
+  );
+  assert.deepEqual(
+    index.search("red", 10).map((h) => h.doc),
+    [2, 0],
+  );
   const blue = index.search("blue shoe", 10).map((h) => h.doc);
   assert.equal(blue[0], 1);
   assert.deepEqual(index.search("unknownword", 10), []);
   assert.deepEqual(index.search("", 10), []);
   // Two identical documents tie; the earlier wins.
   const tie = new TextSearchIndex(["green", "green"]);
-  assert.deepEqual(tie.search("green", 1).map((h) => h.doc), [0]);
+  assert.deepEqual(
+    tie.search("green", 1).map((h) => h.doc),
+    [0],
+  );
   const once = index.search("red", 10)[1].score;
   const twice = index.search("red red", 10)[1].score;
   assert.ok(Math.abs(twice - 2 * once) < 1e-5);
@@ -39,5 +48,8 @@ test("WebShop's own index returns the reference's top results", () => {
   const c = loadCatalogue();
   const hits = c.search.search("double sided machine washable decorative pillows 28x28 printing technology under 50 dollars", 50);
   assert.equal(hits.length, 50);
-  assert.deepEqual(hits.slice(0, 3).map((h) => c.products[h.doc].asin), ["B07XTK3P89", "B08K7LDM7Q", "B08QVDNJC7"]);
+  assert.deepEqual(
+    hits.slice(0, 3).map((h) => c.products[h.doc].asin),
+    ["B07XTK3P89", "B08K7LDM7Q", "B08QVDNJC7"],
+  );
 });

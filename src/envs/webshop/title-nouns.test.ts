@@ -12,7 +12,10 @@ const titles = catalogue.products.map((p) => p.name);
 
 test("a title's nouns do not depend on the order titles are tagged in", () => {
   const forwards = titles.map((t) => tagNouns(t));
-  const backwards = [...titles].reverse().map((t) => tagNouns(t)).reverse();
+  const backwards = [...titles]
+    .reverse()
+    .map((t) => tagNouns(t))
+    .reverse();
   for (let i = 0; i < titles.length; i++) assert.deepEqual(backwards[i], forwards[i], titles[i]);
   // The cached entry point gives the same.
   for (let i = 0; i < titles.length; i++) assert.deepEqual(titleNouns(titles[i]), forwards[i], titles[i]);
@@ -44,7 +47,10 @@ test("each title is tagged as a fresh wink-nlp instance tags it", () => {
     const nlp = winkNLP({ ...model, metaCER: () => cer } as typeof model);
     const tokens = nlp.readDoc(titles[i]).tokens();
     const pos = tokens.out(nlp.its.pos);
-    const expected = tokens.out(nlp.its.value).filter((_, k) => pos[k] === "NOUN" || pos[k] === "PROPN").map((v) => v.toLowerCase());
+    const expected = tokens
+      .out(nlp.its.value)
+      .filter((_, k) => pos[k] === "NOUN" || pos[k] === "PROPN")
+      .map((v) => v.toLowerCase());
     assert.deepEqual(tagNouns(titles[i]), expected, titles[i]);
   }
 });

@@ -22,8 +22,14 @@ test("results pages: paging buttons, 10 products a page, Next > even on the last
   await env.reset({ task: webshopTask(c, 0) });
   const r = await env.step("search[double sided machine washable decorative pillows 28x28 printing technology under 50 dollars]");
   const parts = r.observation.split(SEP);
-  assert.deepEqual(parts.slice(2, 8), ["Back to Search", "Page 1 (Total results: 50)", "Next >", "B07XTK3P89",
-    c.byAsin.get("B07XTK3P89")!.Title, c.byAsin.get("B07XTK3P89")!.Price]);
+  assert.deepEqual(parts.slice(2, 8), [
+    "Back to Search",
+    "Page 1 (Total results: 50)",
+    "Next >",
+    "B07XTK3P89",
+    c.byAsin.get("B07XTK3P89")!.Title,
+    c.byAsin.get("B07XTK3P89")!.Price,
+  ]);
   assert.equal(parts.length, 5 + 3 * 10);
   const actions = env.availableActions()!;
   assert.deepEqual(actions.slice(0, 3), ["click[back to search]", "click[next >]", "click[b07xtk3p89]"]);
@@ -44,12 +50,40 @@ test("item page, sub-pages and navigation read as the reference's", async () => 
   const item = await env.step("click[B08K7LDM7Q]");
   // The tail of this page as the reference WebShop rendered it for the same product.
   const p = c.byAsin.get("B08K7LDM7Q")!;
-  assert.equal(item.observation, [`Instruction:`, c.goals[0].instruction_text, "Back to Search", "< Prev", "size", "18 x 18-inch", '20"x20"',
-    "2 Pcs Cowhide Throw Pillow Covers Decorative Pillow Cases Farm Animal Brown Cow Hide Skin Print Pillow Case 18 X 18 Inch Velvet Square Cushion Cover for Sofa Bedroom",
-    "Price: $17.99", "Rating: N.A.", "Description", "Features", "Reviews", "Buy Now"].join(SEP));
-  assert.deepEqual(env.availableActions(), ["click[back to search]", "click[< prev]", "click[description]", "click[features]", "click[reviews]", "click[buy now]", "click[18 x 18-inch]", 'click[20"x20"]']);
+  assert.equal(
+    item.observation,
+    [
+      `Instruction:`,
+      c.goals[0].instruction_text,
+      "Back to Search",
+      "< Prev",
+      "size",
+      "18 x 18-inch",
+      '20"x20"',
+      "2 Pcs Cowhide Throw Pillow Covers Decorative Pillow Cases Farm Animal Brown Cow Hide Skin Print Pillow Case 18 X 18 Inch Velvet Square Cushion Cover for Sofa Bedroom",
+      "Price: $17.99",
+      "Rating: N.A.",
+      "Description",
+      "Features",
+      "Reviews",
+      "Buy Now",
+    ].join(SEP),
+  );
+  assert.deepEqual(env.availableActions(), [
+    "click[back to search]",
+    "click[< prev]",
+    "click[description]",
+    "click[features]",
+    "click[reviews]",
+    "click[buy now]",
+    "click[18 x 18-inch]",
+    'click[20"x20"]',
+  ]);
   const features = await env.step("click[Features]");
-  assert.equal(features.observation, ["Instruction:", c.goals[0].instruction_text, "Back to Search", "< Prev", ...p.BulletPoints.map((b) => b.trim()).filter(Boolean)].join(SEP));
+  assert.equal(
+    features.observation,
+    ["Instruction:", c.goals[0].instruction_text, "Back to Search", "< Prev", ...p.BulletPoints.map((b) => b.trim()).filter(Boolean)].join(SEP),
+  );
   assert.equal(features.info.page, "item_sub");
   const back = await env.step("click[< Prev]");
   assert.equal(back.observation, item.observation);
@@ -97,7 +131,10 @@ test("episodes are truncated at maxSteps, and truncation is not termination", as
   const short = new WebShopEnv({ split: "test", maxSteps: 3 });
   await short.reset({ seed: 1 });
   const results = [await short.step("search[a]"), await short.step("search[b]"), await short.step("search[c]")];
-  assert.deepEqual(results.map((r) => r.truncated), [false, false, true]);
+  assert.deepEqual(
+    results.map((r) => r.truncated),
+    [false, false, true],
+  );
   assert.ok(results.every((r) => !r.terminated));
 });
 

@@ -1,11 +1,33 @@
 import {
-  checkAction, ClosedEnvironmentError, FREE_TEXT_SLOT, InvalidConfigError, ResetNeededError, Rng,
-  type Env, type ResetOptions, type ResetResult, type StepInfo, type StepResult, type Task,
+  checkAction,
+  ClosedEnvironmentError,
+  FREE_TEXT_SLOT,
+  InvalidConfigError,
+  ResetNeededError,
+  Rng,
+  type Env,
+  type ResetOptions,
+  type ResetResult,
+  type StepInfo,
+  type StepResult,
+  type Task,
 } from "../../core/index.ts";
 import { loadCatalogue, splitRange, WEBSHOP_SPLITS, type Catalogue, type Goal, type Product, type WebShopSplit } from "./catalogue.ts";
 import {
-  BACK_TO_SEARCH, BUY_NOW, NEXT_PAGE, PREV_PAGE, SUB_PAGES, pageText, renderDonePage, renderItemPage, renderResultsPage,
-  renderSearchPage, renderSubPage, type Page, type PageKind, type SubPage,
+  BACK_TO_SEARCH,
+  BUY_NOW,
+  NEXT_PAGE,
+  PREV_PAGE,
+  SUB_PAGES,
+  pageText,
+  renderDonePage,
+  renderItemPage,
+  renderResultsPage,
+  renderSearchPage,
+  renderSubPage,
+  type Page,
+  type PageKind,
+  type SubPage,
 } from "./pages.ts";
 import { getReward, type RewardInfo } from "./reward.ts";
 
@@ -121,7 +143,7 @@ export class WebShopEnv implements Env {
   /** The product whose page (or sub-page) is open, if any (what a scripted policy reading the page would see). */
   get product(): Product | null {
     const asin = this.session?.asin;
-    return asin ? this.catalogue.byAsin.get(asin) ?? null : null;
+    return asin ? (this.catalogue.byAsin.get(asin) ?? null) : null;
   }
 
   private resolveTask(task: Task): { goal: Goal; goalIndex: number | null } {

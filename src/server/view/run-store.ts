@@ -120,13 +120,24 @@ export class RunStore {
     const fresh = existsSync(metricsFile) && Date.now() - statSync(metricsFile).mtimeMs < RUNNING_WINDOW_MS;
     const num = (v: unknown) => (typeof v === "number" ? v : 0);
     return {
-      id, runId: String(config.runId), group: id.includes("/") ? id.slice(0, id.lastIndexOf("/")) : "",
-      mode: String(config.mode ?? "?"), env: String(config.env ?? "?"), algo: String(config.algo ?? "?"),
-      budget: num(config.budget), realBudget: num(config.realBudget), seed: num(config.seed),
-      iterations: last?.iteration ?? 0, realInteractions: last?.realInteractions ?? 0, syntheticInteractions: last?.syntheticInteractions ?? 0,
-      eval: summary?.final ?? lastEval ?? null, finalEval: summary?.final !== undefined,
+      id,
+      runId: String(config.runId),
+      group: id.includes("/") ? id.slice(0, id.lastIndexOf("/")) : "",
+      mode: String(config.mode ?? "?"),
+      env: String(config.env ?? "?"),
+      algo: String(config.algo ?? "?"),
+      budget: num(config.budget),
+      realBudget: num(config.realBudget),
+      seed: num(config.seed),
+      iterations: last?.iteration ?? 0,
+      realInteractions: last?.realInteractions ?? 0,
+      syntheticInteractions: last?.syntheticInteractions ?? 0,
+      eval: summary?.final ?? lastEval ?? null,
+      finalEval: summary?.final !== undefined,
       status: summary ? "finished" : fresh ? "running" : "stopped",
-      createdAt: String(config.createdAt ?? ""), audited: metrics.some((m) => m.onPolicyAudit !== undefined), hasBuffer: existsSync(join(dir, "buffer.db")),
+      createdAt: String(config.createdAt ?? ""),
+      audited: metrics.some((m) => m.onPolicyAudit !== undefined),
+      hasBuffer: existsSync(join(dir, "buffer.db")),
     };
   }
 
@@ -143,7 +154,12 @@ export class RunStore {
   auditPairs(dir: string, iteration?: number): (AuditPair & { iteration: number })[] {
     return auditFiles(dir)
       .filter((f) => (iteration === undefined || f.iteration === iteration) && ownFile(dir, f.file))
-      .flatMap((f) => readFileSync(f.file, "utf8").split("\n").filter((l) => l.trim()).map((l) => ({ ...(JSON.parse(l) as AuditPair), iteration: f.iteration })));
+      .flatMap((f) =>
+        readFileSync(f.file, "utf8")
+          .split("\n")
+          .filter((l) => l.trim())
+          .map((l) => ({ ...(JSON.parse(l) as AuditPair), iteration: f.iteration })),
+      );
   }
 
   /**
@@ -156,7 +172,8 @@ export class RunStore {
       .map((m) => ({ iteration: m.iteration, summary: m.onPolicyAudit! }));
     const pairs = this.auditPairs(dir);
     // A group is one iteration's: its key names the iteration, so the pooled row never mixes two.
-    if (pairs.length > 0) rows.push({ iteration: "all", summary: summarizeReplays(pairs.map((p) => (p.group === undefined ? p : { ...p, group: `${p.iteration}/${p.group}` }))) });
+    if (pairs.length > 0)
+      rows.push({ iteration: "all", summary: summarizeReplays(pairs.map((p) => (p.group === undefined ? p : { ...p, group: `${p.iteration}/${p.group}` }))) });
     return { ...auditTable(rows), rows };
   }
 

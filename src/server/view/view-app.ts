@@ -61,11 +61,17 @@ export function createViewApp(o: ViewAppOptions): ViewApp {
     }
     const cookie = getCookie(c, COOKIE);
     if (carriesToken(c.req.header("authorization"), o.token) || (cookie !== undefined && carriesToken(`Bearer ${cookie}`, o.token))) return next();
-    return c.json({ error: "missing or wrong token: open /?token=<token> once, or send Authorization: Bearer <token>" }, 401, { "WWW-Authenticate": 'Bearer realm="dreamgym"' });
+    return c.json({ error: "missing or wrong token: open /?token=<token> once, or send Authorization: Bearer <token>" }, 401, {
+      "WWW-Authenticate": 'Bearer realm="dreamgym"',
+    });
   });
 
   // ---- the page and its modules
-  const index = () => readFileSync(assets.files.get("/ui/index.html")!, "utf8").replace("<!--IMPORTMAP-->", `<script type="importmap">${JSON.stringify({ imports: assets.importMap })}</script>`);
+  const index = () =>
+    readFileSync(assets.files.get("/ui/index.html")!, "utf8").replace(
+      "<!--IMPORTMAP-->",
+      `<script type="importmap">${JSON.stringify({ imports: assets.importMap })}</script>`,
+    );
   app.get("/", (c) => c.html(index()));
   app.get("/ui/*", (c) => serveFile(c, assets));
   app.get("/vendor/*", (c) => serveFile(c, assets));
@@ -86,7 +92,8 @@ export function createViewApp(o: ViewAppOptions): ViewApp {
       try {
         b = ReplayBuffer.open(file, { readonly: true });
       } catch (e) {
-        if (e instanceof DataError && /does not exist/.test(e.message)) throw new NotFound("this run has no buffer.db (a real-mode run, or a --no-replay run without a seed buffer)");
+        if (e instanceof DataError && /does not exist/.test(e.message))
+          throw new NotFound("this run has no buffer.db (a real-mode run, or a --no-replay run without a seed buffer)");
         throw e;
       }
       buffers.set(file, b);
@@ -124,7 +131,9 @@ export function createViewApp(o: ViewAppOptions): ViewApp {
     let buffer: ReplayBuffer | undefined;
     try {
       buffer = runBuffer(dir);
-      rewards = buffer.rewardsByTask(`neural@${runId}#`).map((r) => ({ task: r.task, iteration: Number(r.policy.slice(r.policy.lastIndexOf("#") + 1)), rewards: r.rewards }));
+      rewards = buffer
+        .rewardsByTask(`neural@${runId}#`)
+        .map((r) => ({ task: r.task, iteration: Number(r.policy.slice(r.policy.lastIndexOf("#") + 1)), rewards: r.rewards }));
     } catch (e) {
       if (!(e instanceof NotFound)) throw e;
     }
@@ -159,12 +168,16 @@ export function createViewApp(o: ViewAppOptions): ViewApp {
     if (q.origin && !ORIGINS.has(q.origin as EpisodeOrigin)) throw new InvalidConfigError(`origin must be offline, real or synthetic, got "${q.origin}"`);
     if (q.success && q.success !== "true" && q.success !== "false") throw new InvalidConfigError(`success must be true or false, got "${q.success}"`);
     const page = buffer.episodes({
-      env: q.env || undefined, origin: (q.origin || undefined) as EpisodeOrigin | undefined, task: q.task || undefined,
+      env: q.env || undefined,
+      origin: (q.origin || undefined) as EpisodeOrigin | undefined,
+      task: q.task || undefined,
       success: q.success ? q.success === "true" : undefined,
-      minReward: numParam(q.minReward, "minReward"), maxReward: numParam(q.maxReward, "maxReward"),
+      minReward: numParam(q.minReward, "minReward"),
+      maxReward: numParam(q.maxReward, "maxReward"),
       // A run's own episodes only, when asked (its buffer also holds the seed it started from).
       policyPrefix: q.own === "true" && runId ? `neural@${runId}#` : undefined,
-      after: q.after ? intParam(c, "after") : undefined, limit: q.limit ? intParam(c, "limit") : 50,
+      after: q.after ? intParam(c, "after") : undefined,
+      limit: q.limit ? intParam(c, "limit") : 50,
     });
     return c.json({ ...page, envs: envsOf(buffer) });
   });
@@ -179,7 +192,14 @@ export function createViewApp(o: ViewAppOptions): ViewApp {
     const dir = runParam ? store.dir(runParam) : undefined;
     if (m && dir && String(store.config(dir).runId) === m[1]) {
       const actions = found.steps.map((s) => s.action).join("\n");
-      const pair = store.auditPairs(dir, Number(m[2])).find((p) => p.task.id === found.episode.task.id && p.synthetic.steps.map((s) => s.action).join("\n").startsWith(actions));
+      const pair = store.auditPairs(dir, Number(m[2])).find(
+        (p) =>
+          p.task.id === found.episode.task.id &&
+          p.synthetic.steps
+            .map((s) => s.action)
+            .join("\n")
+            .startsWith(actions),
+      );
       if (pair) replayed = { iteration: Number(m[2]), index: pair.index };
     }
     return c.json({ ...found, replayed });
@@ -212,10 +232,11 @@ export function createViewApp(o: ViewAppOptions): ViewApp {
   return {
     app,
     upgrade: (_req, socket) => socket.destroy(),
-    close: () => (closing ??= (async () => {
-      for (const b of buffers.values()) b.close();
-      buffers.clear();
-    })()),
+    close: () =>
+      (closing ??= (async () => {
+        for (const b of buffers.values()) b.close();
+        buffers.clear();
+      })()),
   };
 }
 
