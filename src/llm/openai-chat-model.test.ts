@@ -208,6 +208,10 @@ test("an answer is bounded as a whole: a dripping body times out, a huge one fai
     req.resume();
     req.on("end", () => {
       const mode = req.url?.split("/")[1];
+      if (mode === "loop") {
+        res.writeHead(302, { location: req.url });
+        return void res.end();
+      }
       if (mode === "text") {
         res.writeHead(200, { "content-type": "text/plain" });
         return void res.end("hello, not json");
@@ -263,6 +267,20 @@ test("an answer is bounded as a whole: a dripping body times out, a huge one fai
     await assert.rejects(
       text.generate({ messages: [{ role: "user", content: "x" }] }),
       (e: unknown) => e instanceof EndpointFailedError && /failed 3 calls in a row/.test((e as Error).message),
+    );
+
+    // Redirects in a loop: the server is there (not "cannot be reached"), and the message says what it does.
+    const loop = new OpenAIChatModel({ baseURL: `${base}/loop`, model: "m", maxRetries: 0, maxFailures: 2, ...fast });
+    await assert.rejects(
+      loop.generate({ messages: [{ role: "user", content: "x" }] }),
+      (e: unknown) => !(e instanceof EndpointFailedError) && /the server redirects in a loop: check the URL/.test((e as Error).message),
+    );
+    await assert.rejects(
+      loop.generate({ messages: [{ role: "user", content: "x" }] }),
+      (e: unknown) =>
+        e instanceof EndpointFailedError &&
+        /failed 2 calls in a row; .*redirects in a loop/.test((e as Error).message) &&
+        !/cannot be reached/.test((e as Error).message),
     );
   } finally {
     for (const t of drips) clearInterval(t);

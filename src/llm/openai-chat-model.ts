@@ -145,7 +145,8 @@ export class OpenAIChatModel implements ChatModel {
         if (this.breaker.tripped) throw this.breaker.tripped; // aborted by the trip
         const status = (e as { status?: number }).status;
         // An answer that is not the protocol, too large or too slow to finish came from a server that is there.
-        const answered = status !== undefined || e instanceof NotTheProtocolError || causedBy(e, AnswerTooLargeError) || causedBy(e, AnswerDeadlineError);
+        const answered =
+          status !== undefined || e instanceof NotTheProtocolError || causedBy(e, AnswerTooLargeError) || causedBy(e, AnswerDeadlineError) || redirectLoop(e);
         if (answered) this.breaker.answered();
         const timedOut = e instanceof OpenAI.APIConnectionTimeoutError || causedBy(e, AnswerDeadlineError);
         // No status: no connection, a cut connection, no answer in time, or a body that is not the protocol.
@@ -242,11 +243,19 @@ export class OpenAIChatModel implements ChatModel {
 /** The error's message with the system error code under it, if any (e.g. "Connection error. (ECONNREFUSED)"). */
 function describe(e: unknown): string {
   const message = (e as Error).message;
+  if (redirectLoop(e)) return `${message} (the server redirects in a loop: check the URL)`;
   for (let c = (e as { cause?: unknown }).cause, depth = 0; c && depth < 4; c = (c as { cause?: unknown }).cause, depth++) {
     const code = (c as { code?: unknown }).code;
     if (typeof code === "string" && !message.includes(code)) return `${message} (${code})`;
   }
   return message;
+}
+
+/** Whether fetch gave up following redirects: the server is there, and answers with redirects. */
+function redirectLoop(e: unknown): boolean {
+  for (let c = e, depth = 0; c && depth < 5; c = (c as { cause?: unknown }).cause, depth++)
+    if (/redirect count exceeded/i.test(String((c as Error).message))) return true;
+  return false;
 }
 
 /** Whether `e` or an error in its cause chain is a `kind`. */
