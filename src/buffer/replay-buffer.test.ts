@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { ReplayBuffer } from "./replay-buffer.ts";
@@ -415,4 +415,16 @@ test("findExact: the steps of exactly this action in exactly this state, the tas
     ],
   );
   b.close();
+});
+
+test("a closed buffer opens read-only without side files: reading a finished run writes nothing beside it", async () => {
+  const path = tempFile("buffer-side.db");
+  const b = ReplayBuffer.open(path);
+  await b.appendTrajectories([makeTrajectory(0, { steps: 2 })]);
+  b.close();
+  const r = ReplayBuffer.open(path, { readonly: true });
+  assert.equal(r.count(), 2);
+  const side = readdirSync(join(path, "..")).filter((f) => f.startsWith("buffer-side.db-"));
+  r.close();
+  assert.deepEqual(side, []);
 });

@@ -759,6 +759,14 @@ export class ReplayBuffer {
     for (const c of this.pendingOnline.splice(0)) c.reject(new InvalidConfigError(`buffer ${this.path} was closed before these steps were written`));
     try {
       this.saveIndex();
+      // Back out of WAL mode, so a read-only open later (`dreamgym view` of a finished run) needs no
+      // -wal/-shm side files and writes nothing beside the buffer. Another connection still open
+      // keeps WAL mode (busy), which is fine: it closes the same way.
+      if (!this.readonly) {
+        try {
+          this.db.pragma("journal_mode = DELETE");
+        } catch {}
+      }
     } finally {
       this.db.close();
       this.closed = true;
