@@ -1,5 +1,7 @@
 // Every command × bad inputs: each must exit 2 with one line on stderr (no stack trace, no raw
-// control bytes), and leave no output behind and no input changed. Cases run a few at a time.
+// control bytes), and leave no output behind and no input changed. The cases run in this process,
+// one after another, through `runCli` (the entry point bin/dreamgym runs); a few of them run through
+// the binary too, which must exit and print the same (the binary is runCli with the process's streams).
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
@@ -20,8 +22,10 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Writable } from "node:stream";
 import Database from "better-sqlite3";
 import { ReplayBuffer } from "../src/buffer/index.ts";
+import { runCli } from "../src/cli/run.ts";
 import { makeTrajectory } from "../src/testing/index.ts";
 import { BIN } from "./helpers.ts";
 
@@ -32,6 +36,8 @@ interface Case {
   expect: RegExp;
   /** Paths that must not exist afterwards (the outputs a failed command must not leave). */
   absent?: string[];
+  /** Also run through bin/dreamgym in a child process: the same exit code, stdout and stderr. */
+  binary?: boolean;
 }
 
 const dir = mkdtempSync(join(tmpdir(), "dreamgym-fuzz-"));
@@ -145,11 +151,11 @@ const ro = (name: string): string[] => (readOnlyDir ? [join(readOnlyDir, `dreamg
 /** The table: command × bad input. */
 function cases(): Case[] {
   const c: Case[] = [];
-  const add = (args: string[], expect: RegExp, absent: string[] = []) => c.push({ args, expect, absent });
+  const add = (args: string[], expect: RegExp, absent: string[] = []): Case => c[c.push({ args, expect, absent }) - 1];
 
   // Usage errors.
-  add(["frobnicate"], /unknown command 'frobnicate'/);
-  add(["collect", "--env", "webshop", "--policy", "rule", "--out", o("u1.jsonl"), "--bogus"], /unknown option '--bogus'/, [o("u1.jsonl")]);
+  add(["frobnicate"], /unknown command 'frobnicate'/).binary = true;
+  add(["collect", "--env", "webshop", "--policy", "rule", "--out", o("u1.jsonl"), "--bogus"], /unknown option '--bogus'/, [o("u1.jsonl")]).binary = true;
   add(["collect", "--env", "webshop", "--out", o("u2.jsonl")], /required option '--policy/, [o("u2.jsonl")]);
   add(["buffer", "search", "--buffer", f("good.db")], /missing required argument 'text'/);
   add(["env", "list", "--json"], /unknown option '--json'/);
@@ -169,7 +175,7 @@ function cases(): Case[] {
   add(co(join(dir, "no-such-folder", "x.jsonl")), /the folder .*no-such-folder does not exist/, [join(dir, "no-such-folder")]);
   add(co(f("a-folder")), /--out is a folder/);
   for (const p of ro("collect.jsonl")) add(co(p), RO, [p]);
-  add(co("/dev/full"), /no space left on device \(ENOSPC\)/);
+  add(co("/dev/full"), /no space left on device \(ENOSPC\)/).binary = true;
   for (const v of ["1e30", "abc"])
     add(["collect", "--env", "webshop", "--policy", "rule", "--episodes", v, "--out", o(`c-ep${v}.jsonl`)], /--episodes must be an integer/, [
       o(`c-ep${v}.jsonl`),
@@ -197,11 +203,11 @@ function cases(): Case[] {
 
   // buffer import.
   const imp = (file: string, buffer: string, ...rest: string[]) => ["buffer", "import", file, "--buffer", buffer, ...rest];
-  add(imp(f("missing.jsonl"), o("i-missing.db")), /no such file to import/, [o("i-missing.db")]);
+  add(imp(f("missing.jsonl"), o("i-missing.db")), /no such file to import/, [o("i-missing.db")]).binary = true;
   add(imp(f("a-folder"), o("i-folder.db")), /not a file/, [o("i-folder.db")]);
   add(imp(f("garbage.bin"), o("i-bin.db")), /not a text file/, [o("i-bin.db")]);
   add(imp(f("garbage.txt"), o("i-txt.db")), /no line is a trajectory/, [o("i-txt.db")]);
-  add(imp(f("truncated.jsonl"), o("i-trunc.db")), /no line is a trajectory/, [o("i-trunc.db")]);
+  add(imp(f("truncated.jsonl"), o("i-trunc.db")), /no line is a trajectory/, [o("i-trunc.db")]).binary = true;
   add(imp(f("empty.jsonl"), o("i-empty.db")), /no trajectories/, [o("i-empty.db")]);
   add(imp(f("reward-huge.jsonl"), o("i-huge.db")), /reward .* is outside webshop's reward range \[0, 1\]/, [o("i-huge.db")]);
   add(imp(f("reward-negative.jsonl"), o("i-neg.db")), /reward -5 is outside webshop's reward range/, [o("i-neg.db")]);
@@ -322,8 +328,14 @@ function cases(): Case[] {
   return c;
 }
 
-/** Runs `dreamgym <args>` without blocking (cases run concurrently). */
-function spawnCli(args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
+interface Result {
+  status: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `dreamgym <args>` in the binary, without blocking (it runs beside the in-process cases). */
+function spawnCli(args: string[]): Promise<Result> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [BIN, ...args], {
       stdio: ["ignore", "pipe", "pipe"],
@@ -337,30 +349,73 @@ function spawnCli(args: string[]): Promise<{ status: number | null; stdout: stri
   });
 }
 
+/** Runs `dreamgym <args>` in this process, as the binary does (a bug, which the binary would die of, is exit 1 and its stack). */
+async function runInProcess(args: string[]): Promise<Result> {
+  const text = { stdout: "", stderr: "" };
+  const sink = (k: keyof typeof text) =>
+    new Writable({
+      write(chunk, _enc, done) {
+        text[k] += chunk;
+        done();
+      },
+    });
+  let status: number;
+  try {
+    status = await runCli(args, { stdout: sink("stdout"), stderr: sink("stderr") });
+  } catch (e) {
+    status = 1;
+    text.stderr += `${(e as Error)?.stack ?? e}\n`;
+  }
+  await new Promise((resolve) => setImmediate(resolve)); // writes still on their way
+  return { status, ...text };
+}
+
+/** What is wrong with a case's result (nothing: []). */
+function problemsOf({ expect, absent = [] }: Case, r: Result): string[] {
+  const lines = r.stderr.trimEnd().split("\n");
+  const problems: string[] = [];
+  if (r.status !== 2) problems.push(`exit ${r.status}`);
+  if (lines.length !== 1 || !lines[0].startsWith("error: ")) problems.push(`stderr is not one "error: " line`);
+  if (r.stderr.split("\n").some((l) => /^\s+at /.test(l))) problems.push("stack trace");
+  if (/[\u0000-\u0008\u000b-\u001f\u007f]/.test(r.stderr + r.stdout)) problems.push("raw control bytes in the output");
+  if (!expect.test(lines[0])) problems.push(`error does not match ${expect}`);
+  for (const p of absent) if (existsSync(p)) problems.push(`left ${p}`);
+  return problems;
+}
+
+/** Process-wide state an in-process run must leave as it found it. */
+const processState = () => ({
+  exitCode: process.exitCode,
+  listeners: Object.fromEntries((["SIGINT", "SIGTERM", "exit"] as const).map((e) => [e, process.listenerCount(e)])),
+});
+
 test("every command refuses bad input with exit 2, one line, no stack trace, no output left, no input changed", async () => {
   // DREAMGYM_FUZZ_ONLY=<regex> runs the cases whose command line matches (when working on one command).
   const only = process.env.DREAMGYM_FUZZ_ONLY ? new RegExp(process.env.DREAMGYM_FUZZ_ONLY) : null;
   const table = cases().filter((c) => !only || only.test(c.args.join(" ")));
   const failures: string[] = [];
-  let next = 0;
-  // Each case is a process; a few at a time keep two cores busy without starving the rest.
-  await Promise.all(
-    Array.from({ length: 4 }, async () => {
-      for (let i = next++; i < table.length; i = next++) {
-        const { args, expect, absent = [] } = table[i];
-        const r = await spawnCli(args);
-        const lines = r.stderr.trimEnd().split("\n");
-        const problems: string[] = [];
-        if (r.status !== 2) problems.push(`exit ${r.status}`);
-        if (lines.length !== 1 || !lines[0].startsWith("error: ")) problems.push(`stderr is not one "error: " line`);
-        if (r.stderr.split("\n").some((l) => /^\s+at /.test(l))) problems.push("stack trace");
-        if (/[\u0000-\u0008\u000b-\u001f\u007f]/.test(r.stderr + r.stdout)) problems.push("raw control bytes in the output");
-        if (!expect.test(lines[0])) problems.push(`error does not match ${expect}`);
-        for (const p of absent) if (existsSync(p)) problems.push(`left ${p}`);
-        if (problems.length) failures.push(`dreamgym ${args.join(" ")}\n    ${problems.join("; ")}\n    stderr: ${JSON.stringify(r.stderr.slice(0, 600))}`);
-      }
-    }),
-  );
+  const fail = (how: string, args: string[], problems: string[], r: Result) =>
+    failures.push(`${how} dreamgym ${args.join(" ")}\n    ${problems.join("; ")}\n    stderr: ${JSON.stringify(r.stderr.slice(0, 600))}`);
+  // The binary's cases start first and run in their own processes, beside the in-process ones.
+  const viaBinary = table.filter((c) => c.binary).map((c) => ({ c, result: spawnCli(c.args) }));
+  const inProcess = new Map<Case, Result>();
+  for (const c of table) {
+    const before = processState();
+    const r = await runInProcess(c.args);
+    inProcess.set(c, r);
+    const problems = problemsOf(c, r);
+    const after = processState();
+    if (JSON.stringify(after) !== JSON.stringify(before)) problems.push(`changed the process's state: ${JSON.stringify(before)} → ${JSON.stringify(after)}`);
+    if (problems.length) fail("(in-process)", c.args, problems, r);
+  }
+  for (const { c, result } of viaBinary) {
+    const r = await result;
+    const problems = problemsOf(c, r);
+    const mine = inProcess.get(c)!;
+    if (r.status !== mine.status || r.stdout !== mine.stdout || r.stderr !== mine.stderr)
+      problems.push(`the binary differs from the in-process run: ${JSON.stringify(mine).slice(0, 600)}`);
+    if (problems.length) fail("(bin/dreamgym)", c.args, problems, r);
+  }
   // No temporary or partial files, and the inputs are as they were.
   const leftovers = readdirSync(out);
   if (only) snapshotBefore = snapshot(); // a subset proves nothing about the inputs it did not run
@@ -368,6 +423,6 @@ test("every command refuses bad input with exit 2, one line, no stack trace, no 
   const now = snapshot();
   for (const [p, h] of snapshotBefore) if (now.get(p) !== h) failures.push(`input changed: ${p}`);
   for (const p of now.keys()) if (!snapshotBefore.has(p)) failures.push(`new file beside the inputs: ${p}`);
-  console.log(`cli-fuzz: ${table.length} cases`);
-  assert.equal(failures.length, 0, `${failures.length} of ${table.length} cases failed:\n${failures.join("\n")}`);
+  console.log(`cli-fuzz: ${table.length} cases in-process, ${viaBinary.length} of them through bin/dreamgym too`);
+  assert.equal(failures.length, 0, `${failures.length} failures in ${table.length} cases:\n${failures.join("\n")}`);
 });

@@ -10,6 +10,7 @@ import { inFile } from "./errors.ts";
 import { checkInputFile } from "./output.ts";
 import { auditRun } from "./audit-run.ts";
 import { auditJudge } from "./audit-judge.ts";
+import { cliConsole as console } from "./io.ts";
 
 export function registerAudit(program: Command): void {
   const cmd = program

@@ -8,6 +8,7 @@ import { inFile } from "./errors.ts";
 import { checkInputFile } from "./output.ts";
 import { progressBar } from "./progress.ts";
 import { runSyntheticEpisodes } from "./audit-run.ts";
+import { cliConsole as console } from "./io.ts";
 
 export interface JudgeCommandOptions {
   judge: string;

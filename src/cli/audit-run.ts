@@ -6,6 +6,7 @@ import { envEntry } from "../envs/index.ts";
 import { auditTable, replayInRealEnv, summarizeReplays, type OnPolicyAuditSummary, type SyntheticRecord } from "../experience/index.ts";
 import { candidateSource, makeEnvPool, resolveTrainConfig, type TrainConfig } from "../train/index.ts";
 import { inFile } from "./errors.ts";
+import { cliConsole as console } from "./io.ts";
 
 /**
  * A finished (or running) run's config and the synthetic episodes of the run in its `buffer.db`, by

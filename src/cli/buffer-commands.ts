@@ -10,6 +10,7 @@ import { parseIntOption } from "./episodes.ts";
 import { inFile, safeText } from "./errors.ts";
 import { checkOutputFile, printable } from "./output.ts";
 import { progressBar } from "./progress.ts";
+import { cliConsole as console } from "./io.ts";
 
 /**
  * Abstracts each trajectory with its env's state abstraction. An env without one is an error (its

@@ -6,6 +6,7 @@ import { ENV_OR_URL, withEnvOption } from "./env-option.ts";
 import { parseIntOption, playScriptedEpisodes } from "./episodes.ts";
 import { checkOutputFile, JsonlOutput } from "./output.ts";
 import { playSyntheticEpisodes, type SyntheticEpisodesOptions } from "./synthetic-episodes.ts";
+import { cliConsole as console, setExitCode } from "./io.ts";
 
 async function collectSynthetic(o: SyntheticEpisodesOptions & { out: string; append?: boolean }): Promise<void> {
   if (!o.buffer) throw new InvalidConfigError("--experience needs --buffer <file> (the model is grounded in it, and the synthetic transitions go there)");
@@ -79,7 +80,7 @@ export function registerCollect(program: Command): void {
         if (r.stopped) {
           // Stopped by the user: what was played is kept, and the exit code says it was cut short.
           console.error(`stopped by ${r.stopped} after ${r.episodes} of ${o.episodes} episodes; those are in ${o.out}`);
-          process.exitCode = 130;
+          setExitCode(130);
         }
       } finally {
         (out as JsonlOutput | null)?.abort(); // a no-op after commit()

@@ -11,6 +11,7 @@ import { parseIntOption } from "./episodes.ts";
 import { checkOutputFolder } from "./output.ts";
 import { playScripted, seedWebShopBuffer } from "./seed-data.ts";
 import { progressHook } from "./train-command.ts";
+import { cliConsole as console } from "./io.ts";
 
 const MARKER = ".dreamgym-demo";
 

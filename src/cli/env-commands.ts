@@ -4,6 +4,7 @@ import { createEnv, defaultSplits, envEntry, envTasks, listEnvs, listPolicies } 
 import { checkEnv, FREE_TEXT_SLOT, InvalidConfigError } from "../core/index.ts";
 import { parseIntOption, playScriptedEpisodes } from "./episodes.ts";
 import { ENV_OR_URL, withEnvOption } from "./env-option.ts";
+import { cliConsole as console, cliIo } from "./io.ts";
 
 export function registerEnvCommands(program: Command): void {
   const env = program.command("env").description("work with the real environments");
@@ -88,10 +89,10 @@ export function registerEnvCommands(program: Command): void {
         throw new InvalidConfigError(`--task ${o.task} is out of range for split ${o.split} (0..${tasks.length - 1})`);
       }
       // Read lines through one iterator: with piped input, lines that arrive before a prompt are kept.
-      const rl = createInterface({ input: process.stdin, terminal: false });
+      const rl = createInterface({ input: cliIo().stdin, terminal: false });
       const lines = rl[Symbol.asyncIterator]();
       const ask = async (prompt: string): Promise<string | null> => {
-        process.stdout.write(prompt);
+        cliIo().stdout.write(prompt);
         const next = await lines.next();
         return next.done ? null : next.value;
       };

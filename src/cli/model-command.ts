@@ -9,6 +9,7 @@ import { inFile } from "./errors.ts";
 import { parseNumberOption } from "./options.ts";
 import { checkInputFile, checkOutputFile } from "./output.ts";
 import { progressBar } from "./progress.ts";
+import { cliConsole as console } from "./io.ts";
 
 export function registerModel(program: Command): void {
   const model = program.command("model").description("the learned experience model (an ensemble of small CPU networks; --experience learned:FILE)");

@@ -3,6 +3,7 @@ import { InvalidConfigError } from "../core/index.ts";
 import { oracleEnvs, parseNoiseKinds, REWARD_NOISE_KINDS, startOracleServer, STATE_NOISE_KINDS } from "../oracle/index.ts";
 import { parseIntOption, parseNumberOption } from "./options.ts";
 import { untilStopSignal } from "./signals.ts";
+import { cliConsole as console } from "./io.ts";
 
 interface OracleServeOptions {
   env: string;

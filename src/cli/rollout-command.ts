@@ -22,6 +22,7 @@ import { parseIntOption } from "./episodes.ts";
 import { parseNumberOption } from "./options.ts";
 import { checkOutputFile } from "./output.ts";
 import { progressBar } from "./progress.ts";
+import { cliConsole as console } from "./io.ts";
 
 interface RolloutOptions {
   env: string;

@@ -5,6 +5,7 @@ import { createServeApp, EnvHost, SessionManager, startServer, type ObservationF
 import { DEFAULT_MAX_FAILURES, DEFAULT_REQUEST_TIMEOUT_S, endpointOptions } from "./endpoint-options.ts";
 import { parseIntOption } from "./options.ts";
 import { untilStopSignal } from "./signals.ts";
+import { cliConsole as console } from "./io.ts";
 
 interface ServeOptions {
   env: string;

@@ -4,6 +4,7 @@ import { WEBSHOP_SPLITS, type WebShopSplit } from "../envs/webshop/index.ts";
 import { WebShopSite } from "../envs/webshop-site/index.ts";
 import { parseIntOption } from "./options.ts";
 import { untilStopSignal } from "./signals.ts";
+import { cliConsole as console } from "./io.ts";
 
 interface ServeSiteOptions {
   port: number;

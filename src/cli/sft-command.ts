@@ -10,6 +10,7 @@ import { inFile } from "./errors.ts";
 import { parseNumberOption } from "./options.ts";
 import { checkInputFile, checkOutputFolder } from "./output.ts";
 import { progressBar } from "./progress.ts";
+import { cliConsole as console } from "./io.ts";
 
 export function registerSft(program: Command): void {
   const sft = program.command("sft").description("training data for the reasoning experience model");

@@ -7,6 +7,7 @@ import { withEnvOption } from "./env-option.ts";
 import { parseIntOption } from "./episodes.ts";
 import { parseNumberOption } from "./options.ts";
 import { progressBar } from "./progress.ts";
+import { cliConsole as console } from "./io.ts";
 
 /** `--set a.b=value` → { a: { b: value } } (value read as JSON when it parses, else a string). */
 function applySet(target: Record<string, unknown>, assignment: string): void {

@@ -7,6 +7,7 @@ import { inFile } from "./errors.ts";
 import { parseIntOption } from "./options.ts";
 import { readToken } from "./serve-command.ts";
 import { untilStopSignal } from "./signals.ts";
+import { cliConsole as console } from "./io.ts";
 
 interface ViewOptions {
   runs: string;

@@ -3,6 +3,7 @@ import { writeJsonlAtomic } from "../core/index.ts";
 import { checkSites, importWebArenaResults, loadWebArenaTasks, type WebArenaSplit } from "../envs/webarena/index.ts";
 import { InvalidConfigError } from "../core/index.ts";
 import { checkOutputFile } from "./output.ts";
+import { cliConsole as console } from "./io.ts";
 
 /** `dreamgym webarena …`: the task files, and WebArena's published traces as trajectory JSONL. */
 export function registerWebArena(program: Command): void {
