@@ -200,6 +200,8 @@ export {
   hasSyntheticSupport,
   createPolicy,
   plugPoint,
+  plugPoints,
+  unregisteredEntry,
 } from "./registry.ts";
 export type { EnvSpec, EnvEntry, CommonEnvOptions, SyntheticSupport, PlugPoint } from "./registry.ts";
 export type { AgentGymHost, AgentGymSupport, AgentGymView, ExperienceModelContext, TaskGeneratorContext } from "./plug-points.ts";

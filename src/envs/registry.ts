@@ -223,10 +223,32 @@ export function findLocalEnv(name: string): EnvEntry | undefined {
  * the local env's of that name, whose data and parts are here. Undefined when neither has it.
  */
 export function plugPoint<K extends PlugPoint>(name: string, key: K): EnvSpec[K] | undefined {
-  const spec = [findEnv(name)?.spec, findLocalEnv(name)?.spec].find((s) => s?.[key] !== undefined);
+  return plugOf([findEnv(name)?.spec, findLocalEnv(name)?.spec], key);
+}
+
+function plugOf<K extends PlugPoint>(specs: (EnvSpec | undefined)[], key: K): EnvSpec[K] | undefined {
+  const spec = specs.find((s) => s?.[key] !== undefined);
   const value = spec?.[key];
   // A method keeps its spec as `this`, as when the framework calls it on the spec.
   return (typeof value === "function" ? value.bind(spec) : value) as EnvSpec[K] | undefined;
+}
+
+/**
+ * Every plug point of env `name` at once, each as `plugPoint(name, key)` gives it (a run looks them
+ * up once).
+ */
+export function plugPoints(name: string): { [K in PlugPoint]?: EnvSpec[K] } {
+  const specs = [findEnv(name)?.spec, findLocalEnv(name)?.spec];
+  const keys: PlugPoint[] = ["experienceModel", "taskGenerator", "llmTasks", "features", "oracle", "agentGym"];
+  return Object.fromEntries(keys.map((k) => [k, plugOf(specs, k)]).filter(([, v]) => v !== undefined));
+}
+
+/**
+ * An entry for a spec that is not registered (an env a run is given as parts under a name of its
+ * own): its defaults filled in as `registerEnv` fills them, and nothing registered.
+ */
+export function unregisteredEntry(name: string, spec: EnvSpec): EnvEntry {
+  return makeEntry(name, spec, false);
 }
 
 /** The registered env `name`, or an error that lists the known ones. */
@@ -252,21 +274,21 @@ export function listEnvs(): { name: string; description: string; builtin: boolea
     .map((e) => ({ name: e.name, description: e.description, builtin: e.builtin }));
 }
 
-/** The tasks of an env instance's split, by its spec (else `env.tasks()`). */
-export function envTasks(name: string, env: Env): Task[] {
-  const e = envEntry(name);
+/** The tasks of an env instance's split, by its spec (else `env.tasks()`); `name` or the entry already looked up. */
+export function envTasks(name: string | EnvEntry, env: Env): Task[] {
+  const e = typeof name === "string" ? envEntry(name) : name;
   if (e.spec.tasks) return e.spec.tasks(env);
   const own = (env as { tasks?: () => Task[] }).tasks;
   if (typeof own !== "function")
-    throw new InvalidConfigError(`environment "${name}" cannot list its tasks: give its spec tasks(env) or the env a tasks() method`);
+    throw new InvalidConfigError(`environment "${e.name}" cannot list its tasks: give its spec tasks(env) or the env a tasks() method`);
   return own.call(env);
 }
 
-/** The synthetic support of an env instance, or an error saying the env has none. */
-export function syntheticSupport(name: string, env: Env): SyntheticSupport & { rewards: RewardSpec; policies: readonly string[] } {
-  const e = envEntry(name);
+/** The synthetic support of an env instance, or an error saying the env has none; `name` or the entry already looked up. */
+export function syntheticSupport(name: string | EnvEntry, env: Env): SyntheticSupport & { rewards: RewardSpec; policies: readonly string[] } {
+  const e = typeof name === "string" ? envEntry(name) : name;
   if (!e.spec.synthetic)
-    throw new InvalidConfigError(`environment "${name}" has no synthetic support (its spec has no synthetic(env): a state abstraction and start states)`);
+    throw new InvalidConfigError(`environment "${e.name}" has no synthetic support (its spec has no synthetic(env): a state abstraction and start states)`);
   return { policies: [], ...e.spec.synthetic(env), rewards: e.rewards };
 }
 

@@ -1,10 +1,11 @@
 import { InvalidConfigError, OUTCOME_REWARDS, type ExperienceModel, type RewardSpec, type StateAbstraction } from "../core/index.ts";
 import { plugPoint } from "../envs/index.ts";
-import { createChatModel, parseModelSpec, type ChatModel, type OpenAIChatModelOptions } from "../llm/index.ts";
+import { createChatModel, type ChatModel, type OpenAIChatModelOptions } from "../llm/index.ts";
 import { readFileSync } from "node:fs";
 import { EmbeddedExperienceModel } from "./embedded-model.ts";
 import { LearnedExperienceModel } from "./learned-model.ts";
 import { ReasoningExperienceModel } from "./reasoning-model.ts";
+import { parseExperienceSpec, type ExperienceSpec } from "./experience-spec.ts";
 
 export interface CreateExperienceModelOptions {
   abstraction: StateAbstraction;
@@ -31,20 +32,21 @@ export interface ExperienceModelHandle {
  * where the entry of the abstraction's env has one (`EnvSpec.experienceModel`), else kNN),
  * `"learned:model.bin"` the learned model in that file (`dreamgym model train`; no LLM either), a chat
  * model string (`http://host/v1#model`, `openai:model`, `gguf:file`) is the reasoning model over it,
- * and a ready `ExperienceModel` (a user's own) is used as it is (and not closed here).
+ * and a ready `ExperienceModel` (a user's own) is used as it is (and not closed here). A spec may
+ * come parsed (`parseExperienceSpec`).
  */
-export function createExperienceModel(spec: string | ExperienceModel, opts: CreateExperienceModelOptions): ExperienceModelHandle {
+export function createExperienceModel(spec: string | ExperienceSpec | ExperienceModel, opts: CreateExperienceModelOptions): ExperienceModelHandle {
   const rewards = opts.rewards ?? OUTCOME_REWARDS;
-  if (typeof spec !== "string") return { model: spec, tokens: () => 0, close: async () => {} };
-  if (spec === "default") {
+  if (typeof spec !== "string" && isModel(spec)) return { model: spec, tokens: () => 0, close: async () => {} };
+  // A malformed string fails here, before anything is built.
+  const parsed = typeof spec === "string" ? parseExperienceSpec(spec) : spec;
+  if (parsed.kind === "embedded") {
     const own = plugPoint(opts.abstraction.env, "experienceModel");
     const model = own ? own({ abstraction: opts.abstraction, rewards }) : new EmbeddedExperienceModel({ abstraction: opts.abstraction, rewards });
     return { model, tokens: () => 0, close: async () => {} };
   }
-  if (spec.startsWith(LEARNED_PREFIX))
-    return { model: loadLearnedModel(spec.slice(LEARNED_PREFIX.length), opts.abstraction, rewards), tokens: () => 0, close: async () => {} };
-  parseModelSpec(spec); // a clear error for a malformed string, before anything is built
-  const chat = createChatModel(spec, opts.chat);
+  if (parsed.kind === "learned") return { model: loadLearnedModel(parsed.file, opts.abstraction, rewards), tokens: () => 0, close: async () => {} };
+  const chat = createChatModel(parsed.spec, opts.chat);
   return {
     model: new ReasoningExperienceModel({ chat, abstraction: opts.abstraction, rewards, samples: opts.samples }),
     chat,
@@ -55,13 +57,8 @@ export function createExperienceModel(spec: string | ExperienceModel, opts: Crea
   };
 }
 
-/** The prefix of a learned model's spec: `learned:<file>`. */
-export const LEARNED_PREFIX = "learned:";
-
-/** Whether an experience spec names a model that runs here with no endpoint (the embedded default, a learned model file). */
-export function isLocalExperience(spec: string): boolean {
-  return spec === "default" || spec.startsWith(LEARNED_PREFIX);
-}
+/** A user's model predicts; a parsed spec is data. */
+const isModel = (spec: ExperienceSpec | ExperienceModel): spec is ExperienceModel => typeof (spec as ExperienceModel).predict === "function";
 
 /** Reads a learned model file; a missing or malformed file is one `InvalidConfigError`. */
 export function loadLearnedModel(file: string, abstraction: StateAbstraction, rewards?: RewardSpec): LearnedExperienceModel {

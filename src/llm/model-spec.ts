@@ -43,10 +43,10 @@ export function parseModelSpec(spec: string, opts: { checkFile?: boolean } = {})
 /**
  * Checks that a model's endpoint answers HTTP at all (`GET <baseURL>/models`, which OpenAI-compatible
  * servers serve; any status will do), without paying for a completion: a dead or wrong URL fails a
- * command before it writes anything. Local GGUF models have no endpoint.
+ * command before it writes anything. Local GGUF models have no endpoint. `spec` may come parsed.
  */
-export async function probeEndpoint(spec: string, timeoutMs: number): Promise<void> {
-  const m = parseModelSpec(spec);
+export async function probeEndpoint(spec: string | ModelSpec, timeoutMs: number): Promise<void> {
+  const m = typeof spec === "string" ? parseModelSpec(spec) : spec;
   if (m.kind === "gguf") return;
   const base = m.kind === "openai" ? OPENAI_BASE_URL : m.baseURL.replace(/\/+$/, "");
   const url = `${base}/models`;

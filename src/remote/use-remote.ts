@@ -29,8 +29,8 @@ export interface RemoteEnvHandle {
  * server: `create()` is a RemoteEnv (one session per env), `tasks()` the server's, rewards its own.
  *
  * Where the env is also known here and its data is here, the synthetic side (state abstraction,
- * start states, verifier) and the scripted policies that play on abstract states come from the local
- * env, so `train --mode dreamgym --env ws://…` takes its real steps and evaluations on the server.
+ * start states, verifier, the env's own task generator) and the scripted policies that play on
+ * abstract states come from the local env (one instance, the twin, open until `release()`), so `train --mode dreamgym --env ws://…` takes its real steps and evaluations on the server.
  * Otherwise the remote env is real-only, with the `random` policy.
  */
 export async function useRemoteEnv(url: string, opts: UseRemoteOptions = {}): Promise<RemoteEnvHandle> {
@@ -77,6 +77,8 @@ export async function useRemoteEnv(url: string, opts: UseRemoteOptions = {}): Pr
     success: local?.success,
     policies,
     synthetic: support ? () => support : undefined,
+    // The env's own task variation reads its data, which the twin has here and a served env cannot give.
+    taskGenerator: (_env, context) => (twin && local?.spec.taskGenerator ? local.spec.taskGenerator(twin, context) : undefined),
     candidateActions: local?.spec.candidateActions,
     check: local?.spec.check,
   };

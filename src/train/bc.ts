@@ -1,6 +1,5 @@
-import { closing, deriveSeed, InvalidConfigError, Rng, type ActionSource, type Task } from "../core/index.ts";
+import { deriveSeed, InvalidConfigError, Rng, type ActionSource, type StateAbstraction, type Task } from "../core/index.ts";
 import { ReplayBuffer } from "../buffer/index.ts";
-import { createEnv, envEntry, hasSyntheticSupport, syntheticSupport } from "../envs/index.ts";
 import { bcEpoch, type TrainablePolicy } from "../rl/index.ts";
 import type { EvalResult, IterationMetrics, TrainConfig, TrainHooks } from "./config.ts";
 import type { Parts } from "./compose.ts";
@@ -24,22 +23,21 @@ export interface Demonstrations<R = unknown> {
  * The successful real episodes of `bufferFile` (the env's success rule on their return; the
  * synthetic ones never), minus those of tasks in `evalTasks` (so the evaluation stays held out), as
  * the policy's records of taking each demonstrated action: each step is shown to the policy as the
- * real env shows it in training — the abstract state, the actions it lists (else `actions`'), the
- * episode's actions so far. Deterministic: the buffer's order.
+ * real env shows it in training — the abstract state (`abstraction`: the real env's, where it has
+ * one), the actions it lists (else `actions`'), the episode's actions so far. Deterministic: the
+ * buffer's order.
  */
 export async function demonstrations<R>(
   config: TrainConfig,
   bufferFile: string,
   policy: TrainablePolicy<R>,
   evalTasks: readonly Task[],
+  isSuccess: (totalReward: number) => boolean,
+  abstraction: StateAbstraction | undefined,
   actions?: ActionSource,
 ): Promise<Demonstrations<R>> {
   if (!policy.recordFor)
     throw new InvalidConfigError(`mode bc needs a policy that can score a demonstrated action (recordFor), as the neural policy can; ${policy.name} cannot`);
-  const abstraction = hasSyntheticSupport(config.env)
-    ? await closing(createEnv(config.env, { split: config.trainSplit, dataDir: config.dataDir }), (env) => syntheticSupport(config.env, env).abstraction)
-    : undefined;
-  const isSuccess = envEntry(config.env).success;
   const held = new Set(evalTasks.map((t) => t.id));
   const out: Demonstrations<R> = { records: [], episodes: 0, skipped: 0, excluded: 0 };
   const buffer = ReplayBuffer.open(bufferFile, { readonly: true });
@@ -68,8 +66,7 @@ export async function demonstrations<R>(
 }
 
 /** Successful real episodes of the env in a buffer (a start check of mode bc). */
-export function countDemonstrations(config: TrainConfig, bufferFile: string): number {
-  const isSuccess = envEntry(config.env).success;
+export function countDemonstrations(config: TrainConfig, bufferFile: string, isSuccess: (totalReward: number) => boolean): number {
   const buffer = ReplayBuffer.open(bufferFile, { readonly: true });
   try {
     let n = 0;
@@ -85,12 +82,20 @@ export function countDemonstrations(config: TrainConfig, bufferFile: string): nu
  * demonstrations (`bc.epochs` of them), evaluated greedily on the real eval split at intervals and at
  * the end, logged and checkpointed like an RL iteration. No env step is training interaction: real
  * and synthetic interactions stay 0. The epoch's order derives from (seed, iteration), so a resumed
- * run gives the same metrics as one that was never stopped.
+ * run gives the same metrics as one that was never stopped. `abstraction`: the real env's (its train
+ * pool's), where it has one.
  */
-export async function behaviourCloningLoop(config: TrainConfig, parts: Parts, state: RunState, sink: RunSink, hooks: TrainHooks = {}): Promise<EvalResult> {
+export async function behaviourCloningLoop(
+  config: TrainConfig,
+  parts: Parts,
+  state: RunState,
+  sink: RunSink,
+  hooks: TrainHooks,
+  abstraction: StateAbstraction | undefined,
+): Promise<EvalResult> {
   const { policy, evaluation } = parts;
   const t00 = performance.now();
-  const demos = await demonstrations(config, config.buffer!, policy, evaluation.tasks, parts.actions);
+  const demos = await demonstrations(config, config.buffer!, policy, evaluation.tasks, parts.isSuccess, abstraction, parts.actions);
   if (demos.records.length === 0) {
     throw new InvalidConfigError(
       `mode bc: no step of the buffer's successful real ${config.env} episodes could be cloned (${demos.episodes} episodes, ${demos.skipped} steps whose action the policy does not offer)`,

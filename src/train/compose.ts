@@ -1,11 +1,11 @@
-import { existsSync } from "node:fs";
-import { abstractEnv, closing, InvalidConfigError, withActions, type ActionSource, type Env, type Task } from "../core/index.ts";
+import { closing, withActions, type ActionSource, type Env, type PolicyFeatures, type Task } from "../core/index.ts";
 import { ReplayBuffer } from "../buffer/index.ts";
 import { Curriculum, LlmTaskGenerator, type TaskGenerator } from "../curriculum/index.ts";
-import { actionVocabulary, createEnv, envEntry, envTasks, findLocalEnv, hasSyntheticSupport, plugPoint, syntheticSupport } from "../envs/index.ts";
-import { createExperienceModel, SyntheticEnv, type ExperienceModel } from "../experience/index.ts";
+import { createEnv, envEntry, envTasks, plugPoint, plugPoints, syntheticSupport, type EnvSpec } from "../envs/index.ts";
+import { createExperienceModel, SyntheticEnv, type ExperienceModel, type ExperienceSpec } from "../experience/index.ts";
 import { NeuralPolicy, type TrainablePolicy } from "../rl/index.ts";
 import type { TrainConfig } from "./config.ts";
+import { candidatesOf, openPool, runEnv, type Support } from "./resolve.ts";
 
 /**
  * Parts a library user passes in instead of names in the config (each optional; the config builds
@@ -20,6 +20,15 @@ export interface TrainParts {
   taskGenerator?: TaskGenerator;
   /** Candidate actions where the env lists none. @default the env spec's, else a vocabulary learned from the buffer */
   candidateActions?: ActionSource;
+  /**
+   * The real env's instances instead of `createEnv(config.env)`, per pool: a factory (called for each
+   * of the pool's `concurrency` envs; the run closes them) or an instance (a pool of one; the caller
+   * closes it). `config.env` still names the env (give it): a registered name lends its spec (tasks,
+   * synthetic support, rewards, plug points); another name gets the defaults (`env.tasks()`, outcome
+   * rewards, no synthetic env: mode real). The config's splits then only label the pools.
+   * Not with `remote`. @default `createEnv(config.env, { split, dataDir, maxSteps })`
+   */
+  envs?: { train: Env | (() => Env); eval: Env | (() => Env) };
 }
 
 /** Envs of one split, ready for the policy (abstract states, candidate actions), and the split's tasks. */
@@ -62,41 +71,19 @@ export interface Parts {
  * when there is none (the check at start then tells what to give).
  */
 export function candidateSource(config: TrainConfig, bufferFile: string | undefined, parts: TrainParts = {}): ActionSource | undefined {
-  const own = parts.candidateActions ?? envEntry(config.env).spec.candidateActions;
-  // A cold start's run buffer does not exist before its synthetic env opens it (and holds nothing real).
-  if (own || !bufferFile || !existsSync(bufferFile)) return own;
-  const buffer = ReplayBuffer.open(bufferFile, { readonly: true });
-  try {
-    // Real (offline) transitions only: the synthetic ones a run adds must not change the vocabulary on resume.
-    const actions = buffer.actions({ env: config.env, source: "real" });
-    return actions.length > 0 ? actionVocabulary(actions) : undefined;
-  } finally {
-    buffer.close();
-  }
+  return candidatesOf(parts.candidateActions ?? envEntry(config.env).spec.candidateActions, config, bufferFile);
 }
 
 /** `concurrency` envs of a split, as the policy sees them, and the split's tasks. */
 export function makeEnvPool(config: TrainConfig, split: string, actions?: ActionSource): EnvPool {
-  const envs: Env[] = [];
-  let tasks: Task[] = [];
-  try {
-    for (let i = 0; i < config.concurrency; i++) {
-      const env = createEnv(config.env, { split, dataDir: config.dataDir, maxSteps: config.maxSteps });
-      envs.push(env);
-      if (i === 0) tasks = envTasks(config.env, env);
-      // Observations as abstract states, as in the synthetic env, so a policy transfers between the two.
-      const seen = hasSyntheticSupport(config.env) ? abstractEnv(env, syntheticSupport(config.env, env).abstraction) : env;
-      envs[i] = actions ? withActions(seen, actions) : seen;
-    }
-  } catch (e) {
-    void Promise.all(envs.map((env) => env.close()));
-    throw e;
-  }
-  if (tasks.length === 0) throw new InvalidConfigError(`${config.env} split ${split} has no tasks`);
-  return { envs, tasks };
+  const pool = openPool(runEnv(config), config, split === config.trainSplit ? "train" : "eval", split, actions);
+  return { envs: pool.envs, tasks: pool.tasks };
 }
 
-/** Builds the synthetic env pool over the run's buffer copy. */
+/**
+ * Builds the synthetic env pool over the run's buffer copy, with the synthetic support of an env of
+ * the train split it opens (a run gives the support of its train pool's first env instead).
+ */
 export async function makeSyntheticPool(
   config: TrainConfig,
   bufferFile: string,
@@ -104,8 +91,46 @@ export async function makeSyntheticPool(
   parts: TrainParts,
   actions?: ActionSource,
 ): Promise<SyntheticPool> {
-  const support = await closing(createEnv(config.env, { split: config.trainSplit, dataDir: config.dataDir }), (env) => syntheticSupport(config.env, env));
-  const model = createExperienceModel(parts.experienceModel ?? config.experience, {
+  const entry = envEntry(config.env);
+  const support = await closing(createEnv(config.env, { split: config.trainSplit, dataDir: config.dataDir }), (env) => syntheticSupport(entry, env));
+  const plugs = plugPoints(config.env);
+  return syntheticPool(config, bufferFile, tasks, parts, actions, {
+    support,
+    model: parts.experienceModel ?? config.experience,
+    llmTasks: plugs.llmTasks,
+    // The env's own generator over an instance of its evaluation split.
+    envGenerator: async () =>
+      plugs.taskGenerator
+        ? closing(createEnv(config.env, { split: config.evalSplit, dataDir: config.dataDir }), (env) =>
+            envTaskGenerator(plugs.taskGenerator, config, env, envTasks(entry, env)),
+          )
+        : undefined,
+  });
+}
+
+/** What a synthetic pool is built from. */
+export interface SyntheticSources {
+  /** The env's synthetic support. */
+  support: Support;
+  /** The experience model: a spec (a string, or parsed) or a ready model (not closed by the pool). */
+  model: string | ExperienceSpec | ExperienceModel;
+  /** The env's `llmTasks` plug point. */
+  llmTasks?: boolean;
+  /** The env's own task generator (its `taskGenerator` plug point), where the model gives no LLM one. */
+  envGenerator(): Promise<TaskGenerator | undefined>;
+}
+
+/** The synthetic env pool: `concurrency` synthetic envs over one experience model and the buffer in `bufferFile`. */
+export async function syntheticPool(
+  config: TrainConfig,
+  bufferFile: string,
+  tasks: Task[],
+  parts: TrainParts,
+  actions: ActionSource | undefined,
+  from: SyntheticSources,
+): Promise<SyntheticPool> {
+  const support = from.support;
+  const model = createExperienceModel(from.model, {
     abstraction: support.abstraction,
     rewards: support.rewards,
     chat: { concurrency: config.concurrency, cache: config.cache, timeoutMs: 1000 * config.requestTimeout, maxFailures: config.maxFailures },
@@ -138,12 +163,12 @@ export async function makeSyntheticPool(
   });
   // Where a task needs more than its sentence (`llmTasks: false`), an LLM's free-text variation has
   // nothing to start in, and the env keeps its own generator whatever the model.
-  const llmTasks = model.chat !== undefined && plugPoint(config.env, "llmTasks") !== false;
+  const llmTasks = model.chat !== undefined && from.llmTasks !== false;
   const generator =
     parts.taskGenerator ??
     (llmTasks
       ? new LlmTaskGenerator({ chat: model.chat!, profile: support.abstraction.profile })
-      : await envTaskGenerator(config).catch(async (e) => {
+      : await from.envGenerator().catch(async (e) => {
           buffer.close();
           await model.close();
           throw e;
@@ -165,34 +190,29 @@ export async function makeSyntheticPool(
   };
 }
 
-/** The env's own task variation without an LLM (its `EnvSpec.taskGenerator`), over an instance of its evaluation split. */
-async function envTaskGenerator(config: TrainConfig): Promise<TaskGenerator | undefined> {
-  const make = plugPoint(config.env, "taskGenerator");
-  if (!make) return undefined;
-  let env: Env;
-  if (config.remote) {
-    // A remote env's own variation comes from the local env of its name, where its data is here too.
-    try {
-      env = findLocalEnv(config.env)!.spec.create({ split: config.evalSplit, dataDir: config.dataDir });
-    } catch {
-      return undefined;
-    }
-  } else env = createEnv(config.env, { split: config.evalSplit, dataDir: config.dataDir });
-  return closing(env, (e) =>
-    make(e, {
-      trainSplit: config.trainSplit,
-      evalSplit: config.evalSplit,
-      evalTasks: envTasks(config.env, e),
-      dataDir: config.dataDir,
-      maxSteps: config.maxSteps,
-    }),
-  );
+/**
+ * The env's own task variation without an LLM (its `EnvSpec.taskGenerator`), over an env of its
+ * evaluation split (`evalTasks`: that env's tasks). An env server's env has its local twin's
+ * (`useRemoteEnv`).
+ */
+export async function envTaskGenerator(make: EnvSpec["taskGenerator"], config: TrainConfig, env: Env, evalTasks: Task[]): Promise<TaskGenerator | undefined> {
+  return make?.(env, {
+    trainSplit: config.trainSplit,
+    evalSplit: config.evalSplit,
+    evalTasks,
+    dataDir: config.dataDir,
+    maxSteps: config.maxSteps,
+  });
 }
 
 /** The policy a run starts from: the parts', else fresh weights from the seed (or `initPolicy`'s), with the env's own features where it has them. */
 export function makePolicy(config: TrainConfig, parts: TrainParts, initPolicy?: Uint8Array): TrainablePolicy<unknown> {
-  const policy =
-    parts.policy ?? (new NeuralPolicy({ ...config.policy, seed: config.seed, features: plugPoint(config.env, "features") }) as TrainablePolicy<unknown>);
+  return policyOf(config, parts, plugPoint(config.env, "features"), initPolicy);
+}
+
+/** As `makePolicy`, with the env's features (its plug point) already looked up. */
+export function policyOf(config: TrainConfig, parts: TrainParts, features: PolicyFeatures | undefined, initPolicy?: Uint8Array): TrainablePolicy<unknown> {
+  const policy = parts.policy ?? (new NeuralPolicy({ ...config.policy, seed: config.seed, features }) as TrainablePolicy<unknown>);
   if (initPolicy && config.initPolicy) policy.load(initPolicy, config.initPolicy);
   return policy;
 }

@@ -177,10 +177,18 @@ export const trainConfigSchema = z.strictObject({
 /** The config with each env's default splits filled in (what config.json stores). */
 export type TrainConfig = z.infer<typeof trainConfigSchema> & { trainSplit: string; evalSplit: string };
 
-/** Parses a training config (one error naming every bad key) and fills in the env's default splits. */
-export function resolveTrainConfig(input: unknown, what = "training config"): TrainConfig {
+/**
+ * Parses a training config (one error naming every bad key) and fills in the env's default splits
+ * (`splits`: where they come from; the env is looked up only when a split is missing, so a stored
+ * config resumes before its env is known).
+ */
+export function resolveTrainConfig(
+  input: unknown,
+  what = "training config",
+  splits: (env: string) => { train: string; eval: string } = defaultSplits,
+): TrainConfig {
   const c = parseConfig(trainConfigSchema, input, what);
-  const d = defaultSplits(c.env);
+  const d = c.trainSplit !== undefined && c.evalSplit !== undefined ? { train: c.trainSplit, eval: c.evalSplit } : splits(c.env);
   return { ...c, trainSplit: c.trainSplit ?? d.train, evalSplit: c.evalSplit ?? d.eval };
 }
 export type TrainConfigInput = z.input<typeof trainConfigSchema>;
