@@ -2,7 +2,7 @@ import { deriveSeed, InvalidConfigError, Rng, type ActionSource, type StateAbstr
 import { ReplayBuffer } from "../buffer/index.ts";
 import { bcEpoch, type TrainablePolicy } from "../rl/index.ts";
 import type { EvalResult, IterationMetrics, TrainConfig, TrainHooks } from "./config.ts";
-import type { Parts } from "./compose.ts";
+import type { Parts } from "./parts.ts";
 import { checkFinite } from "./iteration-metrics.ts";
 import { evaluate } from "./loop.ts";
 import type { RunSink } from "./run-sink.ts";

@@ -5,65 +5,8 @@ import { createEnv, envEntry, envTasks, plugPoint, plugPoints, syntheticSupport,
 import { createExperienceModel, SyntheticEnv, type ExperienceModel, type ExperienceSpec } from "../experience/index.ts";
 import { NeuralPolicy, type TrainablePolicy } from "../rl/index.ts";
 import type { TrainConfig } from "./config.ts";
+import type { EnvPool, Parts, SyntheticPool, TrainParts } from "./parts.ts";
 import { candidatesOf, openPool, runEnv, type Support } from "./resolve.ts";
-
-/**
- * Parts a library user passes in instead of names in the config (each optional; the config builds
- * the rest). A resumed run needs the same parts again.
- */
-export interface TrainParts {
-  /** The policy to train. @default a NeuralPolicy from `config.policy` and `config.seed` */
-  policy?: TrainablePolicy<unknown>;
-  /** The synthetic env's experience model. @default from `config.experience` */
-  experienceModel?: ExperienceModel;
-  /** The curriculum's task generator. @default the env's own (`EnvSpec.taskGenerator`), or the LLM generator over a chat experience model */
-  taskGenerator?: TaskGenerator;
-  /** Candidate actions where the env lists none. @default the env spec's, else a vocabulary learned from the buffer */
-  candidateActions?: ActionSource;
-  /**
-   * The real env's instances instead of `createEnv(config.env)`, per pool: a factory (called for each
-   * of the pool's `concurrency` envs; the run closes them) or an instance (a pool of one; the caller
-   * closes it). `config.env` still names the env (give it): a registered name lends its spec (tasks,
-   * synthetic support, rewards, plug points); another name gets the defaults (`env.tasks()`, outcome
-   * rewards, no synthetic env: mode real). The config's splits then only label the pools.
-   * Not with `remote`. @default `createEnv(config.env, { split, dataDir, maxSteps })`
-   */
-  envs?: { train: Env | (() => Env); eval: Env | (() => Env) };
-}
-
-/** Envs of one split, ready for the policy (abstract states, candidate actions), and the split's tasks. */
-export interface EnvPool {
-  envs: Env[];
-  tasks: Task[];
-}
-
-/** The synthetic env pool: one experience model and one buffer behind `concurrency` envs. */
-export interface SyntheticPool extends EnvPool {
-  buffer: ReplayBuffer;
-  generator?: TaskGenerator;
-  /** LLM tokens the experience model (and generator) used so far. */
-  tokens(): number;
-  /** How the on-policy audit replays this env's synthetic episodes (the config's choice, else the env's). */
-  auditReplay: "actions" | "policy";
-  /** Evicts the oldest synthetic episodes past `bufferCapacity`. */
-  trim(): Promise<void>;
-  close(): Promise<void>;
-}
-
-/** Everything a run trains with. */
-export interface Parts {
-  policy: TrainablePolicy<unknown>;
-  /** GRPO's frozen reference (the initial policy), when its KL term is on. */
-  reference?: TrainablePolicy<unknown>;
-  real: EnvPool;
-  evaluation: EnvPool;
-  synthetic?: SyntheticPool;
-  curriculum?: Curriculum;
-  isSuccess: (totalReward: number) => boolean;
-  /** Candidate actions where the env lists none (from the parts, the env spec or the buffer's vocabulary). */
-  actions?: ActionSource;
-  close(): Promise<void>;
-}
 
 /**
  * Where the policy's candidates come from when an env lists no actions: the parts', else the env

@@ -2,7 +2,7 @@ import { deriveSeed, playEpisodes, Rng, type Env, type Task } from "../core/inde
 import type { AuditPair } from "../experience/index.ts";
 import { grpoUpdate, ppoUpdate, type TrainablePolicy } from "../rl/index.ts";
 import type { EvalResult, TrainConfig, TrainHooks } from "./config.ts";
-import type { Parts } from "./compose.ts";
+import type { Parts } from "./parts.ts";
 import { checkFinite, iterationMetrics, mean, type IterationRecord } from "./iteration-metrics.ts";
 import { onPolicyAudit } from "./on-policy-audit.ts";
 import { auditDue, grpoSettings, iterationTasks, nextPhase, rolloutJobs } from "./phases.ts";

@@ -1,5 +1,5 @@
 import { deriveSeed, playEpisodes, Rng, type Env, type Task } from "../core/index.ts";
-import type { Parts } from "./compose.ts";
+import type { Parts } from "./parts.ts";
 import type { GrpoConfig, TrainablePolicy } from "../rl/index.ts";
 import type { IterationMetrics, TrainConfig } from "./config.ts";
 import type { RunState } from "./run-sink.ts";

@@ -20,7 +20,7 @@ import { probeEndpoint } from "../llm/index.ts";
 import { httpBase, useRemoteEnv } from "../remote/index.ts";
 import { NeuralPolicy } from "../rl/index.ts";
 import { countDemonstrations } from "./bc.ts";
-import type { EnvPool, TrainParts } from "./compose.ts";
+import type { EnvPool, TrainParts } from "./parts.ts";
 import type { TrainConfig, TrainConfigInput } from "./config.ts";
 
 /** An env's synthetic support as the registry gives it (with its rewards and scripted policies). */

@@ -14,7 +14,8 @@ import {
   type TrainHooks,
   type TrainSummary,
 } from "./config.ts";
-import { envTaskGenerator, policyOf, syntheticPool, type Parts, type TrainParts } from "./compose.ts";
+import { envTaskGenerator, policyOf, syntheticPool } from "./compose.ts";
+import type { Parts, TrainParts } from "./parts.ts";
 import { trainingLoop } from "./loop.ts";
 import { behaviourCloningLoop } from "./bc.ts";
 import { resolveRun, runEnvEntry, savedRemote, withRemote, type ResolvedRun } from "./resolve.ts";
