@@ -159,7 +159,8 @@ function keepDoneIterations(e: EndpointFailedError, run: RunFolder, parts: Parts
 async function compose(config: TrainConfig, run: RunFolder, latest: Checkpoint | undefined, given: TrainParts): Promise<Parts> {
   const policy = makePolicy(config, given, config.initPolicy ? readFileSync(config.initPolicy) : undefined);
   // GRPO's reference is the initial policy, which the seed (or initPolicy) recreates exactly on resume.
-  const reference = config.algo === "grpo" && config.grpo.klCoef > 0 ? policy.clone() : undefined;
+  const anchored = config.grpo.klCoef > 0 || ((config.mode === "dreamgym" || config.mode === "s2r") && config.pessimism.kl > 0);
+  const reference = config.algo === "grpo" && anchored ? policy.clone() : undefined;
   if (latest) policy.load(run.checkpointPolicy(latest), latest.policyFile);
   const synthetic_ = config.mode === "dreamgym" || config.mode === "s2r";
   const actions = candidateSource(config, synthetic_ ? run.bufferFile : config.buffer, given);
