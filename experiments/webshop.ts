@@ -13,7 +13,7 @@
 // writes results.md.
 //
 //   npm run experiment:webshop -- [--seeds 5] [--eval-split test|dev] [--real 80000] [--synthetic 80000] [--s2r-synthetic 240000] [--parallel 2] [--out runs/experiment-webshop]
-//     [--init scratch|bc] [--synthetic-tasks seed|split] [--experience learned|default|<chat model>] [--rows bc,real,real-seed-tasks,real-tenth,real-kl,dreamgym,dreamgym-split-tasks,dreamgym-std-floor,dreamgym-kl,s2r,hybrid,no-replay,no-curriculum,no-pessimism,knn] [--only-seeds 2] [--final-eval-tasks 500]
+//     [--init scratch|bc] [--synthetic-tasks seed|split] [--experience learned|default|<chat model>] [--rows bc,real,real-seed-tasks,real-tenth,real-kl,dreamgym,dreamgym-split-tasks,dreamgym-plain,dreamgym-std-floor,dreamgym-kl,s2r,hybrid,no-replay,no-curriculum,no-pessimism,knn] [--only-seeds 2] [--final-eval-tasks 500]
 //     [--real-screen 4] [--real-batch-advantage 2] [--std-floor 0.1] [--kl-coef 0.05] [--rl-seeds 1]
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
@@ -77,9 +77,9 @@ const OPTIONS = {
    */
   "real-screen": { type: "string", default: "4" },
   "real-batch-advantage": { type: "string", default: "2" },
-  /** The dreamgym-std-floor row's σ_min under GRPO's group standard deviation (`grpo.stdFloor`). */
+  /** The dreamgym-std-floor and dreamgym-kl rows' σ_min under GRPO's group standard deviation (`pessimism.stdFloor`). */
   "std-floor": { type: "string", default: "0.1" },
-  /** The dreamgym-kl and real-kl rows' β of GRPO's KL penalty to the BC start (`grpo.klCoef`), beside the std floor. */
+  /** The dreamgym-kl row's β of GRPO's KL penalty to the BC start (`pessimism.kl`), and real-kl's (`grpo.klCoef`). */
   "kl-coef": { type: "string", default: "0.05" },
 } as const;
 const args = (() => {
@@ -113,6 +113,7 @@ const ROW_KEYS = [
   "real-kl",
   "dreamgym",
   "dreamgym-split-tasks",
+  "dreamgym-plain",
   "dreamgym-std-floor",
   "dreamgym-kl",
   "s2r",
@@ -228,15 +229,24 @@ const allRows: Row[] = [
     audit: "—",
   },
   dg("dreamgym", "DreamGym (model rewards), 0 real", []),
-  dg("dreamgym-std-floor", `DreamGym (model rewards), GRPO's group std floored at ${args["std-floor"]}, 0 real`, [
+  // The synthetic phase's GRPO pessimism (`pessimism.stdFloor`, `pessimism.kl`; defaults 0.1 and 0.05), varied.
+  dg("dreamgym-plain", "DreamGym (model rewards) without GRPO's std floor and KL penalty (the defaults before 2026-12-03), 0 real", [
     "--set",
-    `grpo.stdFloor=${args["std-floor"]}`,
+    "pessimism.stdFloor=0",
+    "--set",
+    "pessimism.kl=0",
+  ]),
+  dg("dreamgym-std-floor", `DreamGym (model rewards), GRPO's group std floored at ${args["std-floor"]}, no KL penalty, 0 real`, [
+    "--set",
+    `pessimism.stdFloor=${args["std-floor"]}`,
+    "--set",
+    "pessimism.kl=0",
   ]),
   dg("dreamgym-kl", `DreamGym (model rewards), std floor ${args["std-floor"]}, KL β ${args["kl-coef"]} to the BC start, 0 real`, [
     "--set",
-    `grpo.stdFloor=${args["std-floor"]}`,
+    `pessimism.stdFloor=${args["std-floor"]}`,
     "--set",
-    `grpo.klCoef=${args["kl-coef"]}`,
+    `pessimism.kl=${args["kl-coef"]}`,
   ]),
   {
     key: "dreamgym-split-tasks",

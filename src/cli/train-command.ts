@@ -127,7 +127,7 @@ export function registerTrain(program: Command): void {
     )
     .option("--no-replay", "ablation: no retrieved demos for the model, and the buffer does not grow")
     .option("--no-curriculum", "ablation: seed tasks only")
-    .option("--no-pessimism", "ablation: no penalty for the experience model's uncertainty, no halt")
+    .option("--no-pessimism", "ablation: no penalty for the experience model's uncertainty, no halt, no std floor or KL penalty in the synthetic phase")
     .option("--cache <file>", "a chat model's response cache (SQLite)")
     .option("--seed <n>", "seed", parseIntOption("seed"))
     .option("--tasks-per-iter <n>", "tasks per iteration", parseIntOption("tasks-per-iter", 1))
@@ -210,7 +210,7 @@ export function registerTrain(program: Command): void {
       if (cmd.getOptionValueSource("epochs") === "cli") applySet(input, `bc.epochs=${o.epochs}`);
       for (const [flag, key] of Object.entries(FLAG_KEYS)) if (cmd.getOptionValueSource(flag) === "cli") input[key] = o[flag];
       if (cmd.getOptionValueSource("curriculum") === "cli") applySet(input, `curriculum.enabled=${o.curriculum}`);
-      if (cmd.getOptionValueSource("pessimism") === "cli") input.pessimism = { beta: 0 };
+      if (cmd.getOptionValueSource("pessimism") === "cli") input.pessimism = { beta: 0, kl: 0, stdFloor: 0 };
       for (const s of o.set as string[]) applySet(input, s);
       // --env ws://…: the server's env under its own name, and the URL in the config (a resume reconnects).
       const env = { env: typeof input.env === "string" ? input.env : "webshop", data: typeof input.dataDir === "string" ? input.dataDir : undefined };

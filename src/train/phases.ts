@@ -19,9 +19,10 @@ export function nextPhase(config: TrainConfig, state: RunState, pending = 0): "r
 
 /** GRPO's settings in a phase: S2R's real phase may set its own batch term (`realBatchAdvantage`). */
 export function grpoSettings(config: TrainConfig, phase: "real" | "synthetic"): GrpoConfig {
-  return phase === "real" && config.mode === "s2r" && config.realBatchAdvantage !== undefined
-    ? { ...config.grpo, batchAdvantage: config.realBatchAdvantage }
-    : config.grpo;
+  const { grpo, pessimism } = config;
+  // The synthetic phase: pessimism toward the model's fine distinctions (its std floor and KL penalty).
+  if (phase === "synthetic") return { ...grpo, klCoef: grpo.klCoef + pessimism.kl, stdFloor: Math.max(grpo.stdFloor, pessimism.stdFloor) };
+  return config.mode === "s2r" && config.realBatchAdvantage !== undefined ? { ...grpo, batchAdvantage: config.realBatchAdvantage } : grpo;
 }
 
 /**

@@ -103,6 +103,9 @@ export class RunFolder implements RunSink {
       throw new DataError("not a run's config (no runId); it may be damaged: start a new run with another --out", { file: configFile });
     }
     const { createdAt: _, runId, ...stored } = raw as Record<string, unknown> & { runId: string };
+    // A run from before the synthetic phase's std floor and KL penalty goes on without them, as it began.
+    const p = stored.pessimism;
+    if (p && typeof p === "object" && !Array.isArray(p) && !("kl" in p)) stored.pessimism = { ...p, kl: 0, stdFloor: 0 };
     const latestFile = join(dir, "checkpoints", "latest.json");
     const latest = existsSync(latestFile) ? readJsonFile<Checkpoint>(latestFile) : undefined;
     if (

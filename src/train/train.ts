@@ -161,7 +161,8 @@ async function compose(run: RunFolder, latest: Checkpoint | undefined, given: Tr
   try {
     const policy = policyOf(config, given, env.plugs.features, config.initPolicy ? readFileSync(config.initPolicy) : undefined);
     // GRPO's reference is the initial policy, which the seed (or initPolicy) recreates exactly on resume.
-    const reference = config.algo === "grpo" && config.grpo.klCoef > 0 ? policy.clone() : undefined;
+    const anchored = config.grpo.klCoef > 0 || ((config.mode === "dreamgym" || config.mode === "s2r") && config.pessimism.kl > 0);
+    const reference = config.algo === "grpo" && anchored ? policy.clone() : undefined;
     if (latest) policy.load(run.checkpointPolicy(latest), latest.policyFile);
     const synthetic_ = config.mode === "dreamgym" || config.mode === "s2r";
     const split = { envs: resolved.train.envs, tasks: resolved.train.tasks };
