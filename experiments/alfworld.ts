@@ -22,7 +22,7 @@
 // A larger N in a folder of its own (a finished run of another budget is never reused):
 //   npm run experiment:alfworld -- --real 80000 --rows bc,real --seeds 1 --out runs/experiment-alfworld-80k
 import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, realpathSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { abstractEnv, playEpisodes, writeFileAtomic, type Env, type Policy } from "../src/core/index.ts";
@@ -228,7 +228,9 @@ const failures: string[] = [];
 function staleBudget(job: (typeof jobs)[number]): string | undefined {
   if (!existsSync(join(job.dir, "config.json"))) return undefined;
   const config = JSON.parse(readFileSync(join(job.dir, "config.json"), "utf8")) as { budget: number; realBudget: number; buffer?: string };
-  if (config.buffer !== seedDb(job.seed)) return `trained on ${config.buffer}, not data seed ${job.seed}'s ${seedDb(job.seed)}: give another --out`;
+  // The same file by another path (a folder of runs shared by symlink) is the same buffer.
+  const same = (a: string | undefined, b: string) => a === b || (a !== undefined && existsSync(a) && existsSync(b) && realpathSync(a) === realpathSync(b));
+  if (!same(config.buffer, seedDb(job.seed))) return `trained on ${config.buffer}, not data seed ${job.seed}'s ${seedDb(job.seed)}: give another --out`;
   const a = rows[job.row].args;
   const want = (flag: string) => (a.includes(flag) ? Number(a[a.indexOf(flag) + 1]) : undefined);
   const budget = want("--budget");
