@@ -3,7 +3,7 @@ import { ReplayBuffer } from "../buffer/index.ts";
 import { bcEpoch, type TrainablePolicy } from "../rl/index.ts";
 import type { EvalResult, IterationMetrics, TrainConfig, TrainHooks } from "./config.ts";
 import type { Parts } from "./parts.ts";
-import { checkFinite } from "./iteration-metrics.ts";
+import { checkFinite, runCounters } from "./iteration-metrics.ts";
 import { evaluate } from "./loop.ts";
 import type { RunSink } from "./run-sink.ts";
 import type { RunState } from "./run-sink.ts";
@@ -125,12 +125,7 @@ export async function behaviourCloningLoop(
       steps: 0,
       meanReward: 0,
       success: 0,
-      realInteractions: state.realInteractions,
-      evalInteractions: state.evalInteractions,
-      syntheticInteractions: state.syntheticInteractions,
-      auditInteractions: state.auditInteractions ?? 0,
-      droppedEpisodes: state.droppedEpisodes,
-      tokens: state.tokens ?? 0,
+      ...runCounters(state),
       policyLoss: s.loss,
       entropy: s.entropy,
       approxKl: 0,

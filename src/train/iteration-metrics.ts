@@ -36,12 +36,7 @@ export function iterationMetrics(config: TrainConfig, r: IterationRecord, state:
     steps: r.steps,
     meanReward: mean(r.played.map((e) => e.totalReward)),
     success: mean(r.played.map((e) => (e.success ? 1 : 0))),
-    realInteractions: state.realInteractions,
-    evalInteractions: state.evalInteractions,
-    syntheticInteractions: state.syntheticInteractions,
-    auditInteractions: state.auditInteractions ?? 0,
-    droppedEpisodes: state.droppedEpisodes,
-    tokens: state.tokens ?? 0,
+    ...runCounters(state),
     policyLoss: stats.policyLoss,
     ...("valueLoss" in stats ? { valueLoss: stats.valueLoss } : {}),
     entropy: stats.entropy,
@@ -79,6 +74,16 @@ export function checkFinite(stats: object, iteration: number, sink: Pick<RunSink
     `training diverged at iteration ${iteration}: ${bad.map(([k, v]) => `${k} ${v}`).join(", ")} (a learning rate too high?); the run stops, and ${kept}; start again with other settings (a lower learning rate)`,
   );
 }
+
+/** The run's counters as a metrics line carries them. */
+export const runCounters = (state: RunState) => ({
+  realInteractions: state.realInteractions,
+  evalInteractions: state.evalInteractions,
+  syntheticInteractions: state.syntheticInteractions,
+  auditInteractions: state.auditInteractions ?? 0,
+  droppedEpisodes: state.droppedEpisodes,
+  tokens: state.tokens ?? 0,
+});
 
 export const mean = (xs: number[]) => (xs.length === 0 ? 0 : xs.reduce((s, x) => s + x, 0) / xs.length);
 /** Population variance (0 for fewer than two values). */
