@@ -6,7 +6,8 @@ import { join } from "node:path";
 import { ReplayBuffer } from "../src/buffer/index.ts";
 import { AlfWorldEnv, AlfWorldExpert, AlfWorldReplay, alfworldAbstraction, alfworldVerifier } from "../src/envs/alfworld/index.ts";
 import { RandomPolicy, runEpisode } from "../src/envs/index.ts";
-import { abstractTrajectory, AlfWorldExperienceModel, SyntheticEnv } from "../src/experience/index.ts";
+import { abstractTrajectory, SyntheticEnv } from "../src/experience/index.ts";
+import { AlfWorldExperienceModel } from "../src/envs/alfworld/index.ts";
 
 type Report = (name: string, value: string) => void;
 

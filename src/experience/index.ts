@@ -1,6 +1,5 @@
 export type { ExperienceModel, PredictInput, Prediction, Demo, HistoryStep, TrajectoryStore } from "../core/index.ts";
 export { EmbeddedExperienceModel } from "./embedded-model.ts";
-export { AlfWorldExperienceModel } from "../envs/alfworld/index.ts";
 export type { EmbeddedModelOptions } from "./embedded-model.ts";
 export { SyntheticEnv } from "./synthetic-env.ts";
 export type { SyntheticEnvOptions } from "./synthetic-env.ts";
