@@ -25,6 +25,12 @@ export function grpoSettings(config: TrainConfig, phase: "real" | "synthetic"): 
   return config.mode === "s2r" && config.realBatchAdvantage !== undefined ? { ...grpo, batchAdvantage: config.realBatchAdvantage } : grpo;
 }
 
+/** Whether a phase of this run pays GRPO's KL penalty, so that the starting policy must be kept as its reference. */
+export function needsReference(config: TrainConfig): boolean {
+  const synthetic = config.mode === "dreamgym" || config.mode === "s2r";
+  return config.algo === "grpo" && (config.grpo.klCoef > 0 || (synthetic && grpoSettings(config, "synthetic").klCoef > 0));
+}
+
 /**
  * Whether the on-policy audit runs on this iteration: synthetic ones, every `onPolicyAudit.every`
  * and the last one (`state`: the counters with this iteration's episodes counted).

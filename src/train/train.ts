@@ -17,6 +17,7 @@ import {
 import { envTaskGenerator, policyOf, syntheticPool } from "./compose.ts";
 import type { Parts, TrainParts } from "./parts.ts";
 import { trainingLoop } from "./loop.ts";
+import { needsReference } from "./phases.ts";
 import { behaviourCloningLoop } from "./bc.ts";
 import { resolveRun, runEnvEntry, savedRemote, withRemote, type ResolvedRun } from "./resolve.ts";
 import { lockRun, RunFolder, type Checkpoint } from "./run-folder.ts";
@@ -161,8 +162,7 @@ async function compose(run: RunFolder, latest: Checkpoint | undefined, given: Tr
   try {
     const policy = policyOf(config, given, env.plugs.features, config.initPolicy ? readFileSync(config.initPolicy) : undefined);
     // GRPO's reference is the initial policy, which the seed (or initPolicy) recreates exactly on resume.
-    const anchored = config.grpo.klCoef > 0 || ((config.mode === "dreamgym" || config.mode === "s2r") && config.pessimism.kl > 0);
-    const reference = config.algo === "grpo" && anchored ? policy.clone() : undefined;
+    const reference = needsReference(config) ? policy.clone() : undefined;
     if (latest) policy.load(run.checkpointPolicy(latest), latest.policyFile);
     const synthetic_ = config.mode === "dreamgym" || config.mode === "s2r";
     const split = { envs: resolved.train.envs, tasks: resolved.train.tasks };
