@@ -385,9 +385,14 @@ const median = (xs: number[]) => {
   const v = [...xs].sort((a, b) => a - b);
   return v.length === 0 ? NaN : v.length % 2 ? v[(v.length - 1) / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
 };
-/** A row's score for data seed s: the mean over its RL runs (all of them finished, else undefined). */
+/**
+ * A row's score for data seed s: the mean over its RL runs (all --rl-seeds of them finished, else
+ * undefined), and over any further runs an earlier experiment left in --out (so a row added with
+ * --rl-seeds 1 is compared with real-env GRPO's mean of three).
+ */
 const score = (key: string, s: number): number | undefined => {
   const runs = Array.from({ length: key === "bc" ? 1 : rlSeeds }, (_, r) => runDir(key, s, r));
+  if (key !== "bc") for (let r = rlSeeds; existsSync(join(runDir(key, s, r), "summary.json")); r++) runs.push(runDir(key, s, r));
   const scores = runs.map((dir) =>
     existsSync(join(dir, "summary.json")) && !stale(dir, s) ? (JSON.parse(readFileSync(join(dir, "summary.json"), "utf8")).final.score as number) : undefined,
   );
@@ -421,7 +426,7 @@ const auditFigures = (dir: string) => {
   };
 };
 const lines = [
-  `WebShop, neural policy (GRPO), ${evalSplit} split (${finalEvalTasks} goals, greedy); data seeds ${seedList.join(", ")} (each its own seed buffer, learned model and RL seed); synthetic runs ${M.toLocaleString("en-US")} synthetic steps (S2R ${S2R_M.toLocaleString("en-US")}) on the ${args["synthetic-tasks"] === "seed" ? "seed buffer's tasks and the curriculum's" : "train split's tasks"}; experience model: ${modelName}, no verifier unless marked hybrid; ${args.init === "bc" ? "every RL run starts from the BC policy of its seed" : "every RL run from fresh weights"}${rlSeeds > 1 ? `; each RL row's score per data seed is the mean of ${rlSeeds} RL runs (RL seeds s, 1000 + s, …; audit figures: the first run)` : ""}.`,
+  `WebShop, neural policy (GRPO), ${evalSplit} split (${finalEvalTasks} goals, greedy); data seeds ${seedList.join(", ")} (each its own seed buffer, learned model and RL seed); synthetic runs ${M.toLocaleString("en-US")} synthetic steps (S2R ${S2R_M.toLocaleString("en-US")}) on the ${args["synthetic-tasks"] === "seed" ? "seed buffer's tasks and the curriculum's" : "train split's tasks"}; experience model: ${modelName}, no verifier unless marked hybrid; ${args.init === "bc" ? "every RL run starts from the BC policy of its seed" : "every RL run from fresh weights"}; each RL row's score per data seed is the mean of its RL runs in --out (RL seeds s, 1000 + s, …; audit figures: the first run)${rlSeeds > 1 ? `, ${rlSeeds} here` : ""}.`,
   "",
   "Teach ratio: (row − BC) / (real-env GRPO − BC), per seed. Audit figures, per seed then pooled: order agreement within GRPO groups over the run's audits (pairs the synthetic or real returns tell apart; one side tied counts half), and over the last quarter of its audits the return gap (synthetic − real) and the exploitation rate (synthetic successes that fail for real).",
   "",
