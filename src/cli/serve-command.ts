@@ -4,6 +4,7 @@ import { InvalidConfigError } from "../core/index.ts";
 import { createServeApp, EnvHost, SessionManager, startServer, type ObservationFormat } from "../server/index.ts";
 import { DEFAULT_MAX_FAILURES, DEFAULT_REQUEST_TIMEOUT_S, endpointOptions } from "./endpoint-options.ts";
 import { parseIntOption } from "./options.ts";
+import { serveRun, type ServeRunOptions } from "./serve-run.ts";
 import { untilStopSignal } from "./signals.ts";
 import { cliConsole as console } from "./io.ts";
 
@@ -29,6 +30,13 @@ interface ServeOptions {
   cache?: string;
   requestTimeout?: number;
   maxFailures?: number;
+  run?: string;
+  budget?: number;
+  realBudget?: number;
+  group?: number;
+  tasksPerIter?: number;
+  seed?: number;
+  set: string[];
 }
 
 /** Addresses only this machine can reach: the only ones served without a token. */
@@ -74,8 +82,15 @@ export function registerServe(program: Command): void {
       .requiredOption("--env <name>", "environment (a built-in or registered name)")
       .option(
         "--mode <mode>",
-        "real (the env itself) or synthetic (its synthetic version over an experience model) (default: real, or synthetic with --experience)",
+        "real (the env itself), synthetic (its synthetic version over an experience model), or dreamgym / s2r (a DreamGym session server: the whole loop but the policy update, kept in --run) (default: real, or synthetic with --experience)",
       )
+      .option("--run <dir>", "dreamgym/s2r: the run folder (a new run, or the one it holds, resumed)")
+      .option("--budget <n>", "dreamgym/s2r: synthetic steps the run plans for", parseIntOption("budget", 1))
+      .option("--real-budget <n>", "s2r: real steps after the synthetic budget", parseIntOption("real-budget"))
+      .option("--group <n>", "dreamgym/s2r: episodes per group, the trainer's generations per prompt (GRPO's G)", parseIntOption("group", 2))
+      .option("--tasks-per-iter <n>", "dreamgym/s2r: groups per iteration (the curriculum updates after each)", parseIntOption("tasks-per-iter", 1))
+      .option("--seed <n>", "dreamgym/s2r: the run's seed (task draws, env seeds, audit)", parseIntOption("seed"))
+      .option("--set <key=value>", "dreamgym/s2r: set any training config key (repeatable)", (v: string, acc: string[]) => [...acc, v], [] as string[])
       .option(
         "--experience <model>",
         "synthetic mode: default (the embedded model), learned:<file> (dreamgym model train), or a chat model (http://host/v1#model, openai:model) (default: default)",
@@ -122,7 +137,19 @@ export function registerServe(program: Command): void {
       .option("--cache <file>", "synthetic mode, chat model: its response cache (SQLite)"),
   ).action(async (o: ServeOptions) => {
     const mode = o.mode ?? (o.experience !== undefined ? "synthetic" : "real");
-    if (mode !== "real" && mode !== "synthetic") throw new InvalidConfigError(`--mode must be real or synthetic, got "${o.mode}"`);
+    if (mode !== "real" && mode !== "synthetic" && mode !== "dreamgym" && mode !== "s2r")
+      throw new InvalidConfigError(`--mode must be real, synthetic, dreamgym or s2r, got "${o.mode}"`);
+    if (mode === "dreamgym" || mode === "s2r") {
+      const notHere = (["record", "split"] as const).filter((k) => o[k] !== undefined);
+      if (notHere.length) throw new InvalidConfigError(`--${notHere[0]} is not for --mode ${mode}: the run keeps its own buffer and plays its own tasks`);
+      if (o.observation !== "abstract") throw new InvalidConfigError(`--mode ${mode} serves abstract states (what the run's synthetic env shows)`);
+      return serveRun({ ...o, mode } as ServeRunOptions, readToken(o));
+    }
+    const runOnly = (["run", "budget", "realBudget", "group", "tasksPerIter", "seed"] as const).filter((k) => o[k] !== undefined);
+    if (runOnly.length || o.set.length)
+      throw new InvalidConfigError(
+        `--${runOnly.length ? runOnly[0].replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`) : "set"} is for a DreamGym session server: add --mode dreamgym`,
+      );
     if (o.observation !== "abstract" && o.observation !== "raw") throw new InvalidConfigError(`--observation must be abstract or raw, got "${o.observation}"`);
     if (mode === "real") {
       const synthOnly = (["experience", "buffer", "hybrid", "record", "cache"] as const).filter((k) => o[k] !== undefined);

@@ -10,7 +10,7 @@ import { progressBar } from "./progress.ts";
 import { cliConsole as console } from "./io.ts";
 
 /** `--set a.b=value` → { a: { b: value } } (value read as JSON when it parses, else a string). */
-function applySet(target: Record<string, unknown>, assignment: string): void {
+export function applySet(target: Record<string, unknown>, assignment: string): void {
   const eq = assignment.indexOf("=");
   if (eq <= 0) throw new InvalidConfigError(`--set expects key=value, got "${assignment}"`);
   const path = assignment.slice(0, eq).split(".");

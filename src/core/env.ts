@@ -5,6 +5,11 @@ export interface ResetOptions {
   seed?: number;
   /** Run this task instead of sampling one. */
   task?: Task;
+  /**
+   * The group this episode belongs to (GRPO's G rollouts of one prompt). Most envs ignore it; an env
+   * that picks tasks itself (a DreamGym session server's curriculum) gives a group's episodes one task.
+   */
+  group?: string;
 }
 
 export interface ResetResult {

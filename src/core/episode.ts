@@ -30,6 +30,8 @@ export interface Episode<R = unknown> {
 
 export interface PlayOptions {
   task?: Task;
+  /** The episode's group, passed to the env's reset (`ResetOptions.group`). */
+  group?: string;
   /** Seeds the env's own randomness. */
   seed?: number;
   /** The policy's sampling stream for this episode. */
@@ -46,7 +48,7 @@ const atLeastOne = (total: number) => total >= 1 - 1e-9;
  * each decision needs for an update.
  */
 export async function playEpisode<R>(env: Env, policy: Policy<R>, opts: PlayOptions): Promise<Episode<R>> {
-  const reset = await env.reset({ seed: opts.seed, task: opts.task });
+  const reset = await env.reset({ seed: opts.seed, task: opts.task, ...(opts.group !== undefined ? { group: opts.group } : {}) });
   const task = (reset.info.task as Task | undefined) ?? opts.task ?? { id: "unknown", instruction: "" };
   policy.reset?.(task);
   const steps: EpisodeStep<R>[] = [];
@@ -87,6 +89,8 @@ export async function playEpisode<R>(env: Env, policy: Policy<R>, opts: PlayOpti
 
 export interface EpisodeJob {
   task?: Task;
+  /** The episode's group, for an env that picks a group's task itself (`ResetOptions.group`). */
+  group?: string;
   seed?: number;
   /** Seeds the policy's sampling for this episode, so results do not depend on scheduling. */
   rngSeed: number;
@@ -111,6 +115,7 @@ export async function playEpisodes<R>(
       const job = jobs[j];
       const episode = await playEpisode(env, policy, {
         task: job.task,
+        group: job.group,
         seed: job.seed,
         rng: new Rng(job.rngSeed),
         greedy: opts.greedy,

@@ -123,6 +123,7 @@ export class RemoteEnv implements Env {
       const data: Record<string, unknown> = {};
       if (opts.seed !== undefined) data.seed = opts.seed;
       if (opts.task) data.task_id = opts.task.id;
+      if (opts.group !== undefined) data.group_id = opts.group;
       this.episode = "none";
       const message = { type: "reset", data };
       // A reset starts afresh, so one that meets a connection the server has just closed (an idle

@@ -7,7 +7,8 @@ export interface RemoteEnvInfo {
   url: string;
   /** The served env's registry name (what trajectories are labelled with). */
   env: string;
-  mode: "real" | "synthetic";
+  /** dreamgym: a served DreamGym run (its resets name groups; the server picks their tasks). */
+  mode: "real" | "synthetic" | "dreamgym";
   split: string;
   /** Whether observations are abstract states (an env with a state abstraction) or the env's own text. */
   observation: "abstract" | "raw";
@@ -59,7 +60,7 @@ export async function remoteEnvInfo(url: string, opts: RemoteInfoOptions = {}): 
     split: d.split,
     rewards,
     tasks,
-    mode: d.mode === "synthetic" ? "synthetic" : "real",
+    mode: d.mode === "synthetic" || d.mode === "dreamgym" ? d.mode : "real",
     observation: d.observation === "raw" ? "raw" : "abstract",
     description: typeof meta.description === "string" ? meta.description : `${d.env} served at ${base}`,
     version: typeof d.version === "string" ? d.version : "",

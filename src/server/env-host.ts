@@ -3,6 +3,7 @@ import { abstractEnv, closing, InvalidConfigError, type Env, type RewardSpec, ty
 import { checkBufferEnv, ReplayBuffer } from "../buffer/index.ts";
 import { createEnv, envEntry, envTasks, hasSyntheticSupport, syntheticSupport, type EnvSpec, type SyntheticSupport } from "../envs/index.ts";
 import { createExperienceModel, isLocalExperience, SyntheticEnv, type ExperienceModelHandle } from "../experience/index.ts";
+import type { ServedRun, ServedRunInfo } from "../train/index.ts";
 
 export interface EnvHostOptions {
   /** A registered env name. */
@@ -40,7 +41,8 @@ export type ObservationFormat = "abstract" | "raw";
  */
 export class EnvHost {
   readonly name: string;
-  readonly mode: "real" | "synthetic";
+  /** real: the env itself; synthetic: its synthetic version; dreamgym: a served DreamGym run (`ServedRun`). */
+  readonly mode: "real" | "synthetic" | "dreamgym";
   readonly split: string;
   readonly tasks: readonly Task[];
   readonly rewards: RewardSpec;
@@ -55,14 +57,20 @@ export class EnvHost {
     return { spec: this.o.experience ?? "default", model: this.synthetic.model.model.id, hybrid: this.o.hybrid ?? false };
   }
 
+  /** A served run's plan (group size, tasks per iteration, budgets) and folder. */
+  get run(): ServedRunInfo | undefined {
+    return this.served?.info;
+  }
+
   private constructor(
     private readonly o: EnvHostOptions,
     init: { split: string; tasks: Task[]; support?: SyntheticSupport },
     private readonly synthetic?: { model: ExperienceModelHandle; buffer: ReplayBuffer; support: SyntheticSupport },
+    private readonly served?: ServedRun,
   ) {
     const entry = envEntry(o.env);
     this.name = o.env;
-    this.mode = o.mode ?? "real";
+    this.mode = served ? "dreamgym" : (o.mode ?? "real");
     this.split = init.split;
     this.tasks = init.tasks;
     this.rewards = entry.rewards;
@@ -70,6 +78,21 @@ export class EnvHost {
     this.abstraction = init.support?.abstraction;
     this.taskIndex = new Map(init.tasks.map((t, i) => [t.id, i]));
     this.spec = entry.spec;
+  }
+
+  /**
+   * The host of a served DreamGym run: a reset without a task plays the run's plan, one naming a
+   * task (of the run's evaluation split) plays it in the real env. The run owns what it opened.
+   */
+  static served(run: ServedRun): EnvHost {
+    const c = run.folder.config;
+    const support = hasSyntheticSupport(c.env) ? { abstraction: run.abstraction } : undefined;
+    return new EnvHost(
+      { env: c.env, mode: "real", split: c.evalSplit, dataDir: c.dataDir, maxSteps: c.maxSteps, experience: c.experience },
+      { split: c.evalSplit, tasks: [...run.tasks], support: support as SyntheticSupport | undefined },
+      undefined,
+      run,
+    );
   }
 
   /** Checks the options and opens what the sessions share. */
@@ -133,6 +156,7 @@ export class EnvHost {
    * LLM concurrency limit); real ones are independent instances.
    */
   createEnv(format: ObservationFormat = "abstract"): Env {
+    if (this.served) return this.served.createEnv();
     if (this.synthetic) {
       const { model, buffer, support } = this.synthetic;
       return new SyntheticEnv({

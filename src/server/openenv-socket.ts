@@ -142,7 +142,7 @@ export class OpenEnvSockets {
         if (ws.readyState === WebSocket.OPEN || ws.readyState === WebSocket.CONNECTING) ws.close(this.closing ? 1001 : 1000, reasonText(reason));
       });
     };
-    const synthetic = this.manager.host.mode === "synthetic";
+    const synthetic = this.manager.host.mode !== "real";
     // Reading stops while too many messages wait for an answer, or too many reply bytes wait to go out.
     let unsent = 0;
     const mayRead = () => pending < MAX_PENDING && unsent < MAX_UNSENT_BYTES;

@@ -34,7 +34,7 @@ const missing = (loc: (string | number)[], input: unknown): FieldError => ({ typ
 const extra = (loc: (string | number)[], input: unknown): FieldError => ({ type: "extra_forbidden", loc, msg: "Extra inputs are not permitted", input });
 const notDict = (loc: (string | number)[], input: unknown): FieldError => ({ type: "dict_type", loc, msg: "Input should be a valid dictionary", input });
 
-/** The reset fields dreamgym reads: OpenEnv's `seed` and `episode_id`, and its own `task_id`/`task_index`. */
+/** The reset fields dreamgym reads: OpenEnv's `seed` and `episode_id`, and its own `task_id`/`task_index`/`group_id`. */
 export function parseReset(data: Record<string, unknown>, loc: string[] = []): ResetRequest {
   const errors: FieldError[] = [];
   const req: ResetRequest = {};
@@ -59,6 +59,10 @@ export function parseReset(data: Record<string, unknown>, loc: string[] = []): R
   req.episodeId = string("episode_id", 255);
   req.taskId = string("task_id", 1000);
   req.taskIndex = nonNegativeInt("task_index");
+  // A dataset column passed through (TRL's reset kwargs): a string, or an integer such as a prompt's row.
+  const group = data.group_id;
+  if (typeof group === "number" && Number.isSafeInteger(group)) req.group = String(group);
+  else if (group !== undefined && group !== null) req.group = string("group_id", 255);
   if (errors.length) throw new ValidationFailed(errors);
   // Other keys are dropped, as OpenEnv drops reset kwargs the env's reset() does not take.
   return req;
@@ -216,7 +220,7 @@ export interface OpenEnvRouteOptions {
 
 /** Whether sessions show abstract states or the env's own text. */
 export function observationKind(host: EnvHost, format: ObservationFormat): "abstract" | "raw" {
-  return host.mode === "synthetic" || (format === "abstract" && host.abstraction) ? "abstract" : "raw";
+  return host.mode !== "real" || (format === "abstract" && host.abstraction) ? "abstract" : "raw";
 }
 
 /**
@@ -225,7 +229,7 @@ export function observationKind(host: EnvHost, format: ObservationFormat): "abst
  */
 export function openEnvRoutes(manager: SessionManager, o: OpenEnvRouteOptions): Hono {
   const host = manager.host;
-  const synthetic = host.mode === "synthetic";
+  const synthetic = host.mode !== "real";
   const app = new Hono();
 
   // OpenEnv's body, plus the sessions open now (over every protocol) and the cap: what load balancers and soak runs read.
@@ -248,6 +252,18 @@ export function openEnvRoutes(manager: SessionManager, o: OpenEnvRouteOptions): 
         tasks: host.tasks.length,
         version: o.version,
         ...(host.experience ? { experience: host.experience } : {}),
+        // A served run's plan: a trainer's groups must be `group` generations, and a batch `tasks_per_iteration` groups.
+        ...(host.run
+          ? {
+              run: {
+                group: host.run.group,
+                tasks_per_iteration: host.run.tasksPerIteration,
+                budget: host.run.budget,
+                real_budget: host.run.realBudget,
+                mode: host.run.mode,
+              },
+            }
+          : {}),
       },
     }),
   );

@@ -47,6 +47,8 @@ export interface ResetRequest {
   /** A task given whole, e.g. one of another split (AgentGym numbers tasks across the env's whole catalogue). */
   task?: Task;
   episodeId?: string;
+  /** The episode's group (GRPO's G rollouts of one prompt): a DreamGym session server gives a group's episodes one task. */
+  group?: string;
 }
 
 /** One client's env: calls run one at a time, in order; different sessions run in parallel. */
@@ -111,7 +113,7 @@ export class Session {
   reset(req: ResetRequest = {}): Promise<SessionView> {
     return this.run(async () => {
       const task = this.pickTask(req);
-      const r = await this.env.reset({ seed: req.seed, task }).catch((e) => {
+      const r = await this.env.reset({ seed: req.seed, task, ...(req.group !== undefined ? { group: req.group } : {}) }).catch((e) => {
         throw executionError("reset", e);
       });
       this.episodeId = req.episodeId ?? `${this.id}-${Date.now().toString(36)}`;

@@ -89,7 +89,7 @@ export async function syntheticPool(
   // Without replay the reasoning model gets no demos; the embedded model is retrieval itself, so it
   // keeps reading the offline seed, which then never grows.
   const demos = config.replay || !model.chat ? config.demos : 0;
-  const envs: Env[] = Array.from({ length: config.concurrency }, () => {
+  const make = () => {
     const env = new SyntheticEnv({
       model: model.model,
       abstraction: support.abstraction,
@@ -103,7 +103,8 @@ export async function syntheticPool(
       pessimism: config.pessimism.beta > 0 || config.pessimism.halt !== undefined ? config.pessimism : undefined,
     });
     return actions ? withActions(env, actions) : env;
-  });
+  };
+  const envs: Env[] = Array.from({ length: config.concurrency }, make);
   // Where a task needs more than its sentence (`llmTasks: false`), an LLM's free-text variation has
   // nothing to start in, and the env keeps its own generator whatever the model.
   const llmTasks = model.chat !== undefined && from.llmTasks !== false;
@@ -118,6 +119,7 @@ export async function syntheticPool(
         }));
   return {
     envs,
+    make,
     tasks,
     buffer,
     generator,

@@ -47,6 +47,12 @@ export const trainConfigSchema = z.strictObject({
    * be played here (WebArena with no deployment). The checkpoints are the result, to evaluate elsewhere.
    */
   syntheticOnly: z.boolean().default(false),
+  /**
+   * A DreamGym session server's run (`dreamgym serve --mode dreamgym --run DIR`): a trainer's sessions
+   * play the episodes and update the policy; the server plans tasks, grows the buffer, audits and
+   * logs. `dreamgym serve --run DIR` resumes it, not `train --resume`.
+   */
+  served: z.boolean().default(false),
   /** dreamgym/s2r: "default" (the embedded model) or a chat model (http://host/v1#model, openai:model, gguf:file). */
   experience: z.string().default("default"),
   /** Terminal rewards from the real env's verifier instead of the experience model. */
@@ -122,8 +128,10 @@ export const trainConfigSchema = z.strictObject({
    * The tasks of real RL (real mode, S2R's real phase): the train split's ("split"), or only those
    * of the buffer's real episodes ("seed"), to tell what the task set gives from what the
    * experience model gives (real-env GRPO on DreamGym's own tasks). "seed" needs `buffer`.
+   * "server": the env server picks them (a DreamGym session server's curriculum, `dreamgym serve
+   * --mode dreamgym`): each reset names its group (iteration and task slot) instead of a task.
    */
-  realTasks: z.enum(["split", "seed"]).default("split"),
+  realTasks: z.enum(["split", "seed", "server"]).default("split"),
   /**
    * S2R's real phase: each iteration draws `realScreen`× its tasks and plays each G times in the
    * synthetic env first; its real steps go to the tasks whose synthetic returns vary most (the
@@ -246,13 +254,14 @@ export interface IterationMetrics {
     lastFailure?: string;
     generatedInBatch: number;
   };
-  policyLoss: number;
+  /** The update's figures; absent on a served run (`dreamgym serve --mode dreamgym`), where the trainer updates the policy. */
+  policyLoss?: number;
   valueLoss?: number;
-  entropy: number;
+  entropy?: number;
   kl?: number;
-  approxKl: number;
-  clipFraction: number;
-  gradNorm: number;
+  approxKl?: number;
+  clipFraction?: number;
+  gradNorm?: number;
   rolloutSeconds: number;
   updateSeconds: number;
   evalSeconds: number;

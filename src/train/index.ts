@@ -10,3 +10,5 @@ export { RunFolder, auditFiles, latestPolicyFile } from "./run-folder.ts";
 export type { Checkpoint } from "./run-folder.ts";
 export type { RunState } from "./run-sink.ts";
 export { writeReport, lineChart, readMetrics } from "./report.ts";
+export { ServedRun, servedConfig } from "./served-run.ts";
+export type { ServedRunInfo } from "./served-run.ts";

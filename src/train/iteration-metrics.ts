@@ -11,7 +11,8 @@ export interface IterationRecord {
   phase: "real" | "synthetic";
   played: Episode[];
   steps: number;
-  stats: GrpoStats | PpoStats;
+  /** The update's figures (none on a served run: the trainer updates the policy). */
+  stats?: GrpoStats | PpoStats;
   /** GRPO's groups of the update (two episodes or more). */
   updated: Episode[][];
   screen?: IterationMetrics["screen"];
@@ -37,13 +38,17 @@ export function iterationMetrics(config: TrainConfig, r: IterationRecord, state:
     meanReward: mean(r.played.map((e) => e.totalReward)),
     success: mean(r.played.map((e) => (e.success ? 1 : 0))),
     ...runCounters(state),
-    policyLoss: stats.policyLoss,
-    ...("valueLoss" in stats ? { valueLoss: stats.valueLoss } : {}),
-    entropy: stats.entropy,
-    ...("kl" in stats && stats.kl !== undefined ? { kl: stats.kl } : {}),
-    approxKl: stats.approxKl,
-    clipFraction: stats.clipFraction,
-    gradNorm: stats.gradNorm,
+    ...(stats
+      ? {
+          policyLoss: stats.policyLoss,
+          ...("valueLoss" in stats ? { valueLoss: stats.valueLoss } : {}),
+          entropy: stats.entropy,
+          ...("kl" in stats && stats.kl !== undefined ? { kl: stats.kl } : {}),
+          approxKl: stats.approxKl,
+          clipFraction: stats.clipFraction,
+          gradNorm: stats.gradNorm,
+        }
+      : {}),
     ...(config.algo === "grpo"
       ? { groups: { total: r.updated.length, informative: r.updated.filter((g) => variance(g.map((e) => e.totalReward)) > 1e-12).length } }
       : {}),

@@ -15,7 +15,7 @@ import { modelReward } from "./synthetic-episodes.ts";
 /** A played episode with the job that played it (task, env seed, sampling seed). */
 export interface PlayedEpisode {
   e: Episode;
-  job: { task: Task; seed: number; rngSeed: number };
+  job: { task?: Task; seed: number; rngSeed: number };
 }
 
 /**

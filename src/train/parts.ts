@@ -35,6 +35,8 @@ export interface EnvPool {
 
 /** The synthetic env pool: one experience model and one buffer behind `concurrency` envs. */
 export interface SyntheticPool extends EnvPool {
+  /** A further synthetic env over the same model and buffer (a served session's own); its caller closes it. */
+  make(): Env;
   buffer: ReplayBuffer;
   generator?: TaskGenerator;
   /** LLM tokens the experience model (and generator) used so far. */

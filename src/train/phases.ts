@@ -63,14 +63,27 @@ export async function iterationTasks(config: TrainConfig, phase: "real" | "synth
           parts.isSuccess,
         )
       : undefined;
+  // A session server picks the tasks (`realTasks: "server"`): n groups, each reset naming its group.
+  if (phase === "real" && config.realTasks === "server") return { tasks: Array.from({ length: n }, (_, t) => SERVER_TASK(t)), screening, useCurriculum };
   const tasks = screening?.tasks ?? (useCurriculum ? curriculum!.sample(seedTasks, n, taskRng) : taskRng.sample(seedTasks, Math.min(n, seedTasks.length)));
   return { tasks, screening, useCurriculum };
 }
 
-/** G rollouts of each task, each with its env seed and sampling seed, from (seed, iteration, task, g). */
-export function rolloutJobs(seed: number, iteration: number, tasks: Task[], G: number): { task: Task; seed: number; rngSeed: number }[] {
+/** A slot of an iteration whose task the env server picks (`realTasks: "server"`): its reset names the group, not a task. */
+const SERVER_TASK = (t: number): Task => ({ id: `server-picked-${t}`, instruction: "" });
+const serverPicked = (task: Task) => task.id.startsWith("server-picked-");
+
+/**
+ * G rollouts of each task, each with its env seed and sampling seed, from (seed, iteration, task,
+ * g). A slot whose task the server picks resets with its group (iteration/slot) and no task.
+ */
+export function rolloutJobs(seed: number, iteration: number, tasks: Task[], G: number): { task?: Task; group?: string; seed: number; rngSeed: number }[] {
   return tasks.flatMap((task, t) =>
-    Array.from({ length: G }, (_, g) => ({ task, seed: deriveSeed(seed, "env", iteration, t, g), rngSeed: deriveSeed(seed, "rollout", iteration, t, g) })),
+    Array.from({ length: G }, (_, g) => ({
+      ...(serverPicked(task) ? { group: `${iteration}/${t}` } : { task }),
+      seed: deriveSeed(seed, "env", iteration, t, g),
+      rngSeed: deriveSeed(seed, "rollout", iteration, t, g),
+    })),
   );
 }
 

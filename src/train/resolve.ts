@@ -80,6 +80,8 @@ export function runEnvEntry(name: string, given: TrainParts = {}): EnvEntry {
 export interface OpenPool extends EnvPool {
   first: Env;
   support?: Support;
+  /** A further env of the pool's split as the policy sees it (a served session's own); its caller closes it. */
+  make(): Env;
   /** Closes the envs the run made (again: nothing). */
   close(): Promise<void>;
 }
@@ -94,6 +96,12 @@ export function openPool(env: RunEnv, config: TrainConfig, pool: "train" | "eval
   let tasks: Task[] = [];
   let first: Env | undefined;
   let support: Support | undefined;
+  // Observations as abstract states, as in the synthetic env, so a policy transfers between the two.
+  const seenAs = (made: Env) => {
+    const own = env.entry.spec.synthetic ? syntheticSupport(env.entry, made) : undefined;
+    const seen = own ? abstractEnv(made, own.abstraction) : made;
+    return { seen: actions ? withActions(seen, actions) : seen, own };
+  };
   try {
     for (let i = 0; i < env.size(pool); i++) {
       const made = env.make(pool, split);
@@ -103,17 +111,15 @@ export function openPool(env: RunEnv, config: TrainConfig, pool: "train" | "eval
         tasks = envTasks(env.entry, made.env);
         if (tasks.length === 0) throw new InvalidConfigError(`${config.env} split ${split} has no tasks`);
       }
-      // Observations as abstract states, as in the synthetic env, so a policy transfers between the two.
-      const own = env.entry.spec.synthetic ? syntheticSupport(env.entry, made.env) : undefined;
+      const { seen, own } = seenAs(made.env);
       if (i === 0) support = own;
-      const seen = own ? abstractEnv(made.env, own.abstraction) : made.env;
-      envs.push(actions ? withActions(seen, actions) : seen);
+      envs.push(seen);
     }
   } catch (e) {
     void close();
     throw e;
   }
-  return { envs, tasks, first: first!, support, close };
+  return { envs, tasks, first: first!, support, make: () => seenAs(env.make(pool, split).env).seen, close };
 }
 
 /**
@@ -210,6 +216,10 @@ export async function resolveRun(config: TrainConfig, given: TrainParts, files: 
 
 /** The settings that cannot go together. */
 function checkSettings(config: TrainConfig): void {
+  if (config.realTasks === "server" && (config.remote === undefined || config.mode !== "real"))
+    throw new InvalidConfigError(
+      'realTasks "server" lets a DreamGym session server pick the tasks: it needs --mode real and --env ws://… (dreamgym serve --mode dreamgym)',
+    );
   if (config.mode === "s2r" && config.realBudget === 0)
     throw new InvalidConfigError("invalid training config:\n  realBudget: mode s2r needs real steps after the synthetic phase (--real-budget N > 0)");
   if (config.mode !== "s2r" && config.realBudget > 0)

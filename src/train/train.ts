@@ -152,7 +152,7 @@ function keepDoneIterations(e: EndpointFailedError, run: RunFolder, parts: Parts
  * The run's parts from what `resolveRun` opened (the env pools, the synthetic support, the experience
  * model) and what `given` holds: policy, synthetic env, curriculum. On failure it closes everything.
  */
-async function compose(run: RunFolder, latest: Checkpoint | undefined, given: TrainParts, resolved: ResolvedRun): Promise<Parts> {
+export async function compose(run: RunFolder, latest: Checkpoint | undefined, given: TrainParts, resolved: ResolvedRun): Promise<Parts> {
   const config = run.config;
   const { env, actions } = resolved;
   const opened: { close(): Promise<void> }[] = [resolved];
