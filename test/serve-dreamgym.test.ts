@@ -1,0 +1,170 @@
+// The DreamGym session server (serve --mode dreamgym): a trainer's sessions play the run's plan, the
+// run (curriculum, buffer, audit, metrics) lives server side, and a killed server resumes its run.
+import assert from "node:assert/strict";
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { before, test } from "node:test";
+import { ReplayBuffer } from "../src/buffer/index.ts";
+import { runEpisode } from "../src/envs/index.ts";
+import { OraclePolicy, WebShopEnv, webshopAbstraction } from "../src/envs/webshop/index.ts";
+import { abstractTrajectory } from "../src/experience/index.ts";
+import { createServeApp, EnvHost, SessionManager, startServer, type RunningServer } from "../src/server/index.ts";
+import { ServedRun, train } from "../src/train/index.ts";
+import { BIN, metricsOf } from "./helpers.ts";
+import { TestClient } from "./serve-kit.ts";
+
+let db: string;
+before(async () => {
+  // A small seed buffer: the oracle's episodes of 30 train goals, as abstract states.
+  const real = new WebShopEnv({ split: "train" });
+  const abs = webshopAbstraction(real.catalogue);
+  db = join(mkdtempSync(join(tmpdir(), "dreamgym-served-")), "seed.db");
+  const buffer = ReplayBuffer.open(db);
+  const oracle = new OraclePolicy(real);
+  const trajectories = [];
+  for (const [i, task] of real.tasks().slice(0, 30).entries())
+    trajectories.push(abstractTrajectory(await runEpisode(real, oracle, { envName: "webshop", task, seed: i }), abs));
+  await buffer.appendTrajectories(trajectories, { seed: true });
+  buffer.close();
+  await real.close();
+});
+
+test("train --env ws://… with realTasks server trains on a served DreamGym run: the server's curriculum, buffer, audit and metrics", {
+  timeout: 120_000,
+}, async () => {
+  const dir = mkdtempSync(join(tmpdir(), "dreamgym-served-run-"));
+  let running: RunningServer | undefined;
+  let clientDone: Promise<Awaited<ReturnType<typeof train>>> | undefined;
+  const served = ServedRun.run(
+    join(dir, "server"),
+    { env: "webshop", buffer: db, budget: 150, rolloutsPerTask: 2, tasksPerIteration: 2, seed: 3, onPolicyAudit: { every: 1, episodes: 2 } },
+    async (run) => {
+      const manager = new SessionManager(EnvHost.served(run));
+      running = await startServer({ app: createServeApp({ manager }), port: 0, host: "127.0.0.1" });
+      // The trainer: GRPO over the served env, its groups named, its curriculum the server's.
+      clientDone = train(join(dir, "client"), {
+        remote: running.url,
+        mode: "real",
+        realTasks: "server",
+        budget: 150,
+        rolloutsPerTask: 2,
+        tasksPerIteration: 2,
+        evalEvery: 0,
+        finalEvalTasks: 3,
+      });
+    },
+  );
+  try {
+    const summary = await served;
+    const client = await clientDone!;
+    assert.ok(summary && summary.iterations >= 2);
+    assert.equal(client.iterations, summary.iterations, "one server iteration per trainer batch");
+    assert.equal(client.realInteractions, summary.syntheticInteractions, "the trainer's steps are the run's synthetic steps");
+    assert.equal(client.final.tasks, 3, "the trainer evaluates through the server (resets naming a task)");
+    const metrics = metricsOf(join(dir, "server"));
+    assert.deepEqual(
+      metrics.map((m) => m.iteration),
+      Array.from({ length: summary.iterations }, (_, i) => i + 1),
+    );
+    for (const m of metrics as any[]) {
+      assert.equal(m.phase, "synthetic");
+      assert.equal(m.episodes, 4);
+      assert.equal(m.policyLoss, undefined, "the trainer updates; the server reports no loss");
+      assert.ok(m.curriculum, "the curriculum scored the groups");
+      assert.ok(m.onPolicyAudit, "audited every iteration");
+    }
+    const buffer = ReplayBuffer.open(join(dir, "server", "buffer.db"), { readonly: true });
+    const grown = buffer.count({ env: "webshop", source: "synthetic" });
+    buffer.close();
+    const kept = metrics.reduce((n, m) => n + (m.steps as number), 0);
+    assert.ok(grown > 0 && grown <= kept, `the buffer grew with the played episodes (${grown} of ${kept} steps)`);
+  } finally {
+    await running?.close();
+  }
+});
+
+/** Plays one episode on a session: the first listed action each step, to the end. */
+async function playEpisode(c: TestClient, reset: Record<string, unknown>): Promise<{ taskId: string; steps: number }> {
+  const r = await c.call({ type: "reset", data: reset });
+  assert.equal(r.type, "observation", JSON.stringify(r));
+  let obs = r.data;
+  let steps = 0;
+  while (!obs.done) {
+    const actions: string[] | null = obs.observation.available_actions;
+    obs = (await c.call({ type: "step", data: { action: actions?.[0] ?? "search[shoes]" } })).data;
+    steps++;
+  }
+  return { taskId: r.data.observation.task_id, steps };
+}
+
+/** Starts `dreamgym serve --mode dreamgym` on a free port; resolves with its WebSocket URL once it serves. */
+function startServe(args: string[]): Promise<{ child: ChildProcess; ws: string }> {
+  const child = spawn(process.execPath, [BIN, "serve", "--env", "webshop", "--mode", "dreamgym", "--port", "0", ...args], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  let err = "";
+  child.stderr!.on("data", (d: Buffer) => (err += d));
+  return new Promise((resolve, reject) => {
+    child.stdout!.on("data", (d: Buffer) => {
+      out += d;
+      const m = /OpenEnv: (ws:\/\/\S+)/.exec(out);
+      if (m) resolve({ child, ws: m[1] });
+    });
+    child.once("exit", (code) => reject(new Error(`serve exited ${code}: ${err}`)));
+  });
+}
+
+test("a session server killed mid-iteration (SIGKILL) resumes its run: no episode lost or counted twice", { timeout: 120_000 }, async () => {
+  const run = join(mkdtempSync(join(tmpdir(), "dreamgym-served-kill-")), "run");
+  const first = await startServe(["--run", run, "--buffer", db, "--budget", "100000", "--group", "2", "--tasks-per-iter", "2", "--seed", "5"]);
+  const c = await TestClient.open(first.ws);
+  const d = await TestClient.open(first.ws);
+  // Iteration 1, whole; iteration 2: group x2 played, group y2 begun (one episode on its way).
+  for (const g of ["x1", "x1", "y1", "y1", "x2", "x2"]) await playEpisode(c, { group_id: g, seed: 1 });
+  const begun = await d.call({ type: "reset", data: { group_id: "y2", seed: 2 } });
+  const y2Task = begun.data.observation.task_id;
+  first.child.kill("SIGKILL");
+  await new Promise((resolve) => first.child.once("exit", resolve));
+  assert.deepEqual(
+    metricsOf(run).map((m) => m.iteration),
+    [1],
+  );
+
+  const second = await startServe(["--run", run]);
+  try {
+    const e = await TestClient.open(second.ws);
+    const refused = await e.call({ type: "reset", data: { group_id: "x2" } });
+    assert.equal(refused.type, "error", "x2's two episodes were kept through the kill");
+    assert.match(refused.data.message, /group x2 already has its 2 episodes/);
+    const played = [await playEpisode(e, { group_id: "y2", seed: 2 }), await playEpisode(e, { group_id: "y2", seed: 3 })];
+    assert.deepEqual(
+      played.map((p) => p.taskId),
+      [y2Task, y2Task],
+      "the restarted plan gives y2 the task it had",
+    );
+    // Iteration 2 is complete: written once, with its four episodes.
+    const f = await TestClient.open(second.ws);
+    await playEpisode(f, { group_id: "x3", seed: 1 }); // iteration 3 opened: iteration 2 was written before it
+    const metrics = metricsOf(run);
+    assert.deepEqual(
+      metrics.map((m) => m.iteration),
+      [1, 2],
+    );
+    assert.equal(metrics[1].episodes, 4);
+    const buffer = ReplayBuffer.open(join(run, "buffer.db"), { readonly: true });
+    const labels = new Map<string, number>();
+    for (const t of buffer.trajectories({ env: "webshop", source: "synthetic" })) labels.set(t.policy!, (labels.get(t.policy!) ?? 0) + 1);
+    buffer.close();
+    // (The embedded model fails actions it has no record of, and such episodes are dropped, not stored.)
+    const stored = metrics.map((m) => 4 - ((m.droppedEpisodes as number) - ((metrics[(m.iteration as number) - 2]?.droppedEpisodes as number) ?? 0)));
+    assert.ok([...labels.values()].every((n) => n <= 4) && labels.size <= 2, `each iteration's episodes stored once (${JSON.stringify([...labels])})`);
+    assert.ok([...labels.values()].reduce((a, b) => a + b, 0) <= stored[0] + stored[1], "no more than the kept episodes");
+    await Promise.all([e.close(), f.close()]);
+  } finally {
+    second.child.kill("SIGTERM");
+    await new Promise((resolve) => second.child.once("exit", resolve));
+  }
+});
