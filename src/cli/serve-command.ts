@@ -4,40 +4,9 @@ import { InvalidConfigError } from "../core/index.ts";
 import { createServeApp, EnvHost, SessionManager, startServer, type ObservationFormat } from "../server/index.ts";
 import { DEFAULT_MAX_FAILURES, DEFAULT_REQUEST_TIMEOUT_S, endpointOptions } from "./endpoint-options.ts";
 import { parseIntOption } from "./options.ts";
-import { serveRun, type ServeRunOptions } from "./serve-run.ts";
+import { serveRun, type ServeOptions, type ServeRunOptions } from "./serve-run.ts";
 import { untilStopSignal } from "./signals.ts";
 import { cliConsole as console } from "./io.ts";
-
-interface ServeOptions {
-  env: string;
-  mode?: string;
-  experience?: string;
-  buffer?: string;
-  hybrid?: boolean;
-  record?: boolean;
-  split?: string;
-  data?: string;
-  maxSteps?: number;
-  port: number;
-  host: string;
-  maxSessions: number;
-  idleTimeout: number;
-  wsIdleTimeout: number;
-  heartbeat: number;
-  tokenFile?: string;
-  observation: string;
-  concurrency: number;
-  cache?: string;
-  requestTimeout?: number;
-  maxFailures?: number;
-  run?: string;
-  budget?: number;
-  realBudget?: number;
-  group?: number;
-  tasksPerIter?: number;
-  seed?: number;
-  set: string[];
-}
 
 /** Addresses only this machine can reach: the only ones served without a token. */
 const LOOPBACK = new Set(["127.0.0.1", "localhost", "::1"]);

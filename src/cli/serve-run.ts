@@ -8,33 +8,40 @@ import { cliConsole as console } from "./io.ts";
 import { untilStopSignal } from "./signals.ts";
 import { applySet } from "./train-command.ts";
 
-/** What `serve --mode dreamgym|s2r` reads of the serve command's options. */
-export interface ServeRunOptions {
+/** The serve command's options. */
+export interface ServeOptions {
   env: string;
-  mode: "dreamgym" | "s2r";
-  run?: string;
+  mode?: string;
   experience?: string;
   buffer?: string;
   hybrid?: boolean;
+  record?: boolean;
+  split?: string;
   data?: string;
   maxSteps?: number;
-  budget?: number;
-  realBudget?: number;
-  group?: number;
-  tasksPerIter?: number;
-  seed?: number;
-  set: string[];
-  concurrency: number;
-  cache?: string;
-  requestTimeout?: number;
-  maxFailures?: number;
   port: number;
   host: string;
   maxSessions: number;
   idleTimeout: number;
   wsIdleTimeout: number;
   heartbeat: number;
+  tokenFile?: string;
+  observation: string;
+  concurrency: number;
+  cache?: string;
+  requestTimeout?: number;
+  maxFailures?: number;
+  run?: string;
+  budget?: number;
+  realBudget?: number;
+  group?: number;
+  tasksPerIter?: number;
+  seed?: number;
+  set: string[];
 }
+
+/** What `serve --mode dreamgym|s2r` reads of them. */
+export type ServeRunOptions = ServeOptions & { mode: "dreamgym" | "s2r" };
 
 /** The options that shape a new run: a resume keeps its own. */
 const RUN_OPTIONS = ["experience", "buffer", "hybrid", "budget", "realBudget", "group", "tasksPerIter", "seed"] as const;

@@ -25,7 +25,7 @@ import { resolveRun, type ResolvedRun } from "./resolve.ts";
 import { lockRun, RunFolder, type Checkpoint } from "./run-folder.ts";
 import { NEW_RUN, type RunState } from "./run-sink.ts";
 import { modelFailed, syntheticTrajectory, uncertaintyOf } from "./synthetic-episodes.ts";
-import { compose } from "./train.ts";
+import { compose, runSummary } from "./train.ts";
 
 /** What a DreamGym session server shows of its run. */
 export interface ServedRunInfo {
@@ -239,18 +239,8 @@ export class ServedRun {
       await synthetic?.trim();
     }
     this.broker.end(`the run in ${this.folder.dir} has spent its budget: reset with a task (task_id) to evaluate, or start another run`);
-    const summary = {
-      runDir: this.folder.dir,
-      config,
-      iterations: state.iteration,
-      realInteractions: state.realInteractions,
-      syntheticInteractions: state.syntheticInteractions,
-      auditInteractions: state.auditInteractions ?? 0,
-      droppedEpisodes: state.droppedEpisodes,
-      wallSeconds: state.wallSeconds,
-      final: { tasks: 0, steps: 0, score: 0, success: 0 },
-      ...(this.latest ? { resumedFrom: this.latest.iteration } : {}),
-    };
+    // No final evaluation: the trainer evaluates.
+    const summary = runSummary(this.folder, state, { tasks: 0, steps: 0, score: 0, success: 0 }, this.latest);
     this.folder.writeSummary(summary);
     this.folder.writeReport();
     return summary;

@@ -119,9 +119,17 @@ async function run_(
   } finally {
     await parts.close();
   }
-  const summary: TrainSummary = {
+  const summary = runSummary(run, state, final, latest);
+  run.writeSummary({ ...summary, runSeconds: (performance.now() - t0) / 1000 });
+  run.writeReport();
+  return summary;
+}
+
+/** A run's summary: its counters, its final evaluation, and where it resumed from. */
+export function runSummary(run: RunFolder, state: RunState, final: EvalResult, latest: Checkpoint | undefined): TrainSummary {
+  return {
     runDir: run.dir,
-    config,
+    config: run.config,
     iterations: state.iteration,
     realInteractions: state.realInteractions,
     syntheticInteractions: state.syntheticInteractions,
@@ -131,9 +139,6 @@ async function run_(
     final,
     ...(latest ? { resumedFrom: latest.iteration } : {}),
   };
-  run.writeSummary({ ...summary, runSeconds: (performance.now() - t0) / 1000 });
-  run.writeReport();
-  return summary;
 }
 
 /**
