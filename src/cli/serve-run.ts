@@ -87,6 +87,8 @@ export async function serveRun(o: ServeRunOptions, token: string | undefined): P
 
   let served: ServedRun | undefined;
   let server: RunningServer | undefined;
+  let serving!: () => void;
+  const up = new Promise<void>((resolve) => (serving = resolve));
   const finished = ServedRun.run(o.run, input, async (run) => {
     served = run;
     const manager = new SessionManager(EnvHost.served(run), { maxSessions: o.maxSessions, idleTimeout: o.idleTimeout, connectedIdleTimeout: o.wsIdleTimeout });
@@ -101,7 +103,10 @@ export async function serveRun(o: ServeRunOptions, token: string | undefined): P
     console.log(
       `serving a ${i.mode} run of ${o.env} from ${i.dir} (${resume ? "resumed; " : ""}groups of ${i.group}, ${i.tasksPerIteration} per iteration) on ${server.url}  OpenEnv: ${server.url.replace(/^http/, "ws")}/ws`,
     );
+    serving();
   });
+  // A start that fails (a bad option, a missing buffer) fails here, before any signal handler is set.
+  await Promise.race([up, finished]);
   const stop = untilStopSignal();
   let outcome: { summary: TrainSummary | undefined } | { signal: NodeJS.Signals };
   try {
