@@ -110,10 +110,15 @@ export interface EnvSpec<E extends Env = Env> {
   oracle?(options: OracleOptions): Oracle;
   /** How AgentGym's HTTP protocol serves the env (`dreamgym serve`, `/agentgym`), where its upstream server differs from the generic one. */
   agentGym?: AgentGymSupport;
+  /**
+   * The synthetic phase's GRPO pessimism for this env where the general defaults (KL β 0.05 to the
+   * start, group-std floor 0.1) were measured not to help: a run's config still overrides it.
+   */
+  pessimism?: { kl?: number; stdFloor?: number };
 }
 
 /** The plug points of an env spec. */
-export type PlugPoint = "experienceModel" | "taskGenerator" | "llmTasks" | "features" | "oracle" | "agentGym";
+export type PlugPoint = "experienceModel" | "taskGenerator" | "llmTasks" | "features" | "oracle" | "agentGym" | "pessimism";
 
 /** A registered env with its defaults filled in. */
 export interface EnvEntry {
@@ -239,7 +244,7 @@ function plugOf<K extends PlugPoint>(specs: (EnvSpec | undefined)[], key: K): En
  */
 export function plugPoints(name: string): { [K in PlugPoint]?: EnvSpec[K] } {
   const specs = [findEnv(name)?.spec, findLocalEnv(name)?.spec];
-  const keys: PlugPoint[] = ["experienceModel", "taskGenerator", "llmTasks", "features", "oracle", "agentGym"];
+  const keys: PlugPoint[] = ["experienceModel", "taskGenerator", "llmTasks", "features", "oracle", "agentGym", "pessimism"];
   return Object.fromEntries(keys.map((k) => [k, plugOf(specs, k)]).filter(([, v]) => v !== undefined));
 }
 

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { parseConfig } from "../core/index.ts";
 import { curriculumConfigSchema } from "../curriculum/index.ts";
-import { defaultSplits } from "../envs/index.ts";
+import { defaultSplits, plugPoint } from "../envs/index.ts";
 import type { OnPolicyAuditSummary } from "../experience/index.ts";
 import { bcConfigSchema, grpoConfigSchema, ppoConfigSchema } from "../rl/index.ts";
 
@@ -203,6 +203,10 @@ export function resolveTrainConfig(
   splits: (env: string) => { train: string; eval: string } = defaultSplits,
 ): TrainConfig {
   const c = parseConfig(trainConfigSchema, input, what);
+  // The env's own pessimism defaults (`EnvSpec.pessimism`), for what the input leaves unset.
+  const own = plugPoint(c.env, "pessimism");
+  const given = (input as { pessimism?: Record<string, unknown> } | undefined)?.pessimism ?? {};
+  for (const k of ["kl", "stdFloor"] as const) if (own?.[k] !== undefined && given[k] === undefined) c.pessimism[k] = own[k];
   const d = c.trainSplit !== undefined && c.evalSplit !== undefined ? { train: c.trainSplit, eval: c.evalSplit } : splits(c.env);
   return { ...c, trainSplit: c.trainSplit ?? d.train, evalSplit: c.evalSplit ?? d.eval };
 }

@@ -17,6 +17,16 @@ test("the synthetic phase's GRPO floors a group's std and pays a KL penalty to t
   assert.equal(grpoSettings(both, "real").klCoef, 0.02);
 });
 
+test("an env's own pessimism defaults (EnvSpec.pessimism) stand where the config sets none: ALFWorld's are off", () => {
+  const alf = resolveTrainConfig({ env: "alfworld", mode: "dreamgym" });
+  assert.deepEqual([alf.pessimism.kl, alf.pessimism.stdFloor], [0, 0]);
+  assert.equal(alf.pessimism.beta, 1, "the reward penalty for uncertainty is not part of it");
+  const asked = resolveTrainConfig({ env: "alfworld", mode: "dreamgym", pessimism: { kl: 0.05 } });
+  assert.deepEqual([asked.pessimism.kl, asked.pessimism.stdFloor], [0.05, 0]);
+  const web = resolveTrainConfig({ env: "webshop", mode: "dreamgym" });
+  assert.deepEqual([web.pessimism.kl, web.pessimism.stdFloor], [0.05, 0.1]);
+});
+
 test("a run from before the synthetic phase's KL penalty resumes without it, as it began", async () => {
   const dir = join(mkdtempSync(join(tmpdir(), "dreamgym-pessimism-")), "run");
   await train(dir, { env: "webshop", mode: "real", budget: 20, tasksPerIteration: 1, rolloutsPerTask: 2, finalEvalTasks: 1, policy: { dim: 64 } });
