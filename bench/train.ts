@@ -3,10 +3,12 @@
 // `dreamgym train` in its own process, one after the other. The data (a seed buffer of data seed 0,
 // its learned model and the BC policy) is made once into --data and kept. Prints the wall time
 // of each (training only: the final evaluation is the same for both and left out), steps/s, and
-// the ratio; timings, never assertions.
+// the ratio; timings, never assertions. Then the same DreamGym run served (`dreamgym serve --mode
+// dreamgym`) and trained through `train --env ws://… --set realTasks=server`: the session server's
+// overhead per synthetic step against the in-process run (issue 35's target: ≤ 15%).
 //
 //   npm run bench:train -- [--budget 20000] [--data runs/bench-train] [--runs 1]
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -65,19 +67,18 @@ if (!existsSync(join(bcDir, "summary.json"))) {
 const init = latestPolicyFile(bcDir);
 
 /** One run's training seconds (wall time less its evaluations) and steps. */
-const time = (name: string, extra: string[]) => {
+const time = (name: string, extra: string[], env = "webshop") => {
   const dir = join(data, `run-${name}`);
   rmSync(dir, { recursive: true, force: true });
   dreamgym([
     "train",
     "--env",
-    "webshop",
+    env,
     "--algo",
     "grpo",
     "--seed",
     "0",
-    "--buffer",
-    seedDb,
+    ...(env === "webshop" ? ["--buffer", seedDb] : []),
     "--budget",
     String(budget),
     "--eval-every",
@@ -98,10 +99,56 @@ const time = (name: string, extra: string[]) => {
   return { seconds: last.wallSeconds - evalSeconds, steps };
 };
 const fmt = (r: { seconds: number; steps: number }) => `${r.seconds.toFixed(1)} s (${Math.round(r.steps / r.seconds).toLocaleString("en-US")} steps/s)`;
+/** The DreamGym run served: a session server in its own process, and `train --env ws://…` as its trainer. */
+const served = async () => {
+  const dir = join(data, "run-served");
+  rmSync(dir, { recursive: true, force: true });
+  const server = spawn(
+    process.execPath,
+    [
+      BIN,
+      "serve",
+      "--env",
+      "webshop",
+      "--mode",
+      "dreamgym",
+      "--run",
+      dir,
+      "--buffer",
+      seedDb,
+      "--experience",
+      `learned:${modelFile}`,
+      "--budget",
+      String(budget),
+      "--seed",
+      "0",
+      "--port",
+      "0",
+    ],
+    { stdio: ["ignore", "pipe", "inherit"] },
+  );
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = "";
+    server.stdout!.on("data", (d: Buffer) => {
+      out += d;
+      const m = / on (http:\/\/\S+)/.exec(out);
+      if (m) resolve(m[1].replace(/^http/, "ws"));
+    });
+    server.once("exit", (code) => reject(new Error(`serve exited ${code}`)));
+  });
+  try {
+    return time("client", ["--mode", "real", "--set", "realTasks=server", "--set", "grpo.klCoef=0.05", "--set", "grpo.stdFloor=0.1"], url);
+  } finally {
+    server.kill("SIGTERM");
+    await new Promise((resolve) => server.once("exit", resolve));
+    rmSync(dir, { recursive: true, force: true });
+  }
+};
 for (let i = 0; i < runs; i++) {
   const real = time("real", ["--mode", "real"]);
   const dg = time("dreamgym", ["--mode", "dreamgym", "--experience", `learned:${modelFile}`]);
+  const sv = await served();
   console.log(
-    `run ${i + 1}: ${budget.toLocaleString("en-US")} steps each; real-env GRPO ${fmt(real)}; DreamGym (learned model) ${fmt(dg)}; DreamGym / real ${(dg.seconds / real.seconds).toFixed(2)}×`,
+    `run ${i + 1}: ${budget.toLocaleString("en-US")} steps each; real-env GRPO ${fmt(real)}; DreamGym (learned model) ${fmt(dg)}; DreamGym / real ${(dg.seconds / real.seconds).toFixed(2)}×; served (serve --mode dreamgym + train --env ws://) ${fmt(sv)}, ${(100 * (sv.seconds / dg.seconds - 1)).toFixed(0)}% over in-process`,
   );
 }

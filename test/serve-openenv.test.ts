@@ -520,3 +520,32 @@ test("shutdown with a step in flight: the step's reply is sent before the socket
     unregisterEnv("serve-test-gated");
   }
 });
+
+test("OpenEnv's task routes (PR #726): the env, its split, its tasks; a reset picks one by split and index", { timeout: 20_000 }, async () => {
+  assert.deepEqual(await (await get(shop, "/list_environments")).json(), ["webshop"]);
+  assert.deepEqual(await (await get(shop, "/webshop/splits")).json(), [{ name: "test", type: "test" }]);
+  const all = await (await post(shop, "/webshop/tasks", { split: "test" })).json();
+  assert.equal(all.env_name, "webshop");
+  assert.equal(all.tasks.length, 500);
+  assert.deepEqual(await (await post(shop, "/webshop/num_tasks", { split: "test" })).json(), { num_tasks: 500 });
+  assert.deepEqual((await (await post(shop, "/webshop/task", { split: "test", index: 12 })).json()).task, all.tasks[12]);
+  assert.deepEqual((await (await post(shop, "/webshop/task", { split: "test", index: -1 })).json()).task, all.tasks[499], "a Python index");
+  const range = await (await post(shop, "/webshop/task_range", { split: "test", start: 3, stop: 6 })).json();
+  assert.deepEqual(range.tasks, all.tasks.slice(3, 6));
+  assert.equal((await (await post(shop, "/webshop/task_range", { split: "test", start: -2 })).json()).tasks.length, 2);
+  // Refusals: another split, a bad index, an extra key, another env.
+  const other = await post(shop, "/webshop/tasks", { split: "train" });
+  assert.equal(other.status, 400);
+  assert.match((await other.json()).message, /split 'train' is not served here: this server serves webshop split test/);
+  assert.equal((await post(shop, "/webshop/task", { split: "test", index: 500 })).status, 400);
+  assert.equal((await post(shop, "/webshop/task", { split: "test", index: 1, seed: 3 })).status, 422);
+  assert.equal((await post(shop, "/alfworld/tasks", { split: "test" })).status, 404);
+  // The index a client read from the routes picks the task of its reset.
+  const c = await TestClient.open(shop.ws);
+  const r = await c.call({ type: "reset", data: { split: "test", index: 12 } });
+  assert.equal(r.data.observation.task_id, all.tasks[12].id);
+  const wrong = await c.call({ type: "reset", data: { split: "train", index: 12 } });
+  assert.equal(wrong.type, "error");
+  assert.match(wrong.data.message, /split train is not served here/);
+  await c.close();
+});

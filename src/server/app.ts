@@ -12,6 +12,7 @@ import { agentGymRoutes } from "./agentgym.ts";
 import { limitBody } from "./body.ts";
 import { foreignRequest, isLoopbackName } from "./guard.ts";
 import { errorBody, openEnvRoutes, ValidationFailed } from "./openenv.ts";
+import { taskRoutes } from "./task-routes.ts";
 import { OpenEnvSockets } from "./openenv-socket.ts";
 import { ServeError, type SessionManager } from "./sessions.ts";
 
@@ -87,6 +88,7 @@ export function createServeApp(o: ServeAppOptions): ServeApp {
   app.use("*", (c, next) => (c.req.path.startsWith(`${AGENTGYM_PREFIX}/`) ? next() : openEnvLimit(c, next)));
 
   app.route("/", openEnvRoutes(manager, { format, version }));
+  app.route("/", taskRoutes(manager.host));
   // AgentGym's clients join their base URL and a route with a "/", so a prefix works: http://host:port/agentgym.
   app.route(AGENTGYM_PREFIX, agentGymRoutes(manager));
 

@@ -29,7 +29,7 @@ export class ValidationFailed extends ServeError {
   }
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+export const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 const missing = (loc: (string | number)[], input: unknown): FieldError => ({ type: "missing", loc, msg: "Field required", input });
 const extra = (loc: (string | number)[], input: unknown): FieldError => ({ type: "extra_forbidden", loc, msg: "Extra inputs are not permitted", input });
 const notDict = (loc: (string | number)[], input: unknown): FieldError => ({ type: "dict_type", loc, msg: "Input should be a valid dictionary", input });
@@ -58,7 +58,9 @@ export function parseReset(data: Record<string, unknown>, loc: string[] = []): R
   req.seed = nonNegativeInt("seed");
   req.episodeId = string("episode_id", 255);
   req.taskId = string("task_id", 1000);
-  req.taskIndex = nonNegativeInt("task_index");
+  // The task routes' way (OpenEnv PR #726): a split and an index into it.
+  req.taskIndex = nonNegativeInt("task_index") ?? nonNegativeInt("index");
+  req.split = string("split", 255);
   // A dataset column passed through (TRL's reset kwargs): a string, or an integer such as a prompt's row.
   const group = data.group_id;
   if (typeof group === "number" && Number.isSafeInteger(group)) req.group = String(group);
@@ -199,7 +201,7 @@ export function errorBody(code: string, message: string, detail: unknown = messa
 }
 
 /** A JSON body, or `empty` when there is none; bad JSON is OpenEnv's (FastAPI's) 422. */
-async function jsonBody(c: Context, empty: unknown): Promise<unknown> {
+export async function jsonBody(c: Context, empty: unknown): Promise<unknown> {
   const text = await bodyText(c);
   if (text.trim() === "") return empty;
   try {

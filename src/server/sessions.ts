@@ -47,6 +47,8 @@ export interface ResetRequest {
   /** A task given whole, e.g. one of another split (AgentGym numbers tasks across the env's whole catalogue). */
   task?: Task;
   episodeId?: string;
+  /** The split `taskIndex` indexes (the task routes' `split`): it must be the served one. */
+  split?: string;
   /** The episode's group (GRPO's G rollouts of one prompt): a DreamGym session server gives a group's episodes one task. */
   group?: string;
 }
@@ -176,6 +178,8 @@ export class Session {
   private pickTask(req: ResetRequest): Task | undefined {
     if (req.task) return req.task;
     const tasks = this.host.tasks;
+    if (req.split !== undefined && req.split !== this.host.split)
+      throw new ServeError("VALIDATION_ERROR", `split ${req.split} is not served here: this server serves ${this.host.name} split ${this.host.split}`);
     if (req.taskId !== undefined) {
       const i = this.host.indexOf(req.taskId);
       if (i === undefined) throw new ServeError("VALIDATION_ERROR", `unknown task id "${req.taskId}" in ${this.host.name} split ${this.host.split}`);
