@@ -168,3 +168,51 @@ test("a session server killed mid-iteration (SIGKILL) resumes its run: no episod
     await new Promise((resolve) => second.child.once("exit", resolve));
   }
 });
+
+test("what TRL sends (the dataset row as reset kwargs, an integer group_id) plays the plan; a reset naming a task is an evaluation outside it", {
+  timeout: 60_000,
+}, async () => {
+  const dir = join(mkdtempSync(join(tmpdir(), "dreamgym-served-trl-")), "run");
+  let stop!: () => void;
+  let url = "";
+  const gotUrl = new Promise<void>((resolve) => (stop = resolve));
+  let running: RunningServer | undefined;
+  let served: ServedRun | undefined;
+  const finished = ServedRun.run(dir, { env: "webshop", buffer: db, budget: 100_000, rolloutsPerTask: 2, tasksPerIteration: 2, seed: 1 }, async (run) => {
+    served = run;
+    running = await startServer({ app: createServeApp({ manager: new SessionManager(EnvHost.served(run)) }), port: 0, host: "127.0.0.1" });
+    url = running.url;
+    stop();
+  });
+  await gotUrl;
+  try {
+    const meta = (await (await fetch(`${url}/metadata`)).json()) as any;
+    assert.deepEqual(meta.dreamgym.run, { group: 2, tasks_per_iteration: 2, budget: 100_000, real_budget: 0, mode: "dreamgym" });
+    const c = await TestClient.open(`${url.replace("http", "ws")}/ws`);
+    // GRPOTrainer calls reset(**row): every column of the row, group_id among them, as the reset's data.
+    const row = (g: number) => ({ prompt: [{ role: "user", content: "Buy what the instruction asks." }], group_id: g });
+    const g0 = [await playEpisode(c, row(0)), await playEpisode(c, row(0))];
+    const g1 = [await playEpisode(c, row(1)), await playEpisode(c, row(1))];
+    assert.equal(g0[0].taskId, g0[1].taskId);
+    assert.equal(g1[0].taskId, g1[1].taskId);
+    assert.notEqual(g0[0].taskId, g1[0].taskId);
+    // An evaluation: a task of the run's evaluation split by index, in the real env.
+    const evalTask = ((await (await fetch(`${url}/tasks?limit=1`)).json()) as any).tasks[0];
+    const ev = await playEpisode(c, { task_index: 0 });
+    assert.equal(ev.taskId, evalTask.id);
+    // The next plan's resets wait for the iteration to be written: then its line holds the four plan episodes only.
+    await playEpisode(c, row(7));
+    const metrics = metricsOf(dir);
+    assert.equal(metrics.length, 1);
+    assert.equal(metrics[0].episodes, 4);
+    assert.equal(
+      metrics[0].syntheticInteractions,
+      [...g0, ...g1].reduce((n, e) => n + e.steps, 0),
+    );
+    await c.close();
+  } finally {
+    served?.stop();
+    await running?.close();
+    await finished;
+  }
+});

@@ -61,7 +61,9 @@ test("a reset past the plan waits for the next one; an abandoned slot is free ag
   void broker.play(2, "real", tasks.slice(1, 2), seedOf);
   await waiting;
   assert.deepEqual([late!.iteration, late!.phase, late!.task.id], [2, "real", "t1"]);
+  const open = broker.play(3, "synthetic", tasks.slice(0, 1), seedOf);
   broker.end("the run has spent its budget");
+  await assert.rejects(open, /spent its budget/, "the open plan fails: the loop stops without writing it");
   await assert.rejects(broker.assign(undefined, 5), /spent its budget/);
 });
 

@@ -46,6 +46,7 @@ interface Plan {
   byName: Map<string, number>;
   seedOf: (t: number, g: number) => number;
   done: (groups: Episode[][]) => void;
+  fail: (e: Error) => void;
 }
 
 const ANONYMOUS = "";
@@ -96,9 +97,9 @@ export class EpisodeBroker {
     restored: JournalEntry[] = [],
   ): Promise<Episode[][]> {
     if (this.ended) return Promise.reject(new BrokerRefusal(this.ended));
-    return new Promise<Episode[][]>((resolve) => {
+    return new Promise<Episode[][]>((resolve, reject) => {
       const groups: PlannedGroup[] = tasks.map((task) => ({ task, slots: new Array(this.G).fill(undefined), seeds: new Array(this.G).fill(0) }));
-      const plan: Plan = { iteration, phase, groups, byName: new Map(), seedOf, done: resolve };
+      const plan: Plan = { iteration, phase, groups, byName: new Map(), seedOf, done: resolve, fail: reject };
       for (const r of restored) {
         const g = groups[r.t];
         if (!g || g.task.id !== r.taskId || r.g >= this.G || g.slots[r.g] !== undefined) continue;
@@ -158,9 +159,11 @@ export class EpisodeBroker {
     writeFileSync(this.journalFile, "");
   }
 
-  /** No more plans: waiting and later resets hear `reason`. */
+  /** No more plans: the open one fails (its iteration is not written), and waiting and later resets hear `reason`. */
   end(reason: string): void {
     this.ended = reason;
+    this.plan?.fail(new BrokerRefusal(reason));
+    this.plan = undefined;
     for (const wake of this.waiting.splice(0)) wake();
   }
 
