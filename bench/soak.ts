@@ -1,6 +1,8 @@
 // Soak: `dreamgym serve` (a child process) while sessions are opened, stepped a few times and dropped
 // in every way a trainer drops them, for 10 minutes; prints the server's RSS after warm-up and at the
-// end, and the sessions still open once the idle timeout has passed (0 when nothing leaks).
+// end, and the sessions still open once the idle timeout has passed (0 when nothing leaks). Hostile
+// clients take their turns too: one that floods resets and never reads, and a web page's cross-origin
+// requests (which must be refused).
 // `npm run bench:soak [-- --minutes 10 --workers 8]`. Figures, never assertions.
 import { parseArgs } from "node:util";
 import type { Socket } from "node:net";
@@ -23,7 +25,19 @@ const HEARTBEAT_S = 1;
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** How a session ends. */
-const ENDINGS = ["ws-close-message", "ws-close-frame", "ws-abandoned", "ws-cut", "ws-half-open", "agentgym-close", "agentgym-abandoned"] as const;
+const ENDINGS = [
+  "ws-close-message",
+  "ws-close-frame",
+  "ws-abandoned",
+  "ws-cut",
+  "ws-half-open",
+  "ws-flood",
+  "agentgym-close",
+  "agentgym-abandoned",
+  "cross-origin",
+] as const;
+/** Reset messages a flooding client sends without reading a reply. */
+const FLOOD = 20_000;
 type Ending = (typeof ENDINGS)[number];
 
 buildCli();
@@ -87,6 +101,12 @@ async function playWs(rng: Rng, ending: Ending): Promise<void> {
     case "ws-cut": // the TCP connection destroyed, no close frame
       socket.destroy();
       break;
+    case "ws-flood": // thousands of resets, no reply read: the server must stop reading, not queue them all
+      socket.pause();
+      for (let i = 0; i < FLOOD; i++) s.ws.send(JSON.stringify({ type: "reset", data: { seed: i } }));
+      await sleep(1000);
+      socket.destroy();
+      break;
     case "ws-half-open": // the client stops reading (no pongs, no FIN): only the heartbeat can tell
       socket.pause();
       leftOpen.add(s.ws);
@@ -94,6 +114,24 @@ async function playWs(rng: Rng, ending: Ending): Promise<void> {
       setTimeout(() => (socket.destroy(), leftOpen.delete(s.ws)), 4000 * HEARTBEAT_S + 2000).unref();
       break;
   }
+}
+
+/** A web page's requests to the loopback server: a WebSocket from another origin, a text/plain POST. Both must be refused. */
+async function crossOrigin(): Promise<void> {
+  const status = await new Promise<number>((resolve, reject) => {
+    const ws = new WebSocket(srv.ws, { headers: { Origin: "http://evil.example" } });
+    ws.once("unexpected-response", (_req, res) => (res.resume(), resolve(res.statusCode ?? 0)));
+    ws.once("open", () => (ws.terminate(), resolve(101)));
+    ws.once("error", reject);
+  });
+  if (status !== 403) throw new Error(`a cross-origin WebSocket got ${status}, not 403`);
+  const post = await fetch(`${srv.url}/agentgym/close`, {
+    method: "POST",
+    headers: { "content-type": "text/plain", origin: "http://evil.example" },
+    body: '{"env_idx":0}',
+  });
+  await post.text();
+  if (post.status < 400) throw new Error(`a cross-origin text/plain POST got ${post.status}`);
 }
 
 async function playAgentGym(rng: Rng, ending: Ending): Promise<void> {
@@ -120,7 +158,7 @@ const loops = Array.from({ length: workers }, async (_, w) => {
   for (let k = w; !stop; k++) {
     const ending = ENDINGS[k % ENDINGS.length];
     try {
-      await (ending.startsWith("ws-") ? playWs(rng, ending) : playAgentGym(rng, ending));
+      await (ending === "cross-origin" ? crossOrigin() : ending.startsWith("ws-") ? playWs(rng, ending) : playAgentGym(rng, ending));
       counts[ending]++;
       await sleep(pauseMs);
     } catch (e) {
