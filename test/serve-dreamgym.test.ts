@@ -200,6 +200,18 @@ test("what TRL sends (the dataset row as reset kwargs, an integer group_id) play
     const evalTask = ((await (await fetch(`${url}/tasks?limit=1`)).json()) as any).tasks[0];
     const ev = await playEpisode(c, { task_index: 0 });
     assert.equal(ev.taskId, evalTask.id);
+    // AgentGym's clients name an item, a task: on a served run that is an evaluation too, not a slot of the plan.
+    const agent = (path: string, body?: unknown) =>
+      fetch(`${url}/agentgym/${path}`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    const env_idx = (await (await agent("create")).json()) as number;
+    const page = await agent("reset", { session_id: 0, env_idx });
+    assert.equal(page.status, 200, await page.clone().text());
+    assert.equal(((await page.json()) as unknown[])[1], null);
+    await agent("close", { env_idx });
     // The next plan's resets wait for the iteration to be written: then its line holds the four plan episodes only.
     await playEpisode(c, row(7));
     const metrics = metricsOf(dir);
