@@ -50,9 +50,13 @@ const { values: args } = parseArgs({
     out: { type: "string", default: "runs/experiment-alfworld" },
     rows: { type: "string" },
     "curve-every": { type: "string", default: "2" },
+    /** RL runs per data seed of each RL row (RL seeds s, 1000 + s, …): a data seed's score is their mean. */
+    "rl-seeds": { type: "string", default: "1" },
   },
 });
 const seeds = Number(args.seeds);
+const rlSeeds = Number(args["rl-seeds"]);
+if (!(Number.isInteger(rlSeeds) && rlSeeds > 0)) throw new Error(`--rl-seeds takes a positive integer, not ${args["rl-seeds"]}`);
 const N = Number(args.real);
 const tenth = Math.round(N / 10);
 const M = Number(args.synthetic);
@@ -219,8 +223,15 @@ const unknown = wanted?.filter((k) => !allRows.some((r) => r.key === k)) ?? [];
 if (unknown.length > 0) throw new Error(`unknown rows ${unknown.join(", ")} (rows: ${allRows.map((r) => r.key).join(", ")})`);
 const rows = wanted ? allRows.filter((r) => wanted.includes(r.key)) : allRows.filter((r) => !r.extra);
 if (args.init === "bc" && !rows.some((r) => r.key === "bc")) throw new Error("--init bc needs the bc row");
-const jobs: { row: number; seed: number; dir: string; init?: string }[] = rows.flatMap((row, r) =>
-  Array.from({ length: seeds }, (_, s) => ({ row: r, seed: s, dir: join(out, `${row.key}-seed${s}`) })),
+const jobs: { row: number; seed: number; rl: number; dir: string; init?: string }[] = rows.flatMap((row, r) =>
+  Array.from({ length: seeds }, (_, s) =>
+    Array.from({ length: row.key === "bc" ? 1 : rlSeeds }, (_, k) => ({
+      row: r,
+      seed: s,
+      rl: k,
+      dir: join(out, `${row.key}-seed${s}${k === 0 ? "" : `-rl${k}`}`),
+    })),
+  ).flat(),
 );
 let done = 0;
 const failures: string[] = [];
@@ -252,7 +263,7 @@ const runJob = async (job: (typeof jobs)[number]) => {
         "--algo",
         "grpo",
         "--seed",
-        String(job.seed),
+        String(job.rl === 0 ? job.seed : 1000 * job.rl + job.seed),
         "--buffer",
         seedDb(job.seed),
         "--eval-every",
@@ -271,7 +282,9 @@ const runJob = async (job: (typeof jobs)[number]) => {
   }
   try {
     await cli(argv);
-    console.log(`[${++done}/${jobs.length}] ${rows[job.row].name}, seed ${job.seed}: done at ${((performance.now() - started) / 60000).toFixed(1)} min`);
+    console.log(
+      `[${++done}/${jobs.length}] ${rows[job.row].name}, seed ${job.seed}${job.rl ? ` run ${job.rl}` : ""}: done at ${((performance.now() - started) / 60000).toFixed(1)} min`,
+    );
   } catch (e) {
     // A failed run is reported and left out of the table; the others go on.
     console.log(`[${++done}/${jobs.length}] ${rows[job.row].name}, seed ${job.seed}: failed`);
@@ -330,7 +343,7 @@ const SHORT: Record<string, string> = {
 };
 const typeCells = (evals: Evaluation[]) => TASK_TYPES.map((t) => pct(evals.map((e) => e.valid_unseen.byType[t] ?? 0))).join(" | ");
 const lines = [
-  `ALFWorld, neural policy (GRPO) with the ALFWorld features, greedy on every game: valid_unseen (134) and valid_seen (140), success %; ${seeds} seed(s), mean ± standard deviation; synthetic runs ${M.toLocaleString("en-US")} synthetic steps with the embedded ALFWorld model, no verifier${rows.some((r) => r.key === "hybrid") ? " (but the extra hybrid row)" : ""}; ${args.init === "bc" ? "every RL run starts from the BC policy of its seed" : "every RL run from fresh weights"}. Per task type: valid_unseen.`,
+  `ALFWorld, neural policy (GRPO) with the ALFWorld features, greedy on every game: valid_unseen (134) and valid_seen (140), success %; ${seeds} seed(s), mean ± standard deviation; synthetic runs ${M.toLocaleString("en-US")} synthetic steps with the embedded ALFWorld model, no verifier${rows.some((r) => r.key === "hybrid") ? " (but the extra hybrid row)" : ""}; ${args.init === "bc" ? "every RL run starts from the BC policy of its seed" : "every RL run from fresh weights"}${rlSeeds > 1 ? `; ${rlSeeds} RL runs per data seed of each RL row (RL seeds s, 1000 + s, …): mean ± sd over all runs, teach ratios of each seed's mean` : ""}. Per task type: valid_unseen.`,
   "",
   `| method | valid_unseen | valid_seen | real training steps | synthetic steps | wall time | ${TASK_TYPES.map((t) => SHORT[t]).join(" | ")} |`,
   `|---|---|---|---|---|---|${TASK_TYPES.map(() => "---").join("|")}|`,
@@ -353,9 +366,13 @@ for (const [r, row] of rows.entries()) {
   );
 }
 // The teach ratio per data seed, (row − BC) / (real-env GRPO − BC) on valid_unseen, and the in-run audits.
+/** A row's valid_unseen success for data seed s: the mean over its RL runs (all of them finished, else undefined). */
 const successOf = async (key: string, s: number) => {
-  const j = jobs.find((x) => rows[x.row].key === key && x.seed === s);
-  return j && isFinished(j) ? 100 * (await runEval(j.dir)).valid_unseen.success : undefined;
+  const js = jobs.filter((x) => rows[x.row].key === key && x.seed === s);
+  if (js.length === 0 || !js.every(isFinished)) return undefined;
+  let sum = 0;
+  for (const j of js) sum += 100 * (await runEval(j.dir)).valid_unseen.success;
+  return sum / js.length;
 };
 const median = (xs: number[]) => {
   const v = [...xs].sort((a, b) => a - b);
