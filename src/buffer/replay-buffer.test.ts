@@ -428,3 +428,23 @@ test("a closed buffer opens read-only without side files: reading a finished run
   r.close();
   assert.deepEqual(side, []);
 });
+
+test("realVersion stays while only synthetic transitions come and go, and a real-only search gives the same answer throughout", async () => {
+  const b = ReplayBuffer.open(tempFile("real-version.db"));
+  await b.appendTrajectories(
+    Array.from({ length: 6 }, (_, i) => makeTrajectory(i, { env: "toy", source: "real" })),
+    { seed: true },
+  );
+  const v0 = b.realVersion;
+  const query = { state: "state 3 of task 3", action: "act 1" };
+  const before = JSON.stringify(await b.search(query, { k: 3, filter: { env: "toy", source: "real" } }));
+  await b.appendTrajectories(Array.from({ length: 20 }, (_, i) => makeTrajectory(100 + i, { env: "toy", source: "synthetic" })));
+  assert.equal(b.realVersion, v0, "synthetic appends leave it");
+  assert.equal(JSON.stringify(await b.search(query, { k: 3, filter: { env: "toy", source: "real" } })), before);
+  await b.trim(5);
+  assert.equal(b.realVersion, v0, "trimming synthetic episodes leaves it");
+  assert.notEqual(b.version, 0);
+  await b.appendTrajectories([makeTrajectory(200, { env: "toy", source: "real" })]);
+  assert.notEqual(b.realVersion, v0, "a real append changes it");
+  b.close();
+});

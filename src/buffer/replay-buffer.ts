@@ -670,6 +670,23 @@ export class ReplayBuffer {
     return this.changes;
   }
 
+  /**
+   * Like `version`, for what a search restricted to real transitions (`filter.source: "real"`) can
+   * see: it stays the same while only synthetic transitions come and go (a training run's appends
+   * and trims), so such a search's result may be reused across them. Exact search filters before it
+   * ranks, so it holds there; past `annThreshold` (HNSW, which filters after) it is `version`.
+   */
+  get realVersion(): string {
+    const v = this.version;
+    if (this.size >= this.annThreshold) return `all:${v}`;
+    if (this.realKey?.at !== v) {
+      const r = this.sql("SELECT count(*) AS n, coalesce(max(id), 0) AS m, coalesce(sum(id), 0) AS s FROM transitions WHERE source = 'real'").get() as Row;
+      this.realKey = { at: v, key: `real:${r.n}:${r.m}:${r.s}` };
+    }
+    return this.realKey.key;
+  }
+  private realKey: { at: number; key: string } | undefined;
+
   /** Another connection committed: our counts and indexes are stale. */
   private followOtherWriters(): void {
     const v = Number(this.sql("PRAGMA data_version").pluck().get());

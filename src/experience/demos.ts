@@ -35,12 +35,18 @@ export function retrieveDemos(
 ): Promise<Demo[]> {
   // The same query on the same content has the same answer: a policy's rollouts of one task ask for
   // the same pages again and again (about 60% of WebShop's synthetic steps), and in training the
-  // buffer changes only between iterations. Answers are kept per content version of the buffer.
+  // buffer changes only between iterations. Answers are kept per content version of the buffer; a
+  // query of real steps only (`realOnly`, `exact`) per version of its real steps, which a run's
+  // synthetic appends do not change, so its answers outlive the iteration.
   let byAbstraction = memo.get(buffer);
   if (!byAbstraction) memo.set(buffer, (byAbstraction = new WeakMap()));
-  const version = buffer.version;
-  let m = byAbstraction.get(abstraction);
-  if (!m || m.version !== version || m.answers.size >= MEMO_MAX) byAbstraction.set(abstraction, (m = { version, answers: new Map() }));
+  const real = opts.realOnly === true || opts.exact === true;
+  const version = real ? buffer.realVersion : String(buffer.version);
+  let slots = byAbstraction.get(abstraction);
+  if (!slots) byAbstraction.set(abstraction, (slots = {}));
+  const slot = real ? "real" : "all";
+  let m = slots[slot];
+  if (!m || m.version !== version || m.answers.size >= MEMO_MAX) slots[slot] = m = { version, answers: new Map() };
   const key = JSON.stringify([
     query.state,
     query.action,
@@ -58,7 +64,8 @@ export function retrieveDemos(
 }
 
 /** Answers of `retrieveDemos` per buffer and abstraction, for one content version (at most MEMO_MAX). */
-const memo = new WeakMap<ReplayBuffer, WeakMap<StateAbstraction, { version: number; answers: Map<string, Promise<Demo[]>> }>>();
+type Answers = { version: string; answers: Map<string, Promise<Demo[]>> };
+const memo = new WeakMap<ReplayBuffer, WeakMap<StateAbstraction, { real?: Answers; all?: Answers }>>();
 const MEMO_MAX = 50_000;
 
 async function search(buffer: ReplayBuffer, abstraction: StateAbstraction, query: { state: string; action: string }, opts: DemoOptions): Promise<Demo[]> {

@@ -25,16 +25,26 @@ const STOP = new Set(
   ),
 );
 
-/** Lowercased, stemmed content words. */
-export function contentTokens(text: string): string[] {
-  const out: string[] = [];
+/**
+ * Lowercased, stemmed content words. Kept per text (the last TOKENS_MAX texts): a run featurizes the
+ * same instructions and page lines step after step, and stemming them was an eighth of a synthetic
+ * step's CPU.
+ */
+export function contentTokens(text: string): readonly string[] {
+  let out = tokenMemo.get(text);
+  if (out) return out;
+  const words: string[] = [];
   for (const w of text.toLowerCase().split(/[^a-z0-9.]+/)) {
     const t = w.replace(/^\.+|\.+$/g, "");
     if (t.length === 0 || STOP.has(t)) continue;
-    out.push(stemmer(t));
+    words.push(stemmer(t));
   }
+  if (tokenMemo.size >= TOKENS_MAX) tokenMemo.clear();
+  tokenMemo.set(text, (out = Object.freeze(words)));
   return out;
 }
+const tokenMemo = new Map<string, readonly string[]>();
+const TOKENS_MAX = 20_000;
 
 const PRICE_BOUND = /(?:lower|less|cheaper) than \$?([\d,]+(?:\.\d+)?)/i;
 const PRICE = /\$([\d,]+(?:\.\d+)?)/;
