@@ -61,7 +61,8 @@ test("train --env ws://… with realTasks server trains on a served DreamGym run
     const client = await clientDone!;
     assert.ok(summary && summary.iterations >= 2);
     assert.equal(client.iterations, summary.iterations, "one server iteration per trainer batch");
-    assert.equal(client.realInteractions, summary.syntheticInteractions, "the trainer's steps are the run's synthetic steps");
+    assert.equal(client.syntheticInteractions, summary.syntheticInteractions, "the trainer counts the run's synthetic steps as synthetic");
+    assert.equal(client.realInteractions, 0);
     assert.equal(client.final.tasks, 3, "the trainer evaluates through the server (resets naming a task)");
     const metrics = metricsOf(join(dir, "server"));
     assert.deepEqual(

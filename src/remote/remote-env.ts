@@ -67,6 +67,7 @@ interface WireObservation {
   reasoning?: unknown;
   verified?: unknown;
   model_failed?: unknown;
+  played_in?: unknown;
 }
 
 interface Pending {
@@ -158,6 +159,7 @@ export class RemoteEnv implements Env {
       if (typeof obs.reasoning === "string") info.reasoning = obs.reasoning;
       if (obs.verified === true) info.verified = true;
       if (typeof obs.model_failed === "string") info.model_failed = obs.model_failed;
+      if (obs.played_in === "synthetic" || obs.played_in === "real" || obs.played_in === "eval") info.played_in = obs.played_in;
       const reward = typeof reply.reward === "number" ? reply.reward : Number(reply.reward ?? 0);
       if (!Number.isFinite(reward)) throw new RemoteEnvError(this.url, `step reply has no numeric reward (${JSON.stringify(reply.reward)})`);
       return { observation: String(obs.text ?? ""), reward, terminated, truncated: truncated || (reply.done === true && !terminated), info };

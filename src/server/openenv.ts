@@ -96,6 +96,8 @@ export interface OpenEnvObservation {
   reasoning?: string;
   verified?: boolean;
   model_failed?: string;
+  /** A served DreamGym run's step: where it was played ("synthetic", "real" in S2R's real phase, "eval" outside the run). */
+  played_in?: "synthetic" | "real" | "eval";
 }
 
 /** `serialize_observation`: the observation without reward/done/metadata, and those two at the top. */
@@ -114,6 +116,7 @@ export function observationData(v: SessionView, synthetic: boolean): { observati
   // A synthetic step's reward is the model's unless the real env's verifier confirmed it (hybrid).
   if (synthetic) observation.verified = v.info.verified === true;
   if (typeof v.info.model_failed === "string") observation.model_failed = v.info.model_failed;
+  if (v.info.played_in === "synthetic" || v.info.played_in === "real" || v.info.played_in === "eval") observation.played_in = v.info.played_in;
   return { observation, reward: v.reward, done: v.done };
 }
 
@@ -172,6 +175,13 @@ export function schemas(synthetic: boolean) {
         reasoning: { title: "Reasoning", description: "Synthetic mode: the experience model's reasoning about this step, when it gives one", type: "string" },
         verified: bool("Verified", "Synthetic mode: the reward was checked by the real env's verifier (--hybrid)"),
         model_failed: { title: "Model Failed", description: "Synthetic mode: the experience model failed this step (a no-op); why", type: "string" },
+        played_in: {
+          title: "Played In",
+          description:
+            "A served DreamGym run (--mode dreamgym): where the step was played, synthetic, real (S2R's real phase) or eval (a reset that named a task)",
+          enum: ["synthetic", "real", "eval"],
+          type: "string",
+        },
       },
     },
     state: {

@@ -8,7 +8,7 @@ import { onPolicyAudit } from "./on-policy-audit.ts";
 import { auditDue, grpoSettings, iterationTasks, nextPhase, rolloutJobs } from "./phases.ts";
 import type { RunState } from "./run-sink.ts";
 import type { RunSink } from "./run-sink.ts";
-import { modelFailed, syntheticTrajectory, uncertaintyOf, verifiedSteps } from "./synthetic-episodes.ts";
+import { modelFailed, playedIn, syntheticTrajectory, uncertaintyOf, verifiedSteps } from "./synthetic-episodes.ts";
 
 /**
  * The DreamGym loop, top to bottom: each iteration samples tasks (the curriculum mixes in generated
@@ -43,8 +43,11 @@ export async function trainingLoop(config: TrainConfig, parts: Parts, state: Run
     const jobs = rolloutJobs(config.seed, iteration, tasks, G);
     const played = await playEpisodes(phase === "synthetic" ? synthetic!.envs : real.envs, policy, jobs, { isSuccess });
     const steps = played.reduce((s, e) => s + e.steps.length, 0);
+    // A served DreamGym run's steps (realTasks "server") say where they were played.
+    const servedSynthetic = phase === "real" ? playedIn(played, "synthetic") : 0;
     if (phase === "synthetic") next.syntheticInteractions += steps;
-    else next.realInteractions += steps;
+    else next.realInteractions += steps - servedSynthetic;
+    next.syntheticInteractions += servedSynthetic;
     next.episodes += played.length;
     const withJobs = played.map((e, i) => ({ e, job: jobs[i] }));
     const groups = tasks.map((_, t) => withJobs.slice(t * G, (t + 1) * G).filter(({ e }) => !modelFailed(e)));

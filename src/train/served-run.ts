@@ -311,6 +311,8 @@ class BrokeredEnv implements Env {
   async step(action: string): Promise<StepResult> {
     if (!this.env) throw new ResetNeededError();
     const r = await this.env.step(action);
+    // The trainer is told where its step was played, so it counts synthetic steps as synthetic.
+    r.info = { ...r.info, played_in: this.kind! };
     if (this.kind === "eval") {
       this.run.evalSteps++;
       return r;

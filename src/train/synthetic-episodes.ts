@@ -15,6 +15,10 @@ export function uncertaintyOf(episodes: Episode[]): IterationMetrics["uncertaint
   return { mean: mean(us), max: Math.max(...us), steps: us.length, halts: episodes.filter((e) => e.steps.at(-1)?.info?.halted === true).length };
 }
 
+/** Steps an env server reported played in `where` (a served DreamGym run's `played_in`). */
+export const playedIn = (episodes: Episode[], where: "synthetic" | "real") =>
+  episodes.reduce((a, e) => a + e.steps.filter((s) => s.info?.played_in === where).length, 0);
+
 /** Synthetic steps whose reward and end the real env's verifier gave (hybrid runs). */
 export const verifiedSteps = (episodes: Episode[]) => episodes.reduce((a, e) => a + e.steps.filter((s) => s.info?.verified === true).length, 0);
 
