@@ -2,9 +2,9 @@ import { readFileSync } from "node:fs";
 import type { Command } from "commander";
 import { InvalidConfigError } from "../core/index.ts";
 import { createServeApp, EnvHost, SessionManager, startServer, type ObservationFormat } from "../server/index.ts";
-import { DEFAULT_MAX_FAILURES, DEFAULT_REQUEST_TIMEOUT_S, endpointOptions } from "./endpoint-options.ts";
+import { endpointOptions } from "./endpoint-options.ts";
 import { parseIntOption } from "./options.ts";
-import { serveRun, type ServeOptions, type ServeRunOptions } from "./serve-run.ts";
+import { serveRun, sharedSettings, type ServeOptions, type ServeRunOptions } from "./serve-run.ts";
 import { untilStopSignal } from "./signals.ts";
 import { cliConsole as console } from "./io.ts";
 
@@ -136,12 +136,7 @@ export function registerServe(program: Command): void {
       hybrid: o.hybrid,
       record: o.record,
       split: o.split,
-      dataDir: o.data,
-      maxSteps: o.maxSteps,
-      concurrency: o.concurrency,
-      cache: o.cache,
-      requestTimeout: o.requestTimeout ?? DEFAULT_REQUEST_TIMEOUT_S,
-      maxFailures: o.maxFailures ?? DEFAULT_MAX_FAILURES,
+      ...sharedSettings(o),
     });
     const manager = new SessionManager(host, { maxSessions: o.maxSessions, idleTimeout: o.idleTimeout, connectedIdleTimeout: o.wsIdleTimeout });
     const app = createServeApp({ manager, token, heartbeat: o.heartbeat, observation: o.observation as ObservationFormat });

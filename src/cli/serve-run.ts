@@ -43,6 +43,18 @@ export interface ServeOptions {
 /** What `serve --mode dreamgym|s2r` reads of them. */
 export type ServeRunOptions = ServeOptions & { mode: "dreamgym" | "s2r" };
 
+/** The settings every mode of `serve` passes on as given: data folder, step limit, and the LLM endpoint's limits. */
+export function sharedSettings(o: ServeOptions) {
+  return {
+    dataDir: o.data,
+    maxSteps: o.maxSteps,
+    concurrency: o.concurrency,
+    cache: o.cache,
+    requestTimeout: o.requestTimeout ?? DEFAULT_REQUEST_TIMEOUT_S,
+    maxFailures: o.maxFailures ?? DEFAULT_MAX_FAILURES,
+  };
+}
+
 /** The options that shape a new run: a resume keeps its own. */
 const RUN_OPTIONS = ["experience", "buffer", "hybrid", "budget", "realBudget", "group", "tasksPerIter", "seed"] as const;
 
@@ -74,12 +86,7 @@ export async function serveRun(o: ServeRunOptions, token: string | undefined): P
       rolloutsPerTask: o.group,
       tasksPerIteration: o.tasksPerIter,
       seed: o.seed,
-      dataDir: o.data,
-      maxSteps: o.maxSteps,
-      concurrency: o.concurrency,
-      cache: o.cache,
-      requestTimeout: o.requestTimeout ?? DEFAULT_REQUEST_TIMEOUT_S,
-      maxFailures: o.maxFailures ?? DEFAULT_MAX_FAILURES,
+      ...sharedSettings(o),
     };
     for (const k of Object.keys(input) as (keyof TrainConfigInput)[]) if (input[k] === undefined) delete input[k];
     for (const s of o.set) applySet(input as Record<string, unknown>, s);
