@@ -7,28 +7,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { before, test } from "node:test";
 import { ReplayBuffer } from "../src/buffer/index.ts";
-import { runEpisode } from "../src/envs/index.ts";
-import { OraclePolicy, WebShopEnv, webshopAbstraction } from "../src/envs/webshop/index.ts";
-import { abstractTrajectory } from "../src/experience/index.ts";
 import { createServeApp, EnvHost, SessionManager, startServer, type RunningServer } from "../src/server/index.ts";
 import { ServedRun, train } from "../src/train/index.ts";
 import { BIN, metricsOf } from "./helpers.ts";
-import { TestClient } from "./serve-kit.ts";
+import { TestClient, webshopSeedBuffer } from "./serve-kit.ts";
 
 let db: string;
 before(async () => {
-  // A small seed buffer: the oracle's episodes of 30 train goals, as abstract states.
-  const real = new WebShopEnv({ split: "train" });
-  const abs = webshopAbstraction(real.catalogue);
-  db = join(mkdtempSync(join(tmpdir(), "dreamgym-served-")), "seed.db");
-  const buffer = ReplayBuffer.open(db);
-  const oracle = new OraclePolicy(real);
-  const trajectories = [];
-  for (const [i, task] of real.tasks().slice(0, 30).entries())
-    trajectories.push(abstractTrajectory(await runEpisode(real, oracle, { envName: "webshop", task, seed: i }), abs));
-  await buffer.appendTrajectories(trajectories, { seed: true });
-  buffer.close();
-  await real.close();
+  db = await webshopSeedBuffer(30); // the oracle's episodes of 30 train goals
 });
 
 test("train --env ws://… with realTasks server trains on a served DreamGym run: the server's curriculum, buffer, audit and metrics", {

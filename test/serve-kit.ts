@@ -1,6 +1,13 @@
 // Shared by the server tests: a server on a loopback port and a WebSocket client that
 // queues what it receives. Not exported from the package.
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { WebSocket, type ClientOptions } from "ws";
+import { ReplayBuffer } from "../src/buffer/index.ts";
+import { runEpisode } from "../src/envs/index.ts";
+import { OraclePolicy, WebShopEnv, webshopAbstraction } from "../src/envs/webshop/index.ts";
+import { abstractTrajectory } from "../src/experience/index.ts";
 import { createServeApp, startServer, type RunningServer, type ServeApp, type ServeAppOptions } from "../src/server/app.ts";
 import { EnvHost, type EnvHostOptions } from "../src/server/env-host.ts";
 import { SessionManager, type SessionManagerOptions } from "../src/server/sessions.ts";
@@ -85,4 +92,20 @@ export async function until(cond: () => boolean, what: string, turns = 20_000): 
     await new Promise((resolve) => setImmediate(resolve));
   }
   throw new Error(`gave up waiting until ${what}`);
+}
+
+/** A WebShop seed buffer: the oracle's episodes of the first `goals` train goals, as abstract states. */
+export async function webshopSeedBuffer(goals: number): Promise<string> {
+  const real = new WebShopEnv({ split: "train" });
+  const abs = webshopAbstraction(real.catalogue);
+  const db = join(mkdtempSync(join(tmpdir(), "dreamgym-seed-")), "seed.db");
+  const buffer = ReplayBuffer.open(db);
+  const oracle = new OraclePolicy(real);
+  const trajectories = [];
+  for (const [i, task] of real.tasks().slice(0, goals).entries())
+    trajectories.push(abstractTrajectory(await runEpisode(real, oracle, { envName: "webshop", task, seed: i }), abs));
+  await buffer.appendTrajectories(trajectories, { seed: true });
+  buffer.close();
+  await real.close();
+  return db;
 }

@@ -3,17 +3,13 @@
 // real `ws` clients.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { InvalidConfigError } from "../src/core/index.ts";
 import { ReplayBuffer } from "../src/buffer/index.ts";
-import { registerEnv, runEpisode, unregisterEnv } from "../src/envs/index.ts";
-import { OraclePolicy, WebShopEnv, webshopAbstraction } from "../src/envs/webshop/index.ts";
-import { abstractTrajectory } from "../src/experience/index.ts";
+import { registerEnv, unregisterEnv } from "../src/envs/index.ts";
 import { startServer } from "../src/server/index.ts";
 import { ChainEnv } from "../src/testing/index.ts";
-import { startTestServer, TestClient, until, type TestServer } from "./serve-kit.ts";
+import { startTestServer, TestClient, until, webshopSeedBuffer, type TestServer } from "./serve-kit.ts";
 
 let shop: TestServer;
 before(async () => {
@@ -438,17 +434,7 @@ test("an oversized WS message closes that connection with 1009; the server goes 
 test("synthetic mode: sessions step the embedded experience model over a buffer; observations say whether a step was verified", {
   timeout: 20_000,
 }, async () => {
-  const real = new WebShopEnv({ split: "train" });
-  const abs = webshopAbstraction(real.catalogue);
-  const db = join(mkdtempSync(join(tmpdir(), "dreamgym-serve-")), "b.db");
-  const buffer = ReplayBuffer.open(db);
-  const oracle = new OraclePolicy(real);
-  const trajectories = [];
-  for (const [i, task] of real.tasks().slice(0, 40).entries())
-    trajectories.push(abstractTrajectory(await runEpisode(real, oracle, { envName: "webshop", task, seed: i }), abs));
-  await buffer.appendTrajectories(trajectories, { seed: true });
-  buffer.close();
-  await real.close();
+  const db = await webshopSeedBuffer(40);
 
   const s = await startTestServer({ host: { env: "webshop", mode: "synthetic", buffer: db, split: "test" } });
   try {
