@@ -3,7 +3,6 @@
 // real `ws` clients.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { join } from "node:path";
 import { InvalidConfigError } from "../src/core/index.ts";
 import { ReplayBuffer } from "../src/buffer/index.ts";
 import { registerEnv, unregisterEnv } from "../src/envs/index.ts";
