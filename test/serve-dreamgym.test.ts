@@ -125,6 +125,7 @@ test("a session server killed mid-iteration (SIGKILL) resumes its run: no episod
     const e = await TestClient.open(second.ws);
     const refused = await e.call({ type: "reset", data: { group_id: "x2" } });
     assert.equal(refused.type, "error", "x2's two episodes were kept through the kill");
+    assert.equal(refused.data.code, "SESSION_ERROR");
     assert.match(refused.data.message, /group x2 already has its 2 episodes/);
     const played = [await playEpisode(e, { group_id: "y2", seed: 2 }), await playEpisode(e, { group_id: "y2", seed: 3 })];
     assert.deepEqual(

@@ -200,6 +200,8 @@ export class Session {
 
 function executionError(what: string, e: unknown): ServeError {
   if (e instanceof ServeError) return e;
+  // The env refused the call as the client made it (a served run's full group, or one that has ended).
+  if (e instanceof DreamGymError && e.code === "SESSION_ERROR") return new ServeError("SESSION_ERROR", e.message, 409);
   const message = e instanceof Error ? e.message : String(e);
   return new ServeError("EXECUTION_ERROR", `${what} failed: ${message}`, 500);
 }
