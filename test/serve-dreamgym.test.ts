@@ -216,3 +216,38 @@ test("what TRL sends (the dataset row as reset kwargs, an integer group_id) play
     await finished;
   }
 });
+
+test("a served S2R run: after the synthetic budget its sessions play the real env, and the trainer counts each kind", { timeout: 120_000 }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), "dreamgym-served-s2r-"));
+  let running: RunningServer | undefined;
+  let clientDone: Promise<Awaited<ReturnType<typeof train>>> | undefined;
+  const served = ServedRun.run(
+    join(dir, "server"),
+    { env: "webshop", mode: "s2r", buffer: db, budget: 60, realBudget: 60, rolloutsPerTask: 2, tasksPerIteration: 2, seed: 4 },
+    async (run) => {
+      running = await startServer({ app: createServeApp({ manager: new SessionManager(EnvHost.served(run)) }), port: 0, host: "127.0.0.1" });
+      clientDone = train(join(dir, "client"), {
+        remote: running.url,
+        mode: "real",
+        realTasks: "server",
+        budget: 60,
+        realBudget: 60,
+        rolloutsPerTask: 2,
+        tasksPerIteration: 2,
+        evalEvery: 0,
+        finalEvalTasks: 2,
+      });
+    },
+  );
+  try {
+    const summary = (await served)!;
+    const client = await clientDone!;
+    const phases = metricsOf(join(dir, "server")).map((m) => m.phase);
+    assert.equal(phases[0], "synthetic");
+    assert.equal(phases.at(-1), "real", `the real phase follows (${phases.join(", ")})`);
+    assert.ok(summary.syntheticInteractions >= 60 && summary.realInteractions >= 60);
+    assert.deepEqual([client.syntheticInteractions, client.realInteractions], [summary.syntheticInteractions, summary.realInteractions]);
+  } finally {
+    await running?.close();
+  }
+});

@@ -12,8 +12,11 @@ import { mean, variance } from "./iteration-metrics.ts";
  */
 export function nextPhase(config: TrainConfig, state: RunState, pending = 0): "real" | "synthetic" | null {
   if (config.maxSeconds > 0 && state.wallSeconds + pending >= config.maxSeconds) return null;
-  // A served DreamGym run's trainer (realTasks "server") counts the steps of both kinds the server played.
-  if (config.mode === "real") return state.realInteractions + (config.realTasks === "server" ? state.syntheticInteractions : 0) < config.budget ? "real" : null;
+  // A served DreamGym run's trainer (realTasks "server") plays what the run plans: its synthetic budget,
+  // then (S2R) its real one, each counted from where the server says a step was played.
+  if (config.mode === "real" && config.realTasks === "server")
+    return state.syntheticInteractions < config.budget || state.realInteractions < config.realBudget ? "real" : null;
+  if (config.mode === "real") return state.realInteractions < config.budget ? "real" : null;
   if (state.syntheticInteractions < config.budget) return "synthetic";
   return config.mode === "s2r" && state.realInteractions < config.realBudget ? "real" : null;
 }

@@ -222,7 +222,7 @@ function checkSettings(config: TrainConfig): void {
     );
   if (config.mode === "s2r" && config.realBudget === 0)
     throw new InvalidConfigError("invalid training config:\n  realBudget: mode s2r needs real steps after the synthetic phase (--real-budget N > 0)");
-  if (config.mode !== "s2r" && config.realBudget > 0)
+  if (config.mode !== "s2r" && config.realBudget > 0 && config.realTasks !== "server")
     throw new InvalidConfigError(`invalid training config:\n  realBudget: only mode s2r has a real phase (mode is ${config.mode})`);
   if ((config.mode === "real" || config.mode === "bc") && config.hybrid)
     throw new InvalidConfigError(`--hybrid applies to the synthetic env (mode dreamgym or s2r); mode ${config.mode} has no synthetic rewards: drop --hybrid`);
