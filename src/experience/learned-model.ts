@@ -11,11 +11,13 @@ import {
   type RewardSpec,
   type StateAbstraction,
   type Trajectory,
+  type TrajectoryStore,
 } from "../core/index.ts";
 import type { ReplayBuffer } from "../buffer/index.ts";
 import { packParams, ScoreNet, unpackParams, viewAction, webView, type SparseVector } from "../rl/index.ts";
 import { plugPoint } from "../envs/index.ts";
 import { EmbeddedExperienceModel } from "./embedded-model.ts";
+import { RecordedSteps } from "./recorded-steps.ts";
 import { isValTask } from "./sft-data.ts";
 import { PurchaseSupport, purchaseKey, TRANSITION_FEATURE_VERSION, transitionFeatures } from "./transition-features.ts";
 
@@ -137,6 +139,8 @@ export class LearnedExperienceModel implements ExperienceModel {
    * noise, so kept for its cost (docs/results.md).
    */
   readonly realDemosOnly = true;
+  /** Whether it reads retrieved demos: not where its abstraction's states are made of parts (it replays its own table of recorded steps). */
+  readonly usesDemos: boolean;
   readonly info: LearnedModelInfo;
   private readonly members: ScoreNet[][];
   private readonly knn: EmbeddedExperienceModel;
@@ -147,6 +151,8 @@ export class LearnedExperienceModel implements ExperienceModel {
   private readonly support: PurchaseSupport;
   /** The policy features of the abstraction's env, which the transition features include. */
   private readonly features: PolicyFeatures | undefined;
+  /** The real recorded steps by command, where the abstraction's states are made of parts (`StateAbstraction.parts`). */
+  private readonly recorded: RecordedSteps | undefined;
 
   constructor(info: LearnedModelInfo, members: ScoreNet[][], opts: LearnedModelOptions) {
     this.info = info;
@@ -158,6 +164,8 @@ export class LearnedExperienceModel implements ExperienceModel {
     this.returns = new Map((info.returns ?? []).map((r) => [`${r.action}\t${r.from}`, r.to]));
     this.support = new PurchaseSupport(info.support ?? []);
     this.features = plugPoint(opts.abstraction.env, "features");
+    this.recorded = opts.abstraction.parts ? new RecordedSteps(opts.abstraction) : undefined;
+    this.usesDemos = this.recorded === undefined;
   }
 
   exactDemos(state: string): boolean {
@@ -191,7 +199,13 @@ export class LearnedExperienceModel implements ExperienceModel {
     };
   }
 
+  /** Reads the store's real steps into its table, where its states are made of parts (once per store). */
+  async fit(store: TrajectoryStore): Promise<void> {
+    this.recorded?.fit(store);
+  }
+
   async predict(input: PredictInput): Promise<Prediction> {
+    if (this.recorded) return this.replay(input, this.recorded);
     const base = await this.knn.predict(input);
     // A free-text command the buffer never saw in this state stays an invalid no-op (see the embedded model).
     if (base.info.invalid) return base;
@@ -222,6 +236,34 @@ export class LearnedExperienceModel implements ExperienceModel {
         p_end: round(e.pEnd),
         p_success: round(e.pTop),
         ...(terminated && !recorded && !e.supported ? { top: "capped: no real episode bought this product for this request in full" } : {}),
+      },
+    };
+  }
+
+  /**
+   * A step of a free-text env whose states are made of parts: the next state from the real recorded
+   * steps (`RecordedSteps`: the task's own first, a command carried over from a state alike in the
+   * parts it changes, the episode's places as it saw them); the reward and end as those steps had
+   * them where they agree, else the heads'. A command the record has nothing of is an invalid no-op.
+   */
+  private replay(input: PredictInput, table: RecordedSteps): Prediction {
+    const r = table.replay(input);
+    if (r === undefined) return { nextState: input.state, reward: 0, terminated: false, info: { invalid: true, unrecorded: true } };
+    const recorded = recordedOutcome(r.pool);
+    const e = recorded ? undefined : this.estimate(input);
+    const terminated = (recorded ? recorded.terminated : e!.pEnd >= 0.5) || this.abstraction.isTerminal(r.nextState);
+    const reward = recorded ? recorded.reward : terminated || this.rewards.dense ? e!.reward : 0;
+    const round = (x: number) => Math.round(x * 1e6) / 1e6;
+    return {
+      nextState: r.nextState,
+      reward,
+      terminated,
+      info: {
+        next_state: r.how,
+        recorded: r.pool.length,
+        ...(recorded
+          ? { outcome: "as every recorded step it was read from", u: 0, u_reward: 0, u_outcome: 0 }
+          : { u: round(e!.u), u_reward: round(e!.u_reward), u_outcome: round(e!.u_outcome), p_end: round(e!.pEnd), p_success: round(e!.pTop) }),
       },
     };
   }
