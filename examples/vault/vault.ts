@@ -298,6 +298,10 @@ export const vaultSpec: EnvSpec<VaultEnv> = {
       isState: (state: string) =>
         state === "You found the treasure." || /^You are in the \w+\. Exits: [a-z, ]+\. You see: [a-z, ]+\. You carry: [a-z, ]+\.$/.test(state),
       isTerminal: (state: string) => state === "You found the treasure.",
+      // Its four sentences (the room, its exits, what lies there, what the agent carries), which a
+      // command changes one by one; the room and its exits are where the agent is.
+      parts: (state: string) => (state.startsWith("You are in the ") ? state.split(/(?<=\.) (?=You |Exits: )/) : undefined),
+      place: (state: string) => /^You are in the \w+\. Exits: [a-z, ]+\./.exec(state)?.[0],
       profile:
         'vault, a four-room parser game. A state is "You are in the <room>. Exits: <directions>. You see: <items or nothing>. You carry: <items or nothing>.", or "You found the treasure." at the end. Commands: go <direction>, take <item>, open chest, look, inventory. Taking a gem or the key gives 1; opening the chest while carrying the key gives 5 and ends the episode.',
     },

@@ -44,6 +44,21 @@ export interface StateAbstraction {
    * copies `like` shows another product's page under this product's name. Undefined: not known.
    */
   unseenPage?(state: string, action: string, like: string): string | undefined;
+  /**
+   * A free-text state as the parts a command changes one by one (a parser game's room, its exits, what
+   * lies there, what the agent carries), which joined by single spaces give the state back; undefined
+   * for a state not made of parts (the end). With it, a model replays a command recorded in another
+   * state that agrees on every part the command changes (taking a gem changes what is seen and what
+   * is carried, whatever the room), where the data has no step of it in this very state.
+   */
+  parts?(state: string): string[] | undefined;
+  /**
+   * Where the agent is, in a state made of parts (a parser game's room): a step that changes it is a
+   * move, which in one task leads from the same place by the same command to the same place (so the
+   * task's own recorded moves say where, whatever the agent carries), and a place the episode has
+   * been at reads as the episode last saw it (what it took there stays taken). Undefined: nowhere.
+   */
+  place?(state: string): string | undefined;
 }
 
 /** A predicted step as `StateAbstraction.checkStep` sees it: the next state (in this format), reward and end. */

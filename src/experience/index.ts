@@ -28,6 +28,8 @@ export type { SyntheticRecord, ReplayResult, OnPolicyAuditSummary, AuditPair, Re
 export { pessimisticStep } from "./synthetic-env.ts";
 export type { Pessimism } from "./synthetic-env.ts";
 export { LearnedExperienceModel, trainLearnedModel } from "./learned-model.ts";
+export { RecordedSteps } from "./recorded-steps.ts";
+export type { Replayed } from "./recorded-steps.ts";
 export type { LearnedModelInfo, LearnedModelValidation, LearnedModelOptions, TrainLearnedModelOptions } from "./learned-model.ts";
 export { transitionFeatures, TRANSITION_FEATURE_VERSION } from "./transition-features.ts";
 export type { TransitionInput } from "./transition-features.ts";
