@@ -39,7 +39,11 @@ export function printSummary(s: TrainSummary): void {
   } else
     console.log(
       `${s.config.env}${s.config.remote ? ` at ${s.config.remote}` : ""} ${s.config.mode} ${s.config.algo}: ${s.iterations} iterations, ${s.realInteractions} real interactions` +
-        (s.config.mode === "real" ? "" : `, ${s.syntheticInteractions} synthetic (${s.droppedEpisodes} episodes dropped), ${s.auditInteractions} audit`) +
+        (s.config.realTasks === "server"
+          ? `, ${s.syntheticInteractions} synthetic (played on the served run)`
+          : s.config.mode === "real"
+            ? ""
+            : `, ${s.syntheticInteractions} synthetic (${s.droppedEpisodes} episodes dropped), ${s.auditInteractions} audit`) +
         `, ${s.wallSeconds.toFixed(1)} s` +
         (s.resumedFrom !== undefined ? ` (resumed from iteration ${s.resumedFrom})` : ""),
     );
@@ -53,15 +57,19 @@ export function progressHook() {
   let lastEval = "-";
   return {
     onIteration(m: IterationMetrics, config: TrainConfig) {
-      const total = config.mode === "bc" ? config.bc.epochs : config.mode === "s2r" ? config.budget + config.realBudget : config.budget;
+      // A served run's trainer (realTasks "server") plays its synthetic budget, then its real one, as S2R does.
+      const both = config.mode === "s2r" || config.realTasks === "server";
+      const total = config.mode === "bc" ? config.bc.epochs : both ? config.budget + config.realBudget : config.budget;
       bar ??= progressBar(`train ${config.mode}`, total, { reward: "-", success: "-", eval: "-" });
       if (m.eval) lastEval = `${m.eval.score.toFixed(1)}/${(100 * m.eval.success).toFixed(0)}%`;
       const done =
         config.mode === "bc"
           ? m.iteration
-          : config.mode === "real"
-            ? m.realInteractions
-            : m.syntheticInteractions + (config.mode === "s2r" ? m.realInteractions : 0);
+          : both
+            ? m.syntheticInteractions + m.realInteractions
+            : config.mode === "real"
+              ? m.realInteractions
+              : m.syntheticInteractions;
       bar.update(Math.min(done, total), {
         reward: m.bc ? `loss ${m.bc.loss.toFixed(3)}` : m.meanReward.toFixed(3),
         success: m.bc ? `p(a*) ${m.bc.meanProb.toFixed(2)}` : `${(100 * m.success).toFixed(0)}%`,
