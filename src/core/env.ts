@@ -9,7 +9,18 @@ export interface ResetOptions {
    * The group this episode belongs to (GRPO's G rollouts of one prompt). Most envs ignore it; an env
    * that picks tasks itself (a DreamGym session server's curriculum) gives a group's episodes one task.
    */
-  group?: string;
+  group?: EpisodeGroup;
+}
+
+/** An episode's group: its id, and (when the trainer knows it) its position among the batch's groups. */
+export interface EpisodeGroup {
+  id: string;
+  /**
+   * The group's position in its batch (0 … groups − 1): a server that picks the tasks gives group i
+   * the batch's i-th task, whichever group's reset arrives first. Without it, a new group takes the
+   * next task not yet taken, so the pairing depends on arrival order.
+   */
+  index?: number;
 }
 
 export interface ResetResult {

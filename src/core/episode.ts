@@ -1,4 +1,4 @@
-import type { Env } from "./env.ts";
+import type { Env, EpisodeGroup } from "./env.ts";
 import type { Decision, PastStep, Policy } from "./policy.ts";
 import { Rng } from "./rng.ts";
 import type { StepInfo, Task, Trajectory } from "./types.ts";
@@ -31,7 +31,7 @@ export interface Episode<R = unknown> {
 export interface PlayOptions {
   task?: Task;
   /** The episode's group, passed to the env's reset (`ResetOptions.group`). */
-  group?: string;
+  group?: EpisodeGroup;
   /** Seeds the env's own randomness. */
   seed?: number;
   /** The policy's sampling stream for this episode. */
@@ -90,7 +90,7 @@ export async function playEpisode<R>(env: Env, policy: Policy<R>, opts: PlayOpti
 export interface EpisodeJob {
   task?: Task;
   /** The episode's group, for an env that picks a group's task itself (`ResetOptions.group`). */
-  group?: string;
+  group?: EpisodeGroup;
   seed?: number;
   /** Seeds the policy's sampling for this episode, so results do not depend on scheduling. */
   rngSeed: number;

@@ -1,6 +1,6 @@
 export type { Action, Observation, StepInfo, Task, Transition, Trajectory, ExperienceSource, RewardSpec, TrajectoryRules } from "./types.ts";
 export { OUTCOME_REWARDS } from "./types.ts";
-export type { Env, ResetOptions, ResetResult, StepResult } from "./env.ts";
+export type { Env, EpisodeGroup, ResetOptions, ResetResult, StepResult } from "./env.ts";
 export { FREE_TEXT_SLOT } from "./env.ts";
 export { Rng } from "./rng.ts";
 export { readJsonl, readJsonlAll, writeJsonl, readJsonFile, JsonlWriter, repairJsonlTail, writeAll, writeFileAtomic, writeJsonlAtomic } from "./jsonl.ts";

@@ -124,7 +124,8 @@ export class RemoteEnv implements Env {
       const data: Record<string, unknown> = {};
       if (opts.seed !== undefined) data.seed = opts.seed;
       if (opts.task) data.task_id = opts.task.id;
-      if (opts.group !== undefined) data.group_id = opts.group;
+      if (opts.group !== undefined) data.group_id = opts.group.id;
+      if (opts.group?.index !== undefined) data.group_index = opts.group.index;
       this.episode = "none";
       const message = { type: "reset", data };
       // A reset starts afresh, so one that meets a connection the server has just closed (an idle

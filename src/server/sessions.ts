@@ -51,6 +51,8 @@ export interface ResetRequest {
   split?: string;
   /** The episode's group (GRPO's G rollouts of one prompt): a DreamGym session server gives a group's episodes one task. */
   group?: string;
+  /** The group's position among the batch's groups (`EpisodeGroup.index`). */
+  groupIndex?: number;
 }
 
 /** One client's env: calls run one at a time, in order; different sessions run in parallel. */
@@ -115,9 +117,15 @@ export class Session {
   reset(req: ResetRequest = {}): Promise<SessionView> {
     return this.run(async () => {
       const task = this.pickTask(req);
-      const r = await this.env.reset({ seed: req.seed, task, ...(req.group !== undefined ? { group: req.group } : {}) }).catch((e) => {
-        throw executionError("reset", e);
-      });
+      const r = await this.env
+        .reset({
+          seed: req.seed,
+          task,
+          ...(req.group !== undefined ? { group: { id: req.group, ...(req.groupIndex !== undefined ? { index: req.groupIndex } : {}) } } : {}),
+        })
+        .catch((e) => {
+          throw executionError("reset", e);
+        });
       this.episodeId = req.episodeId ?? `${this.id}-${Date.now().toString(36)}`;
       this.stepCount = 0;
       this.totalReward = 0;

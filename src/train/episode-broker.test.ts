@@ -100,3 +100,14 @@ test("finished episodes go to the journal; a restarted plan takes them back and 
   restarted.checkpointed();
   assert.deepEqual(restarted.restored(3), [], "a checkpointed iteration's journal is emptied");
 });
+
+test("a group that says its place in the batch (group_index) gets that task, whichever reset arrives first", async () => {
+  const broker = new EpisodeBroker(tempFile(".jsonl"), 2);
+  void broker.play(1, "synthetic", tasks, seedOf);
+  const late = await broker.assign("b", 1, 2);
+  const early = await broker.assign("a", 1, 0);
+  assert.deepEqual([early.task.id, late.task.id], ["t0", "t2"]);
+  assert.equal((await broker.assign("b", 2)).task.id, "t2", "the group keeps its task");
+  await assert.rejects(broker.assign("c", 1, 0), /group_index 0 of iteration 1 belongs to another group than c/);
+  await assert.rejects(broker.assign("d", 1, 3), /group_index 3 is past the plan's 3 groups/);
+});

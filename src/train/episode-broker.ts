@@ -115,10 +115,10 @@ export class EpisodeBroker {
   }
 
   /** A session's reset: the slot it plays, once a plan has one for it. */
-  async assign(group: string | undefined, seed: number | undefined): Promise<Slot> {
+  async assign(group: string | undefined, seed: number | undefined, index?: number): Promise<Slot> {
     for (;;) {
       if (this.ended) throw new BrokerRefusal(this.ended);
-      const slot = this.plan && this.take(this.plan, group);
+      const slot = this.plan && this.take(this.plan, group, index);
       if (slot) {
         const p = this.plan!;
         p.groups[slot.t].seeds[slot.g] = seed ?? slot.seed;
@@ -167,9 +167,19 @@ export class EpisodeBroker {
     for (const wake of this.waiting.splice(0)) wake();
   }
 
-  private take(p: Plan, group: string | undefined): Slot | undefined {
+  private take(p: Plan, group: string | undefined, index: number | undefined): Slot | undefined {
     const owner = group ?? ANONYMOUS;
     let t = group !== undefined ? p.byName.get(group) : undefined;
+    if (t === undefined && group !== undefined && index !== undefined) {
+      // The trainer says which of the batch's groups this is: its task, whatever arrived first.
+      if (index >= p.groups.length)
+        throw new BrokerRefusal(`group_index ${index} is past the plan's ${p.groups.length} groups (the server's --tasks-per-iter)`);
+      if (p.groups[index].owner !== undefined)
+        throw new BrokerRefusal(`group_index ${index} of iteration ${p.iteration} belongs to another group than ${group}`);
+      t = index;
+      p.groups[t].owner = owner;
+      p.byName.set(group, t);
+    }
     if (t === undefined) {
       // Unnamed resets fill one group before they claim the next; a new name claims an unclaimed task.
       if (group === undefined) t = p.groups.findIndex((x) => x.owner === ANONYMOUS && x.slots.includes(undefined));

@@ -1,4 +1,4 @@
-import { deriveSeed, playEpisodes, Rng, type Env, type Task } from "../core/index.ts";
+import { deriveSeed, playEpisodes, Rng, type Env, type EpisodeGroup, type Task } from "../core/index.ts";
 import type { Parts } from "./parts.ts";
 import type { GrpoConfig, TrainablePolicy } from "../rl/index.ts";
 import type { IterationMetrics, TrainConfig } from "./config.ts";
@@ -81,10 +81,10 @@ const serverPicked = (task: Task) => task.id.startsWith("server-picked-");
  * G rollouts of each task, each with its env seed and sampling seed, from (seed, iteration, task,
  * g). A slot whose task the server picks resets with its group (iteration/slot) and no task.
  */
-export function rolloutJobs(seed: number, iteration: number, tasks: Task[], G: number): { task?: Task; group?: string; seed: number; rngSeed: number }[] {
+export function rolloutJobs(seed: number, iteration: number, tasks: Task[], G: number): { task?: Task; group?: EpisodeGroup; seed: number; rngSeed: number }[] {
   return tasks.flatMap((task, t) =>
     Array.from({ length: G }, (_, g) => ({
-      ...(serverPicked(task) ? { group: `${iteration}/${t}` } : { task }),
+      ...(serverPicked(task) ? { group: { id: `${iteration}/${t}`, index: t } } : { task }),
       seed: deriveSeed(seed, "env", iteration, t, g),
       rngSeed: deriveSeed(seed, "rollout", iteration, t, g),
     })),

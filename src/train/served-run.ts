@@ -284,8 +284,8 @@ class BrokeredEnv implements Env {
       kind = "eval";
       task = opts.task;
     } else {
-      this.slot = await this.broker.assign(opts.group, opts.seed);
-      this.group = opts.group;
+      this.slot = await this.broker.assign(opts.group?.id, opts.seed, opts.group?.index);
+      this.group = opts.group?.id;
       kind = this.slot.phase;
       task = this.slot.task;
       seed ??= this.slot.seed;
