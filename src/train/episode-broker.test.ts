@@ -35,7 +35,7 @@ test("a named group's resets play one task; a new name claims the next task; G +
   const groups = await done;
   // Each group in the order of its resets' env seeds (a2's 3 before a1's 7; b2's 9 before b1's slot seed 100), whatever order they ended in.
   assert.deepEqual(
-    groups.map((g) => g.map((e) => e.totalReward)),
+    groups.map((g) => g.map(({ e }) => e.totalReward)),
     [
       [0.2, 0.1],
       [0.4, 0.3],
@@ -91,7 +91,7 @@ test("finished episodes go to the journal; a restarted plan takes them back and 
   restarted.finish(d, episode(d.task, 0), "c");
   const groups = await done;
   assert.deepEqual(
-    groups.map((g) => g.map((e) => e.totalReward)),
+    groups.map((g) => g.map(({ e }) => e.totalReward)),
     [
       [0.5, 0.25],
       [1, 0],

@@ -19,7 +19,15 @@ export interface JournalEntry {
   g: number;
   taskId: string;
   group?: string;
+  /** The env seed its reset played. */
+  seed: number;
   episode: Episode;
+}
+
+/** A played episode of the plan and the env seed it was played with (an audit replays it from that seed). */
+export interface BrokeredEpisode {
+  e: Episode;
+  seed: number;
 }
 
 /** A reset the broker cannot place: its group is full, or the run has ended. */
@@ -45,7 +53,7 @@ interface Plan {
   groups: PlannedGroup[];
   byName: Map<string, number>;
   seedOf: (t: number, g: number) => number;
-  done: (groups: Episode[][]) => void;
+  done: (groups: BrokeredEpisode[][]) => void;
   fail: (e: Error) => void;
 }
 
@@ -95,16 +103,16 @@ export class EpisodeBroker {
     tasks: Task[],
     seedOf: (t: number, g: number) => number,
     restored: JournalEntry[] = [],
-  ): Promise<Episode[][]> {
+  ): Promise<BrokeredEpisode[][]> {
     if (this.ended) return Promise.reject(new BrokerRefusal(this.ended));
-    return new Promise<Episode[][]>((resolve, reject) => {
+    return new Promise<BrokeredEpisode[][]>((resolve, reject) => {
       const groups: PlannedGroup[] = tasks.map((task) => ({ task, slots: new Array(this.G).fill(undefined), seeds: new Array(this.G).fill(0) }));
       const plan: Plan = { iteration, phase, groups, byName: new Map(), seedOf, done: resolve, fail: reject };
       for (const r of restored) {
         const g = groups[r.t];
         if (!g || g.task.id !== r.taskId || r.g >= this.G || g.slots[r.g] !== undefined) continue;
         g.slots[r.g] = r.episode;
-        g.seeds[r.g] = (r.episode as Episode & { seed?: number }).seed ?? 0;
+        g.seeds[r.g] = r.seed;
         g.owner ??= r.group ?? ANONYMOUS;
         if (r.group) plan.byName.set(r.group, r.t);
       }
@@ -139,7 +147,8 @@ export class EpisodeBroker {
       g: slot.g,
       taskId: slot.task.id,
       ...(group ? { group } : {}),
-      episode: { ...episode, seed } as Episode,
+      seed,
+      episode,
     };
     appendFileSync(this.journalFile, JSON.stringify(entry) + "\n");
     p.groups[slot.t].slots[slot.g] = episode;
@@ -208,7 +217,7 @@ export class EpisodeBroker {
         x.slots
           .map((e, g) => ({ e: e as Episode, seed: x.seeds[g], g }))
           .sort((a, b) => a.seed - b.seed || a.g - b.g)
-          .map((s) => s.e),
+          .map(({ e, seed }) => ({ e, seed })),
       ),
     );
   }

@@ -16,7 +16,7 @@ import {
 import { ReplayBuffer } from "../buffer/index.ts";
 import type { AuditPair } from "../experience/index.ts";
 import { resolveTrainConfig, type TrainConfig, type TrainConfigInput, type TrainSummary } from "./config.ts";
-import { EpisodeBroker, type Slot } from "./episode-broker.ts";
+import { EpisodeBroker, type BrokeredEpisode, type Slot } from "./episode-broker.ts";
 import { iterationMetrics } from "./iteration-metrics.ts";
 import { onPolicyAudit } from "./on-policy-audit.ts";
 import type { Parts } from "./parts.ts";
@@ -176,13 +176,14 @@ export class ServedRun {
       // 2. The trainer's sessions play G episodes of each (a killed server's finished ones restored).
       const seedOf = (t: number, g: number) => deriveSeed(config.seed, "env", iteration, t, g);
       const tPlan = performance.now();
-      let groups: Episode[][];
+      let brokered: BrokeredEpisode[][];
       try {
-        groups = await this.broker.play(iteration, phase, tasks, seedOf, this.broker.restored(iteration));
+        brokered = await this.broker.play(iteration, phase, tasks, seedOf, this.broker.restored(iteration));
       } catch {
         return undefined; // stopped: the iteration is not written; its played episodes stay in the journal
       }
       const t0 = performance.now();
+      const groups = brokered.map((g) => g.map(({ e }) => e));
       const played = groups.flat();
       const steps = played.reduce((s, e) => s + e.steps.length, 0);
       if (phase === "synthetic") next.syntheticInteractions += steps;
@@ -212,7 +213,7 @@ export class ServedRun {
       // 5. On-policy audit: whole groups replayed in the real env, their actions (the policy is the trainer's).
       const audited = auditDue(config, phase, iteration, next);
       const keep = (pairs: AuditPair[]) => this.folder.writeAuditPairs(iteration, pairs);
-      const withJobs = kept.map((g, t) => g.map((e) => ({ e, job: { seed: (e as Episode & { seed?: number }).seed ?? seedOf(t, 0), rngSeed: 0 } })));
+      const withJobs = brokered.map((g) => g.filter(({ e }) => !modelFailed(e)).map(({ e, seed }) => ({ e, job: { seed, rngSeed: 0 } })));
       const audit = audited
         ? await onPolicyAudit(withJobs, real.envs, config.onPolicyAudit.episodes, new Rng(deriveSeed(config.seed, "audit", iteration)), isSuccess, keep)
         : undefined;
@@ -292,7 +293,6 @@ class BrokeredEnv implements Env {
     }
     if (this.kind !== kind) {
       await this.env?.close();
-      this.env = undefined;
       this.env = this.run.envFor(kind);
       this.kind = kind;
     }
