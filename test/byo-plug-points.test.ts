@@ -23,7 +23,7 @@ import {
 } from "dreamgym";
 import { abstractTrajectory, Rng } from "dreamgym/core";
 import { envTasks, syntheticSupport, unregisterEnv } from "dreamgym/envs";
-import { vaultSpec, VaultItemsGenerator, VaultTableModel, type VaultEnv } from "../examples/vault/vault.ts";
+import { vaultSpec, VaultStartGenerator, VaultTableModel, type VaultEnv } from "../examples/vault/vault.ts";
 
 test("a registered env's own experience model and task generator drive the DreamGym loop (vault)", async (t) => {
   const name = "vault-counted";
@@ -112,7 +112,7 @@ test("a registered env's own experience model and task generator drive the Dream
   assert.ok(added > 0, "the curriculum kept some");
   const run = ReplayBuffer.open(join(dir, "run", "buffer.db"), { readonly: true });
   try {
-    const variants = [...run.trajectories({ env: name, source: "synthetic" })].filter((x) => x.task.items !== undefined);
+    const variants = [...run.trajectories({ env: name, source: "synthetic" })].filter((x) => x.task.start !== undefined);
     assert.ok(variants.length > 0, "variants were played");
     assert.ok(
       variants.every((x) => x.task.id.includes("~g")),
@@ -123,19 +123,30 @@ test("a registered env's own experience model and task generator drive the Dream
   }
 });
 
-test("the vault's generator varies a task's placement and keeps its rooms; its key tells layouts apart", async () => {
-  const gen = new VaultItemsGenerator();
+test("the vault's generator starts a task's world elsewhere, names that world, and its key tells variants apart", async () => {
+  const gen = new VaultStartGenerator();
   const parent = { id: "vault:3", instruction: "x", layout: 3 };
   const { tasks, infeasible } = await gen.generate(parent, 4, new Rng(0));
   assert.equal(infeasible, 0);
-  assert.equal(tasks.length, 4);
-  const rooms = (k: string) => (JSON.parse(k) as { rooms: string[] }).rooms;
+  assert.deepEqual(tasks.map((v) => v.start).sort(), [1, 2, 3], "the three other rooms, once each");
+  const world = (k: string) => {
+    const { rooms, items } = JSON.parse(k) as { rooms: string[]; items: string[][] };
+    return { rooms, items };
+  };
   for (const v of tasks) {
-    assert.deepEqual(rooms(gen.key(v)), rooms(gen.key(parent)));
-    assert.equal(v.layout, 3);
+    assert.deepEqual(world(gen.key(v)), world(gen.key(parent)), "the same rooms and items");
+    assert.equal(v.world, "vault:3");
   }
-  assert.ok(
-    tasks.some((v) => gen.key(v) !== gen.key(parent)),
-    "the items moved",
-  );
+  assert.equal(new Set([parent, ...tasks].map((t) => gen.key(t))).size, 4);
+  // A variant of a variant names the seed task's world, and the real game starts where it says.
+  const [grandchild] = (await gen.generate(tasks[0], 1, new Rng(1))).tasks;
+  assert.equal(grandchild.world, "vault:3");
+  const env = vaultSpec.create({ split: "train" });
+  try {
+    const { observation } = await env.reset({ task: tasks[0], seed: 0 });
+    const rooms = (JSON.parse(gen.key(parent)) as { rooms: string[] }).rooms;
+    assert.ok(observation.includes(`You are in the ${rooms[tasks[0].start as number]}.`), observation);
+  } finally {
+    await env.close();
+  }
 });

@@ -14,6 +14,12 @@ export interface Task {
   id: string;
   /** The instruction shown to the agent. */
   instruction: string;
+  /**
+   * The task whose world this one plays, where that is another task's: a curriculum variant that keeps
+   * its parent's world (where the agent starts changes, not what lies where) names the seed task, so a
+   * model that replays recorded steps reads that task's record as this one's own.
+   */
+  world?: string;
   [key: string]: unknown;
 }
 

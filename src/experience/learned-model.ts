@@ -252,7 +252,11 @@ export class LearnedExperienceModel implements ExperienceModel {
     const recorded = recordedOutcome(r.pool);
     const e = recorded ? undefined : this.estimate(input);
     const terminated = (recorded ? recorded.terminated : e!.pEnd >= 0.5) || this.abstraction.isTerminal(r.nextState);
-    const reward = recorded ? recorded.reward : terminated || this.rewards.dense ? e!.reward : 0;
+    const predicted = recorded ? recorded.reward : terminated || this.rewards.dense ? e!.reward : 0;
+    // At a place the task's world never shows (a guess from other worlds), what is done earns no credit:
+    // a chest drawn there and opened was a success that the real game never paid (vault's variants).
+    const guessed = table.guessed(input.task, input.state);
+    const reward = guessed ? Math.min(predicted, 0) : predicted;
     const round = (x: number) => Math.round(x * 1e6) / 1e6;
     return {
       nextState: r.nextState,
@@ -260,6 +264,7 @@ export class LearnedExperienceModel implements ExperienceModel {
       terminated,
       info: {
         next_state: r.how,
+        ...(guessed ? { guessed_place: `a place this task's world never shows: paid ${reward}, not ${predicted}` } : {}),
         recorded: r.pool.length,
         ...(recorded
           ? { outcome: "as every recorded step it was read from", u: 0, u_reward: 0, u_outcome: 0 }

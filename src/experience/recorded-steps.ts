@@ -18,6 +18,9 @@ export interface Replayed {
   how: string;
 }
 
+/** The task whose record is a task's own: its world's (a variant that keeps its parent's world), else its own. */
+const worldOf = (task: Task) => task.world ?? task.id;
+
 /** A command as a parser reads it: case and spacing do not matter. */
 const commandOf = (action: string) => action.trim().toLowerCase().split(/\s+/).join(" ");
 
@@ -77,6 +80,8 @@ export class RecordedSteps {
   private moveParts: number[] = [];
   /** The parts that name the place (indices). */
   private placeParts: number[] = [];
+  /** task → the places its record shows. */
+  private readonly places = new Map<string, Set<string>>();
   /** Answers before the episode's own moves, by task, command and state (a policy asks the same again and again). */
   private readonly answers = new Map<string, Replayed | null>();
 
@@ -91,7 +96,7 @@ export class RecordedSteps {
   fit(store: TrajectoryStore): void {
     if (this.fittedOn === store) return;
     this.fittedOn = store;
-    for (const m of [this.exact, this.moves, this.into, this.undo, this.situations, this.answers]) m.clear();
+    for (const m of [this.exact, this.moves, this.into, this.undo, this.situations, this.answers, this.places]) m.clear();
     const moveParts = new Set<number>();
     const movers = new Set<string>();
     const stays: { command: string; step: Recorded; parts: string[] }[] = [];
@@ -117,6 +122,9 @@ export class RecordedSteps {
         if (seen === undefined || seen.length !== before.length) atPlace.set(`${step.task}\t${from}`, [...before]);
         else before.forEach((p, i) => seen[i] !== p && (seen[i] = undefined));
         const to = this.place(step.next);
+        const places = this.places.get(step.task) ?? this.places.set(step.task, new Set()).get(step.task)!;
+        places.add(from);
+        if (to !== undefined) places.add(to);
         if (to !== undefined && to !== from) {
           movers.add(command);
           push(this.moves, `${command}\t${from}`, step);
@@ -159,11 +167,22 @@ export class RecordedSteps {
     return mine.join(" ");
   }
 
+  /**
+   * Whether a state lies at a place that its task's world has a record of, but that the record never
+   * shows: a place drawn from other worlds' moves (a guess), where nothing in the data vouches for what
+   * lies there. A world with no record at all (a held-out task) is all generalisation, never a guess.
+   */
+  guessed(task: Task, state: string): boolean {
+    const places = this.places.get(worldOf(task));
+    const place = this.place(state);
+    return places !== undefined && place !== undefined && !places.has(place);
+  }
+
   /** The step replayed from the record, or undefined where the record has nothing of the command to go by. */
   replay(input: { task: Task; history: readonly HistoryStep[]; state: string; action: string }): Replayed | undefined {
     const { history, state } = input;
     const command = commandOf(input.action);
-    const key = JSON.stringify([input.task.id, command, state]);
+    const key = JSON.stringify([worldOf(input.task), command, state]);
     let answer = this.answers.get(key);
     if (answer === undefined) this.answers.set(key, (answer = this.lookUp(input.task, state, command) ?? null));
     if (answer === null) return undefined;
@@ -196,12 +215,13 @@ export class RecordedSteps {
   private lookUp(task: Task, state: string, command: string): Replayed | undefined {
     const parts = this.parts(state);
     const place = this.place(state);
-    const mine = (s: { task: string }) => s.task === task.id;
-    const theirs = (s: { task: string }) => s.task !== task.id;
+    const world = worldOf(task);
+    const mine = (s: { task: string }) => s.task === world;
+    const theirs = (s: { task: string }) => s.task !== world;
     const exact = this.exact.get(`${command}\t${state}`) ?? [];
     const moves = place === undefined ? [] : (this.moves.get(`${command}\t${place}`) ?? []);
     const alike = parts === undefined || place === undefined ? [] : (this.situations.get(this.situationKey(command, parts)) ?? []);
-    const undone = place === undefined ? [] : (this.into.get(`${task.id}\t${place}`) ?? []).filter((s) => this.undo.get(s.command)?.has(command));
+    const undone = place === undefined ? [] : (this.into.get(`${world}\t${place}`) ?? []).filter((s) => this.undo.get(s.command)?.has(command));
     // A step in the same situation elsewhere: its changes, at this place (the end as it is).
     const elsewhere = (s: Recorded) =>
       this.parts(s.next) === undefined
@@ -227,7 +247,7 @@ export class RecordedSteps {
         return next === undefined ? [] : [{ next, reward: s.reward, terminated: s.terminated }];
       });
       if (pool.length === 0) continue;
-      if (level.drawn) return { nextState: pool[draw(JSON.stringify([task.id, place, command]), pool.length)].next, pool, how: level.how };
+      if (level.drawn) return { nextState: pool[draw(JSON.stringify([world, place, command]), pool.length)].next, pool, how: level.how };
       const counts = new Map<string, number>();
       for (const o of pool) {
         const k = JSON.stringify([o.next, o.reward, o.terminated]);
