@@ -4,11 +4,10 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ReplayBuffer } from "./replay-buffer.ts";
-import { exportJsonl, fewShotTrajectories, importJsonl, parseTranscript } from "./importers.ts";
+import { exportJsonl, importJsonl, parseTranscript } from "./importers.ts";
 import { parseTrajectory } from "./trajectory-schema.ts";
 import { makeTrajectory, tempFile } from "../testing/index.ts";
-import { readJsonlAll, type Trajectory } from "../core/index.ts";
-import { resolveDataDir } from "../envs/index.ts";
+import { readJsonlAll } from "../core/index.ts";
 
 test("import: malformed lines are reported with their numbers, the rest is imported; re-import adds nothing", async () => {
   const file = tempFile("in.jsonl");
@@ -76,22 +75,6 @@ test("few-shot transcripts parse into trajectories", () => {
   assert.deepEqual([t.steps[2].terminated, t.steps[2].reward, t.total_reward, t.success], [true, 1, 1, true]);
   assert.doesNotThrow(() => parseTrajectory(JSON.parse(JSON.stringify(t))));
   assert.throws(() => parseTranscript("just text", { env: "e", id: "y", policy: "p" }), /no "> action" lines/);
-});
-
-test("the data folder's ALFWorld ReAct transcripts: 24 + 36 solved demonstrations", () => {
-  const files = fewShotTrajectories(resolveDataDir());
-  assert.deepEqual(
-    files.map((f) => f.trajectories.length),
-    [24, 36],
-  );
-  const all: Trajectory[] = files.flatMap((f) => f.trajectories);
-  const put = all.find((t) => t.task.id === "alfworld-fewshot:alfworld:react_put_0")!;
-  assert.equal(put.task.instruction, "put some spraybottle on toilet.");
-  assert.equal(put.steps[0].action.startsWith("think:"), true);
-  assert.equal(put.steps.at(-1)!.action, "put spraybottle 2 in/on toilet 1");
-  assert.equal(put.steps.at(-1)!.next_observation, "You put the spraybottle 2 in/on the toilet 1.");
-  assert.ok(all.every((t) => t.steps.length > 3 && t.steps.at(-1)!.terminated && t.task.instruction.length > 0));
-  assert.equal(all.filter((t) => t.policy === "act-fewshot").length, 30);
 });
 
 test("export refuses to overwrite the buffer file", async () => {

@@ -1,15 +1,5 @@
-import { existsSync, readdirSync, statSync } from "node:fs";
-import { basename, join, resolve } from "node:path";
-import {
-  DataError,
-  InvalidConfigError,
-  readJsonFile,
-  readJsonl,
-  writeJsonlAtomic,
-  type JsonlLineError,
-  type Trajectory,
-  type Transition,
-} from "../core/index.ts";
+import { resolve } from "node:path";
+import { DataError, InvalidConfigError, readJsonl, writeJsonlAtomic, type JsonlLineError, type Trajectory, type Transition } from "../core/index.ts";
 import type { SearchFilter } from "./buffer-types.ts";
 import type { ReplayBuffer } from "./replay-buffer.ts";
 import type { TrajectoryRules } from "../core/index.ts";
@@ -127,33 +117,4 @@ export function parseTranscript(text: string, meta: { env: string; id: string; p
     policy: meta.policy,
     created_at: new Date(0).toISOString(),
   };
-}
-
-/** Few-shot transcript files in a data folder, parsed: ALFWorld's ReAct prompts (`alfworld/few_shot/*.json`). */
-export function fewShotTrajectories(dataDir: string): { file: string; trajectories: Trajectory[] }[] {
-  const out: { file: string; trajectories: Trajectory[] }[] = [];
-  const dir = join(dataDir, "alfworld", "few_shot");
-  if (existsSync(dir)) {
-    for (const f of readdirSync(dir)
-      .filter((x) => x.endsWith(".json"))
-      .sort()) {
-      const file = join(dir, f);
-      const dict = readJsonFile<Record<string, unknown>>(file);
-      if (typeof dict !== "object" || dict === null || Array.isArray(dict)) throw new DataError("expected an object of transcripts", { file });
-      const trajectories: Trajectory[] = [];
-      for (const [key, value] of Object.entries(dict)) {
-        if (typeof value !== "string") throw new DataError(`transcript "${key}" is not a string`, { file });
-        const policy = key.startsWith("react_") ? "react-fewshot" : key.startsWith("act_") ? "act-fewshot" : "fewshot";
-        trajectories.push(parseTranscript(value, { env: "alfworld", id: `alfworld-fewshot:${basename(f, ".json")}:${key}`, policy }));
-      }
-      out.push({ file, trajectories });
-    }
-  }
-  return out;
-}
-
-/** Trajectory JSONL files that ship in a data folder (WebShop's ReAct episodes). */
-export function offlineJsonlFiles(dataDir: string): string[] {
-  const files = [join(dataDir, "webshop", "react_trajectories.jsonl")];
-  return files.filter((f) => existsSync(f) && statSync(f).size > 0);
 }

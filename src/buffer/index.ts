@@ -20,7 +20,7 @@ export type { OpenAIEmbedderOptions } from "./openai-embedder.ts";
 export { createEmbedder } from "./create-embedder.ts";
 export { transitionText, EMBED_STATE_CHARS } from "./transition-text.ts";
 export { parseTrajectory, trajectoryContentId } from "./trajectory-schema.ts";
-export { importJsonl, exportJsonl, parseTranscript, fewShotTrajectories, offlineJsonlFiles } from "./importers.ts";
+export { importJsonl, exportJsonl, parseTranscript } from "./importers.ts";
 export type { ImportReport, ImportOptions } from "./importers.ts";
 export { checkBufferEnv } from "./buffer-env.ts";
 export type { EpisodeQuery, EpisodePage, EpisodeSummary, EpisodeOrigin } from "./episode-pages.ts";

@@ -1,9 +1,9 @@
 import type { Command } from "commander";
 import { closeSync, createReadStream, existsSync, openSync, readSync, statSync } from "node:fs";
 import { resolve } from "node:path";
-import { createEmbedder, exportJsonl, fewShotTrajectories, importJsonl, offlineJsonlFiles, ReplayBuffer, type SearchFilter } from "../buffer/index.ts";
+import { createEmbedder, exportJsonl, importJsonl, ReplayBuffer, type SearchFilter } from "../buffer/index.ts";
 import { DataError, InvalidConfigError, type ExperienceSource, type StateAbstraction, type Trajectory } from "../core/index.ts";
-import { createEnv, hasSyntheticSupport, resolveDataDir, syntheticSupport, trajectoryRules } from "../envs/index.ts";
+import { createEnv, hasSyntheticSupport, resolveDataDir, shippedDemos, syntheticSupport, trajectoryRules } from "../envs/index.ts";
 import { abstractTrajectory } from "../experience/index.ts";
 import { parseSeconds } from "./endpoint-options.ts";
 import { parseIntOption } from "./episodes.ts";
@@ -102,7 +102,7 @@ export function registerBufferCommands(program: Command): void {
     .description("import trajectory JSONL files (malformed lines are reported and skipped; re-imports do not duplicate)")
     .argument("[files...]", "trajectory JSONL files")
     .requiredOption("--buffer <file>", "buffer file (created if missing)")
-    .option("--few-shot", "also import the data folder's offline transcripts (ALFWorld few-shot, WebShop ReAct episodes)")
+    .option("--few-shot", "also import the demonstrations the data folder ships for the registered envs (ALFWorld few-shot, WebShop ReAct episodes)")
     .option("--data <dir>", "data folder (for --few-shot)")
     .option("--online", "mark as online experience, which capacity may evict (default: offline seed, never evicted)")
     .option("--abstract", "store observations as the env's abstract states (what synthetic envs read and write)")
@@ -121,7 +121,8 @@ export function registerBufferCommands(program: Command): void {
       try {
         const started = performance.now();
         let transitions = 0;
-        const jsonl = [...files, ...(o.fewShot ? offlineJsonlFiles(resolveDataDir({ dataDir: o.data })) : [])];
+        const shipped = o.fewShot ? shippedDemos(resolveDataDir({ dataDir: o.data })) : { jsonl: [], parsed: [] };
+        const jsonl = [...files, ...shipped.jsonl];
         for (const file of jsonl) {
           const bar = progressBar(`import ${file}`, await countLines(file));
           const r = await inFile(o.buffer, () => importJsonl(b, file, { seed, transform, rules, onProgress: (line) => bar.update(line) })).finally(() =>
@@ -147,12 +148,10 @@ export function registerBufferCommands(program: Command): void {
           for (const m of r.corrected.slice(0, 20)) console.log(`  line ${m.line}: ${safeText(m.message)}`);
           if (r.corrected.length > 20) console.log(`  … and ${r.corrected.length - 20} more`);
         }
-        if (o.fewShot) {
-          for (const { file, trajectories } of fewShotTrajectories(resolveDataDir({ dataDir: o.data }))) {
-            const r = await b.appendTrajectories(transform ? trajectories.map(transform) : trajectories, { seed });
-            transitions += r.transitions;
-            console.log(`${file}: ${r.added} transcripts added (${r.transitions} transitions), ${r.duplicates} already present`);
-          }
+        for (const { file, trajectories } of shipped.parsed) {
+          const r = await b.appendTrajectories(transform ? trajectories.map(transform) : trajectories, { seed });
+          transitions += r.transitions;
+          console.log(`${file}: ${r.added} transcripts added (${r.transitions} transitions), ${r.duplicates} already present`);
         }
         await inFile(o.buffer, () => b.buildIndex()); // large buffers: build and save the HNSW index now, not at the first search
         const secs = (performance.now() - started) / 1000;

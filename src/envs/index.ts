@@ -9,6 +9,7 @@ import {
   webshopAgentGym,
   WebShopOracle,
   webshopStartPage,
+  webshopReactFiles,
   webshopVerifier,
   type WebShopOptions,
 } from "./webshop/index.ts";
@@ -21,6 +22,7 @@ import {
   alfworldAbstraction,
   alfworldAgentGym,
   alfworldFeatures,
+  alfworldFewShot,
   AlfWorldTaskGenerator,
   alfworldVerifier,
   type AlfWorldOptions,
@@ -56,6 +58,7 @@ registerBuiltin<WebShopEnv>("webshop", {
     policies: ["rule", "random"],
   }),
   taskGenerator: (env, context) => catalogueTaskGenerator(env.catalogue, context),
+  shippedDemos: (dataDir) => ({ jsonl: webshopReactFiles(dataDir) }),
   oracle: (options) => new WebShopOracle(options),
   agentGym: webshopAgentGym,
 });
@@ -85,6 +88,7 @@ registerBuiltin<AlfWorldEnv>("alfworld", {
     new AlfWorldTaskGenerator({ dataDir: context.dataDir, trainSplit: context.trainSplit as AlfWorldSplit, maxSteps: context.maxSteps }),
   // A task is a game's scene with a goal: an LLM's free-text variation has no scene to start in.
   llmTasks: false,
+  shippedDemos: (dataDir) => ({ parsed: alfworldFewShot(dataDir) }),
   agentGym: alfworldAgentGym,
   // Its model is a rule-based replica of the game, not a noisy ranker: the penalty cost it teach ratio
   // (5 data seeds: median 0.77 without, 0.68 with; docs/results.md).
@@ -204,6 +208,7 @@ export {
   createPolicy,
   plugPoint,
   plugPoints,
+  shippedDemos,
   unregisteredEntry,
 } from "./registry.ts";
 export type { EnvSpec, EnvEntry, CommonEnvOptions, SyntheticSupport, PlugPoint } from "./registry.ts";

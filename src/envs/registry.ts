@@ -13,6 +13,7 @@ import {
   type StateAbstraction,
   type Task,
   type TaskGenerator,
+  type Trajectory,
   type Verifier,
 } from "../core/index.ts";
 import type { AgentGymSupport, ExperienceModelContext, TaskGeneratorContext } from "./plug-points.ts";
@@ -84,6 +85,11 @@ export interface EnvSpec<E extends Env = Env> {
    * tasks and synthetic version may still work (WebArena without a deployment). @default always available
    */
   unavailable?(env: E): string | undefined;
+  /**
+   * The demonstrations its data folder ships, for `buffer import --few-shot`: trajectory JSONL files,
+   * and trajectories parsed from another format (ALFWorld's ReAct prompts), by the file they came from.
+   */
+  shippedDemos?(dataDir: string): { jsonl?: string[]; parsed?: { file: string; trajectories: Trajectory[] }[] };
 
   // Plug points: what an env gives the framework's parts beyond the Env contract, each optional.
 
@@ -270,6 +276,18 @@ export function envEntry(name: string): EnvEntry {
 export function envNames(): string[] {
   const local = [...builtins.keys(), ...[...table.keys()].filter((n) => !builtins.has(n)).sort()];
   return [...local, ...[...remotes.keys()].filter((n) => !local.includes(n)).sort()];
+}
+
+/**
+ * The demonstrations that the registered envs' data ships (`EnvSpec.shippedDemos`) in data folder
+ * `dataDir`: every env's JSONL files, then every env's parsed trajectories, built-in envs first.
+ */
+export function shippedDemos(dataDir: string): { jsonl: string[]; parsed: { file: string; trajectories: Trajectory[] }[] } {
+  const each = envNames().flatMap((n) => {
+    const spec = findLocalEnv(n)?.spec;
+    return spec?.shippedDemos ? [spec.shippedDemos(dataDir)] : [];
+  });
+  return { jsonl: each.flatMap((d) => d.jsonl ?? []), parsed: each.flatMap((d) => d.parsed ?? []) };
 }
 
 /** Every registered env, built-in first. */

@@ -26,6 +26,7 @@ export { AlfWorldExperienceModel } from "./experience-model.ts";
 export { AlfWorldTaskGenerator, alfworldTaskKey, sceneFits } from "./task-generator.ts";
 export type { AlfWorldTaskGeneratorOptions } from "./task-generator.ts";
 export { alfworldAgentGym } from "./agentgym.ts";
+export { alfworldFewShot } from "./few-shot.ts";
 export { AGENTGYM_ALFWORLD_FIRST, AGENTGYM_ALFWORLD_GAMES, AGENTGYM_ALFWORLD_VALID_TRAIN } from "./agentgym-games.ts";
 export { alfworldFeatures, alfGoal, alfStep, alfView, featurizeAlfworld } from "./features.ts";
 export type { AlfGoal, AlfStep } from "./features.ts";

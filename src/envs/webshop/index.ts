@@ -26,5 +26,6 @@ export { WebShopTaskGenerator, catalogueTaskGenerator } from "./task-generator.t
 export { WebShopOracle } from "./oracle.ts";
 export type { WebShopOracleOptions } from "./oracle.ts";
 export { webshopAgentGym } from "./agentgym.ts";
+export { webshopReactFiles } from "./shipped-demos.ts";
 export { pageText, renderItemPage, renderSearchPage, renderResultsPage, renderSubPage, renderDonePage, pyJsonDumps, SUB_PAGES } from "./pages.ts";
 export type { Page, SubPage } from "./pages.ts";
