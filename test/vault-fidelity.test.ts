@@ -164,3 +164,27 @@ test("a curriculum variant that keeps its parent's world (another start) plays t
   assert.ok(named.same / named.steps >= 0.7, `named world: ${named.same} of ${named.steps} steps as the real game's`);
   assert.ok(named.same > guessed.same, `named ${named.same}, guessed ${guessed.same} of ${guessed.steps}`);
 });
+
+test("at a place its world's record never shows (a guess drawn from other worlds), a step pays nothing; in its own world it pays as recorded (vault)", async () => {
+  const { abstraction, played, model } = await world;
+  const placeOf = (state: string) => abstraction.place!(state);
+  const places = new Map<string, Set<string>>();
+  for (const t of played)
+    for (const s of t.steps) {
+      const set = places.get(t.task.id) ?? places.set(t.task.id, new Set()).get(t.task.id)!;
+      for (const x of [s.observation, s.next_observation]) if (placeOf(x)) set.add(placeOf(x)!);
+    }
+  // A gem taken in one world's recorded state; another world whose record never shows that place.
+  const [own, step] = played.flatMap((t) => t.steps.filter((s) => s.action === "take gem" && s.reward === 1).map((s) => [t, s] as const))[0];
+  const other = played.find((t) => !places.get(t.task.id)!.has(placeOf(step.observation)!))!;
+  assert.ok(other, "a world that never shows the place");
+  const ask = (task: (typeof played)[number]["task"]) => model.predict({ task, history: [], state: step.observation, action: "take gem", demos: [] });
+  const mine = await ask(own.task);
+  const guessed = await ask(other.task);
+  assert.equal(mine.reward, 1);
+  assert.equal(mine.info?.guessed_place, undefined);
+  assert.equal(guessed.reward, 0, "no credit at a guessed place");
+  assert.match(String(guessed.info?.guessed_place), /never shows/);
+  // A task with no record at all (held out) generalises: the same step pays.
+  assert.equal((await ask({ id: "vault:1005", instruction: own.task.instruction, layout: 1005 })).reward, 1);
+});
