@@ -9,10 +9,17 @@ import type { Socket } from "node:net";
 import { WebSocket } from "ws";
 import { Rng } from "../src/core/index.ts";
 import { chooseAction, HttpClient, rawInstruction, targetsOf, WsSession } from "./serve-clients.ts";
-import { buildCli, startServe } from "./serve-process.ts";
+import { buildCli, quantile, startServe } from "./serve-process.ts";
 
 const { values } = parseArgs({
-  options: { minutes: { type: "string" }, workers: { type: "string" }, warmup: { type: "string" }, pause: { type: "string" }, "node-args": { type: "string" } },
+  options: {
+    minutes: { type: "string" },
+    workers: { type: "string" },
+    warmup: { type: "string" },
+    pause: { type: "string" },
+    "node-args": { type: "string" },
+    only: { type: "string" },
+  },
 });
 const minutes = Number(values.minutes ?? 10);
 const workers = Number(values.workers ?? 8);
@@ -39,6 +46,9 @@ const ENDINGS = [
 /** Reset messages a flooding client sends without reading a reply. */
 const FLOOD = 20_000;
 type Ending = (typeof ENDINGS)[number];
+/** `--only ws-flood,ws-cut`: the workers take turns over these endings alone (to find which one grows the server). */
+const endings: readonly Ending[] = values.only ? (values.only.split(",") as Ending[]) : ENDINGS;
+for (const e of endings) if (!ENDINGS.includes(e)) throw new Error(`--only: unknown ending ${e} (known: ${ENDINGS.join(", ")})`);
 
 buildCli();
 const srv = await startServe(
@@ -156,7 +166,7 @@ let stop = false;
 const loops = Array.from({ length: workers }, async (_, w) => {
   const rng = new Rng(w);
   for (let k = w; !stop; k++) {
-    const ending = ENDINGS[k % ENDINGS.length];
+    const ending = endings[k % endings.length];
     try {
       await (ending === "cross-origin" ? crossOrigin() : ending.startsWith("ws-") ? playWs(rng, ending) : playAgentGym(rng, ending));
       counts[ending]++;
@@ -197,12 +207,20 @@ const end = { rss: srv.rssMB(), sessions: (await health()).sessions };
 
 const after = samples.filter((s) => s.t >= (warm?.t ?? 0));
 const maxAfter = Math.max(...after.map((s) => s.rss));
+// One sample lands anywhere in a GC cycle (V8's old generation fills with garbage up to a few times the
+// live heap before a full GC): the median of a minute's samples tells a trend from that swing.
+const median = (xs: number[]) => quantile(xs, 0.5);
+const firstMinute = after.filter((s) => s.t < (warm?.t ?? 0) + 60).map((s) => s.rss);
+const lastMinute = after.filter((s) => s.t >= samples[samples.length - 1].t - 60).map((s) => s.rss);
 const total = Object.values(counts).reduce((a, b) => a + b, 0);
 console.log(
   `\nsessions ended: ${total} (${ENDINGS.map((e) => `${e} ${counts[e]}`).join(", ")}); steps ${steps}; client errors ${errors}${errorKinds.size ? ` (${[...errorKinds].map(([k, n]) => `${n}× ${k}`).join("; ")})` : ""}`,
 );
 console.log(
   `RSS: ${warm?.rss.toFixed(1)} MB at ${warm?.t.toFixed(0)} s (after warm-up), ${atStop.rss.toFixed(1)} MB at the end (${elapsed().toFixed(0)} s), max after warm-up ${maxAfter.toFixed(1)} MB; growth ${warm ? ((100 * (atStop.rss - warm.rss)) / warm.rss).toFixed(1) : "?"}%`,
+);
+console.log(
+  `RSS median of the first minute after warm-up → the last minute: ${median(firstMinute).toFixed(1)} → ${median(lastMinute).toFixed(1)} MB (${((100 * (median(lastMinute) - median(firstMinute))) / median(firstMinute)).toFixed(1)}%)`,
 );
 console.log(
   `live sessions: ${atStop.sessions} when the clients stopped, ${end.sessions} after the idle timeout (${IDLE_TIMEOUT_S} s) and heartbeats; client sockets still open: ${leftOpen.size}`,

@@ -26,10 +26,13 @@ export interface OpenEnvSocketOptions {
 /** Messages queued on one connection before it stops reading (backpressure on a client that does not wait for replies). */
 const MAX_PENDING = 64;
 /**
- * Reply bytes one connection may have waiting to go out before it stops reading: a client that sends
- * and never reads would otherwise have its replies pile up in the server's memory.
+ * Reply bytes one connection may have waiting to go out (past what the kernel's socket buffers took)
+ * before it stops reading and stops answering: a client that sends and never reads would otherwise
+ * have its replies pile up in the server's memory. Stopping to read is not enough: `ws` still parses
+ * the chunk it has (up to 64 KiB, over a thousand small messages), so a message waits for its turn
+ * to answer until the replies before it have gone out.
  */
-export const MAX_UNSENT_BYTES = 4 * 1024 * 1024;
+export const MAX_UNSENT_BYTES = 1024 * 1024;
 /** How long a closing handshake may take at shutdown before the socket is cut. */
 const CLOSE_GRACE_MS = 2000;
 
@@ -68,8 +71,12 @@ export class OpenEnvSockets {
     return this.alive.size;
   }
 
-  /** Reply bytes not yet written out, over all connections, and messages answered (a client that does not read is held at `MAX_UNSENT_BYTES`). */
-  readonly stats = { unsentBytes: 0, answered: 0 };
+  /**
+   * Over all connections: reply bytes not yet written out (a client that does not read is held at
+   * `MAX_UNSENT_BYTES`), messages received, answered, and dropped unanswered (their connection had
+   * gone when their turn came), and connections whose next answer waits for their replies to go out.
+   */
+  readonly stats = { unsentBytes: 0, received: 0, answered: 0, dropped: 0, stalled: 0 };
 
   /** The node server's `upgrade` listener. */
   readonly upgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
@@ -135,15 +142,24 @@ export class OpenEnvSockets {
     // Replies go out in message order (OpenEnv has no request ids): each message waits for the one before.
     let chain: Promise<void> = Promise.resolve();
     let pending = 0;
+    /** Set while the next answer waits for the replies before it to go out. */
+    let drained: (() => void) | undefined;
+    const drain = () => {
+      drained?.();
+      drained = undefined;
+    };
+    ws.on("close", drain);
     // ... and the socket with the session (the idle reaper, shutdown), once the replies of the
     // messages already received are sent (a step in flight at shutdown still gets its answer).
     session.onClose = (reason) => {
+      drain(); // a message held for a client that does not read waits no longer
       void chain.then(() => {
         if (ws.readyState === WebSocket.OPEN || ws.readyState === WebSocket.CONNECTING) ws.close(this.closing ? 1001 : 1000, reasonText(reason));
       });
     };
     const synthetic = this.manager.host.mode !== "real";
-    // Reading stops while too many messages wait for an answer, or too many reply bytes wait to go out.
+    // Reading stops while too many messages wait for an answer, or too many reply bytes wait to go out;
+    // answering stops while the replies wait (a client that never reads gets no more work done for it).
     let unsent = 0;
     const mayRead = () => pending < MAX_PENDING && unsent < MAX_UNSENT_BYTES;
     const send = (text: string) => {
@@ -153,22 +169,32 @@ export class OpenEnvSockets {
       ws.send(text, () => {
         unsent -= size;
         this.stats.unsentBytes -= size;
+        if (unsent < MAX_UNSENT_BYTES) drain();
         if (mayRead() && ws.isPaused) ws.resume();
       });
       if (!mayRead()) ws.pause();
     };
     const answer = async (text: string) => {
-      const reply = await handleMessage(text, session, synthetic);
-      this.stats.answered++;
+      if (unsent >= MAX_UNSENT_BYTES && ws.readyState === WebSocket.OPEN && !session.closed) {
+        this.stats.stalled++;
+        await new Promise<void>((resolve) => (drained = resolve));
+        this.stats.stalled--;
+      }
+      // No one can read the answer of a message whose connection has gone (a cut flood): it is not computed.
+      const gone = ws.readyState !== WebSocket.OPEN;
+      const reply = gone ? undefined : await handleMessage(text, session, synthetic);
+      if (gone) this.stats.dropped++;
+      else this.stats.answered++;
       pending--;
       if (mayRead() && ws.isPaused) ws.resume();
       if (reply === "close") await session.close("closed by the client");
-      else if (ws.readyState === WebSocket.OPEN) send(JSON.stringify(reply));
+      else if (reply && ws.readyState === WebSocket.OPEN) send(JSON.stringify(reply));
     };
     // handleMessage answers every failure; anything else is a bug: drop this connection, not the server.
     const answerOrDrop = (text: string) => answer(text).catch(() => ws.terminate());
     ws.on("message", (data: RawData) => {
       const text = rawText(data);
+      this.stats.received++;
       // With nothing in flight (a client that waits for each reply) the message is answered at once, not chained.
       chain = pending++ === 0 ? answerOrDrop(text) : chain.then(() => answerOrDrop(text));
       if (!mayRead()) ws.pause();
