@@ -230,9 +230,9 @@ export class ReplayBuffer {
     let key = textKey(text);
     let id: number;
     for (;;) {
-      const inserted = this.stmts.insertText.get(key, text) as Row | undefined;
-      if (inserted) {
-        id = Number(inserted.id);
+      const inserted = this.stmts.insertText.run(key, text);
+      if (inserted.changes === 1) {
+        id = Number(inserted.lastInsertRowid);
         break;
       }
       const found = this.stmts.selectText.get(key) as Row;
