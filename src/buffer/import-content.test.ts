@@ -92,6 +92,7 @@ test("an import writes the same rows, vectors and search results as before (byte
   const plain = ReplayBuffer.open(tempFile("plain.db"));
   const r = await importJsonl(plain, file, { batch: 25 });
   assert.deepEqual([r.added, r.duplicates, r.transitions], [90, 2, 567]);
+  assert.equal((await plain.search("a mug", { k: 1 })).length, 1); // the in-memory index now exists and takes the next rows as written
   // Online steps join the same file (the write path is shared).
   await plain.appendTransitions(
     Array.from({ length: 7 }, (_, s) => ({

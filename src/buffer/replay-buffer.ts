@@ -29,7 +29,7 @@ import {
 } from "./buffer-db.ts";
 import type { Embedder } from "./embedder.ts";
 import { episodeById, episodePage, rewardsByTaskAndPolicy, type EpisodePage, type EpisodeQuery, type EpisodeSummary } from "./episode-pages.ts";
-import { decodeHalf, encodeHalf } from "./float16.ts";
+import { encodeHalf } from "./float16.ts";
 import { HashingEmbedder } from "./hashing-embedder.ts";
 import { SearchIndexes, type IndexedRow } from "./search-indexes.ts";
 import { transitionText } from "./transition-text.ts";
@@ -318,8 +318,9 @@ export class ReplayBuffer {
         );
         if (online) s.bumpTrajectory.run(p.reward, p.reward, traj);
         // The index gets the vector as stored (f16), so that scores are the same as after a reopen
-        // (a resumed run rebuilds the index from the stored vectors and must score identically).
-        added.push({ id: Number(info.lastInsertRowid), vector: decodeHalf(half), env: p.env, source: p.source, task: p.taskId, action: p.action });
+        // (a resumed run rebuilds the index from the stored vectors and must score identically);
+        // it is decoded only if an index is in memory to take it (an import builds none).
+        added.push({ id: Number(info.lastInsertRowid), half, env: p.env, source: p.source, task: p.taskId, action: p.action });
       }
       s.bumpGeneration.run();
       const evicted = this.evict();
