@@ -59,3 +59,22 @@ test("signs are independent of buckets: unrelated texts are near orthogonal", ()
   for (let i = 0; i < vs.length; i++) for (let j = i + 1; j < vs.length; j++) (sum += dot(vs[i], vs[j])), n++;
   assert.ok(Math.abs(sum / n) < 0.05, `mean cosine of unrelated texts ${sum / n}`);
 });
+
+test("embedPair gives embedOne's vector of the transition text, bit for bit", () => {
+  const e = new HashingEmbedder({ dims: 64 }).fit(["a red mug\n>>> take mug", "a blue lamp on the desk\n>>> go to desk 1"]);
+  const cases: [string, string][] = [
+    ["a red mug on the shelf", "take mug"],
+    ["", "look"],
+    [`${"a long page ".repeat(200)}end`, "click[next >]"], // beyond the 2,000 characters embedded
+    ["a state\n>>> with the mark", "go"],
+    ["a state", "an action\n>>> holding the mark"],
+    ["a state", ""],
+  ];
+  for (const [state, action] of cases) {
+    assert.deepEqual(
+      e.embedPair(state, action),
+      new HashingEmbedder({ dims: 64, idf: e.idf! }).embedOne(transitionText(state, action)),
+      `${state} / ${action}`,
+    );
+  }
+});

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { InvalidConfigError } from "../core/index.ts";
 import { l2Normalize, type Embedder } from "./embedder.ts";
+import { EMBED_STATE_CHARS, transitionText } from "./transition-text.ts";
 
 /**
  * The default embedder: no weights, no network. Feature hashing of words, word bigrams and
@@ -172,6 +173,25 @@ export class HashingEmbedder implements Embedder {
       this.segments.set(state, sum);
     }
     const v = this.segmentSum(text.slice(cut + ACTION_MARK.length), ACTION_SALT);
+    for (let i = 0; i < v.length; i++) v[i] += sum[i];
+    return l2Normalize(v);
+  }
+
+  /**
+   * `embedOne(transitionText(state, action))` without building that text: the state's first
+   * 2,000 characters are looked up in the cache as they are. An action holding the mark itself
+   * goes the long way (its text would be cut at the mark inside it).
+   */
+  embedPair(state: string, action: string): Float32Array {
+    if (action.includes(ACTION_MARK)) return this.embedOne(transitionText(state, action));
+    const s = state.length > EMBED_STATE_CHARS ? state.slice(0, EMBED_STATE_CHARS) : state;
+    let sum = this.segments.get(s);
+    if (!sum) {
+      sum = this.segmentSum(s, 0);
+      if (this.segments.size >= SEGMENT_CACHE) this.segments.clear();
+      this.segments.set(s, sum);
+    }
+    const v = this.segmentSum(action, ACTION_SALT);
     for (let i = 0; i < v.length; i++) v[i] += sum[i];
     return l2Normalize(v);
   }

@@ -188,7 +188,6 @@ export class ReplayBuffer {
 
   /** Embeds the steps' (state, action) texts; identical pairs are embedded once. */
   private async embedSteps(steps: PendingStep[], mayFit: boolean): Promise<void> {
-    const texts = steps.map((s) => transitionText(s.state, s.action));
     const e = this.embedder;
     if (
       mayFit &&
@@ -196,15 +195,23 @@ export class ReplayBuffer {
       !this.embedderFrozen &&
       e instanceof HashingEmbedder &&
       e.idf === null &&
-      texts.length >= IDF_FIT_MIN_TRANSITIONS
+      steps.length >= IDF_FIT_MIN_TRANSITIONS
     ) {
-      this.embedderValue = e.fit(texts);
+      this.embedderValue = e.fit(steps.map((s) => transitionText(s.state, s.action)));
     }
+    const dims = this.embedderFrozen ? Number(this.meta("embedder_dims")) : this.embedder.dims;
+    const hashing = this.embedder;
+    if (hashing instanceof HashingEmbedder && hashing.dims === dims) {
+      // The default embedder, in process: each pair embedded as is (its cache holds repeated states),
+      // with the vectors `embed` gives, without building the texts.
+      for (const s of steps) s.vector = hashing.embedPair(s.state, s.action);
+      return;
+    }
+    const texts = steps.map((s) => transitionText(s.state, s.action));
     const unique = new Map<string, number>();
     const order: string[] = [];
     for (const t of texts) if (!unique.has(t)) unique.set(t, unique.size), order.push(t);
     const vectors = order.length > 0 ? await this.embedder.embed(order) : [];
-    const dims = this.embedderFrozen ? Number(this.meta("embedder_dims")) : this.embedder.dims;
     steps.forEach((s, i) => {
       const v = vectors[unique.get(texts[i])!];
       if (!v || v.length !== dims)
