@@ -140,20 +140,49 @@ export class HashingEmbedder implements Embedder {
 
   private segments = new Map<string, Float32Array>();
 
-  /** The unnormalised feature sum of one segment of text. */
+  /**
+   * The unnormalised feature sum of one segment of text: `visitFeatures` with the sum written in
+   * its loop (the same features, weights and order of additions, so the same float32 sums).
+   */
   private segmentSum(text: string, salt: number): Float32Array {
-    const v = new Float32Array(this.dims);
-    const idf = this.idf;
     const dims = this.dims;
-    visitFeatures(
-      text,
-      (f, kind) => {
-        const w = KIND_WEIGHT[kind] * (idf ? idf[f & (IDF_SIZE - 1)] : 1);
-        const b = f >>> IDF_BITS; // sign and bucket from the bits the IDF index does not use
-        v[(b >>> 1) % dims] += b & 1 ? -w : w;
-      },
-      salt,
-    );
+    const v = new Float32Array(dims);
+    const idf = this.idf;
+    const add = (f: number, weight: number) => {
+      const w = weight * (idf ? idf[f & (IDF_SIZE - 1)] : 1);
+      const b = f >>> IDF_BITS; // sign and bucket from the bits the IDF index does not use
+      v[(b >>> 1) % dims] += b & 1 ? -w : w;
+    };
+    const lower = text.toLowerCase();
+    const n = lower.length;
+    const tri = 0x3c6ef372 ^ salt;
+    let prevWord = 0;
+    let havePrev = false;
+    let i = 0;
+    while (i < n) {
+      let c = lower.charCodeAt(i);
+      if (!isWordChar(c)) {
+        i++;
+        continue;
+      }
+      let h = FNV;
+      let c1 = 32;
+      let c2 = 32;
+      let len = 0;
+      while (i < n && isWordChar((c = lower.charCodeAt(i)))) {
+        h = Math.imul(h ^ c, PRIME);
+        if (len >= 1) add(mix(trigram(c1, c2, c) ^ tri), KIND_WEIGHT[TRIGRAM]);
+        c1 = c2;
+        c2 = c;
+        len++;
+        i++;
+      }
+      add(mix(trigram(c1, c2, 32) ^ tri), KIND_WEIGHT[TRIGRAM]);
+      add(mix(h ^ salt), KIND_WEIGHT[WORD]);
+      if (havePrev) add(mix(Math.imul(prevWord ^ 0x5bd1e995, PRIME) ^ h ^ 0x9e3779b9 ^ salt), KIND_WEIGHT[BIGRAM]);
+      prevWord = h;
+      havePrev = true;
+    }
     return v;
   }
 
