@@ -88,7 +88,7 @@ async function countLines(file: string): Promise<number> {
   let n = 0;
   let last = 10;
   for await (const chunk of createReadStream(file) as AsyncIterable<Buffer>) {
-    for (let i = 0; i < chunk.length; i++) if (chunk[i] === 10) n++;
+    for (let i = chunk.indexOf(10); i >= 0; i = chunk.indexOf(10, i + 1)) n++;
     if (chunk.length > 0) last = chunk[chunk.length - 1];
   }
   return n + (last !== 10 ? 1 : 0);
