@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { closeSync, createReadStream, existsSync, openSync, readSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 import { createEmbedder, exportJsonl, importJsonl, ReplayBuffer, type SearchFilter } from "../buffer/index.ts";
-import { DataError, InvalidConfigError, type ExperienceSource, type StateAbstraction, type Trajectory } from "../core/index.ts";
+import { DataError, InvalidConfigError, type ExperienceSource, type StateAbstraction, type StepInfo, type Trajectory } from "../core/index.ts";
 import { createEnv, hasSyntheticSupport, resolveDataDir, shippedDemos, syntheticSupport, trajectoryRules } from "../envs/index.ts";
 import { abstractTrajectory } from "../experience/index.ts";
 import { parseSeconds } from "./endpoint-options.ts";
@@ -30,10 +30,30 @@ function abstractionTransform(data?: string): (t: Trajectory) => Trajectory {
       } finally {
         void env.close();
       }
-      cache.set(t.env, a);
+      cache.set(t.env, (a = rememberingAbstraction(a)));
     }
     return abstractTrajectory(t, a);
   };
+}
+
+/**
+ * An abstraction whose `abstract` remembers its last few thousand answers: an import's pages recur
+ * (a task's search page, the pages an episode goes back to; half of a WebShop file's pages are seen
+ * before). Abstractions are functions of the observation and its info, which come from JSON here.
+ */
+function rememberingAbstraction(a: StateAbstraction): StateAbstraction {
+  let seen = new Map<string, string>();
+  const abstract = (observation: string, info?: StepInfo): string => {
+    const key = info === undefined ? observation : `${observation}\u0000${JSON.stringify(info)}`;
+    let state = seen.get(key);
+    if (state === undefined) {
+      state = a.abstract(observation, info);
+      if (seen.size >= 4096) seen = new Map();
+      seen.set(key, state);
+    }
+    return state;
+  };
+  return Object.assign(Object.create(a) as StateAbstraction, { abstract });
 }
 
 function openBuffer(o: { buffer: string; embedder?: string; capacity?: number; requestTimeout?: number }, readonly = false): Promise<ReplayBuffer> {
