@@ -42,14 +42,18 @@ function abstractionTransform(data?: string): (t: Trajectory) => Trajectory {
  * before). Abstractions are functions of the observation and its info, which come from JSON here.
  */
 function rememberingAbstraction(a: StateAbstraction): StateAbstraction {
-  let seen = new Map<string, string>();
+  let seen = new Map<string, Map<string, string>>(); // page → its info as JSON → abstract state
   const abstract = (observation: string, info?: StepInfo): string => {
-    const key = info === undefined ? observation : `${observation}\u0000${JSON.stringify(info)}`;
-    let state = seen.get(key);
+    const key = info === undefined ? "" : JSON.stringify(info);
+    let byInfo = seen.get(observation);
+    let state = byInfo?.get(key);
     if (state === undefined) {
       state = a.abstract(observation, info);
-      if (seen.size >= 4096) seen = new Map();
-      seen.set(key, state);
+      if (!byInfo) {
+        if (seen.size >= 4096) seen = new Map();
+        seen.set(observation, (byInfo = new Map()));
+      }
+      byInfo.set(key, state);
     }
     return state;
   };
@@ -107,7 +111,7 @@ function filterOf(o: { env?: string; source?: string; task?: string }): SearchFi
 async function countLines(file: string): Promise<number> {
   let n = 0;
   let last = 10;
-  for await (const chunk of createReadStream(file) as AsyncIterable<Buffer>) {
+  for await (const chunk of createReadStream(file, { highWaterMark: 1 << 20 }) as AsyncIterable<Buffer>) {
     for (let i = chunk.indexOf(10); i >= 0; i = chunk.indexOf(10, i + 1)) n++;
     if (chunk.length > 0) last = chunk[chunk.length - 1];
   }
