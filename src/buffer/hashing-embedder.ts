@@ -85,6 +85,13 @@ function visitFeatures(text: string, visit: (feature: number, kind: number) => v
   }
 }
 
+/** Adds a feature's signed weight (kind weight × IDF) to its bucket of `v`. */
+function addFeature(v: Float32Array, idf: Float32Array | null, f: number, weight: number): void {
+  const w = weight * (idf ? idf[f & (IDF_SIZE - 1)] : 1);
+  const b = f >>> IDF_BITS; // sign and bucket from the bits the IDF index does not use
+  v[(b >>> 1) % v.length] += b & 1 ? -w : w;
+}
+
 /** Marks the action segment of a transition text (see `transitionText`). */
 const ACTION_MARK = "\n>>> ";
 /** Action features are hashed apart from state features, so "buy now" on a page and in an action differ. */
@@ -148,11 +155,6 @@ export class HashingEmbedder implements Embedder {
     const dims = this.dims;
     const v = new Float32Array(dims);
     const idf = this.idf;
-    const add = (f: number, weight: number) => {
-      const w = weight * (idf ? idf[f & (IDF_SIZE - 1)] : 1);
-      const b = f >>> IDF_BITS; // sign and bucket from the bits the IDF index does not use
-      v[(b >>> 1) % dims] += b & 1 ? -w : w;
-    };
     const lower = text.toLowerCase();
     const n = lower.length;
     const tri = 0x3c6ef372 ^ salt;
@@ -171,15 +173,15 @@ export class HashingEmbedder implements Embedder {
       let len = 0;
       while (i < n && isWordChar((c = lower.charCodeAt(i)))) {
         h = Math.imul(h ^ c, PRIME);
-        if (len >= 1) add(mix(trigram(c1, c2, c) ^ tri), KIND_WEIGHT[TRIGRAM]);
+        if (len >= 1) addFeature(v, idf, mix(trigram(c1, c2, c) ^ tri), KIND_WEIGHT[TRIGRAM]);
         c1 = c2;
         c2 = c;
         len++;
         i++;
       }
-      add(mix(trigram(c1, c2, 32) ^ tri), KIND_WEIGHT[TRIGRAM]);
-      add(mix(h ^ salt), KIND_WEIGHT[WORD]);
-      if (havePrev) add(mix(Math.imul(prevWord ^ 0x5bd1e995, PRIME) ^ h ^ 0x9e3779b9 ^ salt), KIND_WEIGHT[BIGRAM]);
+      addFeature(v, idf, mix(trigram(c1, c2, 32) ^ tri), KIND_WEIGHT[TRIGRAM]);
+      addFeature(v, idf, mix(h ^ salt), KIND_WEIGHT[WORD]);
+      if (havePrev) addFeature(v, idf, mix(Math.imul(prevWord ^ 0x5bd1e995, PRIME) ^ h ^ 0x9e3779b9 ^ salt), KIND_WEIGHT[BIGRAM]);
       prevWord = h;
       havePrev = true;
     }
