@@ -25,7 +25,7 @@ function memoryOf(
 }
 
 /** Real WebShop episodes over the train goals: random (seeded) and oracle, about `transitions` steps. */
-async function* webshopEpisodes(transitions: number, seed: number): AsyncGenerator<Trajectory[]> {
+export async function* webshopEpisodes(transitions: number, seed: number): AsyncGenerator<Trajectory[]> {
   const env = new WebShopEnv({ split: "train" });
   const tasks = env.tasks();
   const oracle = new OraclePolicy(env);
@@ -49,7 +49,7 @@ async function* webshopEpisodes(transitions: number, seed: number): AsyncGenerat
 }
 
 /** Short ALFWorld-length transitions (~150-character states), for the import rate on short texts. */
-function shortEpisodes(n: number): Trajectory[] {
+export function shortEpisodes(n: number): Trajectory[] {
   const rooms = ["cabinet", "drawer", "countertop", "shelf", "fridge", "sinkbasin", "microwave", "desk"];
   const things = ["mug", "apple", "knife", "spraybottle", "book", "pen", "tomato", "plate"];
   return Array.from({ length: n }, (_, i) => {

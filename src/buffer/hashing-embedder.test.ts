@@ -1,4 +1,5 @@
 import { test } from "node:test";
+import { createHash } from "node:crypto";
 import assert from "node:assert/strict";
 import { HashingEmbedder } from "./hashing-embedder.ts";
 import { dot } from "./embedder.ts";
@@ -58,4 +59,38 @@ test("signs are independent of buckets: unrelated texts are near orthogonal", ()
   let n = 0;
   for (let i = 0; i < vs.length; i++) for (let j = i + 1; j < vs.length; j++) (sum += dot(vs[i], vs[j])), n++;
   assert.ok(Math.abs(sum / n) < 0.05, `mean cosine of unrelated texts ${sum / n}`);
+});
+
+test("embedPair gives embedOne's vector of the transition text, bit for bit", () => {
+  const e = new HashingEmbedder({ dims: 64 }).fit(["a red mug\n>>> take mug", "a blue lamp on the desk\n>>> go to desk 1"]);
+  const cases: [string, string][] = [
+    ["a red mug on the shelf", "take mug"],
+    ["", "look"],
+    [`${"a long page ".repeat(200)}end`, "click[next >]"], // beyond the 2,000 characters embedded
+    ["a state\n>>> with the mark", "go"],
+    ["a state", "an action\n>>> holding the mark"],
+    ["a state", ""],
+  ];
+  for (const [state, action] of cases) {
+    assert.deepEqual(
+      e.embedPair(state, action),
+      new HashingEmbedder({ dims: 64, idf: e.idf! }).embedOne(transitionText(state, action)),
+      `${state} / ${action}`,
+    );
+  }
+});
+
+test("vectors stay bit for bit what they were (float32 digest taken at 1c54596, fitted and unfitted, non-ASCII text)", async () => {
+  const words = ["Mug", "apple", "İstanbul", "naïve", "straße", "ĲSSEL", "$39.99", "b07xtk3p89", "[buy now]", "click[next >]", "日本語", "ok"];
+  const texts: string[] = [];
+  for (let i = 0; i < 300; i++) {
+    const n = 1 + ((i * 7) % 40);
+    const state = Array.from({ length: n }, (_, j) => words[(i * 13 + j * 5) % words.length]).join(i % 3 ? " " : " [SEP] ");
+    texts.push(`${state}\n>>> ${words[i % words.length]} ${i}`);
+  }
+  const h = createHash("sha256");
+  for (const e of [new HashingEmbedder({ dims: 256 }), new HashingEmbedder({ dims: 100 }).fit(texts.slice(0, 150))]) {
+    for (const v of await e.embed(texts)) h.update(new Uint8Array(v.buffer, v.byteOffset, v.byteLength));
+  }
+  assert.equal(h.digest("hex"), "be7fbf1d7a71d164eecc460ff75612db5cdfdf6a00dfb56be7b071c920db082b");
 });

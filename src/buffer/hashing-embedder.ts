@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { InvalidConfigError } from "../core/index.ts";
 import { l2Normalize, type Embedder } from "./embedder.ts";
+import { EMBED_STATE_CHARS, transitionText } from "./transition-text.ts";
 
 /**
  * The default embedder: no weights, no network. Feature hashing of words, word bigrams and
@@ -84,6 +85,13 @@ function visitFeatures(text: string, visit: (feature: number, kind: number) => v
   }
 }
 
+/** Adds a feature's signed weight (kind weight × IDF) to its bucket of `v`. */
+function addFeature(v: Float32Array, idf: Float32Array | null, f: number, weight: number): void {
+  const w = weight * (idf ? idf[f & (IDF_SIZE - 1)] : 1);
+  const b = f >>> IDF_BITS; // sign and bucket from the bits the IDF index does not use
+  v[(b >>> 1) % v.length] += b & 1 ? -w : w;
+}
+
 /** Marks the action segment of a transition text (see `transitionText`). */
 const ACTION_MARK = "\n>>> ";
 /** Action features are hashed apart from state features, so "buy now" on a page and in an action differ. */
@@ -139,20 +147,44 @@ export class HashingEmbedder implements Embedder {
 
   private segments = new Map<string, Float32Array>();
 
-  /** The unnormalised feature sum of one segment of text. */
+  /**
+   * The unnormalised feature sum of one segment of text: `visitFeatures` with the sum written in
+   * its loop (the same features, weights and order of additions, so the same float32 sums).
+   */
   private segmentSum(text: string, salt: number): Float32Array {
-    const v = new Float32Array(this.dims);
-    const idf = this.idf;
     const dims = this.dims;
-    visitFeatures(
-      text,
-      (f, kind) => {
-        const w = KIND_WEIGHT[kind] * (idf ? idf[f & (IDF_SIZE - 1)] : 1);
-        const b = f >>> IDF_BITS; // sign and bucket from the bits the IDF index does not use
-        v[(b >>> 1) % dims] += b & 1 ? -w : w;
-      },
-      salt,
-    );
+    const v = new Float32Array(dims);
+    const idf = this.idf;
+    const lower = text.toLowerCase();
+    const n = lower.length;
+    const tri = 0x3c6ef372 ^ salt;
+    let prevWord = 0;
+    let havePrev = false;
+    let i = 0;
+    while (i < n) {
+      let c = lower.charCodeAt(i);
+      if (!isWordChar(c)) {
+        i++;
+        continue;
+      }
+      let h = FNV;
+      let c1 = 32;
+      let c2 = 32;
+      let len = 0;
+      while (i < n && isWordChar((c = lower.charCodeAt(i)))) {
+        h = Math.imul(h ^ c, PRIME);
+        if (len >= 1) addFeature(v, idf, mix(trigram(c1, c2, c) ^ tri), KIND_WEIGHT[TRIGRAM]);
+        c1 = c2;
+        c2 = c;
+        len++;
+        i++;
+      }
+      addFeature(v, idf, mix(trigram(c1, c2, 32) ^ tri), KIND_WEIGHT[TRIGRAM]);
+      addFeature(v, idf, mix(h ^ salt), KIND_WEIGHT[WORD]);
+      if (havePrev) addFeature(v, idf, mix(Math.imul(prevWord ^ 0x5bd1e995, PRIME) ^ h ^ 0x9e3779b9 ^ salt), KIND_WEIGHT[BIGRAM]);
+      prevWord = h;
+      havePrev = true;
+    }
     return v;
   }
 
@@ -172,6 +204,25 @@ export class HashingEmbedder implements Embedder {
       this.segments.set(state, sum);
     }
     const v = this.segmentSum(text.slice(cut + ACTION_MARK.length), ACTION_SALT);
+    for (let i = 0; i < v.length; i++) v[i] += sum[i];
+    return l2Normalize(v);
+  }
+
+  /**
+   * `embedOne(transitionText(state, action))` without building that text: the state's first
+   * 2,000 characters are looked up in the cache as they are. An action holding the mark itself
+   * goes the long way (its text would be cut at the mark inside it).
+   */
+  embedPair(state: string, action: string): Float32Array {
+    if (action.includes(ACTION_MARK)) return this.embedOne(transitionText(state, action));
+    const s = state.length > EMBED_STATE_CHARS ? state.slice(0, EMBED_STATE_CHARS) : state;
+    let sum = this.segments.get(s);
+    if (!sum) {
+      sum = this.segmentSum(s, 0);
+      if (this.segments.size >= SEGMENT_CACHE) this.segments.clear();
+      this.segments.set(s, sum);
+    }
+    const v = this.segmentSum(action, ACTION_SALT);
     for (let i = 0; i < v.length; i++) v[i] += sum[i];
     return l2Normalize(v);
   }

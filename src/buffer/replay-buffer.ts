@@ -29,7 +29,7 @@ import {
 } from "./buffer-db.ts";
 import type { Embedder } from "./embedder.ts";
 import { episodeById, episodePage, rewardsByTaskAndPolicy, type EpisodePage, type EpisodeQuery, type EpisodeSummary } from "./episode-pages.ts";
-import { decodeHalf, encodeHalf } from "./float16.ts";
+import { encodeHalf } from "./float16.ts";
 import { HashingEmbedder } from "./hashing-embedder.ts";
 import { SearchIndexes, type IndexedRow } from "./search-indexes.ts";
 import { transitionText } from "./transition-text.ts";
@@ -188,7 +188,6 @@ export class ReplayBuffer {
 
   /** Embeds the steps' (state, action) texts; identical pairs are embedded once. */
   private async embedSteps(steps: PendingStep[], mayFit: boolean): Promise<void> {
-    const texts = steps.map((s) => transitionText(s.state, s.action));
     const e = this.embedder;
     if (
       mayFit &&
@@ -196,15 +195,23 @@ export class ReplayBuffer {
       !this.embedderFrozen &&
       e instanceof HashingEmbedder &&
       e.idf === null &&
-      texts.length >= IDF_FIT_MIN_TRANSITIONS
+      steps.length >= IDF_FIT_MIN_TRANSITIONS
     ) {
-      this.embedderValue = e.fit(texts);
+      this.embedderValue = e.fit(steps.map((s) => transitionText(s.state, s.action)));
     }
+    const dims = this.embedderFrozen ? Number(this.meta("embedder_dims")) : this.embedder.dims;
+    const hashing = this.embedder;
+    if (hashing instanceof HashingEmbedder && hashing.dims === dims) {
+      // The default embedder, in process: each pair embedded as is (its cache holds repeated states),
+      // with the vectors `embed` gives, without building the texts.
+      for (const s of steps) s.vector = hashing.embedPair(s.state, s.action);
+      return;
+    }
+    const texts = steps.map((s) => transitionText(s.state, s.action));
     const unique = new Map<string, number>();
     const order: string[] = [];
     for (const t of texts) if (!unique.has(t)) unique.set(t, unique.size), order.push(t);
     const vectors = order.length > 0 ? await this.embedder.embed(order) : [];
-    const dims = this.embedderFrozen ? Number(this.meta("embedder_dims")) : this.embedder.dims;
     steps.forEach((s, i) => {
       const v = vectors[unique.get(texts[i])!];
       if (!v || v.length !== dims)
@@ -230,9 +237,9 @@ export class ReplayBuffer {
     let key = textKey(text);
     let id: number;
     for (;;) {
-      const inserted = this.stmts.insertText.get(key, text) as Row | undefined;
-      if (inserted) {
-        id = Number(inserted.id);
+      const inserted = this.stmts.insertText.run(key, text);
+      if (inserted.changes === 1) {
+        id = Number(inserted.lastInsertRowid);
         break;
       }
       const found = this.stmts.selectText.get(key) as Row;
@@ -318,8 +325,9 @@ export class ReplayBuffer {
         );
         if (online) s.bumpTrajectory.run(p.reward, p.reward, traj);
         // The index gets the vector as stored (f16), so that scores are the same as after a reopen
-        // (a resumed run rebuilds the index from the stored vectors and must score identically).
-        added.push({ id: Number(info.lastInsertRowid), vector: decodeHalf(half), env: p.env, source: p.source, task: p.taskId, action: p.action });
+        // (a resumed run rebuilds the index from the stored vectors and must score identically);
+        // it is decoded only if an index is in memory to take it (an import builds none).
+        added.push({ id: Number(info.lastInsertRowid), half, env: p.env, source: p.source, task: p.taskId, action: p.action });
       }
       s.bumpGeneration.run();
       const evicted = this.evict();

@@ -9,7 +9,8 @@ import { AnnIndex, ExactIndex, TopK, type Candidate, type RowTags } from "./vect
 /** A row just written, as the indexes need it. */
 export interface IndexedRow {
   id: number;
-  vector: Float32Array;
+  /** Its vector as stored (f16 bytes). */
+  half: Uint8Array;
   env: string;
   source: ExperienceSource;
   task: string;
@@ -81,13 +82,14 @@ export class SearchIndexes {
     try {
       if (this.exact) {
         this.exact.remove(evicted);
-        for (const r of added) this.exact.add(r.id, r.vector, this.tags(r.env, r.source, r.task, r.action));
+        const v = new Float32Array(this.dims());
+        for (const r of added) this.exact.add(r.id, decodeHalf(r.half, v), this.tags(r.env, r.source, r.task, r.action));
       }
       if (this.ann) {
         this.ann.remove(evicted);
         const dims = this.dims();
         const m = new Float32Array(added.length * dims);
-        added.forEach((r, i) => m.set(r.vector, i * dims));
+        added.forEach((r, i) => decodeHalf(r.half, m.subarray(i * dims, (i + 1) * dims)));
         this.ann.add(
           added.map((r) => r.id),
           m,

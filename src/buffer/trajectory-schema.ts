@@ -77,11 +77,21 @@ export function parseTrajectory(value: unknown, rules?: TrajectoryRules, correct
  * them: the content id then matches what is stored, so an export and re-import adds no duplicate.
  */
 function wellFormed<T>(value: T): T {
-  if (typeof value === "string") return (value as string).replace(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, "\ufffd") as T;
-  if (Array.isArray(value)) return value.map(wellFormed) as T;
-  if (typeof value === "object" && value !== null) return Object.fromEntries(Object.entries(value).map(([k, x]) => [k, wellFormed(x)])) as T;
+  if (typeof value === "string") return (SURROGATE.test(value) ? value.replace(LONE_SURROGATE, "\ufffd") : value) as T;
+  // Arrays and objects are copied only when something in them changes (almost never): as before, then.
+  if (Array.isArray(value)) {
+    for (const x of value) if (wellFormed(x) !== x) return value.map(wellFormed) as T;
+    return value;
+  }
+  if (typeof value === "object" && value !== null) {
+    const o = value as Record<string, unknown>;
+    for (const k of Object.keys(o)) if (wellFormed(o[k]) !== o[k]) return Object.fromEntries(Object.entries(o).map(([k, x]) => [k, wellFormed(x)])) as T;
+    return value;
+  }
   return value;
 }
+const SURROGATE = /[\ud800-\udfff]/;
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 
 /**
  * A trajectory's content id: SHA-256 of its content without `created_at`, so re-importing a file,

@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { closeSync, createReadStream, existsSync, openSync, readSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 import { createEmbedder, exportJsonl, importJsonl, ReplayBuffer, type SearchFilter } from "../buffer/index.ts";
-import { DataError, InvalidConfigError, type ExperienceSource, type StateAbstraction, type Trajectory } from "../core/index.ts";
+import { DataError, InvalidConfigError, type ExperienceSource, type StateAbstraction, type StepInfo, type Trajectory } from "../core/index.ts";
 import { createEnv, hasSyntheticSupport, resolveDataDir, shippedDemos, syntheticSupport, trajectoryRules } from "../envs/index.ts";
 import { abstractTrajectory } from "../experience/index.ts";
 import { parseSeconds } from "./endpoint-options.ts";
@@ -30,10 +30,34 @@ function abstractionTransform(data?: string): (t: Trajectory) => Trajectory {
       } finally {
         void env.close();
       }
-      cache.set(t.env, a);
+      cache.set(t.env, (a = rememberingAbstraction(a)));
     }
     return abstractTrajectory(t, a);
   };
+}
+
+/**
+ * An abstraction whose `abstract` remembers its last few thousand answers: an import's pages recur
+ * (a task's search page, the pages an episode goes back to; half of a WebShop file's pages are seen
+ * before). Abstractions are functions of the observation and its info, which come from JSON here.
+ */
+function rememberingAbstraction(a: StateAbstraction): StateAbstraction {
+  let seen = new Map<string, Map<string, string>>(); // page → its info as JSON → abstract state
+  const abstract = (observation: string, info?: StepInfo): string => {
+    const key = info === undefined ? "" : JSON.stringify(info);
+    let byInfo = seen.get(observation);
+    let state = byInfo?.get(key);
+    if (state === undefined) {
+      state = a.abstract(observation, info);
+      if (!byInfo) {
+        if (seen.size >= 4096) seen = new Map();
+        seen.set(observation, (byInfo = new Map()));
+      }
+      byInfo.set(key, state);
+    }
+    return state;
+  };
+  return Object.assign(Object.create(a) as StateAbstraction, { abstract });
 }
 
 function openBuffer(o: { buffer: string; embedder?: string; capacity?: number; requestTimeout?: number }, readonly = false): Promise<ReplayBuffer> {
@@ -87,8 +111,8 @@ function filterOf(o: { env?: string; source?: string; task?: string }): SearchFi
 async function countLines(file: string): Promise<number> {
   let n = 0;
   let last = 10;
-  for await (const chunk of createReadStream(file) as AsyncIterable<Buffer>) {
-    for (let i = 0; i < chunk.length; i++) if (chunk[i] === 10) n++;
+  for await (const chunk of createReadStream(file, { highWaterMark: 1 << 20 }) as AsyncIterable<Buffer>) {
+    for (let i = chunk.indexOf(10); i >= 0; i = chunk.indexOf(10, i + 1)) n++;
     if (chunk.length > 0) last = chunk[chunk.length - 1];
   }
   return n + (last !== 10 ? 1 : 0);

@@ -117,3 +117,10 @@ test("repairJsonlTail cuts a torn last line and leaves clean files alone", () =>
   repairJsonlTail(long);
   assert.equal(readFileSync(long, "utf8").split("\n").length, 2);
 });
+
+test("lines cut at newline bytes: characters across 1 MB chunk edges, CRLF and a last line without a newline read back whole", async () => {
+  const file = join(dir, "big.jsonl");
+  const records = Array.from({ length: 30_000 }, (_, i) => ({ i, s: "é日😀x".repeat(i % 17) + "a".repeat((i * 37) % 100) }));
+  writeFileSync(file, records.map((r) => JSON.stringify(r)).join("\r\n"));
+  assert.deepEqual(await readJsonlAll(file), records);
+});

@@ -58,21 +58,40 @@ export async function* readJsonl<T = unknown>(file: string, opts: ReadJsonlOptio
   }
 }
 
-/** The lines of a UTF-8 file, read in large chunks (faster than readline for big files). */
+/**
+ * The lines of a UTF-8 file, read in large chunks (faster than readline for big files). Lines are
+ * cut at newline bytes and each is decoded alone, so a line of ASCII is a one-byte string however
+ * many other characters its chunk holds (parsing it, and everything made from it, is cheaper).
+ */
 async function* lines(file: string): AsyncGenerator<string> {
-  const stream = createReadStream(file, { encoding: "utf8", highWaterMark: 1 << 20 });
-  let rest = "";
+  const stream = createReadStream(file, { highWaterMark: 1 << 20 });
+  let rest: Buffer | null = null;
   let first = true;
-  for await (let chunk of stream as AsyncIterable<string>) {
-    // A byte-order mark (editors on Windows write one) is not part of the first line.
-    if (first && chunk.charCodeAt(0) === 0xfeff) chunk = chunk.slice(1);
-    first = false;
-    const parts = (rest + chunk).split("\n");
-    rest = parts.pop()!;
-    for (const p of parts) yield p.endsWith("\r") ? p.slice(0, -1) : p;
+  for await (const data of stream as AsyncIterable<Buffer>) {
+    let chunk: Buffer = rest ? Buffer.concat([rest, data]) : data;
+    rest = null;
+    if (first) {
+      if (chunk.length < BOM.length && BOM.subarray(0, chunk.length).equals(chunk)) {
+        rest = chunk; // may yet be a byte-order mark
+        continue;
+      }
+      first = false;
+      // A byte-order mark (editors on Windows write one) is not part of the first line.
+      if (chunk.subarray(0, BOM.length).equals(BOM)) chunk = chunk.subarray(BOM.length);
+    }
+    let start = 0;
+    for (let nl = chunk.indexOf(10); nl >= 0; nl = chunk.indexOf(10, start)) {
+      yield lineText(chunk, start, nl);
+      start = nl + 1;
+    }
+    if (start < chunk.length) rest = chunk.subarray(start);
   }
-  if (rest !== "") yield rest.endsWith("\r") ? rest.slice(0, -1) : rest;
+  if (rest) yield lineText(rest, 0, rest.length);
 }
+
+const BOM = Buffer.from([0xef, 0xbb, 0xbf]);
+/** Bytes [start, end) of a buffer as text, without a carriage return at the end. */
+const lineText = (b: Buffer, start: number, end: number) => b.toString("utf8", start, end > start && b[end - 1] === 13 ? end - 1 : end);
 
 /** Reads a whole JSONL file into memory (for small files). */
 export async function readJsonlAll<T = unknown>(file: string, opts: ReadJsonlOptions<T> = {}): Promise<T[]> {
