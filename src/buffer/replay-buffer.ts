@@ -199,9 +199,9 @@ export class ReplayBuffer {
     ) {
       this.embedderValue = e.fit(steps.map((s) => transitionText(s.state, s.action)));
     }
-    const dims = this.embedderFrozen ? Number(this.meta("embedder_dims")) : this.embedder.dims;
+    const dimsNow = () => (this.embedderFrozen ? Number(this.meta("embedder_dims")) : this.embedder.dims);
     const hashing = this.embedder;
-    if (hashing instanceof HashingEmbedder && hashing.dims === dims) {
+    if (hashing instanceof HashingEmbedder && hashing.dims === dimsNow()) {
       // The default embedder, in process: each pair embedded as is (its cache holds repeated states),
       // with the vectors `embed` gives, without building the texts.
       for (const s of steps) s.vector = hashing.embedPair(s.state, s.action);
@@ -212,6 +212,8 @@ export class ReplayBuffer {
     const order: string[] = [];
     for (const t of texts) if (!unique.has(t)) unique.set(t, unique.size), order.push(t);
     const vectors = order.length > 0 ? await this.embedder.embed(order) : [];
+    // After embedding: a server's embedder learns its dimensions from its first answer.
+    const dims = dimsNow();
     steps.forEach((s, i) => {
       const v = vectors[unique.get(texts[i])!];
       if (!v || v.length !== dims)
