@@ -51,7 +51,9 @@ const trigram = (a: number, b: number, c: number) => Math.imul(Math.imul(Math.im
 /**
  * Calls `visit(feature, kind)` for every feature occurrence of a text: each word, each pair of
  * neighbouring words, and each character trigram of " word " (boundary-marked, so prefixes and
- * suffixes count). Features are 32-bit hashes.
+ * suffixes count). Features are 32-bit hashes. `HashingEmbedder.segmentSum` repeats this loop with
+ * the sum written in it (a callback per feature costs a third of an embedding; measured 5.6 against
+ * 7.3 µs a WebShop pair): a change here goes there too, and hashing-embedder.test.ts's digests check both.
  */
 function visitFeatures(text: string, visit: (feature: number, kind: number) => void, salt = 0): void {
   const lower = text.toLowerCase();
