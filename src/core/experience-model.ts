@@ -58,6 +58,12 @@ export interface ExperienceModel {
   readonly realDemosOnly?: boolean;
   /** Learns from the buffer's offline transitions before its first prediction (a model with tables of its own; once per buffer). */
   fit?(buffer: TrajectoryStore): Promise<void>;
+  /**
+   * Learns, during training, from real trajectories the run paid for (the on-policy audit's replays
+   * of the policy's own episodes: Dyna's model learning); the same model, trajectories and seed give
+   * the same model, so a resumed run refits again from the audits it kept.
+   */
+  refit?(trajectories: readonly Trajectory[], seed: number): void;
 }
 
 /**

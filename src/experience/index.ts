@@ -23,6 +23,7 @@ export {
   auditTable,
   advantageAgreement,
   orderAgreementByMargin,
+  realTrajectories,
 } from "./on-policy-audit.ts";
 export type { SyntheticRecord, ReplayResult, OnPolicyAuditSummary, AuditPair, RealReplay, AdvantageAgreement } from "./on-policy-audit.ts";
 export { pessimisticStep } from "./synthetic-env.ts";
@@ -30,7 +31,7 @@ export type { Pessimism } from "./synthetic-env.ts";
 export { LearnedExperienceModel, trainLearnedModel } from "./learned-model.ts";
 export { RecordedSteps } from "./recorded-steps.ts";
 export type { Replayed } from "./recorded-steps.ts";
-export type { LearnedModelInfo, LearnedModelValidation, LearnedModelOptions, TrainLearnedModelOptions } from "./learned-model.ts";
+export type { LearnedModelInfo, LearnedModelValidation, LearnedModelOptions, RefitOptions, TrainLearnedModelOptions } from "./learned-model.ts";
 export { transitionFeatures, TRANSITION_FEATURE_VERSION } from "./transition-features.ts";
 export type { TransitionInput } from "./transition-features.ts";
 export { loadLearnedModel } from "./create-experience-model.ts";

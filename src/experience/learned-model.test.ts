@@ -304,3 +304,46 @@ test("dense rewards: a step pays the likeliest of top, bottom and in-between, as
   // Outcome rewards keep the expected value where the members are unsure (the WebShop rule).
   assert.ok(Math.abs(combine(out(0.6, 0, 0.5), { min: 0, max: 1, dense: false }).reward - 0.8) < 1e-9);
 });
+
+test("refit (Dyna): the members learn from real steps the run paid for, so the purchases they overrated are paid as the real env paid them; deterministic by seed", async () => {
+  const { abstraction, buffer, held } = await world;
+  const { model } = trainLearnedModel(buffer, { abstraction, ...small });
+  const bytes = model.save();
+  const load = () => LearnedExperienceModel.load(bytes, "model.bin", { abstraction });
+  // The ending steps of held-out goals' real episodes: what the model pays for them against what they earned.
+  const endingError = (m: LearnedExperienceModel) => {
+    let sum = 0;
+    let n = 0;
+    for (const t of held) {
+      const history: HistoryStep[] = [];
+      for (const s of t.steps) {
+        const state = abstraction.abstract(s.observation);
+        if (s.terminated) {
+          sum += Math.abs(m.estimate({ task: t.task, history, state, action: s.action }).reward - s.reward);
+          n++;
+        }
+        history.push({ state, action: s.action, nextState: abstraction.abstract(s.next_observation), reward: s.reward });
+      }
+    }
+    return sum / n;
+  };
+  const before = endingError(load());
+  const refit = load();
+  const { steps } = refit.refit(held, 7);
+  assert.equal(
+    steps,
+    held.reduce((n, t) => n + t.steps.length, 0),
+  );
+  const after = endingError(refit);
+  assert.ok(after < 0.8 * before, `ending-step reward error on the refit episodes ${before.toFixed(3)} → ${after.toFixed(3)}`);
+  // Same model, steps and seed: same bytes; another seed, another model; nothing to learn from, no change.
+  const again = load();
+  again.refit(held, 7);
+  assert.ok(Buffer.from(again.save()).equals(Buffer.from(refit.save())));
+  const other = load();
+  other.refit(held, 8);
+  assert.ok(!Buffer.from(other.save()).equals(Buffer.from(refit.save())));
+  const idle = load();
+  assert.equal(idle.refit([], 7).steps, 0);
+  assert.ok(Buffer.from(idle.save()).equals(Buffer.from(bytes)));
+});

@@ -1,4 +1,4 @@
-import { InvalidConfigError, type Env, type Task } from "../core/index.ts";
+import { InvalidConfigError, type Env, type Task, type Trajectory } from "../core/index.ts";
 import { groupAdvantages } from "../rl/index.ts";
 
 /** A synthetic episode to replay in the real env: its task, its actions and what the model said each did. */
@@ -189,6 +189,31 @@ export function auditPairs(records: readonly SyntheticRecord[], results: readonl
     return [
       { index, task: r.task, ...(r.seed !== undefined ? { seed: r.seed } : {}), ...figures, synthetic: { observation: r.observation, steps: r.steps }, real },
     ];
+  });
+}
+
+/**
+ * The real episodes of audited pairs, as trajectories of `env` (what `ExperienceModel.refit` learns
+ * from): each step's action is the one the real env was given (the policy's own, closed loop; else the
+ * synthetic episode's), its states the real ones. Read the same from the pairs in memory and from
+ * their file, so a resumed run refits alike.
+ */
+export function realTrajectories(pairs: readonly AuditPair[], env: string): Trajectory[] {
+  return pairs.map((p) => {
+    let observation = p.real.observation;
+    const steps = p.real.steps.map((x, i) => {
+      const step = {
+        observation,
+        action: x.action ?? p.synthetic.steps[i]?.action ?? "",
+        reward: x.reward,
+        next_observation: x.observation,
+        terminated: x.terminated,
+        truncated: x.truncated,
+      };
+      observation = x.observation;
+      return step;
+    });
+    return { env, task: p.task, steps, total_reward: p.realReturn, success: p.realSuccess, source: "real" as const, policy: "on-policy audit", created_at: "" };
   });
 }
 

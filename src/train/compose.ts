@@ -125,6 +125,7 @@ export async function syntheticPool(
     generator,
     tokens: model.tokens,
     auditReplay: config.onPolicyAudit.replay === "auto" ? (support.auditReplay ?? "actions") : config.onPolicyAudit.replay,
+    ...(model.model.refit ? { refit: model.model.refit.bind(model.model) } : {}),
     trim: async () => {
       if (config.bufferCapacity > 0) await buffer.trim(config.bufferCapacity);
     },

@@ -93,6 +93,12 @@ export const trainConfigSchema = z.strictObject({
        * (`SyntheticSupport.auditReplay`, else actions).
        */
       replay: z.enum(["auto", "actions", "policy"]).default("auto"),
+      /**
+       * Dyna: after each audit, the experience model learns from its real replays
+       * (`ExperienceModel.refit`; the learned model can), and their steps count as real training
+       * interactions (`realInteractions`), since they now train something.
+       */
+      refit: z.boolean().default(false),
     })
     .prefault({}),
   /**

@@ -4,7 +4,7 @@ import { grpoUpdate, ppoUpdate, type TrainablePolicy } from "../rl/index.ts";
 import type { EvalResult, TrainConfig, TrainHooks } from "./config.ts";
 import type { Parts } from "./parts.ts";
 import { checkFinite, iterationMetrics, mean, type IterationRecord } from "./iteration-metrics.ts";
-import { onPolicyAudit } from "./on-policy-audit.ts";
+import { onPolicyAudit, refitOnAudit } from "./on-policy-audit.ts";
 import { auditDue, grpoSettings, iterationTasks, nextPhase, rolloutJobs } from "./phases.ts";
 import type { RunState } from "./run-sink.ts";
 import type { RunSink } from "./run-sink.ts";
@@ -81,11 +81,17 @@ export async function trainingLoop(config: TrainConfig, parts: Parts, state: Run
     const t2 = performance.now();
 
     // 6. On-policy audit: whole groups of this iteration's synthetic episodes replayed in the real env
-    //    (its steps counted apart).
+    //    (its steps counted apart). With `refit` (Dyna) the model then learns from those real steps,
+    //    which count as real training interactions too.
     const auditRng = new Rng(deriveSeed(config.seed, "audit", iteration));
-    const keep = (pairs: AuditPair[]) => sink.writeAuditPairs(iteration, pairs);
+    let auditedPairs: AuditPair[] = [];
+    const keep = (pairs: AuditPair[]) => {
+      auditedPairs = pairs;
+      sink.writeAuditPairs(iteration, pairs);
+    };
     const audit = audited ? await onPolicyAudit(groups, real.envs, config.onPolicyAudit.episodes, auditRng, isSuccess, keep, auditor) : undefined;
     next.auditInteractions = (next.auditInteractions ?? 0) + (audit?.steps ?? 0);
+    next.realInteractions += refitOnAudit(config, synthetic, auditedPairs, iteration);
     const tAudit = performance.now();
 
     // 7. Evaluate on the real eval split (not training interaction; counted apart).

@@ -373,3 +373,62 @@ test("a resume checks what a start checks: a config.json edited to another env o
   writeFileSync(file, saved);
   assert.ok((await resumeTraining(dir)).final.tasks >= 1, "the run as it was resumes");
 });
+
+test("onPolicyAudit.refit (Dyna): a model that learns from the audit's real replays stops paying the planted arm, its steps count as real training, and a resume refits alike", async () => {
+  const root = mkdtempSync(join(tmpdir(), "dreamgym-refit-"));
+  const buffer = await seedBuffer(join(root, "empty.db"), []);
+  // Pays arm 1 until real steps say otherwise; then pays what the real pulls paid.
+  const learning = (): ExperienceModel & { refits: number[] } => {
+    const paid = new Map<string, number>();
+    const refits: number[] = [];
+    return {
+      id: "learns-from-real",
+      refits,
+      predict: async ({ state, action }) => ({ nextState: state, reward: paid.get(action) ?? (action === "click[arm 1]" ? 1 : 0), terminated: true, info: {} }),
+      refit: (trajectories, seed) => {
+        refits.push(seed);
+        for (const t of trajectories) for (const s of t.steps) paid.set(s.action, s.reward);
+      },
+    };
+  };
+  const config = { ...COMMON, buffer, onPolicyAudit: { every: 2, episodes: 16, refit: true } };
+  const dir = join(root, "refit");
+  const model = learning();
+  const s = await train(dir, config, {}, { experienceModel: model });
+  const a = audits(dir);
+  assert.equal(model.refits.length, a.length, "one refit per audit");
+  assert.equal(a[0].onPolicyAudit.exploitationRate, 1, "before any refit the planted arm is paid");
+  assert.equal(a.at(-1)!.onPolicyAudit.exploitationRate ?? 0, 0, "after them it is not");
+  // The audit's real steps now train something: they are real training interactions too.
+  assert.equal(s.realInteractions, s.auditInteractions);
+  assert.ok(s.realInteractions > 0);
+  // Without refit the same run keeps being exploited and trains on no real step.
+  const plain = join(root, "plain");
+  const p = await train(plain, { ...COMMON, buffer }, {}, { experienceModel: learning() });
+  assert.equal(audits(plain).at(-1)!.onPolicyAudit.exploitationRate, 1);
+  assert.equal(p.realInteractions, 0);
+
+  // Stopped at a checkpoint and resumed: the model is refit from the kept audits, and the run goes on as one that never stopped.
+  const half = join(root, "half");
+  const first = learning();
+  await train(half, { ...config, budget: COMMON.budget! / 2 }, {}, { experienceModel: first });
+  const second = learning();
+  await resumeTraining(half, {}, { budget: COMMON.budget }, { experienceModel: second });
+  assert.deepEqual(second.refits.slice(0, first.refits.length), first.refits, "the resume refits from each kept audit, with its seed");
+  const strip = (m: IterationMetrics) => {
+    const { wallSeconds: _w, rolloutSeconds: _r, updateSeconds: _u, auditSeconds: _a, evalSeconds: _e, evalInteractions: _i, eval: _v, ...rest } = m;
+    return rest;
+  };
+  assert.deepEqual(readMetrics(half).map(strip), readMetrics(dir).map(strip));
+
+  // A model that cannot learn from real steps is refused, in one line.
+  await assert.rejects(
+    train(
+      join(root, "refused"),
+      config,
+      {},
+      { experienceModel: { id: "fixed", predict: async ({ state }) => ({ nextState: state, reward: 0, terminated: true, info: {} }) } },
+    ),
+    /onPolicyAudit.refit needs an experience model that learns from real steps/,
+  );
+});

@@ -1,7 +1,8 @@
-import { InvalidConfigError, playEpisodes, type Env, type Episode, type Rng, type Task } from "../core/index.ts";
+import { deriveSeed, InvalidConfigError, playEpisodes, type Env, type Episode, type Rng, type Task } from "../core/index.ts";
 import {
   auditPairs,
   compareReal,
+  realTrajectories,
   replayInRealEnv,
   summarizeReplays,
   type AuditPair,
@@ -11,6 +12,8 @@ import {
 } from "../experience/index.ts";
 import type { TrainablePolicy } from "../rl/index.ts";
 import { modelReward } from "./synthetic-episodes.ts";
+import type { TrainConfig } from "./config.ts";
+import type { SyntheticPool } from "./parts.ts";
 
 /** A played episode with the job that played it (task, env seed, sampling seed). */
 export interface PlayedEpisode {
@@ -85,6 +88,18 @@ export async function onPolicyAudit(
   } else results = await replayInRealEnv(envs, records, isSuccess);
   keep(auditPairs(records, results)); // the episodes themselves, for `dreamgym view`
   return summarizeReplays(results);
+}
+
+/**
+ * Dyna (`onPolicyAudit.refit`): the experience model learns from an audit's real replays, read as
+ * their file keeps them (JSON), so a resume that refits from the audit files gets the same model.
+ * Returns the real steps it learned from (real training interactions from then on).
+ */
+export function refitOnAudit(config: TrainConfig, synthetic: SyntheticPool | undefined, pairs: readonly AuditPair[], iteration: number): number {
+  if (!config.onPolicyAudit.refit || !synthetic?.refit || pairs.length === 0) return 0;
+  const trajectories = realTrajectories(JSON.parse(JSON.stringify(pairs)) as AuditPair[], config.env);
+  synthetic.refit(trajectories, deriveSeed(config.seed, "refit", iteration));
+  return trajectories.reduce((s, t) => s + t.steps.length, 0);
 }
 
 /**

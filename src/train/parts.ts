@@ -1,4 +1,4 @@
-import type { ActionSource, Env, ExperienceModel, Task, TaskGenerator } from "../core/index.ts";
+import type { ActionSource, Env, ExperienceModel, Task, TaskGenerator, Trajectory } from "../core/index.ts";
 import type { ReplayBuffer } from "../buffer/index.ts";
 import type { Curriculum } from "../curriculum/index.ts";
 import type { TrainablePolicy } from "../rl/index.ts";
@@ -43,6 +43,8 @@ export interface SyntheticPool extends EnvPool {
   tokens(): number;
   /** How the on-policy audit replays this env's synthetic episodes (the config's choice, else the env's). */
   auditReplay: "actions" | "policy";
+  /** The experience model learns from real trajectories (`ExperienceModel.refit`); absent where it cannot. */
+  refit?: (trajectories: readonly Trajectory[], seed: number) => void;
   /** Evicts the oldest synthetic episodes past `bufferCapacity`. */
   trim(): Promise<void>;
   close(): Promise<void>;

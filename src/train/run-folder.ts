@@ -295,6 +295,20 @@ export function auditFiles(runDir: string): { iteration: number; file: string }[
     .sort((a, b) => a.iteration - b.iteration);
 }
 
+/** An audit file's episodes (one JSON line each); a damaged line is a `DataError` naming the file and line. */
+export function readAuditPairs(file: string): AuditPair[] {
+  return readFileSync(file, "utf8")
+    .split("\n")
+    .flatMap((line, i) => {
+      if (!line.trim()) return [];
+      try {
+        return [JSON.parse(line) as AuditPair];
+      } catch {
+        throw new DataError(`line ${i + 1} is not an audited episode (not JSON)`, { file });
+      }
+    });
+}
+
 /** The outermost folder of `dir` that does not exist yet (what `mkdir -p` would create), or null. */
 function firstMissing(dir: string): string | null {
   let p = resolve(dir);

@@ -18,7 +18,7 @@ import type { AuditPair } from "../experience/index.ts";
 import { resolveTrainConfig, type TrainConfig, type TrainConfigInput, type TrainSummary } from "./config.ts";
 import { EpisodeBroker, type BrokeredEpisode, type Slot } from "./episode-broker.ts";
 import { iterationMetrics } from "./iteration-metrics.ts";
-import { onPolicyAudit } from "./on-policy-audit.ts";
+import { onPolicyAudit, refitOnAudit } from "./on-policy-audit.ts";
 import type { Parts } from "./parts.ts";
 import { auditDue, iterationTasks, nextPhase } from "./phases.ts";
 import { resolveRun, type ResolvedRun } from "./resolve.ts";
@@ -212,12 +212,17 @@ export class ServedRun {
 
       // 5. On-policy audit: whole groups replayed in the real env, their actions (the policy is the trainer's).
       const audited = auditDue(config, phase, iteration, next);
-      const keep = (pairs: AuditPair[]) => this.folder.writeAuditPairs(iteration, pairs);
+      let auditedPairs: AuditPair[] = [];
+      const keep = (pairs: AuditPair[]) => {
+        auditedPairs = pairs;
+        this.folder.writeAuditPairs(iteration, pairs);
+      };
       const withJobs = brokered.map((g) => g.filter(({ e }) => !modelFailed(e)).map(({ e, seed }) => ({ e, job: { seed, rngSeed: 0 } })));
       const audit = audited
         ? await onPolicyAudit(withJobs, real.envs, config.onPolicyAudit.episodes, new Rng(deriveSeed(config.seed, "audit", iteration)), isSuccess, keep)
         : undefined;
       next.auditInteractions = (next.auditInteractions ?? 0) + (audit?.steps ?? 0);
+      next.realInteractions += refitOnAudit(config, synthetic, auditedPairs, iteration);
       const t2 = performance.now();
 
       // 6. Log and checkpoint (every iteration: a restart loses nothing the trainer played).

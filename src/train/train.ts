@@ -20,7 +20,8 @@ import { trainingLoop } from "./loop.ts";
 import { needsReference } from "./phases.ts";
 import { behaviourCloningLoop } from "./bc.ts";
 import { resolveRun, runEnvEntry, savedRemote, withRemote, type ResolvedRun } from "./resolve.ts";
-import { lockRun, RunFolder, type Checkpoint } from "./run-folder.ts";
+import { auditFiles, lockRun, readAuditPairs, RunFolder, type Checkpoint } from "./run-folder.ts";
+import { refitOnAudit } from "./on-policy-audit.ts";
 import { NEW_RUN, type RunState } from "./run-sink.ts";
 
 /**
@@ -191,6 +192,16 @@ export async function compose(run: RunFolder, latest: Checkpoint | undefined, gi
           },
         );
     if (synthetic) opened.push(synthetic, ...synthetic.envs);
+    if (synthetic && config.onPolicyAudit.refit) {
+      if (!synthetic.refit)
+        throw new InvalidConfigError(
+          `onPolicyAudit.refit needs an experience model that learns from real steps (--experience learned:FILE); ${config.experience} cannot`,
+        );
+      if (config.onPolicyAudit.every === 0)
+        throw new InvalidConfigError("onPolicyAudit.refit learns from the on-policy audit's replays: set onPolicyAudit.every ≥ 1");
+      // A resumed run's model: the one it started with, refit again from the audits it kept (each the same).
+      for (const f of auditFiles(run.dir)) if (f.iteration <= (latest?.iteration ?? 0)) refitOnAudit(config, synthetic, readAuditPairs(f.file), f.iteration);
+    }
     // The curriculum belongs to the synthetic phase, where there is a task generator.
     const curriculum = synthetic?.generator ? new Curriculum(config.curriculum, synthetic.generator, [...split.tasks, ...evaluation.tasks]) : undefined;
     if (latest?.curriculum && curriculum) curriculum.restore(latest.curriculum as ReturnType<Curriculum["toJSON"]>);

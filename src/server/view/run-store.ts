@@ -2,7 +2,7 @@ import { existsSync, readdirSync, readFileSync, realpathSync, statSync } from "n
 import { dirname, join, relative, sep } from "node:path";
 import type { Task } from "../../core/index.ts";
 import { auditTable, summarizeReplays, type AuditPair, type OnPolicyAuditSummary } from "../../experience/index.ts";
-import { auditFiles, readMetrics, type Checkpoint, type EvalResult, type IterationMetrics } from "../../train/index.ts";
+import { auditFiles, readAuditPairs, readMetrics, type Checkpoint, type EvalResult, type IterationMetrics } from "../../train/index.ts";
 
 /** A run folder as the runs list shows it. */
 export interface RunInfo {
@@ -154,12 +154,7 @@ export class RunStore {
   auditPairs(dir: string, iteration?: number): (AuditPair & { iteration: number })[] {
     return auditFiles(dir)
       .filter((f) => (iteration === undefined || f.iteration === iteration) && ownFile(dir, f.file))
-      .flatMap((f) =>
-        readFileSync(f.file, "utf8")
-          .split("\n")
-          .filter((l) => l.trim())
-          .map((l) => ({ ...(JSON.parse(l) as AuditPair), iteration: f.iteration })),
-      );
+      .flatMap((f) => readAuditPairs(f.file).map((p) => ({ ...p, iteration: f.iteration })));
   }
 
   /**
