@@ -13,7 +13,7 @@
 // writes results.md.
 //
 //   npm run experiment:webshop -- [--seeds 5] [--eval-split test|dev] [--real 80000] [--synthetic 80000] [--s2r-synthetic 240000] [--parallel 2] [--out runs/experiment-webshop]
-//     [--init scratch|bc] [--synthetic-tasks seed|split] [--experience learned|default|<chat model>] [--rows bc,real,real-seed-tasks,real-tenth,real-kl,dreamgym,dreamgym-split-tasks,dreamgym-plain,dreamgym-std-floor,dreamgym-kl,s2r,hybrid,no-replay,no-curriculum,no-pessimism,knn] [--only-seeds 2] [--final-eval-tasks 500]
+//     [--init scratch|bc] [--synthetic-tasks seed|split] [--experience learned|default|<chat model>] [--rows bc,real,real-seed-tasks,real-tenth,real-kl,dreamgym,dreamgym-split-tasks,dreamgym-plain,dreamgym-std-floor,dreamgym-kl,dreamgym-refit,s2r,hybrid,no-replay,no-curriculum,no-pessimism,knn] [--only-seeds 2] [--final-eval-tasks 500]
 //     [--real-screen 4] [--real-batch-advantage 2] [--std-floor 0.1] [--kl-coef 0.05] [--rl-seeds 1]
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
@@ -116,6 +116,7 @@ const ROW_KEYS = [
   "dreamgym-plain",
   "dreamgym-std-floor",
   "dreamgym-kl",
+  "dreamgym-refit",
   "s2r",
   "no-replay",
   "no-curriculum",
@@ -248,6 +249,16 @@ const allRows: Row[] = [
     "--set",
     `pessimism.kl=${args["kl-coef"]}`,
   ]),
+  // Dyna: the audit's real replays (16 episodes every 5 iterations) train the learned model, and count as real steps.
+  ...(args.experience !== "learned"
+    ? []
+    : [
+        dg(
+          "dreamgym-refit",
+          `DreamGym (model rewards), std floor ${args["std-floor"]}, KL β ${args["kl-coef"]}, the model refit on the audit's real replays (Dyna)`,
+          ["--set", `pessimism.stdFloor=${args["std-floor"]}`, "--set", `pessimism.kl=${args["kl-coef"]}`, "--refit"],
+        ),
+      ]),
   {
     key: "dreamgym-split-tasks",
     name: "DreamGym (model rewards) on every train goal (syntheticTasks=split), 0 real",

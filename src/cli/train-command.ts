@@ -133,6 +133,10 @@ export function registerTrain(program: Command): void {
       "--hybrid",
       "rewards and ends from the real env's verifier instead of the model's, where it can tell (WebShop: purchases scored by its reward; ALFWorld: the episode replayed in the real game)",
     )
+    .option(
+      "--refit",
+      "dreamgym/s2r with --experience learned:FILE (Dyna): after each on-policy audit the model learns from its real replays, which then count as real training steps",
+    )
     .option("--no-replay", "ablation: no retrieved demos for the model, and the buffer does not grow")
     .option("--no-curriculum", "ablation: seed tasks only")
     .option("--no-pessimism", "ablation: no penalty for the experience model's uncertainty, no halt, no std floor or KL penalty in the synthetic phase")
@@ -219,6 +223,7 @@ export function registerTrain(program: Command): void {
       for (const [flag, key] of Object.entries(FLAG_KEYS)) if (cmd.getOptionValueSource(flag) === "cli") input[key] = o[flag];
       if (cmd.getOptionValueSource("curriculum") === "cli") applySet(input, `curriculum.enabled=${o.curriculum}`);
       if (cmd.getOptionValueSource("pessimism") === "cli") input.pessimism = { beta: 0, kl: 0, stdFloor: 0 };
+      if (o.refit) applySet(input, "onPolicyAudit.refit=true");
       for (const s of o.set as string[]) applySet(input, s);
       // --env ws://…: the server's env under its own name, and the URL in the config (a resume reconnects).
       const env = { env: typeof input.env === "string" ? input.env : "webshop", data: typeof input.dataDir === "string" ? input.dataDir : undefined };

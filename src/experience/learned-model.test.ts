@@ -330,6 +330,9 @@ test("refit (Dyna): the members learn from real steps the run paid for, so the p
   const before = endingError(load());
   const refit = load();
   const { steps } = refit.refit(held, 7);
+  // Three audits' worth: the same real steps learned from again, as a run refits after each audit.
+  refit.refit(held, 8);
+  refit.refit(held, 9);
   assert.equal(
     steps,
     held.reduce((n, t) => n + t.steps.length, 0),
@@ -338,10 +341,10 @@ test("refit (Dyna): the members learn from real steps the run paid for, so the p
   assert.ok(after < 0.8 * before, `ending-step reward error on the refit episodes ${before.toFixed(3)} → ${after.toFixed(3)}`);
   // Same model, steps and seed: same bytes; another seed, another model; nothing to learn from, no change.
   const again = load();
-  again.refit(held, 7);
+  for (const seed of [7, 8, 9]) again.refit(held, seed);
   assert.ok(Buffer.from(again.save()).equals(Buffer.from(refit.save())));
   const other = load();
-  other.refit(held, 8);
+  for (const seed of [7, 8, 10]) other.refit(held, seed);
   assert.ok(!Buffer.from(other.save()).equals(Buffer.from(refit.save())));
   const idle = load();
   assert.equal(idle.refit([], 7).steps, 0);

@@ -98,7 +98,12 @@ export interface RefitOptions {
   epochs?: number;
   /** Adam's learning rate. @default 0.01 */
   learningRate?: number;
+  /** Learn from every refit's steps so far, not only these. @default ACCUMULATE */
+  accumulate?: boolean;
 }
+const REFIT_EPOCHS = 2;
+const REFIT_RATE = 0.01;
+const ACCUMULATE = false;
 
 export interface LearnedModelOptions {
   abstraction: StateAbstraction;
@@ -167,6 +172,8 @@ export class LearnedExperienceModel implements ExperienceModel {
   private readonly features: PolicyFeatures | undefined;
   /** The real recorded steps by command, where the abstraction's states are made of parts (`StateAbstraction.parts`). */
   private readonly recorded: RecordedSteps | undefined;
+  /** The real steps of every refit so far (`refit`). */
+  private readonly refitExamples: Example[] = [];
 
   constructor(info: LearnedModelInfo, members: ScoreNet[][], opts: LearnedModelOptions) {
     this.info = info;
@@ -297,16 +304,19 @@ export class LearnedExperienceModel implements ExperienceModel {
    * training, mostly on purchases whose pages match the real ones step for step).
    */
   refit(trajectories: readonly Trajectory[], seed: number, opts: RefitOptions = {}): { steps: number } {
-    const { examples } = examplesOf(trajectories, this.abstraction, this.rewards, this.info.dim, this.support, this.features);
-    if (examples.length === 0) return { steps: 0 };
-    const epochs = opts.epochs ?? 4;
-    const lr = opts.learningRate ?? 0.01;
+    const fresh = examplesOf(trajectories, this.abstraction, this.rewards, this.info.dim, this.support, this.features).examples;
+    if (fresh.length === 0) return { steps: 0 };
+    const accumulate = opts.accumulate ?? ACCUMULATE;
+    if (accumulate) this.refitExamples.push(...fresh);
+    const examples = accumulate ? this.refitExamples : fresh;
+    const epochs = opts.epochs ?? REFIT_EPOCHS;
+    const lr = opts.learningRate ?? REFIT_RATE;
     const batchSize = 32;
     const byTask = groupByTask(examples);
     const taskIds = [...byTask.keys()];
     this.members.forEach((nets, m) => {
       const rng = new Rng(deriveSeed(seed, "refit", m));
-      for (const n of nets) n.resetOptimizer();
+
       const sample: Example[] = [];
       for (let i = 0; i < taskIds.length; i++) sample.push(...byTask.get(taskIds[rng.randbelow(taskIds.length)])!);
       for (let epoch = 0; epoch < epochs; epoch++) {
@@ -318,7 +328,7 @@ export class LearnedExperienceModel implements ExperienceModel {
         }
       }
     });
-    return { steps: examples.length };
+    return { steps: fresh.length };
   }
 
   /** The model file: a header line (JSON) and the members' parameters (float32). Same model → same bytes. */

@@ -157,12 +157,6 @@ export class ScoreNet {
     return { arrays: [...this.params(), ...this.m, ...this.v], adamStep: this.adamStep };
   }
 
-  /** Forgets the Adam moments and step (a fine-tuning pass that should not depend on the passes before it). */
-  resetOptimizer(): void {
-    for (const a of [...this.m, ...this.v]) a.fill(0);
-    this.adamStep = 0;
-  }
-
   setState(arrays: Float32Array[], adamStep: number): void {
     const mine = this.state().arrays;
     mine.forEach((a, i) => a.set(arrays[i]));
