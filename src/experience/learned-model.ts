@@ -88,22 +88,19 @@ export interface ReturnRule {
 }
 
 /**
- * How hard a refit learns. The defaults were chosen on the dev split's runs (WebShop, data seeds 0 and
- * 2, 240k synthetic steps), refitting offline on each audit and measuring the next audit's return gap
- * over the last quarter: unchanged 0.036 / 0.081; 1 pass at 0.003, 0.021 / 0.075; 4 passes at 0.01,
- * −0.007 / 0.027, with order agreement 0.79 → 0.82 / 0.73 → 0.71 (docs/results.md).
+ * How hard a refit learns. The defaults were chosen on WebShop's dev split (data seeds 0 and 2, 240k
+ * synthetic steps; return gap over the last quarter of audits, exploitation, dev score): without refit
+ * +0.036 / +0.081; 2 passes at 0.01 on the latest audit, Adam's moments carried over, +0.007 / +0.023
+ * (exploitation 0 / 1.4%, dev score as without); 4 passes from fresh moments each time let
+ * exploitation reach 12.6%; 1 pass at 0.003 over every audit so far left +0.066 on seed 2
+ * (docs/results.md).
  */
 export interface RefitOptions {
-  /** Passes over the sample. @default 4 */
+  /** Passes over the sample. @default 2 */
   epochs?: number;
   /** Adam's learning rate. @default 0.01 */
   learningRate?: number;
-  /** Learn from every refit's steps so far, not only these. @default ACCUMULATE */
-  accumulate?: boolean;
 }
-const REFIT_EPOCHS = 2;
-const REFIT_RATE = 0.01;
-const ACCUMULATE = false;
 
 export interface LearnedModelOptions {
   abstraction: StateAbstraction;
@@ -172,8 +169,6 @@ export class LearnedExperienceModel implements ExperienceModel {
   private readonly features: PolicyFeatures | undefined;
   /** The real recorded steps by command, where the abstraction's states are made of parts (`StateAbstraction.parts`). */
   private readonly recorded: RecordedSteps | undefined;
-  /** The real steps of every refit so far (`refit`). */
-  private readonly refitExamples: Example[] = [];
 
   constructor(info: LearnedModelInfo, members: ScoreNet[][], opts: LearnedModelOptions) {
     this.info = info;
@@ -297,26 +292,23 @@ export class LearnedExperienceModel implements ExperienceModel {
   /**
    * Dyna-style recalibration on real steps the run paid for (the on-policy audit's replays of the
    * policy's own synthetic episodes): each member's heads take `epochs` passes over a bootstrap sample
-   * of the trajectories' tasks, from fresh optimiser moments, so the model after a refit depends only
-   * on the model before it and these steps (a resumed run that reloads the model refits alike). The
-   * offline data taught the heads the purchases the seed buffer made; the policy soon makes others,
-   * whose reward they overrate (WebShop at 240k: synthetic − real return +0.03 to +0.06 late in
-   * training, mostly on purchases whose pages match the real ones step for step).
+   * of the trajectories' tasks, Adam's moments carried over from the refit before. The model after a
+   * refit depends only on the model file, the refits before and these steps, so a resumed run that
+   * loads the file and refits from the audits it kept gets the same model. The offline data taught the
+   * heads the purchases the seed buffer made; the policy soon makes others, whose reward they
+   * overrate (WebShop at 240k: synthetic − real return +0.03 to +0.08 late in training, mostly on
+   * purchases whose pages match the real ones step for step).
    */
   refit(trajectories: readonly Trajectory[], seed: number, opts: RefitOptions = {}): { steps: number } {
-    const fresh = examplesOf(trajectories, this.abstraction, this.rewards, this.info.dim, this.support, this.features).examples;
-    if (fresh.length === 0) return { steps: 0 };
-    const accumulate = opts.accumulate ?? ACCUMULATE;
-    if (accumulate) this.refitExamples.push(...fresh);
-    const examples = accumulate ? this.refitExamples : fresh;
-    const epochs = opts.epochs ?? REFIT_EPOCHS;
-    const lr = opts.learningRate ?? REFIT_RATE;
+    const { examples } = examplesOf(trajectories, this.abstraction, this.rewards, this.info.dim, this.support, this.features);
+    if (examples.length === 0) return { steps: 0 };
+    const epochs = opts.epochs ?? 2;
+    const lr = opts.learningRate ?? 0.01;
     const batchSize = 32;
     const byTask = groupByTask(examples);
     const taskIds = [...byTask.keys()];
     this.members.forEach((nets, m) => {
       const rng = new Rng(deriveSeed(seed, "refit", m));
-
       const sample: Example[] = [];
       for (let i = 0; i < taskIds.length; i++) sample.push(...byTask.get(taskIds[rng.randbelow(taskIds.length)])!);
       for (let epoch = 0; epoch < epochs; epoch++) {
@@ -328,7 +320,7 @@ export class LearnedExperienceModel implements ExperienceModel {
         }
       }
     });
-    return { steps: fresh.length };
+    return { steps: examples.length };
   }
 
   /** The model file: a header line (JSON) and the members' parameters (float32). Same model → same bytes. */
