@@ -212,6 +212,12 @@ const maxAfter = Math.max(...after.map((s) => s.rss));
 const median = (xs: number[]) => quantile(xs, 0.5);
 const firstMinute = after.filter((s) => s.t < (warm?.t ?? 0) + 60).map((s) => s.rss);
 const lastMinute = after.filter((s) => s.t >= samples[samples.length - 1].t - 60).map((s) => s.rss);
+// Per minute after warm-up: the median (the band's middle) and the lowest sample (near a full GC: what is retained).
+const perMinute: { minute: number; median: number; low: number }[] = [];
+for (let m = 0; after.some((s) => s.t >= (warm?.t ?? 0) + 60 * m); m++) {
+  const xs = after.filter((s) => s.t >= (warm?.t ?? 0) + 60 * m && s.t < (warm?.t ?? 0) + 60 * (m + 1)).map((s) => s.rss);
+  if (xs.length > 0) perMinute.push({ minute: m + 1, median: median(xs), low: Math.min(...xs) });
+}
 const total = Object.values(counts).reduce((a, b) => a + b, 0);
 console.log(
   `\nsessions ended: ${total} (${ENDINGS.map((e) => `${e} ${counts[e]}`).join(", ")}); steps ${steps}; client errors ${errors}${errorKinds.size ? ` (${[...errorKinds].map(([k, n]) => `${n}× ${k}`).join("; ")})` : ""}`,
@@ -222,6 +228,14 @@ console.log(
 console.log(
   `RSS median of the first minute after warm-up → the last minute: ${median(firstMinute).toFixed(1)} → ${median(lastMinute).toFixed(1)} MB (${((100 * (median(lastMinute) - median(firstMinute))) / median(firstMinute)).toFixed(1)}%)`,
 );
+console.log(`RSS per minute after warm-up (median / lowest, MB): ${perMinute.map((p) => `${p.median.toFixed(0)}/${p.low.toFixed(0)}`).join("  ")}`);
+if (perMinute.length >= 4) {
+  // Two minutes at each end: a GC cycle of this heap takes about a minute, so one minute's median still swings.
+  const firstTwo = after.filter((s) => s.t < (warm?.t ?? 0) + 120).map((s) => s.rss);
+  const lastTwo = after.filter((s) => s.t >= samples[samples.length - 1].t - 120).map((s) => s.rss);
+  const [a, b] = [median(firstTwo), median(lastTwo)];
+  console.log(`RSS median of the first two minutes after warm-up → the last two: ${a.toFixed(1)} → ${b.toFixed(1)} MB (${((100 * (b - a)) / a).toFixed(1)}%)`);
+}
 console.log(
   `live sessions: ${atStop.sessions} when the clients stopped, ${end.sessions} after the idle timeout (${IDLE_TIMEOUT_S} s) and heartbeats; client sockets still open: ${leftOpen.size}`,
 );

@@ -241,7 +241,7 @@ export interface IterationMetrics {
   evalInteractions: number;
   /** Synthetic env steps used for training so far. */
   syntheticInteractions: number;
-  /** Real env steps of on-policy audits so far (neither training nor evaluation). */
+  /** Real env steps of on-policy audits so far (not evaluation; with `onPolicyAudit.refit`, the scheduled audits' steps are in `realInteractions` too). */
   auditInteractions: number;
   /** "real" or "synthetic": where this iteration's episodes ran; "offline": an epoch of behaviour cloning (no episodes played). */
   phase: "real" | "synthetic" | "offline";

@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Trajectory } from "../core/index.ts";
@@ -391,16 +391,20 @@ test("onPolicyAudit.refit (Dyna): a model that learns from the audit's real repl
       },
     };
   };
-  const config = { ...COMMON, buffer, onPolicyAudit: { every: 2, episodes: 16, refit: true } };
+  // Audits every 3 iterations: the half run below ends at iteration 8, off that schedule, where its last audit must not refit.
+  const config = { ...COMMON, buffer, onPolicyAudit: { every: 3, episodes: 16, refit: true } };
   const dir = join(root, "refit");
   const model = learning();
   const s = await train(dir, config, {}, { experienceModel: model });
   const a = audits(dir);
-  assert.equal(model.refits.length, a.length, "one refit per audit");
+  assert.equal(model.refits.length, a.filter((m) => m.iteration % 3 === 0).length, "one refit per scheduled audit (not the last iteration's own)");
   assert.equal(a[0].onPolicyAudit.exploitationRate, 1, "before any refit the planted arm is paid");
   assert.equal(a.at(-1)!.onPolicyAudit.exploitationRate ?? 0, 0, "after them it is not");
-  // The audit's real steps now train something: they are real training interactions too.
-  assert.equal(s.realInteractions, s.auditInteractions);
+  // The scheduled audits' real steps now train something: they are real training interactions too.
+  assert.equal(
+    s.realInteractions,
+    a.filter((m) => m.iteration % 3 === 0).reduce((n, m) => n + m.onPolicyAudit.steps, 0),
+  );
   assert.ok(s.realInteractions > 0);
   // Without refit the same run keeps being exploited and trains on no real step.
   const plain = join(root, "plain");
@@ -412,23 +416,44 @@ test("onPolicyAudit.refit (Dyna): a model that learns from the audit's real repl
   const half = join(root, "half");
   const first = learning();
   await train(half, { ...config, budget: COMMON.budget! / 2 }, {}, { experienceModel: first });
+  // An audit file gone: the model cannot be rebuilt, and the resume says so.
+  const damaged = join(root, "damaged");
+  cpSync(half, damaged, { recursive: true });
+  rmSync(auditFiles(damaged)[0].file);
+  await assert.rejects(resumeTraining(damaged, {}, {}, { experienceModel: learning() }), /refit on \d+ real steps of its audits, but the audit files hold \d+/);
   const second = learning();
   await resumeTraining(half, {}, { budget: COMMON.budget }, { experienceModel: second });
   assert.deepEqual(second.refits.slice(0, first.refits.length), first.refits, "the resume refits from each kept audit, with its seed");
   const strip = (m: IterationMetrics) => {
-    const { wallSeconds: _w, rolloutSeconds: _r, updateSeconds: _u, auditSeconds: _a, evalSeconds: _e, evalInteractions: _i, eval: _v, ...rest } = m;
-    return rest;
+    const {
+      wallSeconds: _w,
+      rolloutSeconds: _r,
+      updateSeconds: _u,
+      auditSeconds: _a,
+      evalSeconds: _e,
+      evalInteractions: _i,
+      auditInteractions: _n,
+      eval: _v,
+      onPolicyAudit,
+      ...rest
+    } = m;
+    // The half run's last iteration (8) audited as a last one does (its steps counted); nothing else differs.
+    return m.iteration === 8 ? rest : { ...rest, onPolicyAudit };
   };
   assert.deepEqual(readMetrics(half).map(strip), readMetrics(dir).map(strip));
 
-  // A model that cannot learn from real steps is refused, in one line.
+  // A model that cannot learn from real steps is refused, in one line; so is refit where there is no audit to learn from.
+  const fixed: ExperienceModel = { id: "fixed", predict: async ({ state }) => ({ nextState: state, reward: 0, terminated: true, info: {} }) };
   await assert.rejects(
-    train(
-      join(root, "refused"),
-      config,
-      {},
-      { experienceModel: { id: "fixed", predict: async ({ state }) => ({ nextState: state, reward: 0, terminated: true, info: {} }) } },
-    ),
-    /onPolicyAudit.refit needs an experience model that learns from real steps/,
+    train(join(root, "refused"), config, {}, { experienceModel: fixed }),
+    /--refit needs an experience model that learns from real steps .*; fixed cannot/,
+  );
+  await assert.rejects(
+    train(join(root, "real"), { ...config, mode: "real" }),
+    /--refit learns from the on-policy audit's real replays: it needs the synthetic modes/,
+  );
+  await assert.rejects(
+    train(join(root, "off"), { ...config, onPolicyAudit: { every: 0, refit: true } }, {}, { experienceModel: learning() }),
+    /the audit is off/,
   );
 });

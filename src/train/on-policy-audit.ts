@@ -91,12 +91,15 @@ export async function onPolicyAudit(
 }
 
 /**
- * Dyna (`onPolicyAudit.refit`): the experience model learns from an audit's real replays, read as
- * their file keeps them (JSON), so a resume that refits from the audit files gets the same model.
- * Returns the real steps it learned from (real training interactions from then on).
+ * Dyna (`onPolicyAudit.refit`): the experience model learns from a scheduled audit's real replays,
+ * read as their file keeps them (JSON), so a resume that refits from the audit files gets the same
+ * model. Returns the real steps it learned from (real training interactions from then on).
  */
 export function refitOnAudit(config: TrainConfig, synthetic: SyntheticPool | undefined, pairs: readonly AuditPair[], iteration: number): number {
-  if (!config.onPolicyAudit.refit || !synthetic?.refit || pairs.length === 0) return 0;
+  // Only the scheduled audits: the one a run's last synthetic iteration adds would train nothing, and
+  // a run extended with a larger --budget goes on as one that never stopped there.
+  const scheduled = config.onPolicyAudit.every > 0 && iteration % config.onPolicyAudit.every === 0;
+  if (!config.onPolicyAudit.refit || !scheduled || !synthetic?.refit || pairs.length === 0) return 0;
   const trajectories = realTrajectories(JSON.parse(JSON.stringify(pairs)) as AuditPair[], config.env);
   synthetic.refit(trajectories, deriveSeed(config.seed, "refit", iteration));
   return trajectories.reduce((s, t) => s + t.steps.length, 0);

@@ -232,6 +232,19 @@ function checkSettings(config: TrainConfig): void {
     throw new InvalidConfigError(`--cold-start starts from an empty buffer: drop --buffer ${config.buffer} (or drop --cold-start to ground the model in it)`);
   if (config.syntheticOnly && config.mode !== "dreamgym")
     throw new InvalidConfigError(`--synthetic-only trains in the synthetic env alone: it needs --mode dreamgym (mode is ${config.mode})`);
+  if (config.onPolicyAudit.refit) {
+    const why =
+      config.mode !== "dreamgym" && config.mode !== "s2r"
+        ? `it needs the synthetic modes (dreamgym, s2r); mode is ${config.mode}`
+        : config.syntheticOnly
+          ? "--synthetic-only has no audit"
+          : config.onPolicyAudit.every === 0
+            ? "the audit is off (onPolicyAudit.every 0)"
+            : config.served && config.mode === "s2r"
+              ? "a served S2R run's trainer counts the real phase's steps itself, which the refit's would upset"
+              : undefined;
+    if (why) throw new InvalidConfigError(`--refit learns from the on-policy audit's real replays: ${why}`);
+  }
 }
 
 /**

@@ -137,7 +137,10 @@ export class RunFolder implements RunSink {
     }
     // A larger first-phase budget extends the run, as if it had been given from the start.
     if (defined.budget !== undefined) {
-      const realPhaseBegun = stored.mode === "s2r" && (latest?.state.realInteractions ?? 0) > 0;
+      // (With refit, real steps come before the real phase: the synthetic budget tells.)
+      const refit = (stored.onPolicyAudit as { refit?: unknown } | undefined)?.refit === true;
+      const realPhaseBegun =
+        stored.mode === "s2r" && (refit ? (latest?.state.syntheticInteractions ?? 0) >= Number(stored.budget) : (latest?.state.realInteractions ?? 0) > 0);
       if (stored.mode === "bc" || !(Number(defined.budget) > Number(stored.budget)) || realPhaseBegun) {
         const why =
           stored.mode === "bc"

@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { InvalidConfigError, type Task } from "../core/index.ts";
+import { DataError, InvalidConfigError, type Task } from "../core/index.ts";
 import { ReplayBuffer } from "../buffer/index.ts";
 import { Curriculum } from "../curriculum/index.ts";
 import { envTasks } from "../envs/index.ts";
@@ -195,12 +195,19 @@ export async function compose(run: RunFolder, latest: Checkpoint | undefined, gi
     if (synthetic && config.onPolicyAudit.refit) {
       if (!synthetic.refit)
         throw new InvalidConfigError(
-          `onPolicyAudit.refit needs an experience model that learns from real steps (--experience learned:FILE); ${config.experience} cannot`,
+          `--refit needs an experience model that learns from real steps (--experience learned:FILE); ${given.experienceModel?.id ?? config.experience} cannot`,
         );
-      if (config.onPolicyAudit.every === 0)
-        throw new InvalidConfigError("onPolicyAudit.refit learns from the on-policy audit's replays: set onPolicyAudit.every ≥ 1");
       // A resumed run's model: the one it started with, refit again from the audits it kept (each the same).
-      for (const f of auditFiles(run.dir)) if (f.iteration <= (latest?.iteration ?? 0)) refitOnAudit(config, synthetic, readAuditPairs(f.file), f.iteration);
+      let refitSteps = 0;
+      for (const f of auditFiles(run.dir))
+        if (f.iteration <= (latest?.iteration ?? 0)) refitSteps += refitOnAudit(config, synthetic, readAuditPairs(f.file), f.iteration);
+      // Before any real phase, the run's real steps are exactly the refits': a difference means audit files went missing.
+      const beforeRealPhase = config.mode === "dreamgym" || (latest?.state.syntheticInteractions ?? 0) < config.budget;
+      if (latest && beforeRealPhase && refitSteps !== latest.state.realInteractions)
+        throw new DataError(
+          `the run's model was refit on ${latest.state.realInteractions} real steps of its audits, but the audit files hold ${refitSteps}: restore them, or start a new run`,
+          { file: join(run.dir, "audit") },
+        );
     }
     // The curriculum belongs to the synthetic phase, where there is a task generator.
     const curriculum = synthetic?.generator ? new Curriculum(config.curriculum, synthetic.generator, [...split.tasks, ...evaluation.tasks]) : undefined;
