@@ -7,11 +7,15 @@ import type { BrowserEnv } from "../browser/index.ts";
 import type { WebShopPagesEnv, WebShopSite } from "./index.ts";
 
 // The in-process pages env against the browser: the same goals, the same policies, every state compared.
-const browser: BrowserEnv & { site: WebShopSite } = createEnv("webshop-browser", { split: "train", contexts: 1, actionTimeoutMs: 20_000 });
-const pages: WebShopPagesEnv = createEnv("webshop-pages", { split: "train" });
+// Two browser envs over one pool of two contexts (as `createEnv` shares it), each with its own pages env.
+const browsers: (BrowserEnv & { site: WebShopSite })[] = [0, 1].map(() =>
+  createEnv("webshop-browser", { split: "train", contexts: 2, actionTimeoutMs: 20_000 }),
+);
+const [browser] = browsers;
+const pagesEnvs: WebShopPagesEnv[] = [0, 1].map(() => createEnv("webshop-pages", { split: "train" }));
+const [pages] = pagesEnvs;
 after(async () => {
-  await browser.close();
-  await pages.close();
+  for (const e of [...browsers, ...pagesEnvs]) await e.close();
 });
 
 async function play(env: Env, policy: Policy, task: Task): Promise<{ states: string[]; rewards: number[]; actions: string[][]; taken: string[] }> {
@@ -39,19 +43,26 @@ test("the pages env shows what the browser shows, step by step: oracle and rando
   assert.equal(tasks.length, 10);
   let steps = 0,
     backs = 0;
-  for (const [i, task] of tasks.entries()) {
-    for (const kind of ["oracle", "random"] as const) {
-      const mk = (env: Env & { site: { catalogue: unknown }; task: Task | null }) =>
-        kind === "oracle" ? createPolicy("webshop-browser", "oracle", env as never) : new RandomPolicy(1000 + i);
-      const inBrowser = await play(browser, mk(browser), task);
-      const inProcess = await play(pages, mk(pages), task);
-      assert.deepEqual(inProcess.states, inBrowser.states, `${kind} on ${task.id}`);
-      assert.deepEqual(inProcess.rewards, inBrowser.rewards);
-      assert.deepEqual(inProcess.actions, inBrowser.actions);
-      steps += inBrowser.rewards.length;
-      backs += inBrowser.taken.filter((a, k) => a === "go_back" && inBrowser.states[k + 1] !== inBrowser.states[k]).length;
-    }
-  }
+  // Each pair of envs takes every other goal (each episode's policy and seed are its goal's alone).
+  await Promise.all(
+    browsers.map(async (b, k) => {
+      const p = pagesEnvs[k];
+      for (let i = k; i < tasks.length; i += browsers.length) {
+        const task = tasks[i];
+        for (const kind of ["oracle", "random"] as const) {
+          const mk = (env: Env & { site: { catalogue: unknown }; task: Task | null }) =>
+            kind === "oracle" ? createPolicy("webshop-browser", "oracle", env as never) : new RandomPolicy(1000 + i);
+          const inBrowser = await play(b, mk(b), task);
+          const inProcess = await play(p, mk(p), task);
+          assert.deepEqual(inProcess.states, inBrowser.states, `${kind} on ${task.id}`);
+          assert.deepEqual(inProcess.rewards, inBrowser.rewards);
+          assert.deepEqual(inProcess.actions, inBrowser.actions);
+          steps += inBrowser.rewards.length;
+          backs += inBrowser.taken.filter((a, j) => a === "go_back" && inBrowser.states[j + 1] !== inBrowser.states[j]).length;
+        }
+      }
+    }),
+  );
   assert.ok(steps > 100, `${steps} steps compared`);
   assert.ok(backs > 0, "some episode went back a page");
 });
