@@ -448,3 +448,25 @@ test("realVersion stays while only synthetic transitions come and go, and a real
   assert.notEqual(b.realVersion, v0, "a real append changes it");
   b.close();
 });
+
+test("rows a search has read are not served once they go: trimmed here, or deleted by another connection", async () => {
+  const file = tempFile("row-cache.db");
+  const b = ReplayBuffer.open(file);
+  await b.appendTrajectories([makeTrajectory(0)], { seed: true });
+  await b.appendTrajectories([1, 2, 3].map((i) => makeTrajectory(i, { policy: "run" })));
+  const q = makeTrajectory(2).steps[0];
+  const query = { state: q.observation, action: q.action };
+  const episodes = async () => new Set((await b.search(query, { k: 12, distinct: false })).map((h) => h.transition.state.split(":")[0]));
+  assert.deepEqual(await episodes(), new Set([0, 1, 2, 3].flatMap((i) => [0, 1, 2].map((s) => `page ${s} of episode ${i}`))));
+  await b.trim(3);
+  const kept = await episodes();
+  assert.equal(kept.size, 6);
+  assert.ok(![...kept].some((e) => e.endsWith("episode 1") || e.endsWith("episode 2")), [...kept].join(", "));
+  const other = ReplayBuffer.open(file);
+  await other.appendTrajectories([makeTrajectory(5, { policy: "other" })]);
+  assert.ok((await episodes()).has("page 0 of episode 5"));
+  assert.equal(await other.deleteTrajectories({ policies: ["other"] }), 1);
+  other.close();
+  assert.deepEqual(await episodes(), kept);
+  b.close();
+});

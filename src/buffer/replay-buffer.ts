@@ -45,6 +45,8 @@ const SCAN_FILTER_MAX = 20_000;
  * filtered HNSW search that has not found k by then scans the filter's rows exactly instead.
  */
 const MAX_CANDIDATES = 4096;
+/** Rows kept by id for searches (see `cachedRows`): full rows (texts and all, ~2 KB each) and their keys. */
+const ROW_CACHE_MAX = { rows: 20_000, keys: 100_000 };
 
 /** A step on its way into the database. */
 interface PendingStep extends StepFields {
@@ -369,6 +371,7 @@ export class ReplayBuffer {
     const kept = gone.size > 0 ? added.filter((r) => !gone.has(r.id)) : added;
     this.size += added.length - evicted.length;
     this.filterCounts.clear();
+    if (evicted.length > 0) this.dropCachedRows();
     const addedIds = new Set(added.map((r) => r.id));
     this.indexes.afterWrite(
       kept,
@@ -517,11 +520,36 @@ export class ReplayBuffer {
   }
 
   private rowsByIds(ids: number[]): Map<number, Row> {
+    return this.cachedRows(this.rowCache, ROW_CACHE_MAX.rows, ids, `${SELECT_TRANSITIONS} WHERE x.id IN (SELECT value FROM json_each(?))`);
+  }
+
+  /**
+   * Rows by id, read once: a transition row never changes after its commit and its id is never
+   * reused (AUTOINCREMENT), so only a deletion (`dropCachedRows`) makes a kept row wrong. A search's
+   * candidates recur across queries (a synthetic env asks about the same pages again and again).
+   */
+  private cachedRows(cache: Map<number, Row>, max: number, ids: number[], sql: string): Map<number, Row> {
     const out = new Map<number, Row>();
-    if (ids.length === 0) return out;
-    const rows = this.sql(`${SELECT_TRANSITIONS} WHERE x.id IN (SELECT value FROM json_each(?))`).all(JSON.stringify(ids)) as Row[];
-    for (const r of rows) out.set(Number(r.id), r);
+    const missing: number[] = [];
+    for (const id of ids) {
+      const r = cache.get(id);
+      if (r) out.set(id, r);
+      else missing.push(id);
+    }
+    if (missing.length === 0) return out;
+    if (cache.size + missing.length > max) cache.clear();
+    for (const r of this.sql(sql).all(JSON.stringify(missing)) as Row[]) {
+      const id = Number(r.id);
+      out.set(id, r);
+      cache.set(id, r);
+    }
     return out;
+  }
+  private readonly rowCache = new Map<number, Row>();
+  private readonly keyCache = new Map<number, Row>();
+  private dropCachedRows(): void {
+    this.rowCache.clear();
+    this.keyCache.clear();
   }
 
   /** Number of transitions, without a query (kept in step with writes, including other connections'). */
@@ -696,9 +724,17 @@ export class ReplayBuffer {
     return this.realKey.key;
   }
   private realKey: { at: number; key: string } | undefined;
+  private followedThisTick = false;
 
   /** Another connection committed: our counts and indexes are stale. */
   private followOtherWriters(): void {
+    // Once per run of synchronous code: a step's retrieval asks several times (version, count,
+    // searches), and another process's commit that lands meanwhile is as if it landed just after.
+    if (this.followedThisTick) return;
+    this.followedThisTick = true;
+    queueMicrotask(() => {
+      this.followedThisTick = false;
+    });
     const v = Number(this.sql("PRAGMA data_version").pluck().get());
     if (v === this.dataVersion) return;
     this.dataVersion = v;
@@ -706,6 +742,7 @@ export class ReplayBuffer {
     this.size = this.count();
     this.filterCounts.clear();
     this.textCache = new Map();
+    this.dropCachedRows();
     this.indexes.invalidate();
   }
 
@@ -772,13 +809,12 @@ export class ReplayBuffer {
 
   /** The small facts search needs to filter and collapse candidates. */
   private keysByIds(ids: number[]): Map<number, Row> {
-    const out = new Map<number, Row>();
-    if (ids.length === 0) return out;
-    const rows = this.sql("SELECT id, state_id, action, env, source, task_id FROM transitions WHERE id IN (SELECT value FROM json_each(?))").all(
-      JSON.stringify(ids),
-    ) as Row[];
-    for (const r of rows) out.set(Number(r.id), r);
-    return out;
+    return this.cachedRows(
+      this.keyCache,
+      ROW_CACHE_MAX.keys,
+      ids,
+      "SELECT id, state_id, action, env, source, task_id FROM transitions WHERE id IN (SELECT value FROM json_each(?))",
+    );
   }
 
   close(): void {

@@ -139,3 +139,44 @@ test("exact search stays exact where int8 rounding cannot tell rows apart", () =
     );
   }
 });
+
+test("filtered views follow the rows that come and go: hundreds of action views, synthetic rows added and removed among real ones", () => {
+  const dims = 24;
+  const n = 6000;
+  const vs = randomVectors(n + 600, dims, 7);
+  const tagsOf = (i: number) => ({ env: 1, source: i < n ? 1 : 2, task: (i % 7) + 1, action: (i % 400) + 1 });
+  const idx = new ExactIndex(dims, 64);
+  const live = new Set<number>();
+  for (let i = 0; i < n; i++) {
+    idx.add(i, vs[i], tagsOf(i));
+    live.add(i);
+  }
+  const ids = vs.map((_, i) => i);
+  const check = (q: Float32Array, action: number, source: number | undefined) =>
+    assert.deepEqual(
+      idx.search(q, 5, { env: 1, source, action }).map((c) => c.id),
+      naive(vs, ids, q, 5, (i) => live.has(i) && tagsOf(i).action === action && (source === undefined || tagsOf(i).source === source)),
+    );
+  const queries = randomVectors(3, dims, 8);
+  // Views of 400 actions (more than were once kept), real-only and any source.
+  for (const q of queries) for (let a = 1; a <= 400; a += 3) check(q, a, 1);
+  for (const q of queries) check(q, 5, undefined);
+  // Synthetic rows come (some of them in the actions searched) and some real and synthetic rows go.
+  for (let i = n; i < n + 600; i++) {
+    idx.add(i, vs[i], tagsOf(i));
+    live.add(i);
+  }
+  const gone = [3, 401, 802, n + 4, n + 405, n + 599];
+  idx.remove(gone);
+  for (const g of gone) live.delete(g);
+  for (const q of queries)
+    for (let a = 1; a <= 400; a += 3) {
+      check(q, a, 1);
+      check(q, a, 2);
+      check(q, a, undefined);
+    }
+  assert.deepEqual(
+    idx.search(queries[0], 8, { env: 1, source: 1 }).map((c) => c.id),
+    naive(vs, ids, queries[0], 8, (i) => live.has(i) && i < n),
+  );
+});

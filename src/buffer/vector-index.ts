@@ -53,9 +53,16 @@ export class ExactIndex {
   private action: Int32Array;
   private n = 0;
   private readonly rowOf = new Map<number, number>();
-  /** Filtered views and the rows of each action code, until the next change (see `view`). */
-  private readonly views = new Map<string, View>();
+  /**
+   * Filtered views by the source they filter on (0: any), and the rows of each action code, until
+   * the next change (see `view`). By source, so that a synthetic row's coming or going looks only at
+   * the views it can belong to, not at the many of real rows.
+   */
+  private readonly views = new Map<number, Map<string, View>>();
   private byAction: Map<number, number[]> | null = null;
+  /** Rows copied into the views kept (bounded with their number). */
+  private viewRows = 0;
+  private viewCount = 0;
 
   constructor(dims: number, capacity = 1024) {
     this.dims = dims;
@@ -104,7 +111,16 @@ export class ExactIndex {
   /** A row of these tags comes or goes: the views it belongs to (and the whole index's) are stale; the others hold only ids and stay. */
   private changed(tags: RowTags): void {
     this.byAction = null;
-    for (const [key, v] of this.views) if (v.ids === null || matches(tags, v.filter)) this.views.delete(key);
+    for (const source of [0, tags.source]) {
+      const views = this.views.get(source);
+      if (!views) continue;
+      for (const [key, v] of views)
+        if (v.ids === null || matches(tags, v.filter)) {
+          views.delete(key);
+          this.viewRows -= v.ids === null ? 0 : v.ids.length;
+          this.viewCount--;
+        }
+    }
   }
 
   /** Removes rows by swapping the last row into their place. */
@@ -170,18 +186,21 @@ export class ExactIndex {
       qNorm += q8[j] * q8[j];
     }
     const slack = (q.maxError * Math.sqrt(qNorm)) / (q.scale * qScale) + Math.sqrt(qErr) / qScale;
+    // usearch's "ip" distance is 1 − the dot product of the int8 vectors, and its matches come best
+    // first: once the k-th exact score beats a match's int8 score by more than the slack, neither it
+    // nor any match after it (nor any row left out) can enter, so the rest are not scored.
+    const unit = q.scale * qScale;
     for (let want = Math.min(count, 4 * k + 64); ; want = Math.min(count, want * 4)) {
       const m = usearch.exactSearch(q.int8, q8, d, want, "ip", 1);
       const top = new TopK(k);
       for (let i = 0; i < m.keys.length; i++) {
+        if (top.full && top.worst > (1 - m.distances[i]) / unit + slack) return top.sorted();
         const r = Number(m.keys[i]);
         top.push(idAt(r), exact(r));
       }
-      const best = top.sorted();
-      if (m.keys.length >= count) return best;
-      // usearch's "ip" distance is 1 − the dot product of the int8 vectors.
-      const leftOut = (1 - m.distances[m.keys.length - 1]) / (q.scale * qScale);
-      if (best.length === k && best[k - 1].score > leftOut + slack) return best;
+      if (m.keys.length >= count) return top.sorted();
+      const leftOut = (1 - m.distances[m.keys.length - 1]) / unit;
+      if (top.full && top.worst > leftOut + slack) return top.sorted();
     }
   }
 
@@ -212,7 +231,9 @@ export class ExactIndex {
    */
   private view(filter: Partial<RowTags>): View {
     const key = `${filter.env ?? ""}|${filter.source ?? ""}|${filter.task ?? ""}|${filter.action ?? ""}`;
-    let v = this.views.get(key);
+    let views = this.views.get(filter.source ?? 0);
+    if (!views) this.views.set(filter.source ?? 0, (views = new Map()));
+    let v = views.get(key);
     if (v) return v;
     const n = this.n;
     const d = this.dims;
@@ -242,8 +263,14 @@ export class ExactIndex {
       kept.forEach((r, i) => matrix.set(this.matrix.subarray(r * d, (r + 1) * d), i * d));
       v = { ids: Float64Array.from(kept, (r) => this.ids[r]), matrix, filter: { ...filter } };
     }
-    if (this.views.size >= MAX_VIEWS) this.views.clear();
-    this.views.set(key, v);
+    const rows = v.ids === null ? 0 : v.ids.length;
+    if (++this.viewCount > MAX_VIEWS || this.viewRows + rows > VIEW_ROWS_MIN + 2 * this.n) {
+      for (const m of this.views.values()) m.clear();
+      this.viewRows = 0;
+      this.viewCount = 1;
+    }
+    views.set(key, v);
+    this.viewRows += rows;
     return v;
   }
 }
@@ -280,13 +307,26 @@ const quantize = (x: Float32Array, scale: number) => {
 
 /** Below this many rows a search scores in JS (usearch's call costs more than it saves). */
 const SIMD_MIN_ROWS = 256;
-/** Filtered views kept at once (each holds copies of its rows' vectors). */
-const MAX_VIEWS = 256;
+/**
+ * Filtered views kept at once, and the rows they may copy: beyond 2 × the index plus VIEW_ROWS_MIN
+ * they all go. A synthetic env's same-action searches ask for one view per action (2,581 actions in
+ * WebShop's 13,453 seed rows: each row is in one of them).
+ */
+const MAX_VIEWS = 8192;
+const VIEW_ROWS_MIN = 65_536;
 
 /** Keeps the k best (score, id) pairs; ties prefer the lower id. */
 export class TopK {
   private items: Candidate[] = [];
   constructor(private readonly k: number) {}
+  /** Whether it holds k items. */
+  get full(): boolean {
+    return this.items.length === this.k;
+  }
+  /** The lowest score kept (the heap's root; -Infinity when empty). */
+  get worst(): number {
+    return this.items.length === 0 ? Number.NEGATIVE_INFINITY : this.items[0].score;
+  }
   private worse(a: Candidate, b: Candidate): boolean {
     return a.score < b.score || (a.score === b.score && a.id > b.id);
   }

@@ -72,6 +72,9 @@ function jaccard(a: Set<string>, b: Set<string>): number {
   return inter / (a.size + b.size - inter || 1);
 }
 
+/** Jaccard ≥ 0.95; sets whose sizes differ more cannot get there (the overlap is at most the smaller over the larger), so most pairs are not intersected. */
+const nearDuplicate = (a: Set<string>, b: Set<string>) => Math.min(a.size, b.size) >= 0.95 * Math.max(a.size, b.size) && jaccard(a, b) >= 0.95;
+
 export class Curriculum {
   private generated: GeneratedTask[] = [];
   private counter = 0;
@@ -82,6 +85,17 @@ export class Curriculum {
     /** Ids and instructions that generated tasks must not duplicate (the seed and eval tasks). */
     private readonly reserved: readonly Task[] = [],
   ) {}
+
+  /** Word sets of the instructions seen, made once (every update compares against all the known tasks). */
+  private readonly wordSets = new Map<string, Set<string>>();
+  private wordsOf(instruction: string): Set<string> {
+    let w = this.wordSets.get(instruction);
+    if (!w) {
+      if (this.wordSets.size >= 50_000) this.wordSets.clear();
+      this.wordSets.set(instruction, (w = words(instruction)));
+    }
+    return w;
+  }
 
   get tasks(): readonly GeneratedTask[] {
     return this.generated;
@@ -108,7 +122,7 @@ export class Curriculum {
     const ids = new Set(known.map((t) => t.id));
     const keyOf = this.generator.key?.bind(this.generator);
     const keys = new Set(keyOf ? known.map((t) => keyOf(t)).filter((k): k is string => k !== undefined) : []);
-    const texts = keyOf ? [] : known.map((t) => words(t.instruction));
+    const texts = keyOf ? [] : known.map((t) => this.wordsOf(t.instruction));
     // Kept apart until every parent is done: an endpoint that fails midway leaves the pool as it was,
     // so the run can be checkpointed at the last whole iteration.
     const added: GeneratedTask[] = [];
@@ -128,9 +142,9 @@ export class Curriculum {
       const { tasks, infeasible } = generated;
       result.infeasible += infeasible;
       for (const t of tasks) {
-        const w = words(t.instruction);
+        const w = this.wordsOf(t.instruction);
         const key = keyOf?.(t);
-        if (ids.has(t.id) || (keyOf ? key === undefined || keys.has(key) : texts.some((x) => jaccard(x, w) >= 0.95))) {
+        if (ids.has(t.id) || (keyOf ? key === undefined || keys.has(key) : texts.some((x) => nearDuplicate(x, w)))) {
           result.duplicates++;
           continue;
         }

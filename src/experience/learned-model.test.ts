@@ -327,8 +327,9 @@ test("refit (Dyna): the members learn from real steps the run paid for, so the p
     }
     return sum / n;
   };
-  const before = endingError(load());
+  // The same model is asked before and after: what it remembered of its answers goes with the refit.
   const refit = load();
+  const before = endingError(refit);
   const { steps } = refit.refit(held, 7);
   // Three audits' worth: the same real steps learned from again, as a run refits after each audit.
   refit.refit(held, 8);

@@ -111,8 +111,11 @@ export class SyntheticEnv implements Env {
 
   availableActions(): string[] | undefined {
     if (this.done) return [];
-    return this.o.abstraction.actions(this.state);
+    // Read off the state once: the policy asks for them, then the step checks the action against them.
+    if (this.listed?.state !== this.state) this.listed = { state: this.state, actions: this.o.abstraction.actions(this.state) };
+    return this.listed.actions && [...this.listed.actions];
   }
+  private listed: { state: string; actions: string[] | undefined } | undefined;
 
   private isListed(action: string): boolean {
     const listed = this.availableActions();
