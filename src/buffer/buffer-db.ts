@@ -157,6 +157,15 @@ export const SELECT_TRANSITIONS = `SELECT x.id, x.step, x.env, x.task_id, ti.tex
   FROM transitions x JOIN trajectories j ON j.id = x.trajectory_id JOIN texts ti ON ti.id = x.instruction_id
   JOIN texts ts ON ts.id = x.state_id JOIN texts tn ON tn.id = x.next_state_id`;
 
+/**
+ * A key of the real transitions in the file: it changes whenever one comes or goes (ids only grow,
+ * so count, largest and sum of the ids tell). Read by a buffer and by its search thread alike.
+ */
+export function realRowsKey(db: Database.Database): string {
+  const r = db.prepare("SELECT count(*) AS n, coalesce(max(id), 0) AS m, coalesce(sum(id), 0) AS s FROM transitions WHERE source = 'real'").get() as Row;
+  return `real:${r.n}:${r.m}:${r.s}`;
+}
+
 export function toTransition(r: Row): StoredTransition {
   const t: StoredTransition = {
     id: Number(r.id),

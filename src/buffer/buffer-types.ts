@@ -97,6 +97,12 @@ export interface ReplayBufferOptions {
   durable?: boolean;
   /** Wait this long for a lock held by another process. @default 5000 */
   busyTimeoutMs?: number;
+  /**
+   * Run `searchVectorAsync`'s searches of real transitions on a worker thread (a second core), with
+   * the same results. For a synthetic env's retrieval, which asks about the offline data step after
+   * step while the policy acts. @default false
+   */
+  searchThread?: boolean;
 }
 
 export interface AppendOptions {

@@ -20,6 +20,7 @@ import {
   openDatabase,
   prepareStatements,
   readTrajectories,
+  realRowsKey,
   SELECT_TRANSITIONS,
   textKey,
   toTransition,
@@ -35,6 +36,7 @@ import { SearchIndexes, type IndexedRow } from "./search-indexes.ts";
 import { transitionText } from "./transition-text.ts";
 import { trajectoryContentId } from "./trajectory-schema.ts";
 import type { Candidate } from "./vector-index.ts";
+import { RealSearchThread } from "./real-search.ts";
 
 /** A first `appendTrajectories` of at least this many transitions to an empty buffer fits the default embedder's IDF. */
 const IDF_FIT_MIN_TRANSITIONS = 100;
@@ -109,6 +111,7 @@ export class ReplayBuffer {
     this.readonly = opts.readonly ?? false;
     this.capacity = opts.capacity ?? null;
     this.annThreshold = opts.annThreshold ?? 250_000;
+    this.searchThreadWanted = opts.searchThread ?? false;
     this.stmts = prepareStatements(db);
     const stored = this.storedEmbedder();
     if (stored && opts.embedder && opts.embedder.id !== stored.id) {
@@ -718,8 +721,7 @@ export class ReplayBuffer {
     const v = this.version;
     if (this.size >= this.annThreshold) return `all:${v}`;
     if (this.realKey?.at !== v) {
-      const r = this.sql("SELECT count(*) AS n, coalesce(max(id), 0) AS m, coalesce(sum(id), 0) AS s FROM transitions WHERE source = 'real'").get() as Row;
-      this.realKey = { at: v, key: `real:${r.n}:${r.m}:${r.s}` };
+      this.realKey = { at: v, key: realRowsKey(this.db) };
     }
     return this.realKey.key;
   }
@@ -754,12 +756,7 @@ export class ReplayBuffer {
   }
 
   searchVector(vector: Float32Array, opts: SearchOptions = {}): SearchResult[] {
-    this.checkOpen();
-    this.followOtherWriters();
-    const k = opts.k ?? 5;
-    if (!Number.isInteger(k) || k < 1) throw new InvalidConfigError(`k must be a positive integer, got ${k}`);
-    if (vector.length !== this.embedder.dims)
-      throw new InvalidConfigError(`query vector has ${vector.length} dims; the buffer's embedder "${this.embedder.id}" has ${this.embedder.dims}`);
+    const k = this.checkSearch(vector, opts);
     if (this.size === 0) return [];
     const filter = opts.filter ?? {};
     const distinct = opts.distinct ?? true;
@@ -782,32 +779,86 @@ export class ReplayBuffer {
           : mode === "scan"
             ? this.indexes.scanCandidates(vector, limit, where, args)
             : this.indexes.exactCandidates(vector, limit, filter);
-      const keys = this.keysByIds(candidates.map((c) => c.id));
-      const chosen: Candidate[] = [];
-      const seen = new Set<string>();
-      for (const c of candidates) {
-        const r = keys.get(c.id);
-        if (!r) continue; // evicted by another writer meanwhile
-        if (mode === "ann" && filtered && !matchesFilter(r, filter)) continue;
-        if (distinct) {
-          const key = `${String(r.state_id)}\u0000${String(r.action)}`;
-          if (seen.has(key)) continue;
-          seen.add(key);
-        }
-        chosen.push(c);
-        if (chosen.length === k) break;
-      }
-      const filteredAnn = mode === "ann" && filtered;
-      const exhausted = candidates.length < limit || limit >= this.size || (!filteredAnn && want >= MAX_CANDIDATES);
-      if (chosen.length === k || exhausted) {
-        const rows = this.rowsByIds(chosen.map((c) => c.id));
-        return chosen.filter((c) => rows.has(c.id)).map((c) => ({ score: c.score, transition: toTransition(rows.get(c.id)!) }));
-      }
-      if (filteredAnn && want >= MAX_CANDIDATES) mode = "scan"; // a selective filter: scan its rows exactly
+      const r = this.choose(candidates, { k, limit, want, size: this.size, distinct, filter: mode === "ann" && filtered ? filter : undefined });
+      if (r) return r;
+      if (mode === "ann" && filtered && want >= MAX_CANDIDATES) mode = "scan"; // a selective filter: scan its rows exactly
     }
   }
 
-  /** The small facts search needs to filter and collapse candidates. */
+  /**
+   * `searchVector`, with a search of real transitions only (`filter.source: "real"`, exact search)
+   * run on the buffer's search thread when it has one (`ReplayBufferOptions.searchThread`): the same
+   * results, while this thread does other work. Any other search runs here, as `searchVector`.
+   */
+  async searchVectorAsync(vector: Float32Array, opts: SearchOptions = {}): Promise<SearchResult[]> {
+    const filter = opts.filter ?? {};
+    if (!this.searchThreadWanted || filter.source !== "real" || this.path === ":memory:" || (!opts.exact && this.size >= this.annThreshold))
+      return this.searchVector(vector, opts);
+    const k = this.checkSearch(vector, opts);
+    if (this.size === 0) return [];
+    const distinct = opts.distinct ?? true;
+    const key = this.realVersion;
+    const size = this.size;
+    this.searchThread ??= new RealSearchThread({ file: this.path, dims: this.embedder.dims });
+    for (let want = k * (distinct ? 4 : 1); ; want *= 4) {
+      const limit = Math.min(want, size);
+      // The answer is for the real rows as of the call (`key`), as a search made here then would be.
+      const candidates = await this.searchThread.candidates(vector, limit, filter, key);
+      this.checkOpen();
+      // The thread could not answer for those rows (a commit since, or no thread): search here.
+      if (candidates === null) return this.searchVector(vector, opts);
+      const r = this.choose(candidates, { k, limit, want, size, distinct });
+      if (r) return r;
+    }
+  }
+  private readonly searchThreadWanted: boolean;
+  private searchThread: RealSearchThread | undefined;
+  /** Searches answered on the search thread so far (`searchThread`). */
+  get searchesOnThread(): number {
+    return this.searchThread?.answered ?? 0;
+  }
+
+  /** Checks a search's arguments; returns its k. */
+  private checkSearch(vector: Float32Array, opts: SearchOptions): number {
+    this.checkOpen();
+    this.followOtherWriters();
+    const k = opts.k ?? 5;
+    if (!Number.isInteger(k) || k < 1) throw new InvalidConfigError(`k must be a positive integer, got ${k}`);
+    if (vector.length !== this.embedder.dims)
+      throw new InvalidConfigError(`query vector has ${vector.length} dims; the buffer's embedder "${this.embedder.id}" has ${this.embedder.dims}`);
+    return k;
+  }
+
+  /**
+   * The k results among one round of candidates (best first), distinct by (state, action) unless
+   * told otherwise, and those of `filter` only (HNSW candidates, unfiltered); undefined: widen and
+   * ask again.
+   */
+  private choose(
+    candidates: Candidate[],
+    o: { k: number; limit: number; want: number; size: number; distinct: boolean; filter?: SearchFilter },
+  ): SearchResult[] | undefined {
+    const keys = this.keysByIds(candidates.map((c) => c.id));
+    const chosen: Candidate[] = [];
+    const seen = new Set<string>();
+    for (const c of candidates) {
+      const r = keys.get(c.id);
+      if (!r) continue; // evicted by another writer meanwhile
+      if (o.filter && !matchesFilter(r, o.filter)) continue;
+      if (o.distinct) {
+        const key = `${String(r.state_id)}\u0000${String(r.action)}`;
+        if (seen.has(key)) continue;
+        seen.add(key);
+      }
+      chosen.push(c);
+      if (chosen.length === o.k) break;
+    }
+    const exhausted = candidates.length < o.limit || o.limit >= o.size || (!o.filter && o.want >= MAX_CANDIDATES);
+    if (chosen.length < o.k && !exhausted) return undefined;
+    const rows = this.rowsByIds(chosen.map((c) => c.id));
+    return chosen.filter((c) => rows.has(c.id)).map((c) => ({ score: c.score, transition: toTransition(rows.get(c.id)!) }));
+  }
+
   private keysByIds(ids: number[]): Map<number, Row> {
     return this.cachedRows(
       this.keyCache,
@@ -819,6 +870,7 @@ export class ReplayBuffer {
 
   close(): void {
     if (this.closed) return;
+    this.searchThread?.close();
     for (const c of this.pendingOnline.splice(0)) c.reject(new InvalidConfigError(`buffer ${this.path} was closed before these steps were written`));
     try {
       this.saveIndex();

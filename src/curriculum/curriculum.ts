@@ -75,6 +75,20 @@ function jaccard(a: Set<string>, b: Set<string>): number {
 /** Jaccard ≥ 0.95; sets whose sizes differ more cannot get there (the overlap is at most the smaller over the larger), so most pairs are not intersected. */
 const nearDuplicate = (a: Set<string>, b: Set<string>) => Math.min(a.size, b.size) >= 0.95 * Math.max(a.size, b.size) && jaccard(a, b) >= 0.95;
 
+/** Word sets by size: a near duplicate (Jaccard ≥ 0.95) has a size within 5% of the other's, so only those sizes are compared. */
+class WordSets {
+  private readonly bySize = new Map<number, Set<string>[]>();
+  add(w: Set<string>): void {
+    const list = this.bySize.get(w.size);
+    if (list) list.push(w);
+    else this.bySize.set(w.size, [w]);
+  }
+  hasNear(w: Set<string>): boolean {
+    for (let n = Math.ceil(0.95 * w.size); n <= Math.floor(w.size / 0.95); n++) if (this.bySize.get(n)?.some((x) => nearDuplicate(x, w))) return true;
+    return false;
+  }
+}
+
 export class Curriculum {
   private generated: GeneratedTask[] = [];
   private counter = 0;
@@ -122,7 +136,8 @@ export class Curriculum {
     const ids = new Set(known.map((t) => t.id));
     const keyOf = this.generator.key?.bind(this.generator);
     const keys = new Set(keyOf ? known.map((t) => keyOf(t)).filter((k): k is string => k !== undefined) : []);
-    const texts = keyOf ? [] : known.map((t) => this.wordsOf(t.instruction));
+    const texts = new WordSets();
+    if (!keyOf) for (const t of known) texts.add(this.wordsOf(t.instruction));
     // Kept apart until every parent is done: an endpoint that fails midway leaves the pool as it was,
     // so the run can be checkpointed at the last whole iteration.
     const added: GeneratedTask[] = [];
@@ -144,7 +159,7 @@ export class Curriculum {
       for (const t of tasks) {
         const w = this.wordsOf(t.instruction);
         const key = keyOf?.(t);
-        if (ids.has(t.id) || (keyOf ? key === undefined || keys.has(key) : texts.some((x) => nearDuplicate(x, w)))) {
+        if (ids.has(t.id) || (keyOf ? key === undefined || keys.has(key) : texts.hasNear(w))) {
           result.duplicates++;
           continue;
         }
@@ -153,7 +168,7 @@ export class Curriculum {
         added.push(child);
         ids.add(child.id);
         if (key !== undefined) keys.add(key);
-        else texts.push(w);
+        else texts.add(w);
         result.added++;
       }
     }

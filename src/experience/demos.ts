@@ -91,8 +91,13 @@ async function search(buffer: ReplayBuffer, abstraction: StateAbstraction, query
   const source = opts.realOnly ? ("real" as const) : undefined;
   const fetch = opts.excludeTask === undefined ? opts.k : opts.k * 3; // room for the excluded task's own transitions
   const pick = (hits: SearchResult[]) => hits.filter((h) => h.transition.task.id !== opts.excludeTask).slice(0, opts.k);
-  const similar = pick(buffer.searchVector(vector, { k: fetch, filter: { env, source } }));
-  const sameAction = opts.sameAction === false ? [] : pick(buffer.searchVector(vector, { k: fetch, filter: { env, source, action: query.action } }));
+  // Both asked at once: real-only searches may run on the buffer's search thread.
+  const [similarHits, sameActionHits] = await Promise.all([
+    buffer.searchVectorAsync(vector, { k: fetch, filter: { env, source } }),
+    opts.sameAction === false ? [] : buffer.searchVectorAsync(vector, { k: fetch, filter: { env, source, action: query.action } }),
+  ]);
+  const similar = pick(similarHits);
+  const sameAction = pick(sameActionHits);
   const seen = new Set<number>();
   const demo = (h: SearchResult): Demo => ({
     state: abstraction.abstract(h.transition.state),

@@ -15,7 +15,7 @@ import {
   type TrajectoryStore,
 } from "../core/index.ts";
 import type { ReplayBuffer } from "../buffer/index.ts";
-import { packParams, ScoreNet, unpackParams, viewAction, webView, type SparseVector } from "../rl/index.ts";
+import { FusedScoreNets, packParams, ScoreNet, unpackParams, viewAction, webView, type SparseVector } from "../rl/index.ts";
 import { plugPoint } from "../envs/index.ts";
 import { EmbeddedExperienceModel } from "./embedded-model.ts";
 import { RecordedSteps } from "./recorded-steps.ts";
@@ -181,6 +181,7 @@ export class LearnedExperienceModel implements ExperienceModel {
     this.rewards = opts.rewards ?? info.rewards;
     this.knn = new EmbeddedExperienceModel({ abstraction: opts.abstraction, rewards: this.rewards });
     this.h = new Float64Array(info.hidden);
+    this.scores = new Float64Array(members.length * HEADS.length);
     this.returns = new Map((info.returns ?? []).map((r) => [`${r.action}\t${r.from}`, r.to]));
     this.support = new PurchaseSupport(info.support ?? []);
     this.features = plugPoint(opts.abstraction.env, "features");
@@ -194,11 +195,17 @@ export class LearnedExperienceModel implements ExperienceModel {
 
   /** Each member's head outputs for a transition's features. */
   private outputs(x: SparseVector): HeadOutputs[] {
-    return this.members.map((nets) => {
-      const [end, top, bottom, mid] = nets.map((n) => sigmoid(n.forward(x, this.h)));
-      return { end, top, bottom, mid };
+    // Every member's heads in one pass (`FusedScoreNets`: the same scores as each head's own forward).
+    this.fused ??= new FusedScoreNets(this.members.flat());
+    const s = this.fused.forward(x, this.scores);
+    return this.members.map((_, m) => {
+      const o = m * HEADS.length;
+      return { end: sigmoid(s[o]), top: sigmoid(s[o + 1]), bottom: sigmoid(s[o + 2]), mid: sigmoid(s[o + 3]) };
     });
   }
+  /** The heads fused for forward passes, made at the first and again after a refit. */
+  private fused: FusedScoreNets | undefined;
+  private scores = new Float64Array(0);
 
   /** The ensemble's end probability, reward and uncertainty for one transition. */
   estimate(input: { task: PredictInput["task"]; history: readonly HistoryStep[]; state: string; action: string }): Estimate {
@@ -327,6 +334,7 @@ export class LearnedExperienceModel implements ExperienceModel {
    */
   refit(trajectories: readonly Trajectory[], seed: number, opts: RefitOptions = {}): { steps: number } {
     this.estimates.clear(); // the members change
+    this.fused = undefined;
     const { examples } = examplesOf(trajectories, this.abstraction, this.rewards, this.info.dim, this.support, this.features);
     if (examples.length === 0) return { steps: 0 };
     const epochs = opts.epochs ?? 2;

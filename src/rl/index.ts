@@ -13,7 +13,7 @@ export { FEATURE_VERSION, featurize, queryCandidates, contentTokens, idLike } fr
 export { FeatureBuilder, bucket } from "../core/index.ts";
 export { webView, viewAction, isWebState, clickChoice } from "./web-view.ts";
 export type { WebView } from "./web-view.ts";
-export { ScoreNet } from "./score-net.ts";
+export { FusedScoreNets, ScoreNet } from "./score-net.ts";
 export { packParams, unpackParams } from "./param-file.ts";
 export type { FeaturizedStep, PolicyFeatures, SparseVector } from "../core/index.ts";
 export { NeuralPolicy } from "./neural-policy.ts";

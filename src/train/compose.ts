@@ -1,3 +1,4 @@
+import { availableParallelism } from "node:os";
 import { closing, withActions, type ActionSource, type Env, type PolicyFeatures, type Task } from "../core/index.ts";
 import { ReplayBuffer } from "../buffer/index.ts";
 import { Curriculum, LlmTaskGenerator, type TaskGenerator } from "../curriculum/index.ts";
@@ -81,7 +82,8 @@ export async function syntheticPool(
   });
   let buffer: ReplayBuffer;
   try {
-    buffer = ReplayBuffer.open(bufferFile);
+    // Retrieval's searches of the offline data run on a second core where there is one.
+    buffer = ReplayBuffer.open(bufferFile, { searchThread: availableParallelism() > 1 });
   } catch (e) {
     await model.close();
     throw e;

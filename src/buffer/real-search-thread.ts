@@ -1,0 +1,69 @@
+// The search thread's own side (see real-search.ts): a read-only connection to the buffer file and an
+// exact index of its real transitions, answering candidate searches posted by the buffer.
+import Database from "better-sqlite3";
+import { parentPort, workerData } from "node:worker_threads";
+import { realRowsKey, type Row } from "./buffer-db.ts";
+import { decodeHalf } from "./float16.ts";
+import type { CandidateReply, CandidateRequest, SearchThreadData } from "./real-search.ts";
+import { ExactIndex } from "./vector-index.ts";
+
+const { file, dims } = workerData as SearchThreadData;
+
+/** The real rows as of `key`, with codes for the filters (per thread: codes are never compared across threads). */
+let loaded: { key: string; index: ExactIndex; env: Map<string, number>; task: Map<string, number>; action: Map<string, number> } | undefined;
+
+/** Reads the real rows, through a connection held only meanwhile (the buffer, closing, must find the file free to leave WAL mode). */
+function load(): void {
+  const db = new Database(file, { readonly: true, fileMustExist: true });
+  try {
+    loaded = read(db);
+  } finally {
+    db.close();
+  }
+}
+
+function read(db: Database.Database): NonNullable<typeof loaded> {
+  // One read transaction: the key and the rows are of the same commit.
+  return db.transaction(() => {
+    const key = realRowsKey(db);
+    const n = Number((db.prepare("SELECT count(*) AS n FROM transitions WHERE source = 'real'").get() as Row).n);
+    const index = new ExactIndex(dims, Math.max(1024, n));
+    const codes = { env: new Map<string, number>(), task: new Map<string, number>(), action: new Map<string, number>() };
+    const code = (m: Map<string, number>, k: string) => m.get(k) ?? (m.set(k, m.size + 1), m.size);
+    const v = new Float32Array(dims);
+    const rows = db.prepare("SELECT id, env, task_id, action, embedding FROM transitions WHERE source = 'real' ORDER BY id").iterate() as IterableIterator<Row>;
+    for (const r of rows)
+      index.add(Number(r.id), decodeHalf(r.embedding as Buffer, v), {
+        env: code(codes.env, String(r.env)),
+        source: 1,
+        task: code(codes.task, String(r.task_id)),
+        action: code(codes.action, String(r.action)),
+      });
+    return { key, index, ...codes };
+  })();
+}
+
+function answer(q: CandidateRequest): CandidateReply {
+  if (loaded?.key !== q.key) load();
+  // The buffer asked about other real rows than the file now holds (a commit since): it searches itself.
+  if (loaded!.key !== q.key) return { id: q.id, candidates: null };
+  const { index, env, task, action } = loaded!;
+  const f = q.filter;
+  const tags = {
+    env: f.env === undefined ? undefined : env.get(f.env),
+    task: f.task === undefined ? undefined : task.get(f.task),
+    action: f.action === undefined ? undefined : action.get(f.action),
+  };
+  if (
+    (f.env !== undefined && tags.env === undefined) ||
+    (f.task !== undefined && tags.task === undefined) ||
+    (f.action !== undefined && tags.action === undefined)
+  )
+    return { id: q.id, candidates: [] };
+  return { id: q.id, candidates: index.search(q.vector, q.want, tags) };
+}
+
+parentPort!.on("message", (q: CandidateRequest | "close") => {
+  if (q === "close") parentPort!.close();
+  else parentPort!.postMessage(answer(q));
+});
