@@ -1,11 +1,12 @@
 // The search thread's own side (see real-search.ts): a read-only connection to the buffer file and an
 // exact index of its real transitions, answering candidate searches posted by the buffer.
 import Database from "better-sqlite3";
-import { parentPort, workerData } from "node:worker_threads";
+import { workerData } from "node:worker_threads";
+import { serveRequests } from "../core/index.ts";
 import { realRowsKey, type Row } from "./buffer-db.ts";
 import { decodeHalf } from "./float16.ts";
-import type { CandidateReply, CandidateRequest, SearchThreadData } from "./real-search.ts";
-import { ExactIndex } from "./vector-index.ts";
+import type { CandidateRequest, SearchThreadData } from "./real-search.ts";
+import { ExactIndex, type Candidate } from "./vector-index.ts";
 
 const { file, dims } = workerData as SearchThreadData;
 
@@ -43,10 +44,10 @@ function read(db: Database.Database): NonNullable<typeof loaded> {
   })();
 }
 
-function answer(q: CandidateRequest): CandidateReply {
+function answer(q: CandidateRequest): Candidate[] | null {
   if (loaded?.key !== q.key) load();
   // The buffer asked about other real rows than the file now holds (a commit since): it searches itself.
-  if (loaded!.key !== q.key) return { id: q.id, candidates: null };
+  if (loaded!.key !== q.key) return null;
   const { index, env, task, action } = loaded!;
   const f = q.filter;
   const tags = {
@@ -59,11 +60,8 @@ function answer(q: CandidateRequest): CandidateReply {
     (f.task !== undefined && tags.task === undefined) ||
     (f.action !== undefined && tags.action === undefined)
   )
-    return { id: q.id, candidates: [] };
-  return { id: q.id, candidates: index.search(q.vector, q.want, tags) };
+    return [];
+  return index.search(q.vector, q.want, tags);
 }
 
-parentPort!.on("message", (q: CandidateRequest | "close") => {
-  if (q === "close") parentPort!.close();
-  else parentPort!.postMessage(answer(q));
-});
+serveRequests(answer);

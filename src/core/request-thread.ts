@@ -1,0 +1,105 @@
+import { parentPort, Worker } from "node:worker_threads";
+
+type Message<T> = { id: number; body: T } | { control: unknown } | "close";
+
+/**
+ * A worker thread that answers requests in the order they come (its module calls `serveRequests`),
+ * so that work with no effect on the caller's state runs on another core. A reply of null, or any
+ * trouble with the thread (it cannot start, it dies, it is closed), resolves to null: the caller
+ * then does the work itself, so a thread changes when work is done, never what it gives.
+ */
+export class RequestThread<Req, Rep> {
+  private worker: Worker | null;
+  private next = 0;
+  private readonly waiting = new Map<number, (r: Rep | null) => void>();
+  /** Requests answered (not null) so far. */
+  answered = 0;
+
+  /**
+   * `module`: the thread's module beside the caller's, without extension (`new URL("./x", import.meta.url)`):
+   * compiled JavaScript in dist/; TypeScript where the caller runs under tsx (tests, benchmarks).
+   */
+  constructor(module: URL, data: unknown) {
+    let worker: Worker | null = null;
+    try {
+      worker = startThread(module, data);
+    } catch {
+      worker = null;
+    }
+    this.worker = worker;
+    if (!worker) return;
+    worker.unref(); // an idle thread does not keep the process alive
+    worker.on("message", (r: { id: number; body: Rep | null }) => {
+      const done = this.waiting.get(r.id);
+      this.waiting.delete(r.id);
+      if (this.waiting.size === 0) this.worker?.unref();
+      if (r.body !== null) this.answered++;
+      done?.(r.body);
+    });
+    const fail = () => this.stop();
+    worker.on("error", fail);
+    worker.on("exit", fail);
+  }
+
+  /** Whether the thread runs (a request may still be answered null). */
+  get running(): boolean {
+    return this.worker !== null;
+  }
+
+  request(body: Req): Promise<Rep | null> {
+    if (!this.worker) return Promise.resolve(null);
+    // Referenced while a request waits: a process awaiting nothing else must not exit under it.
+    if (this.waiting.size === 0) this.worker.ref();
+    const id = this.next++;
+    return new Promise((resolve) => {
+      this.waiting.set(id, resolve);
+      this.worker!.postMessage({ id, body } satisfies Message<Req>);
+    });
+  }
+
+  /** A message for the thread's `onControl`, handled in order with the requests. */
+  control(message: unknown): void {
+    this.worker?.postMessage({ control: message } satisfies Message<Req>);
+  }
+
+  /** Ends the thread; requests still waiting get null. */
+  close(): void {
+    this.worker?.postMessage("close");
+    this.stop();
+  }
+
+  private stop(): void {
+    this.worker = null;
+    for (const done of this.waiting.values()) done(null);
+    this.waiting.clear();
+  }
+}
+
+/** In a thread's module: answers each request with `answer` (null: the caller does it), in order. */
+export function serveRequests<Req, Rep>(answer: (req: Req) => Rep | null, onControl?: (message: unknown) => void): void {
+  const port = parentPort;
+  if (!port) throw new Error("serveRequests runs in a worker thread");
+  port.on("message", (m: Message<Req>) => {
+    if (m === "close") port.close();
+    else if ("control" in m) onControl?.(m.control);
+    else port.postMessage({ id: m.id, body: answerOrNull(answer, m.body) });
+  });
+}
+
+/** A request the thread fails on is left to the caller. */
+function answerOrNull<Req, Rep>(answer: (req: Req) => Rep | null, req: Req): Rep | null {
+  try {
+    return answer(req);
+  } catch {
+    return null;
+  }
+}
+
+/** Under tsx (a module URL ending in .ts), whose loader a Node 20 worker does not inherit, the worker registers it first. */
+function startThread(module: URL, data: unknown): Worker {
+  const ts = import.meta.url.endsWith(".ts");
+  const entry = new URL(`${module.href}${ts ? ".ts" : ".js"}`);
+  if (!ts) return new Worker(entry, { workerData: data });
+  const api = JSON.stringify(import.meta.resolve("tsx/esm/api"));
+  return new Worker(`import(${api}).then((tsx) => { tsx.register(); return import(${JSON.stringify(entry.href)}); })`, { eval: true, workerData: data });
+}
