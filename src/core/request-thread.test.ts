@@ -1,0 +1,22 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { RequestThread } from "./request-thread.ts";
+
+const fixture = new URL("../../test/fixtures/square-thread", import.meta.url);
+
+test("a request thread answers in order, follows its control messages, and leaves what it fails on (or everything, once gone) to the caller", async () => {
+  const t = new RequestThread<number, number>(fixture, undefined);
+  assert.deepEqual(await Promise.all([1, 2, 3].map((n) => t.request(n))), [1, 4, 9]);
+  t.control({ offset: 100 });
+  assert.deepEqual(await Promise.all([t.request(-1), t.request(4)]), [null, 116]);
+  assert.equal(t.answered, 4);
+  const pending = t.request(5);
+  t.close();
+  assert.equal(await pending, null);
+  assert.equal(await t.request(6), null);
+  assert.equal(t.running, false);
+  // A thread that cannot start answers nothing, and nothing waits for it.
+  const missing = new RequestThread<number, number>(new URL("./no-such-thread", import.meta.url), undefined);
+  assert.equal(await missing.request(1), null);
+  missing.close();
+});
