@@ -184,3 +184,42 @@ test("filtered views follow the rows that come and go: hundreds of action views,
     }
   for (const a of [4, 6, 300, 5]) check(1, a, undefined);
 });
+
+test("views searched by SIMD take rows as they come, at their int8 scale, or make their int8 copy again for a row beyond it", () => {
+  const dims = 32;
+  const vs = randomVectors(1400, dims, 11);
+  // A row that fits no scale made of the others: all of its length on one axis.
+  vs[1300] = Float32Array.from({ length: dims }, (_, j) => (j === 3 ? 1 : 0));
+  const ids = vs.map((_, i) => 10 + i);
+  const idx = new ExactIndex(dims, 16);
+  const tagsOf = (i: number) => ({ env: 1, source: i % 3 === 0 ? 2 : 1, task: 1, action: (i % 2) + 1 });
+  const queries = randomVectors(4, dims, 12);
+  queries.push(vs[1300]);
+  let added = 0;
+  const addUpTo = (m: number) => {
+    for (; added < m; added++) idx.add(ids[added], vs[added], tagsOf(added));
+  };
+  const check = () => {
+    for (const q of queries) {
+      const live = (i: number) => i < added;
+      assert.deepEqual(
+        idx.search(q, 6).map((c) => c.id),
+        naive(vs, ids, q, 6, live),
+      );
+      assert.deepEqual(
+        idx.search(q, 5, { env: 1 }).map((c) => c.id),
+        naive(vs, ids, q, 5, live),
+      );
+      assert.deepEqual(
+        idx.search(q, 5, { source: 1, action: 2 }).map((c) => c.id),
+        naive(vs, ids, q, 5, (i) => live(i) && tagsOf(i).source === 1 && tagsOf(i).action === 2),
+      );
+    }
+  };
+  addUpTo(1000);
+  check(); // the views and their int8 copies are made
+  for (const m of [1001, 1002, 1100, 1299, 1301, 1400]) {
+    addUpTo(m); // one row, a few, many; then the row beyond the scale
+    check();
+  }
+});

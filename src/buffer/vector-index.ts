@@ -97,7 +97,6 @@ export class ExactIndex {
 
   add(id: number, vector: Float32Array, tags: RowTags): void {
     if (this.n === this.ids.length) this.grow();
-    this.changed(tags);
     const r = this.n++;
     this.matrix.set(vector, r * this.dims);
     this.ids[r] = id;
@@ -106,9 +105,49 @@ export class ExactIndex {
     this.task[r] = tags.task;
     this.action[r] = tags.action;
     this.rowOf.set(id, r);
+    this.appended(r, id, vector, tags);
   }
 
-  /** A row of these tags comes or goes: the views it belongs to (and the whole index's) are stale; the others hold only ids and stay. */
+  /**
+   * A row came: the views it belongs to take it in place (its vector copied, its int8 copy made with
+   * the view's scale), so a buffer that grows a step at a time (a synthetic env recording its steps)
+   * is not copied and quantized anew at every search. A row that does not fit the view's int8 scale
+   * drops that copy (made again at the next search).
+   */
+  private appended(r: number, id: number, vector: Float32Array, tags: RowTags): void {
+    if (this.byAction) {
+      const list = this.byAction.get(tags.action);
+      if (list) list.push(r);
+      else this.byAction.set(tags.action, [r]);
+    }
+    const d = this.dims;
+    for (const source of new Set([0, tags.source])) {
+      const views = this.views.get(source);
+      if (!views) continue;
+      for (const v of views.values()) {
+        if (v.ids === null) {
+          v.matrix = this.matrix; // the whole index's rows, in place (grown meanwhile, maybe)
+          v.count = this.n;
+        } else if (matches(tags, v.filter)) {
+          if (v.count === v.ids.length) {
+            const ids = new Float64Array(Math.max(16, 2 * v.count));
+            ids.set(v.ids);
+            v.ids = ids;
+            const m = new Float32Array(ids.length * d);
+            m.set(v.matrix);
+            v.matrix = m;
+          }
+          v.ids[v.count] = id;
+          v.matrix.set(vector, v.count * d);
+          v.count++;
+          this.viewRows++;
+        } else continue;
+        if (v.int8 && !appendQuantized(v.int8, vector, v.count - 1, d)) v.int8 = undefined;
+      }
+    }
+  }
+
+  /** A row of these tags goes: the views it belongs to (and the whole index's) are stale; the others hold only ids and stay. */
   private changed(tags: RowTags): void {
     this.byAction = null;
     for (const source of [0, tags.source]) {
@@ -117,7 +156,7 @@ export class ExactIndex {
       for (const [key, v] of views)
         if (v.ids === null || matches(tags, v.filter)) {
           views.delete(key);
-          this.viewRows -= v.ids === null ? 0 : v.ids.length;
+          this.viewRows -= v.ids === null ? 0 : v.count;
           this.viewCount--;
         }
     }
@@ -156,7 +195,7 @@ export class ExactIndex {
   search(query: Float32Array, k: number, filter: Partial<RowTags> = {}): Candidate[] {
     if (this.n === 0 || k <= 0) return [];
     const view = this.view(filter);
-    const count = view.ids === null ? this.n : view.ids.length;
+    const count = view.count;
     if (count === 0) return [];
     const d = this.dims;
     const idAt = (i: number) => (view.ids === null ? this.ids[i] : view.ids[i]);
@@ -177,6 +216,7 @@ export class ExactIndex {
     // the k-th exact score beats every row left out by more than that, none of them can enter or
     // tie; else the candidates widen.
     const q = this.quantized(view);
+    const rows = q.int8.subarray(0, count * d);
     const qScale = 127 / maxAbs(query);
     const q8 = quantize(query, qScale);
     let qErr = 0;
@@ -191,7 +231,7 @@ export class ExactIndex {
     // nor any match after it (nor any row left out) can enter, so the rest are not scored.
     const unit = q.scale * qScale;
     for (let want = Math.min(count, 4 * k + 64); ; want = Math.min(count, want * 4)) {
-      const m = usearch.exactSearch(q.int8, q8, d, want, "ip", 1);
+      const m = usearch.exactSearch(rows, q8, d, want, "ip", 1);
       const top = new TopK(k);
       for (let i = 0; i < m.keys.length; i++) {
         if (top.full && top.worst > (1 - m.distances[i]) / unit + slack) return top.sorted();
@@ -208,7 +248,7 @@ export class ExactIndex {
   private quantized(view: View): Quantized {
     if (!view.int8) {
       const d = this.dims;
-      const count = view.ids === null ? this.n : view.ids.length;
+      const count = view.count;
       const matrix = view.matrix.subarray(0, count * d);
       const scale = 127 / maxAbs(matrix);
       const int8 = quantize(matrix, scale);
@@ -238,7 +278,7 @@ export class ExactIndex {
     const n = this.n;
     const d = this.dims;
     if (key === "|||") {
-      v = { ids: null, matrix: this.matrix, filter };
+      v = { ids: null, matrix: this.matrix, count: n, filter };
     } else {
       // Rows of the action, when the filter names one, are found through the action's list.
       let candidates: ArrayLike<number> | null = null;
@@ -261,9 +301,9 @@ export class ExactIndex {
       }
       const matrix = new Float32Array(kept.length * d);
       kept.forEach((r, i) => matrix.set(this.matrix.subarray(r * d, (r + 1) * d), i * d));
-      v = { ids: Float64Array.from(kept, (r) => this.ids[r]), matrix, filter: { ...filter } };
+      v = { ids: Float64Array.from(kept, (r) => this.ids[r]), matrix, count: kept.length, filter: { ...filter } };
     }
-    const rows = v.ids === null ? 0 : v.ids.length;
+    const rows = v.ids === null ? 0 : v.count;
     if (++this.viewCount > MAX_VIEWS || this.viewRows + rows > VIEW_ROWS_MIN + 2 * this.n) {
       for (const m of this.views.values()) m.clear();
       this.viewRows = 0;
@@ -278,6 +318,8 @@ export class ExactIndex {
 /** A filter's rows' ids (null: every row, in place) and their vectors, with an int8 copy once searched by SIMD. */
 interface View {
   filter: Partial<RowTags>;
+  /** Its rows: the first `count` of `ids` and of `matrix` (room to grow beyond). */
+  count: number;
   ids: Float64Array | null;
   matrix: Float32Array;
   int8?: Quantized;
@@ -299,6 +341,26 @@ const maxAbs = (x: Float32Array) => {
   for (let i = 0; i < x.length; i++) m = Math.max(m, Math.abs(x[i]));
   return m || 1;
 };
+/**
+ * Adds row `i` (`vector`) to an int8 copy at its scale, growing it as needed, and its rounding error
+ * to the bound; false where the row does not fit the scale (a component beyond ±127 once scaled).
+ */
+function appendQuantized(q: Quantized, vector: Float32Array, i: number, d: number): boolean {
+  if (maxAbs(vector) * q.scale > 127) return false;
+  if ((i + 1) * d > q.int8.length) {
+    const grown = new Int8Array(Math.max(2 * q.int8.length, (i + 1) * d));
+    grown.set(q.int8);
+    q.int8 = grown;
+  }
+  let e = 0;
+  for (let j = 0; j < d; j++) {
+    const v = Math.round(vector[j] * q.scale);
+    q.int8[i * d + j] = v;
+    e += (v - vector[j] * q.scale) ** 2;
+  }
+  q.maxError = Math.max(q.maxError, Math.sqrt(e));
+  return true;
+}
 const quantize = (x: Float32Array, scale: number) => {
   const q = new Int8Array(x.length);
   for (let i = 0; i < x.length; i++) q[i] = Math.round(x[i] * scale);
