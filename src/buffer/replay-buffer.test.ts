@@ -470,3 +470,43 @@ test("rows a search has read are not served once they go: trimmed here, or delet
   assert.deepEqual(await episodes(), kept);
   b.close();
 });
+
+test("HNSW-served buffers: a selective filter's scan takes the rows that come and forgets those that go, as exact search has them", async () => {
+  const b = ReplayBuffer.open(tempFile("scan-kept.db"), { annThreshold: 10 });
+  await b.appendTrajectories(Array.from({ length: 60 }, (_, i) => makeTrajectory(i, { env: i % 10 === 0 ? "rare" : "common" })));
+  const q = makeTrajectory(20).steps[1];
+  const query = { state: q.observation, action: q.action };
+  const same = async () => {
+    const scanned = await b.search(query, { k: 8, filter: { env: "rare" } });
+    const exact = await b.search(query, { k: 8, filter: { env: "rare" }, exact: true });
+    assert.deepEqual(
+      scanned.map((r) => [r.transition.id, r.score]),
+      exact.map((r) => [r.transition.id, r.score]),
+    );
+    return scanned.length;
+  };
+  assert.equal(await same(), 8);
+  // Steps recorded one by one (online), in the filter and not; then whole episodes; then a trim.
+  for (let i = 0; i < 5; i++)
+    await b.appendTransitions([
+      {
+        trajectoryId: `online-${i}`,
+        step: 0,
+        env: i % 2 ? "rare" : "common",
+        task: { id: `t${i}`, instruction: "buy a lamp" },
+        state: query.state,
+        action: `click[item ${i}]`,
+        reward: 0,
+        nextState: "page x",
+        terminated: false,
+        truncated: false,
+        source: "synthetic",
+      },
+    ]);
+  await same();
+  await b.appendTrajectories(Array.from({ length: 10 }, (_, i) => makeTrajectory(200 + i, { env: "rare", policy: "later" })));
+  await same();
+  assert.equal(await b.deleteTrajectories({ policies: ["later"] }), 10);
+  await same();
+  b.close();
+});

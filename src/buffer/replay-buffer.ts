@@ -89,7 +89,8 @@ export class ReplayBuffer {
   /** SQLite's data_version: it changes when another connection commits. */
   private dataVersion: number;
   private textCache = new Map<string, number>();
-  private readonly filterCounts = new Map<string, number>();
+  /** Rows per filter (HNSW-served searches ask), kept in step with appends; forgotten when rows go. */
+  private readonly filterCounts = new Map<string, { filter: SearchFilter; n: number }>();
   /** Bumped by every change of the content, ours or another connection's (see `version`). */
   private changes = 0;
   /** Appends run one at a time: their checks and their transaction see each other's results. */
@@ -373,7 +374,10 @@ export class ReplayBuffer {
     const gone = new Set(evicted);
     const kept = gone.size > 0 ? added.filter((r) => !gone.has(r.id)) : added;
     this.size += added.length - evicted.length;
-    this.filterCounts.clear();
+    if (evicted.length > 0) this.filterCounts.clear();
+    else
+      for (const c of this.filterCounts.values())
+        for (const r of added) if (matchesFilter({ env: r.env, source: r.source, task_id: r.task, action: r.action }, c.filter)) c.n++;
     if (evicted.length > 0) this.dropCachedRows();
     const addedIds = new Set(added.map((r) => r.id));
     this.indexes.afterWrite(
@@ -750,8 +754,8 @@ export class ReplayBuffer {
 
   private filterCount(filter: SearchFilter): number {
     const key = JSON.stringify([filter.env, filter.source, filter.task, filter.action]);
-    let n = this.filterCounts.get(key);
-    if (n === undefined) this.filterCounts.set(key, (n = this.count(filter)));
+    let n = this.filterCounts.get(key)?.n;
+    if (n === undefined) this.filterCounts.set(key, { filter: { ...filter }, n: (n = this.count(filter)) });
     return n;
   }
 
@@ -777,7 +781,7 @@ export class ReplayBuffer {
         mode === "ann"
           ? this.indexes.annCandidates(vector, limit)
           : mode === "scan"
-            ? this.indexes.scanCandidates(vector, limit, where, args)
+            ? this.indexes.scanCandidates(vector, limit, filter, where, args)
             : this.indexes.exactCandidates(vector, limit, filter);
       const r = this.choose(candidates, { k, limit, want, size: this.size, distinct, filter: mode === "ann" && filtered ? filter : undefined });
       if (r) return r;

@@ -17,6 +17,13 @@ export interface IndexedRow {
   action: string;
 }
 
+/** Whether a row just written passes a search filter. */
+const matchesRow = (r: IndexedRow, f: SearchFilter) =>
+  (f.env === undefined || r.env === f.env) &&
+  (f.source === undefined || r.source === f.source) &&
+  (f.task === undefined || r.task === f.task) &&
+  (f.action === undefined || r.action === f.action);
+
 const metaNumber = (db: Database.Database, key: string, fallback: number) => {
   const r = db.prepare("SELECT value FROM meta WHERE key = ?").get(key) as Row | undefined;
   return r ? Number(r.value) : fallback;
@@ -75,11 +82,20 @@ export class SearchIndexes {
     this.exact = null;
     this.ann = null;
     this.annDirty = false;
+    this.dropScans();
   }
 
   /** Applies a committed write. A failure here never undoes the write: the indexes are dropped instead. */
   afterWrite(added: IndexedRow[], evicted: number[]): void {
     try {
+      if (evicted.length > 0) this.dropScans();
+      else
+        for (const scan of this.scans.values())
+          for (const r of added)
+            if (matchesRow(r, scan.filter)) {
+              addScanRow(scan, r.id, r.half, this.dims());
+              this.scanRows++;
+            }
       if (this.exact) {
         this.exact.remove(evicted);
         const v = new Float32Array(this.dims());
@@ -194,16 +210,57 @@ export class SearchIndexes {
     return this.annIndex().search(vector, want);
   }
 
-  /** Exact candidates among the rows a filter selects, read from the database (for selective filters on large buffers). */
-  scanCandidates(vector: Float32Array, want: number, where: string, args: string[]): Candidate[] {
+  /**
+   * Exact candidates among the rows a filter selects (for selective filters on large buffers): read
+   * from the database at the filter's first search and kept, taking the filter's new rows as they
+   * come (a synthetic env asks the same filters step after step while it records), until a row goes.
+   */
+  scanCandidates(vector: Float32Array, want: number, filter: SearchFilter, where: string, args: string[]): Candidate[] {
+    const key = JSON.stringify([where, args]);
+    let scan = this.scans.get(key);
+    if (!scan) {
+      const d = this.dims();
+      const rows = this.db.prepare(`SELECT id, embedding FROM transitions ${where}`).all(...args) as Row[];
+      if (this.scanRows + rows.length > SCAN_ROWS_KEPT) this.dropScans();
+      scan = { filter: { ...filter }, ids: [], matrix: new Float32Array(Math.max(16, rows.length) * d) };
+      for (const r of rows) addScanRow(scan, Number(r.id), r.embedding as Uint8Array, d);
+      this.scans.set(key, scan);
+      this.scanRows += rows.length;
+    }
     const top = new TopK(want);
-    const v = new Float32Array(this.dims());
-    for (const r of this.db.prepare(`SELECT id, embedding FROM transitions ${where}`).iterate(...args) as IterableIterator<Row>) {
-      decodeHalf(r.embedding as Buffer, v);
+    const d = this.dims();
+    const m = scan.matrix;
+    for (let i = 0; i < scan.ids.length; i++) {
       let s = 0;
-      for (let j = 0; j < v.length; j++) s += v[j] * vector[j];
-      top.push(Number(r.id), s);
+      for (let j = 0, o = i * d; j < d; j++) s += m[o + j] * vector[j];
+      top.push(scan.ids[i], s);
     }
     return top.sorted();
   }
+  private readonly scans = new Map<string, Scan>();
+  private scanRows = 0;
+  private dropScans(): void {
+    this.scans.clear();
+    this.scanRows = 0;
+  }
+}
+
+/** A filter's rows as a scan read them (ids, and their vectors decoded, with room to grow). */
+interface Scan {
+  filter: SearchFilter;
+  ids: number[];
+  matrix: Float32Array;
+}
+/** Rows kept by scans at most (their vectors as float32). */
+const SCAN_ROWS_KEPT = 65_536;
+
+function addScanRow(scan: Scan, id: number, half: Uint8Array, d: number): void {
+  const i = scan.ids.length;
+  if ((i + 1) * d > scan.matrix.length) {
+    const grown = new Float32Array(2 * scan.matrix.length);
+    grown.set(scan.matrix);
+    scan.matrix = grown;
+  }
+  decodeHalf(half, scan.matrix.subarray(i * d, (i + 1) * d));
+  scan.ids.push(id);
 }
