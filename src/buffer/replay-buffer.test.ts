@@ -446,6 +446,11 @@ test("realVersion stays while only synthetic transitions come and go, and a real
   assert.notEqual(b.version, 0);
   await b.appendTrajectories([makeTrajectory(200, { env: "toy", source: "real" })]);
   assert.notEqual(b.realVersion, v0, "a real append changes it");
+  // Followed through appends, it is what a reading of the file gives.
+  await b.appendTrajectories([makeTrajectory(201, { env: "toy", source: "real" }), makeTrajectory(202, { env: "toy", source: "synthetic" })]);
+  const reader = ReplayBuffer.open(b.path, { readonly: true });
+  assert.equal(b.realVersion, reader.realVersion);
+  reader.close();
   b.close();
 });
 

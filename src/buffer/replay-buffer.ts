@@ -370,6 +370,18 @@ export class ReplayBuffer {
 
   /** After a commit: counts and indexes follow; rows evicted in the same transaction are not indexed. */
   private afterCommit(added: IndexedRow[], evicted: number[]): void {
+    // The real rows' key follows an append (its real rows counted in); after a delete it is read again.
+    const k = this.realKey;
+    if (k && k.at === this.changes && evicted.length === 0) {
+      for (const r of added)
+        if (r.source === "real") {
+          k.n++;
+          k.max = Math.max(k.max, r.id);
+          k.sum += r.id;
+        }
+      k.key = `real:${k.n}:${k.max}:${k.sum}`;
+      k.at = this.changes + 1;
+    }
     this.changes++;
     const gone = new Set(evicted);
     const kept = gone.size > 0 ? added.filter((r) => !gone.has(r.id)) : added;
@@ -725,11 +737,14 @@ export class ReplayBuffer {
     const v = this.version;
     if (this.size >= this.annThreshold) return `all:${v}`;
     if (this.realKey?.at !== v) {
-      this.realKey = { at: v, key: realRowsKey(this.db) };
+      const key = realRowsKey(this.db);
+      const [n, m, sum] = key.split(":").slice(1).map(Number);
+      this.realKey = { at: v, key, n, max: m, sum };
     }
     return this.realKey.key;
   }
-  private realKey: { at: number; key: string } | undefined;
+  /** The real rows' key as of content version `at`, and its parts (`realRowsKey`), followed through appends. */
+  private realKey: { at: number; key: string; n: number; max: number; sum: number } | undefined;
   private followedThisTick = false;
 
   /** Another connection committed: our counts and indexes are stale. */
