@@ -39,8 +39,15 @@ export class EmbeddedExperienceModel implements ExperienceModel {
 
   /** A free-text env's steps are replayed only from the same command in the same state (see `predict`). */
   exactDemos(state: string): boolean {
-    return this.abstraction.actions(state) === undefined;
+    // Asked several times a step (the env, the model, the kNN model) about the same page: read it once.
+    let listsNone = this.listsNone.get(state);
+    if (listsNone === undefined) {
+      if (this.listsNone.size >= 4096) this.listsNone.clear();
+      this.listsNone.set(state, (listsNone = this.abstraction.actions(state) === undefined));
+    }
+    return listsNone;
   }
+  private readonly listsNone = new Map<string, boolean>();
 
   async predict({ task, state, action, demos: all }: PredictInput): Promise<Prediction> {
     // Anchors (the best real same-action transition) only tell how well real data backs the step.
