@@ -3,7 +3,7 @@
 import Database from "better-sqlite3";
 import { workerData } from "node:worker_threads";
 import { serveRequests } from "../core/index.ts";
-import { realRowsKey, type Row } from "./buffer-db.ts";
+import { realRows, realRowsKey, type Row } from "./buffer-db.ts";
 import { decodeHalf } from "./float16.ts";
 import type { CandidateRequest, SearchThreadData } from "./real-search.ts";
 import { ExactIndex, type Candidate } from "./vector-index.ts";
@@ -26,7 +26,7 @@ function load(): void {
 function read(db: Database.Database): NonNullable<typeof loaded> {
   // One read transaction: the key and the rows are of the same commit.
   return db.transaction(() => {
-    const key = realRowsKey(db);
+    const key = realRowsKey(realRows(db));
     const n = Number((db.prepare("SELECT count(*) AS n FROM transitions WHERE source = 'real'").get() as Row).n);
     const index = new ExactIndex(dims, Math.max(1024, n));
     const codes = { env: new Map<string, number>(), task: new Map<string, number>(), action: new Map<string, number>() };

@@ -20,7 +20,9 @@ import {
   openDatabase,
   prepareStatements,
   readTrajectories,
+  realRows,
   realRowsKey,
+  type RealRows,
   SELECT_TRANSITIONS,
   textKey,
   toTransition,
@@ -32,7 +34,7 @@ import type { Embedder } from "./embedder.ts";
 import { episodeById, episodePage, rewardsByTaskAndPolicy, type EpisodePage, type EpisodeQuery, type EpisodeSummary } from "./episode-pages.ts";
 import { encodeHalf } from "./float16.ts";
 import { HashingEmbedder } from "./hashing-embedder.ts";
-import { SearchIndexes, type IndexedRow } from "./search-indexes.ts";
+import { rowMatches, SearchIndexes, type IndexedRow } from "./search-indexes.ts";
 import { transitionText } from "./transition-text.ts";
 import { trajectoryContentId } from "./trajectory-schema.ts";
 import type { Candidate } from "./vector-index.ts";
@@ -375,22 +377,21 @@ export class ReplayBuffer {
     if (k && k.at === this.changes && evicted.length === 0) {
       for (const r of added)
         if (r.source === "real") {
-          k.n++;
-          k.max = Math.max(k.max, r.id);
-          k.sum += r.id;
+          k.rows.n++;
+          k.rows.max = Math.max(k.rows.max, r.id);
+          k.rows.sum += r.id;
         }
-      k.key = `real:${k.n}:${k.max}:${k.sum}`;
+      k.key = realRowsKey(k.rows);
       k.at = this.changes + 1;
     }
     this.changes++;
     const gone = new Set(evicted);
     const kept = gone.size > 0 ? added.filter((r) => !gone.has(r.id)) : added;
     this.size += added.length - evicted.length;
-    if (evicted.length > 0) this.filterCounts.clear();
-    else
-      for (const c of this.filterCounts.values())
-        for (const r of added) if (matchesFilter({ env: r.env, source: r.source, task_id: r.task, action: r.action }, c.filter)) c.n++;
-    if (evicted.length > 0) this.dropCachedRows();
+    if (evicted.length > 0) {
+      this.filterCounts.clear();
+      this.dropCachedRows();
+    } else for (const c of this.filterCounts.values()) for (const r of added) if (rowMatches(r, c.filter)) c.n++;
     const addedIds = new Set(added.map((r) => r.id));
     this.indexes.afterWrite(
       kept,
@@ -737,14 +738,13 @@ export class ReplayBuffer {
     const v = this.version;
     if (this.size >= this.annThreshold) return `all:${v}`;
     if (this.realKey?.at !== v) {
-      const key = realRowsKey(this.db);
-      const [n, m, sum] = key.split(":").slice(1).map(Number);
-      this.realKey = { at: v, key, n, max: m, sum };
+      const rows = realRows(this.db);
+      this.realKey = { at: v, rows, key: realRowsKey(rows) };
     }
     return this.realKey.key;
   }
-  /** The real rows' key as of content version `at`, and its parts (`realRowsKey`), followed through appends. */
-  private realKey: { at: number; key: string; n: number; max: number; sum: number } | undefined;
+  /** The real rows as of content version `at`, followed through appends (`afterCommit`). */
+  private realKey: { at: number; rows: RealRows; key: string } | undefined;
   private followedThisTick = false;
 
   /** Another connection committed: our counts and indexes are stale. */

@@ -18,7 +18,7 @@ export interface IndexedRow {
 }
 
 /** Whether a row just written passes a search filter. */
-const matchesRow = (r: IndexedRow, f: SearchFilter) =>
+export const rowMatches = (r: IndexedRow, f: SearchFilter) =>
   (f.env === undefined || r.env === f.env) &&
   (f.source === undefined || r.source === f.source) &&
   (f.task === undefined || r.task === f.task) &&
@@ -92,7 +92,7 @@ export class SearchIndexes {
       else
         for (const scan of this.scans.values())
           for (const r of added)
-            if (matchesRow(r, scan.filter)) {
+            if (rowMatches(r, scan.filter)) {
               addScanRow(scan, r.id, r.half, this.dims());
               this.scanRows++;
             }

@@ -121,7 +121,7 @@ export class ExactIndex {
       else this.byAction.set(tags.action, [r]);
     }
     const d = this.dims;
-    for (const source of new Set([0, tags.source])) {
+    for (const source of [0, tags.source]) {
       const views = this.views.get(source);
       if (!views) continue;
       for (const v of views.values()) {

@@ -120,7 +120,9 @@ export interface HeadOutputs {
 const sigmoid = (x: number) => 1 / (1 + Math.exp(-x));
 /** The ensemble's answer for one transition (see `LearnedExperienceModel.estimate`). */
 type Estimate = { pEnd: number; reward: number; u: number; u_reward: number; u_outcome: number; pTop: number; supported: boolean };
-/** Estimates kept at most (about 3 KB each on WebShop). */
+/** What an estimate reads. */
+type EstimateInput = { task: PredictInput["task"]; history: readonly HistoryStep[]; state: string; action: string };
+/** Estimates kept at most (with the texts their keys number: see `memoKey`). */
 const ESTIMATES_KEPT = 20_000;
 /** How sure the ensemble must be of a top (or bottom) reward to pay exactly that (see `combine`). */
 const SURE = 0.9;
@@ -205,10 +207,10 @@ export class LearnedExperienceModel implements ExperienceModel {
   }
   /** The heads fused for forward passes, made at the first and again after a refit. */
   private fused: FusedScoreNets | undefined;
-  private scores = new Float64Array(0);
+  private readonly scores: Float64Array;
 
   /** The ensemble's end probability, reward and uncertainty for one transition. */
-  estimate(input: { task: PredictInput["task"]; history: readonly HistoryStep[]; state: string; action: string }): Estimate {
+  estimate(input: EstimateInput): Estimate {
     // A group's rollouts of one task repeat each other's steps (WebShop, 20k steps from BC: 59% of
     // the estimates were asked before, with the same history): the answer is kept, by everything it
     // reads, until the members change (`refit`).
@@ -229,7 +231,7 @@ export class LearnedExperienceModel implements ExperienceModel {
   /** Numbers for the texts and tasks in memo keys (a text's hash is kept with it, so a page seen again costs no rescan). */
   private readonly textIds = new Map<string, number>();
   private taskIds = new WeakMap<object, number>();
-  private memoKey(input: { task: PredictInput["task"]; history: readonly HistoryStep[]; state: string; action: string }): string {
+  private memoKey(input: EstimateInput): string {
     if (this.estimates.size >= ESTIMATES_KEPT || this.textIds.size >= 4 * ESTIMATES_KEPT) {
       // Together: a kept key's numbers mean the texts they meant when it was made.
       this.estimates.clear();
