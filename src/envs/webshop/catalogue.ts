@@ -220,7 +220,7 @@ export class Catalogue {
   readonly prices: Map<string, number>;
   /** Goals in the reference's shuffled order; splits are index ranges into this list. */
   readonly goals: Goal[];
-  readonly search: TextSearchIndex;
+  private searchIndex: TextSearchIndex | undefined;
   readonly attributeToAsins: Map<string, Set<string>>;
 
   constructor(dir: string, seed: number) {
@@ -258,7 +258,12 @@ export class Catalogue {
     this.prices = productPrices(this.products, rng);
     this.goals = syntheticGoals(this.products, this.prices, rng);
     new Rng(GOAL_SHUFFLE_SEED).shuffle(this.goals);
-    this.search = new TextSearchIndex(this.products.map(indexedText));
+  }
+
+  /** The search index, built at the first search (an import's state abstraction reads products only). */
+  get search(): TextSearchIndex {
+    this.searchIndex ??= new TextSearchIndex(this.products.map(indexedText));
+    return this.searchIndex;
   }
 
   /** Goal indexes of a split. */
