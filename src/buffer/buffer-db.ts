@@ -1,5 +1,4 @@
 import Database from "better-sqlite3";
-import { hash } from "node:crypto";
 import { existsSync } from "node:fs";
 import { DataError, InvalidConfigError, type ExperienceSource, type StepInfo, type Task, type Trajectory } from "../core/index.ts";
 import type { BufferGroupStats, SearchFilter, StoredTransition } from "./buffer-types.ts";
@@ -105,10 +104,7 @@ function openHint(msg: string): string {
   return "";
 }
 
-/** A 63-bit key for a text, from SHA-1 (a collision is detected and probed past by the caller). */
-export function textKey(text: string): bigint {
-  return hash("sha1", text, "buffer").readBigInt64LE(0) & 0x7fffffffffffffffn;
-}
+export { textKey } from "./text-key.ts";
 
 /** The buffer's prepared statements, typed by name (the build's `.d.ts` cannot name the inferred type). */
 export type Statements = Record<

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { InvalidConfigError } from "../core/index.ts";
+import { InvalidConfigError } from "../core/errors.ts";
 import { l2Normalize, type Embedder } from "./embedder.ts";
 import { EMBED_STATE_CHARS, transitionText } from "./transition-text.ts";
 

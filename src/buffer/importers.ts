@@ -1,6 +1,17 @@
+import { availableParallelism } from "node:os";
 import { resolve } from "node:path";
-import { DataError, InvalidConfigError, readJsonl, writeJsonlAtomic, type JsonlLineError, type Trajectory, type Transition } from "../core/index.ts";
+import {
+  DataError,
+  InvalidConfigError,
+  RequestThread,
+  readJsonl,
+  writeJsonlAtomic,
+  type JsonlLineError,
+  type Trajectory,
+  type Transition,
+} from "../core/index.ts";
 import type { SearchFilter } from "./buffer-types.ts";
+import type { PreparedVectors } from "./import-vectors.ts";
 import type { ReplayBuffer } from "./replay-buffer.ts";
 import type { TrajectoryRules } from "../core/index.ts";
 import { parseTrajectory } from "./trajectory-schema.ts";
@@ -15,6 +26,8 @@ export interface ImportReport {
   malformed: JsonlLineError[];
   /** Lines imported with a field set right (a total or success that disagreed with the steps and the env's rule). */
   corrected: JsonlLineError[];
+  /** Batches whose content ids and vectors the import thread worked out (`ImportOptions.thread`). */
+  onThread: number;
 }
 
 export interface ImportOptions {
@@ -28,33 +41,101 @@ export interface ImportOptions {
   transform?: (t: Trajectory) => Trajectory;
   /** Known envs and their reward ranges: lines outside them are malformed. */
   rules?: TrajectoryRules;
+  /**
+   * Work out the next batch's content ids and vectors on a worker thread while this one writes,
+   * where there are two cores and the buffer's embedder is the default one; "wait": with any number
+   * of cores, and the batches after the first wait for the thread to be up (tests). @default true
+   */
+  thread?: boolean | "wait";
 }
 
-/** Imports a trajectory JSONL file; malformed lines are reported with their numbers and skipped. */
+/** What the import thread is asked: vectors for a batch (`embedder` sent once); without trajectories, whether it is up. */
+export interface ImportThreadRequest {
+  trajectories?: Trajectory[];
+  embedder?: { dims: number; idf?: Float32Array };
+}
+
+/**
+ * Imports a trajectory JSONL file; malformed lines are reported with their numbers and skipped.
+ * Where there are two cores and the buffer has the default embedder, a worker thread works out the
+ * content ids, vectors and text keys of the next batch while this thread writes the one before (the
+ * same content either way: the thread only does sooner what the buffer would do); the first batches,
+ * and every batch while it is not up, are done here.
+ */
 export async function importJsonl(buffer: ReplayBuffer, file: string, opts: ImportOptions = {}): Promise<ImportReport> {
-  const report: ImportReport = { file, added: 0, duplicates: 0, transitions: 0, evicted: 0, malformed: [], corrected: [] };
+  const report: ImportReport = { file, added: 0, duplicates: 0, transitions: 0, evicted: 0, malformed: [], corrected: [], onThread: 0 };
   const size = opts.batch ?? 500;
-  let batch: Trajectory[] = [];
-  let line = 0;
-  const flush = async () => {
-    if (batch.length === 0) return;
-    const r = await buffer.appendTrajectories(batch, { seed: opts.seed ?? true });
-    report.added += r.added;
-    report.duplicates += r.duplicates;
-    report.transitions += r.transitions;
-    report.evicted += r.evicted;
-    batch = [];
-    opts.onProgress?.(line);
-  };
-  for await (const { value, line: n } of readJsonl(file, {
+  const lines = readJsonl(file, {
     parse: (v, n) => parseTrajectory(v, opts.rules, (message) => report.corrected.push({ file, line: n, message })),
     onError: (e) => report.malformed.push(e),
-  })) {
-    line = n;
-    batch.push(opts.transform ? opts.transform(value) : value);
-    if (batch.length >= size) await flush();
+  });
+  /** The next batch and the line of its last trajectory (none: the file is read). */
+  const read = async (): Promise<{ trajectories: Trajectory[]; line: number }> => {
+    const trajectories: Trajectory[] = [];
+    let line = 0;
+    while (trajectories.length < size) {
+      const r = await lines.next();
+      if (r.done) break;
+      line = r.value.line;
+      trajectories.push(opts.transform ? opts.transform(r.value.value) : r.value.value);
+    }
+    return { trajectories, line };
+  };
+  const wanted = opts.thread === "wait" || ((opts.thread ?? true) && availableParallelism() > 1);
+  const thread =
+    wanted && buffer.defaultEmbedder
+      ? new RequestThread<ImportThreadRequest, PreparedVectors | { up: true }>(new URL("./import-thread", import.meta.url), null)
+      : undefined;
+  let up = false;
+  const started = thread?.request({}).then((r) => (up = r !== null));
+  if (opts.thread === "wait") await started;
+  let embedderSent = false;
+  /** Asks the thread for a batch's vectors, once it is up and the buffer's vectors are fixed (after the first batch). */
+  const ask = (trajectories: Trajectory[]): Promise<PreparedVectors | null> | undefined => {
+    const embedder = up && trajectories.length > 0 ? buffer.threadEmbedder() : null;
+    if (!embedder) return undefined;
+    const sent = thread!.request({ trajectories, embedder: embedderSent ? undefined : embedder });
+    embedderSent = true;
+    return sent.then(
+      (r) => (r && "uids" in r ? r : null),
+      () => null, // not sent (a value that does not clone): embedded here
+    );
+  };
+  // Batches read ahead (at most two besides the one being written), each with its vectors asked
+  // of the thread, so that the thread always has the next one while this thread writes.
+  const queue: { trajectories: Trajectory[]; line: number; vectors?: Promise<PreparedVectors | null> }[] = [];
+  let end = false;
+  // What stops reading (a transform's error) stops the import once the batches before it are written,
+  // as it would have without reading ahead.
+  let failed: { error: unknown } | undefined;
+  try {
+    for (;;) {
+      while (!end && !failed && queue.length < 3) {
+        try {
+          const next = await read();
+          if (next.trajectories.length === 0) end = true;
+          else queue.push({ ...next, vectors: ask(next.trajectories) });
+        } catch (error) {
+          failed = { error };
+        }
+      }
+      const batch = queue.shift();
+      if (!batch) break;
+      const made = (await batch.vectors) ?? undefined;
+      if (made) report.onThread++;
+      const r = await buffer.appendPrepared(batch.trajectories, made, { seed: opts.seed ?? true });
+      report.added += r.added;
+      report.duplicates += r.duplicates;
+      report.transitions += r.transitions;
+      report.evicted += r.evicted;
+      opts.onProgress?.(batch.line);
+      for (const q of queue) q.vectors ??= ask(q.trajectories); // the first batch fixed the vectors, or the thread came up meanwhile
+    }
+    if (failed) throw failed.error;
+  } finally {
+    thread?.close();
+    await lines.return(undefined);
   }
-  await flush();
   return report;
 }
 

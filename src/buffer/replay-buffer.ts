@@ -36,6 +36,7 @@ import { encodeHalf } from "./float16.ts";
 import { HashingEmbedder } from "./hashing-embedder.ts";
 import { rowMatches, SearchIndexes, type IndexedRow } from "./search-indexes.ts";
 import { transitionText } from "./transition-text.ts";
+import type { PreparedVectors } from "./import-vectors.ts";
 import { trajectoryContentId } from "./trajectory-schema.ts";
 import type { Candidate } from "./vector-index.ts";
 import { RealSearchThread } from "./real-search.ts";
@@ -59,6 +60,9 @@ interface PendingStep extends StepFields {
   instruction: string;
   createdAt: string;
   vector?: Float32Array;
+  /** Made by the import thread: the vector as stored (f16), and the keys of the instruction, state and next state. */
+  half?: Buffer;
+  keys?: { all: BigInt64Array; at: number };
 }
 
 interface NewTrajectory {
@@ -241,10 +245,12 @@ export class ReplayBuffer {
     if (e instanceof HashingEmbedder && e.idf) put.run("embedder_idf", Buffer.from(e.idf.buffer, e.idf.byteOffset, e.idf.byteLength));
   }
 
-  private textId(text: string): number {
+  /** `keys[at]`, when given and not -1, is the text's `textKey` (read only when needed: a read makes a bigint). */
+  private textId(text: string, keys?: BigInt64Array, at = 0): number {
     const cached = this.textCache.get(text);
     if (cached !== undefined) return cached;
-    let key = textKey(text);
+    let key = keys ? keys[at] : -1n;
+    if (key < 0n) key = textKey(text);
     let id: number;
     for (;;) {
       const inserted = this.stmts.insertText.run(key, text);
@@ -307,13 +313,14 @@ export class ReplayBuffer {
           rowOf.set(p.trajectoryUid, (traj = Number(found.id)));
         }
         const same = prev !== null && prev.trajectoryUid === p.trajectoryUid;
-        const instructionId = same && prev!.instruction === p.instruction ? prevInstructionId : this.textId(p.instruction);
-        const stateId = same && prev!.nextState === p.state ? prevNextId : this.textId(p.state);
-        const nextId = this.textId(p.nextState);
+        const k = p.keys;
+        const instructionId = same && prev!.instruction === p.instruction ? prevInstructionId : this.textId(p.instruction, k?.all, k?.at);
+        const stateId = same && prev!.nextState === p.state ? prevNextId : this.textId(p.state, k?.all, k && k.at + 1);
+        const nextId = this.textId(p.nextState, k?.all, k && k.at + 2);
         prev = p;
         prevNextId = nextId;
         prevInstructionId = instructionId;
-        const half = encodeHalf(p.vector!);
+        const half = p.half ?? encodeHalf(p.vector!);
         const info = s.insertTransition.run(
           traj,
           p.step,
@@ -404,22 +411,51 @@ export class ReplayBuffer {
    * already in the buffer (same content id) is skipped.
    */
   appendTrajectories(trajectories: Trajectory[], opts: AppendOptions = {}): Promise<AppendResult> {
+    return this.appendPrepared(trajectories, undefined, opts);
+  }
+
+  /** Whether this buffer embeds with the default embedder (not one the caller chose). @internal */
+  get defaultEmbedder(): boolean {
+    return this.fitDefaultEmbedder && this.embedderValue instanceof HashingEmbedder;
+  }
+
+  /**
+   * The default embedder's settings once this buffer's vectors are fixed (after its first commit),
+   * for a thread that makes vectors for `appendPrepared`; null for any other embedder.
+   * @internal
+   */
+  threadEmbedder(): { dims: number; idf?: Float32Array } | null {
+    this.checkOpen();
+    const e = this.embedderValue;
+    if (!this.fitDefaultEmbedder || !this.embedderFrozen || !(e instanceof HashingEmbedder) || e.dims !== Number(this.meta("embedder_dims"))) return null;
+    return { dims: e.dims, idf: e.idf ?? undefined };
+  }
+
+  /**
+   * `appendTrajectories`, with content ids and vectors made beforehand (by the import thread); the
+   * vectors are used if this buffer's embedder made them (`embedderId`), else the steps are embedded here.
+   * @internal
+   */
+  appendPrepared(trajectories: Trajectory[], vectors: PreparedVectors | undefined, opts: AppendOptions = {}): Promise<AppendResult> {
     this.checkWritable();
     return this.exclusive(async () => {
-      const fresh: { uid: string; t: Trajectory }[] = [];
+      const fresh: { uid: string; t: Trajectory; row: number }[] = [];
       const seen = new Set<string>();
       let duplicates = 0;
-      for (const t of trajectories) {
-        const uid = trajectoryContentId(t);
+      trajectories.forEach((t, i) => {
+        const uid = vectors ? vectors.uids[i] : trajectoryContentId(t);
         if (seen.has(uid) || this.stmts.findTrajectory.get(uid)) {
           duplicates++;
-          continue;
+          return;
         }
         seen.add(uid);
-        fresh.push({ uid, t });
-      }
+        fresh.push({ uid, t, row: vectors ? vectors.firstRow[i] : -1 });
+      });
+      const made = vectors && this.embedderFrozen && this.embedderValue?.id === vectors.embedderId ? vectors : undefined;
+      const halves = made ? Buffer.from(made.half.buffer, made.half.byteOffset, made.half.byteLength) : undefined;
+      const bytes = 2 * (this.embedderValue?.dims ?? 0);
       const steps: PendingStep[] = [];
-      for (const { uid, t } of fresh) {
+      for (const { uid, t, row } of fresh) {
         t.steps.forEach((s, i) =>
           steps.push({
             trajectoryUid: uid,
@@ -438,10 +474,12 @@ export class ReplayBuffer {
             source: t.source,
             policy: t.policy,
             createdAt: t.created_at,
+            half: halves?.subarray((row + i) * bytes, (row + i + 1) * bytes),
+            keys: made && { all: made.keys, at: 3 * (row + i) },
           }),
         );
       }
-      await this.embedSteps(steps, true);
+      if (!halves) await this.embedSteps(steps, true);
       const r = this.insert(
         steps,
         fresh.map(({ uid, t }) => ({ uid, t, nSteps: t.steps.length, seed: opts.seed ?? false })),

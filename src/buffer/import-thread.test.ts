@@ -1,0 +1,122 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { writeFileSync } from "node:fs";
+import Database from "better-sqlite3";
+import { abstractTrajectory, type StateAbstraction, type Trajectory, type TrajectoryRules } from "../core/index.ts";
+import { makeTrajectory, tempFile } from "../testing/index.ts";
+import { HashingEmbedder } from "./hashing-embedder.ts";
+import { importJsonl, type ImportOptions } from "./importers.ts";
+import { ReplayBuffer } from "./replay-buffer.ts";
+
+// The import thread (ImportOptions.thread) must change when the work is done, never what is stored
+// or reported: an import through it and one on the main thread alone give the same tables, byte
+// for byte, the same report and the same progress calls.
+
+/** A file of 300 trajectories (long ones among them, repeats, a lone surrogate) and bad or corrected lines. */
+function writeCorpus(): string {
+  const lines: string[] = [];
+  for (let i = 0; i < 300; i++) {
+    const k = i % 260; // from 260 on, repeats
+    const t = makeTrajectory(k, { steps: 1 + (k % 9), task: `task-${k % 13}` });
+    if (k % 37 === 5) t.steps[0].observation = `${"a long page ".repeat(300)}${k}`;
+    if (k === 77) t.steps[0].next_observation = "lone \ud800 surrogate";
+    if (k % 50 === 3) t.total_reward = 0.5; // disagrees with its steps: corrected under the rules
+    lines.push(JSON.stringify(t));
+    if (i % 41 === 7) lines.push("{not json");
+    if (i % 53 === 11) lines.push(JSON.stringify({ ...t, env: "nowhere" }));
+    if (i % 29 === 0) lines.push("");
+  }
+  const file = tempFile("corpus.jsonl");
+  writeFileSync(file, `${lines.join("\n")}\n`);
+  return file;
+}
+
+const rules: TrajectoryRules = {
+  envs: ["toy"],
+  rewards: () => ({ min: 0, max: 1, dense: true }),
+  success: (_env, total) => total >= 1,
+};
+
+const abstraction: StateAbstraction = {
+  env: "toy",
+  abstract: (o) => `state: ${o.slice(0, 40).toUpperCase()}`,
+  actions: () => undefined,
+  isTerminal: () => false,
+  profile: "toy",
+};
+
+/** Every table's rows, hashed (the buffer is closed). */
+function tables(b: ReplayBuffer): string {
+  const path = b.path;
+  b.close();
+  const db = new Database(path, { readonly: true });
+  const h = createHash("sha256");
+  for (const table of ["meta", "sqlite_sequence", "texts", "trajectories", "transitions"])
+    for (const row of db.prepare(`SELECT * FROM ${table} ORDER BY rowid`).all())
+      h.update(`${JSON.stringify(row, (_k, v) => (Buffer.isBuffer(v) ? v.toString("hex") : v))}\n`);
+  db.close();
+  return h.digest("hex");
+}
+
+async function importBoth(file: string, opts: ImportOptions, before?: (b: ReplayBuffer) => Promise<unknown>) {
+  const out = [];
+  for (const thread of [false, "wait"] as const) {
+    const b = ReplayBuffer.open(tempFile("b.db"));
+    await before?.(b);
+    const progress: number[] = [];
+    const report = await importJsonl(b, file, { ...opts, thread, onProgress: (n) => progress.push(n) });
+    out.push({ report, progress, tables: tables(b) });
+  }
+  return out;
+}
+
+test("an import through the thread stores and reports what one without it does (rules, repeats, bad lines, an abstraction)", async () => {
+  const file = writeCorpus();
+  for (const opts of [
+    { batch: 16, rules },
+    { batch: 40, rules, transform: (t: Trajectory) => abstractTrajectory(t, abstraction) },
+  ]) {
+    const [here, there] = await importBoth(file, opts);
+    assert.equal(here.report.onThread, 0);
+    assert.ok(there.report.onThread >= 5, `batches on the thread: ${there.report.onThread}`);
+    assert.deepEqual({ ...there.report, onThread: 0 }, here.report);
+    assert.deepEqual(there.progress, here.progress);
+    assert.equal(there.tables, here.tables);
+    assert.ok(here.report.malformed.length > 10 && here.report.corrected.length > 3 && here.report.duplicates > 0);
+  }
+  // Into a buffer that already holds some of them (its vectors fixed before the import).
+  const [here, there] = await importBoth(file, { batch: 25 }, (b) =>
+    b.appendTrajectories([0, 1, 2, 200].map((i) => makeTrajectory(i, { steps: 1 + (i % 9), task: `task-${i % 13}` }))),
+  );
+  assert.ok(there.report.onThread > 0);
+  assert.equal(there.tables, here.tables);
+});
+
+test("a transform that fails stops the import with its error after the same whole batches, thread or not", async () => {
+  const file = writeCorpus();
+  let seen = 0;
+  const transform = (t: Trajectory) => {
+    if (++seen === 130) throw new Error("transform failed on the 130th trajectory");
+    return t;
+  };
+  const out = [];
+  for (const thread of [false, "wait"] as const) {
+    seen = 0;
+    const b = ReplayBuffer.open(tempFile("b.db"));
+    const progress: number[] = [];
+    await assert.rejects(importJsonl(b, file, { batch: 20, transform, thread, onProgress: (n) => progress.push(n) }), /130th trajectory/);
+    assert.equal(b.countTrajectories(), 120, "the six whole batches before it");
+    out.push({ progress, tables: tables(b) });
+  }
+  assert.deepEqual(out[1], out[0]);
+});
+
+test("an embedder the caller chose stays on the main thread", async () => {
+  const file = writeCorpus();
+  const b = ReplayBuffer.open(tempFile("b.db"), { embedder: new HashingEmbedder({ dims: 64 }) });
+  const r = await importJsonl(b, file, { batch: 30, thread: "wait" });
+  assert.equal(r.onThread, 0);
+  assert.ok(r.added > 200);
+  b.close();
+});
