@@ -91,9 +91,8 @@ export async function importJsonl(buffer: ReplayBuffer, file: string, opts: Impo
   if (opts.thread === "wait") await started;
   let embedderSent = false;
   /** Asks the thread for a batch's vectors, once it is up and the buffer's vectors are fixed (after the first batch). */
-  const ask = (trajectories: Trajectory[]): Promise<PreparedVectors | null> | undefined => {
-    const embedder = up && trajectories.length > 0 ? buffer.threadEmbedder() : null;
-    if (!embedder) return undefined;
+  const ask = (trajectories: Trajectory[], embedder = buffer.threadEmbedder()): Promise<PreparedVectors | null> | undefined => {
+    if (!up || !embedder) return undefined;
     const sent = thread!.request({ trajectories, embedder: embedderSent ? undefined : embedder });
     embedderSent = true;
     return sent.then(
@@ -123,13 +122,19 @@ export async function importJsonl(buffer: ReplayBuffer, file: string, opts: Impo
       if (!batch) break;
       const made = (await batch.vectors) ?? undefined;
       if (made) report.onThread++;
-      const r = await buffer.appendPrepared(batch.trajectories, made, { seed: opts.seed ?? true });
+      // Once this batch is embedded (a first batch fits the IDF), the thread may start on the next
+      // while this one is written; the buffer uses its vectors only if that write went through.
+      const r = await buffer.appendPrepared(batch.trajectories, made, { seed: opts.seed ?? true }, (embedder) => {
+        for (const q of queue) q.vectors ??= ask(q.trajectories, embedder);
+      });
       report.added += r.added;
       report.duplicates += r.duplicates;
       report.transitions += r.transitions;
       report.evicted += r.evicted;
       opts.onProgress?.(batch.line);
-      for (const q of queue) q.vectors ??= ask(q.trajectories); // the first batch fixed the vectors, or the thread came up meanwhile
+      // The thread came up meanwhile (its word is read between tasks).
+      if (thread && !up) await new Promise((r) => setImmediate(r));
+      for (const q of queue) q.vectors ??= ask(q.trajectories);
     }
     if (failed) throw failed.error;
   } finally {

@@ -426,17 +426,28 @@ export class ReplayBuffer {
    */
   threadEmbedder(): { dims: number; idf?: Float32Array } | null {
     this.checkOpen();
+    return this.embedderFrozen ? this.defaultEmbedderSettings() : null;
+  }
+
+  private defaultEmbedderSettings(): { dims: number; idf?: Float32Array } | null {
     const e = this.embedderValue;
-    if (!this.fitDefaultEmbedder || !this.embedderFrozen || !(e instanceof HashingEmbedder) || e.dims !== Number(this.meta("embedder_dims"))) return null;
+    if (!this.fitDefaultEmbedder || !(e instanceof HashingEmbedder) || (this.embedderFrozen && e.dims !== Number(this.meta("embedder_dims")))) return null;
     return { dims: e.dims, idf: e.idf ?? undefined };
   }
 
   /**
    * `appendTrajectories`, with content ids and vectors made beforehand (by the import thread); the
    * vectors are used if this buffer's embedder made them (`embedderId`), else the steps are embedded here.
+   * `embedded` is told the default embedder's settings once the steps are embedded, before they are
+   * written: after a first append's IDF fit, the ones the buffer keeps if the write succeeds.
    * @internal
    */
-  appendPrepared(trajectories: Trajectory[], vectors: PreparedVectors | undefined, opts: AppendOptions = {}): Promise<AppendResult> {
+  appendPrepared(
+    trajectories: Trajectory[],
+    vectors: PreparedVectors | undefined,
+    opts: AppendOptions = {},
+    embedded?: (embedder: { dims: number; idf?: Float32Array } | null) => void,
+  ): Promise<AppendResult> {
     this.checkWritable();
     return this.exclusive(async () => {
       const fresh: { uid: string; t: Trajectory; row: number }[] = [];
@@ -480,6 +491,7 @@ export class ReplayBuffer {
         );
       }
       if (!halves) await this.embedSteps(steps, true);
+      embedded?.(this.defaultEmbedderSettings());
       const r = this.insert(
         steps,
         fresh.map(({ uid, t }) => ({ uid, t, nSteps: t.steps.length, seed: opts.seed ?? false })),
