@@ -1,4 +1,5 @@
-import OpenAI from "openai";
+import { createRequire } from "node:module";
+import type OpenAI from "openai";
 import { ApiCallError, InvalidConfigError } from "../core/index.ts";
 import { l2Normalize, type Embedder } from "./embedder.ts";
 
@@ -18,6 +19,12 @@ export interface OpenAIEmbedderOptions {
   dims?: number;
 }
 
+// The `openai` package is read when the first embedder is made (as the chat model's: a command that
+// calls no endpoint does not pay its load).
+const require = createRequire(import.meta.url);
+let openaiClass: typeof OpenAI | undefined;
+const openai = (): typeof OpenAI => (openaiClass ??= (require("openai") as { OpenAI: typeof OpenAI }).OpenAI);
+
 /** Any OpenAI-compatible `/v1/embeddings` endpoint, through the official client. Vectors are L2-normalised. */
 export class OpenAIEmbedder implements Embedder {
   readonly id: string;
@@ -34,7 +41,7 @@ export class OpenAIEmbedder implements Embedder {
     this.batchSize = opts.batchSize ?? 64;
     this.dimsValue = opts.dims ?? 0;
     this.id = `openai-compatible:${this.baseURL}#${this.model}`;
-    this.client = new OpenAI({
+    this.client = new (openai())({
       baseURL: this.baseURL,
       apiKey: opts.apiKey ?? process.env.OPENAI_API_KEY ?? "not-needed",
       maxRetries: opts.maxRetries ?? 4,

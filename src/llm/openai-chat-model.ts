@@ -1,4 +1,5 @@
-import OpenAI from "openai";
+import { createRequire } from "node:module";
+import type OpenAI from "openai";
 import { ApiCallError, InvalidConfigError } from "../core/index.ts";
 import { FailureBreaker } from "./breaker.ts";
 import { extractJson, type ChatChoice, type ChatModel, type ChatRequest, type ChatResponse, type ModelStats } from "./chat-model.ts";
@@ -28,6 +29,13 @@ export interface OpenAIChatModelOptions {
   /** The largest answer read, in bytes; a longer one fails the attempt as it streams in. @default 16 MiB */
   maxAnswerBytes?: number;
 }
+
+// The `openai` package is read when the first client is made: a command that calls no endpoint does
+// not pay its load (with `ws`, about a fifth of every CLI start). Its CommonJS build, one copy for
+// the clients and the error classes they throw.
+const require = createRequire(import.meta.url);
+let openaiClass: typeof OpenAI | undefined;
+const openai = (): typeof OpenAI => (openaiClass ??= (require("openai") as { OpenAI: typeof OpenAI }).OpenAI);
 
 /** An HTTP answer that is not an OpenAI chat completion (the endpoint is there, but speaks something else). */
 class NotTheProtocolError extends Error {}
@@ -99,7 +107,7 @@ export class OpenAIChatModel implements ChatModel {
     this.breaker = new FailureBreaker(this.url, { maxFailures: opts.maxFailures });
     this.cache = typeof opts.cache === "string" ? new ResponseCache(opts.cache) : (opts.cache ?? null);
     // Retries are ours (classification, jitter, counters), so the client makes one attempt.
-    this.client = new OpenAI({
+    this.client = new (openai())({
       baseURL,
       apiKey: opts.apiKey ?? process.env.OPENAI_API_KEY ?? "not-needed",
       maxRetries: 0,
@@ -148,7 +156,7 @@ export class OpenAIChatModel implements ChatModel {
         const answered =
           status !== undefined || e instanceof NotTheProtocolError || causedBy(e, AnswerTooLargeError) || causedBy(e, AnswerDeadlineError) || redirectLoop(e);
         if (answered) this.breaker.answered();
-        const timedOut = e instanceof OpenAI.APIConnectionTimeoutError || causedBy(e, AnswerDeadlineError);
+        const timedOut = e instanceof openai().APIConnectionTimeoutError || causedBy(e, AnswerDeadlineError);
         // No status: no connection, a cut connection, no answer in time, or a body that is not the protocol.
         const transport = status === undefined;
         const retryable = transport ? !timedOut && this.breaker.reached : RETRYABLE_STATUS(status);

@@ -1,4 +1,5 @@
-import WebSocket from "ws";
+import { createRequire } from "node:module";
+import type WebSocket from "ws";
 import {
   ClosedEnvironmentError,
   DreamGymError,
@@ -178,9 +179,9 @@ export class RemoteEnv implements Env {
     await this.queue.catch(() => {});
     const ws = this.ws;
     this.ws = null;
-    if (!ws || ws.readyState === WebSocket.CLOSED) return;
+    if (!ws || ws.readyState === ws.CLOSED) return;
     const gone = new Promise<void>((resolve) => ws.once("close", () => resolve()));
-    if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify({ type: "close" }), () => {});
+    if (ws.readyState === ws.OPEN) ws.send(JSON.stringify({ type: "close" }), () => {});
     ws.close(1000);
     // A server that never completes the closing handshake does not hold us up.
     const timer = setTimeout(() => ws.terminate(), Math.min(this.timeoutMs, 5000));
@@ -201,7 +202,8 @@ export class RemoteEnv implements Env {
     this.gaveUp = false;
     this.unsolicited = null;
     return new Promise<void>((resolve, reject) => {
-      const ws = new WebSocket(this.url, {
+      // `ws` is read at the first connection: every other command skips its load.
+      const ws = new (createRequire(import.meta.url)("ws") as typeof WebSocket)(this.url, {
         handshakeTimeout: this.timeoutMs,
         headers: this.token ? { authorization: `Bearer ${this.token}` } : undefined,
         maxPayload: 100 * 1024 * 1024,
@@ -241,12 +243,12 @@ export class RemoteEnv implements Env {
   private drop(): void {
     const ws = this.ws;
     this.ws = null;
-    if (ws && ws.readyState !== WebSocket.CLOSED) ws.terminate();
+    if (ws && ws.readyState !== ws.CLOSED) ws.terminate();
   }
 
   private request(what: string, message: object): Promise<Record<string, unknown>> {
     const ws = this.ws;
-    if (!ws || ws.readyState !== WebSocket.OPEN || this.broken) {
+    if (!ws || ws.readyState !== ws.OPEN || this.broken) {
       const u = this.unsolicited;
       const why = this.broken ?? (u ? `${u.message}${u.code ? ` (${u.code})` : ""}` : "the server is closing the connection");
       return Promise.reject(new RemoteEnvError(this.url, `${what} failed: ${why}`, u?.code));

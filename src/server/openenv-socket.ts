@@ -1,7 +1,8 @@
 import type { IncomingMessage } from "node:http";
 import { STATUS_CODES } from "node:http";
 import type { Duplex } from "node:stream";
-import { WebSocket, WebSocketServer, type RawData } from "ws";
+import { createRequire } from "node:module";
+import type { RawData, WebSocket, WebSocketServer } from "ws";
 import type { ObservationFormat } from "./env-host.ts";
 import { handleMessage } from "./openenv.ts";
 import { ServeError, type Session, type SessionManager } from "./sessions.ts";
@@ -59,7 +60,13 @@ export class OpenEnvSockets {
     private readonly manager: SessionManager,
     private readonly o: OpenEnvSocketOptions,
   ) {
-    this.wss = new WebSocketServer({ noServer: true, maxPayload: o.maxMessageBytes, perMessageDeflate: false, clientTracking: false });
+    // `ws` is read when a server starts: every other command skips its load.
+    this.wss = new (createRequire(import.meta.url)("ws") as typeof import("ws")).WebSocketServer({
+      noServer: true,
+      maxPayload: o.maxMessageBytes,
+      perMessageDeflate: false,
+      clientTracking: false,
+    });
     if (o.heartbeatSeconds > 0) {
       this.heartbeat = setInterval(() => this.beat(), 1000 * o.heartbeatSeconds);
       this.heartbeat.unref();
@@ -154,7 +161,7 @@ export class OpenEnvSockets {
     session.onClose = (reason) => {
       drain(); // a message held for a client that does not read waits no longer
       void chain.then(() => {
-        if (ws.readyState === WebSocket.OPEN || ws.readyState === WebSocket.CONNECTING) ws.close(this.closing ? 1001 : 1000, reasonText(reason));
+        if (ws.readyState === ws.OPEN || ws.readyState === ws.CONNECTING) ws.close(this.closing ? 1001 : 1000, reasonText(reason));
       });
     };
     const synthetic = this.manager.host.mode !== "real";
@@ -175,20 +182,20 @@ export class OpenEnvSockets {
       if (!mayRead()) ws.pause();
     };
     const answer = async (text: string) => {
-      if (unsent >= MAX_UNSENT_BYTES && ws.readyState === WebSocket.OPEN && !session.closed) {
+      if (unsent >= MAX_UNSENT_BYTES && ws.readyState === ws.OPEN && !session.closed) {
         this.stats.stalled++;
         await new Promise<void>((resolve) => (drained = resolve));
         this.stats.stalled--;
       }
       // No one can read the answer of a message whose connection has gone (a cut flood): it is not computed.
-      const gone = ws.readyState !== WebSocket.OPEN;
+      const gone = ws.readyState !== ws.OPEN;
       const reply = gone ? undefined : await handleMessage(text, session, synthetic);
       if (gone) this.stats.dropped++;
       else this.stats.answered++;
       pending--;
       if (mayRead() && ws.isPaused) ws.resume();
       if (reply === "close") await session.close("closed by the client");
-      else if (reply && ws.readyState === WebSocket.OPEN) send(JSON.stringify(reply));
+      else if (reply && ws.readyState === ws.OPEN) send(JSON.stringify(reply));
     };
     // handleMessage answers every failure; anything else is a bug: drop this connection, not the server.
     const answerOrDrop = (text: string) => answer(text).catch(() => ws.terminate());
@@ -211,7 +218,7 @@ export class OpenEnvSockets {
   async close(): Promise<void> {
     this.stopAccepting();
     const sockets = [...this.alive.keys()];
-    const closed = sockets.map((ws) => new Promise<void>((resolve) => (ws.readyState === WebSocket.CLOSED ? resolve() : ws.once("close", () => resolve()))));
+    const closed = sockets.map((ws) => new Promise<void>((resolve) => (ws.readyState === ws.CLOSED ? resolve() : ws.once("close", () => resolve()))));
     for (const ws of sockets) ws.close(1001, "the server is shutting down");
     let timer: NodeJS.Timeout | undefined;
     const grace = new Promise<void>((resolve) => (timer = setTimeout(resolve, CLOSE_GRACE_MS)));
