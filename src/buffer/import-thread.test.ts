@@ -120,3 +120,32 @@ test("an embedder the caller chose stays on the main thread", async () => {
   assert.ok(r.added > 200);
   b.close();
 });
+
+test("a transform's output the thread cannot read as it is (a class's own toJSON) is stored as without the thread; without one nothing is read ahead", async () => {
+  const file = writeCorpus();
+  // The content id reads the trajectory as JSON: a copy on the thread loses the class and its toJSON.
+  class Price {
+    constructor(readonly cents: number) {}
+    toJSON() {
+      return `$${this.cents / 100}`;
+    }
+  }
+  const priced = (t: Trajectory) => ({ ...t, task: { ...t.task, price: new Price(300) } }) as Trajectory;
+  const [here, there] = await importBoth(file, { batch: 30, transform: priced });
+  assert.equal(there.tables, here.tables);
+  assert.deepEqual({ ...there.report, onThread: 0 }, here.report);
+  // With no thread, a batch is transformed only once the one before is written.
+  const b = ReplayBuffer.open(tempFile("b.db"));
+  const seenAtTransform: number[] = [];
+  let n = 0;
+  await importJsonl(b, file, {
+    batch: 10,
+    thread: false,
+    transform: (t) => {
+      if (n++ % 10 === 0) seenAtTransform.push(b.countTrajectories());
+      return t;
+    },
+  });
+  b.close();
+  assert.deepEqual(seenAtTransform.slice(0, 3), [0, 10, 20]);
+});

@@ -14,7 +14,7 @@ import type { SearchFilter } from "./buffer-types.ts";
 import type { PreparedVectors } from "./import-vectors.ts";
 import type { ReplayBuffer } from "./replay-buffer.ts";
 import type { TrajectoryRules } from "../core/index.ts";
-import { parseTrajectory } from "./trajectory-schema.ts";
+import { parseTrajectory, trajectoryContentId } from "./trajectory-schema.ts";
 
 export interface ImportReport {
   file: string;
@@ -37,7 +37,11 @@ export interface ImportOptions {
   batch?: number;
   /** Called after each committed batch with the lines read so far. */
   onProgress?: (linesRead: number) => void;
-  /** Applied to each trajectory before it is stored (e.g. turning observations into abstract states). */
+  /**
+   * Applied to each trajectory before it is stored (e.g. turning observations into abstract states).
+   * With the import thread it runs up to two batches ahead of the writes: it must not change what it
+   * returned before.
+   */
   transform?: (t: Trajectory) => Trajectory;
   /** Known envs and their reward ranges: lines outside them are malformed. */
   rules?: TrajectoryRules;
@@ -95,10 +99,11 @@ export async function importJsonl(buffer: ReplayBuffer, file: string, opts: Impo
     if (!up || !embedder) return undefined;
     const sent = thread!.request({ trajectories, embedder: embedderSent ? undefined : embedder });
     embedderSent = true;
-    return sent.then(
-      (r) => (r && "uids" in r ? r : null),
-      () => null, // not sent (a value that does not clone): embedded here
-    );
+    return sent.then((r) => {
+      if (r && "uids" in r) return r;
+      embedderSent = false; // not sent, or not answered (a value that does not clone): embedded here, and the embedder sent again
+      return null;
+    });
   };
   // Batches read ahead (at most two besides the one being written), each with its vectors asked
   // of the thread, so that the thread always has the next one while this thread writes.
@@ -109,7 +114,8 @@ export async function importJsonl(buffer: ReplayBuffer, file: string, opts: Impo
   let failed: { error: unknown } | undefined;
   try {
     for (;;) {
-      while (!end && !failed && queue.length < 3) {
+      // Without a thread nothing is read ahead: a transform runs just before its batch is written, as ever.
+      while (!end && !failed && queue.length < (thread ? 3 : 1)) {
         try {
           const next = await read();
           if (next.trajectories.length === 0) end = true;
@@ -120,7 +126,11 @@ export async function importJsonl(buffer: ReplayBuffer, file: string, opts: Impo
       }
       const batch = queue.shift();
       if (!batch) break;
-      const made = (await batch.vectors) ?? undefined;
+      const threadMade = (await batch.vectors) ?? undefined;
+      // The thread read copies: what a transform made may not copy as it is (a class's own toJSON), so its
+      // output's content ids are made again here, and the thread's work is used only where they agree.
+      const made =
+        threadMade && (!opts.transform || threadMade.uids.every((uid, i) => uid === trajectoryContentId(batch.trajectories[i]))) ? threadMade : undefined;
       if (made) report.onThread++;
       // Once this batch is embedded (a first batch fits the IDF), the thread may start on the next
       // while this one is written; the buffer uses its vectors only if that write went through.

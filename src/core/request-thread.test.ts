@@ -20,3 +20,10 @@ test("a request thread answers in order, follows its control messages, and leave
   assert.equal(await missing.request(1), null);
   missing.close();
 });
+
+test("a request whose body does not copy to the thread is left to the caller, and waits for nothing", async () => {
+  const t = new RequestThread<unknown, number>(fixture, undefined);
+  assert.equal(await t.request(() => 1), null);
+  assert.equal(await t.request(3), 9);
+  t.close();
+});

@@ -53,7 +53,14 @@ export class RequestThread<Req, Rep> {
     const id = this.next++;
     return new Promise((resolve) => {
       this.waiting.set(id, resolve);
-      this.worker!.postMessage({ id, body } satisfies Message<Req>);
+      try {
+        this.worker!.postMessage({ id, body } satisfies Message<Req>);
+      } catch {
+        // A body that does not copy (a function, a class the thread cannot rebuild): the caller does it.
+        this.waiting.delete(id);
+        if (this.waiting.size === 0) this.worker?.unref();
+        resolve(null);
+      }
     });
   }
 
@@ -65,6 +72,7 @@ export class RequestThread<Req, Rep> {
   /** Ends the thread; requests still waiting get null. */
   close(): void {
     this.worker?.postMessage("close");
+    this.worker?.unref(); // the thread ends on its own; the process need not wait for it
     this.stop();
   }
 
