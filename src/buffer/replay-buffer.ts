@@ -928,6 +928,7 @@ export class ReplayBuffer {
     return chosen.filter((c) => rows.has(c.id)).map((c) => ({ score: c.score, transition: toTransition(rows.get(c.id)!) }));
   }
 
+  /** The small facts search needs to filter and collapse candidates. */
   private keysByIds(ids: number[]): Map<number, Row> {
     return this.cachedRows(
       this.keyCache,

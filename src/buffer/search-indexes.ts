@@ -4,7 +4,7 @@ import type { ExperienceSource } from "../core/index.ts";
 import type { SearchFilter } from "./buffer-types.ts";
 import type { Row } from "./buffer-db.ts";
 import { decodeHalf } from "./float16.ts";
-import { AnnIndex, ExactIndex, TopK, type Candidate, type RowTags } from "./vector-index.ts";
+import { AnnIndex, ExactIndex, TopK, withRoom, type Candidate, type RowTags } from "./vector-index.ts";
 
 /** A row just written, as the indexes need it. */
 export interface IndexedRow {
@@ -256,11 +256,7 @@ const SCAN_ROWS_KEPT = 65_536;
 
 function addScanRow(scan: Scan, id: number, half: Uint8Array, d: number): void {
   const i = scan.ids.length;
-  if ((i + 1) * d > scan.matrix.length) {
-    const grown = new Float32Array(2 * scan.matrix.length);
-    grown.set(scan.matrix);
-    scan.matrix = grown;
-  }
+  scan.matrix = withRoom(scan.matrix, (i + 1) * d);
   decodeHalf(half, scan.matrix.subarray(i * d, (i + 1) * d));
   scan.ids.push(id);
 }

@@ -129,14 +129,8 @@ export class ExactIndex {
           v.matrix = this.matrix; // the whole index's rows, in place (grown meanwhile, maybe)
           v.count = this.n;
         } else if (matches(tags, v.filter)) {
-          if (v.count === v.ids.length) {
-            const ids = new Float64Array(Math.max(16, 2 * v.count));
-            ids.set(v.ids);
-            v.ids = ids;
-            const m = new Float32Array(ids.length * d);
-            m.set(v.matrix);
-            v.matrix = m;
-          }
+          v.ids = withRoom(v.ids, v.count + 1);
+          v.matrix = withRoom(v.matrix, (v.count + 1) * d);
           v.ids[v.count] = id;
           v.matrix.set(vector, v.count * d);
           v.count++;
@@ -347,11 +341,7 @@ const maxAbs = (x: Float32Array) => {
  */
 function appendQuantized(q: Quantized, vector: Float32Array, i: number, d: number): boolean {
   if (maxAbs(vector) * q.scale > 127) return false;
-  if ((i + 1) * d > q.int8.length) {
-    const grown = new Int8Array(Math.max(2 * q.int8.length, (i + 1) * d));
-    grown.set(q.int8);
-    q.int8 = grown;
-  }
+  q.int8 = withRoom(q.int8, (i + 1) * d);
   let e = 0;
   for (let j = 0; j < d; j++) {
     const v = Math.round(vector[j] * q.scale);
@@ -360,6 +350,13 @@ function appendQuantized(q: Quantized, vector: Float32Array, i: number, d: numbe
   }
   q.maxError = Math.max(q.maxError, Math.sqrt(e));
   return true;
+}
+/** `a` itself where it holds `length` items, else a copy with room for them (at least twice as long): rows appended one by one. */
+export function withRoom<T extends Float32Array | Float64Array | Int8Array>(a: T, length: number): T {
+  if (length <= a.length) return a;
+  const grown = new (a.constructor as new (n: number) => T)(Math.max(length, 2 * a.length));
+  grown.set(a);
+  return grown;
 }
 const quantize = (x: Float32Array, scale: number) => {
   const q = new Int8Array(x.length);

@@ -72,9 +72,6 @@ function jaccard(a: Set<string>, b: Set<string>): number {
   return inter / (a.size + b.size - inter || 1);
 }
 
-/** Jaccard ≥ 0.95; sets whose sizes differ more cannot get there (the overlap is at most the smaller over the larger), so most pairs are not intersected. */
-const nearDuplicate = (a: Set<string>, b: Set<string>) => Math.min(a.size, b.size) >= 0.95 * Math.max(a.size, b.size) && jaccard(a, b) >= 0.95;
-
 /** Word sets by size: a near duplicate (Jaccard ≥ 0.95) has a size within 5% of the other's, so only those sizes are compared. */
 class WordSets {
   private readonly bySize = new Map<number, Set<string>[]>();
@@ -84,7 +81,7 @@ class WordSets {
     else this.bySize.set(w.size, [w]);
   }
   hasNear(w: Set<string>): boolean {
-    for (let n = Math.ceil(0.95 * w.size); n <= Math.floor(w.size / 0.95); n++) if (this.bySize.get(n)?.some((x) => nearDuplicate(x, w))) return true;
+    for (let n = Math.ceil(0.95 * w.size); n <= Math.floor(w.size / 0.95); n++) if (this.bySize.get(n)?.some((x) => jaccard(x, w) >= 0.95)) return true;
     return false;
   }
 }
