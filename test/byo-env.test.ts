@@ -5,9 +5,9 @@ import assert from "node:assert/strict";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { run } from "./helpers.ts";
+import { ROOT, run } from "./helpers.ts";
 
-const MODULE = ["--env-module", join(import.meta.dirname, "..", "examples", "vault", "vault.ts")];
+const MODULE = ["--env-module", join(ROOT, "examples", "vault", "vault.ts")];
 const cli = (...args: string[]) => {
   const r = run([...MODULE, ...args]);
   assert.equal(r.status, 0, `dreamgym ${args.join(" ")}\n${r.stderr}`);
@@ -62,7 +62,7 @@ test("a registered free-text, dense-reward env: check → collect → buffer →
 });
 
 test("the second example, radio (prose, long episodes, one reward at the end): it keeps the Env contract, its expert repairs every radio, and the audit warns that held-out scenes find no recorded step", async () => {
-  const radio = ["--env-module", join(import.meta.dirname, "..", "examples", "radio", "radio.ts")];
+  const radio = ["--env-module", join(ROOT, "examples", "radio", "radio.ts")];
   const r = (...args: string[]) => {
     const x = run([...radio, ...args]);
     assert.equal(x.status, 0, `dreamgym ${args.join(" ")}\n${x.stderr}`);

@@ -6,14 +6,14 @@ import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chatServer } from "../src/testing/index.ts";
-import { runAsync } from "./helpers.ts";
+import { ROOT, runAsync } from "./helpers.ts";
 
 test("train, collect, audit, sft build and buffer import close every env they create", async () => {
   const dir = mkdtempSync(join(tmpdir(), "dreamgym-close-"));
   const counts = join(dir, "open.txt");
   process.env.DREAMGYM_OPEN_ENVS = counts;
   const teacher = await chatServer({ reply: () => "Clicking the product opens its page." });
-  const module = ["--env-module", join(import.meta.dirname, "fixtures", "counted-env.mjs")];
+  const module = ["--env-module", join(ROOT, "test", "fixtures", "counted-env.mjs")];
   const tiny = ["--tasks-per-iter", "2", "--group", "2", "--final-eval-tasks", "4", "--set", "evalTasks=4", "--set", "policy.dim=1024"];
   const commands: [string, string[]][] = [
     ["collect", ["collect", "--env", "counted", "--policy", "oracle", "--episodes", "6", "--out", join(dir, "t.jsonl")]],

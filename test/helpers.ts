@@ -2,8 +2,12 @@
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { PACKAGE_ROOT } from "../src/core/index.ts";
 
-export const BIN = join(import.meta.dirname, "..", "bin", "dreamgym");
+/** The project folder (tests may run compiled, from .test-build/, a folder deeper). */
+export const ROOT = PACKAGE_ROOT;
+
+export const BIN = join(ROOT, "bin", "dreamgym");
 
 export const run = (args: string[], input?: string, env: NodeJS.ProcessEnv = process.env) =>
   spawnSync(process.execPath, [BIN, ...args], { encoding: "utf8", input, env, timeout: 300_000 });

@@ -14,8 +14,8 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpat
 import { tmpdir } from "node:os";
 import { delimiter, dirname, join } from "node:path";
 import { resolveDataDir } from "../src/envs/data-dir.ts";
+import { ROOT } from "./helpers.ts";
 
-const ROOT = join(import.meta.dirname, "..");
 const npm = (args: string[], cwd: string) =>
   execFileSync("npm", [...args, "--no-audit", "--no-fund", "--loglevel=error"], { cwd, encoding: "utf8", timeout: 240_000 });
 

@@ -4,12 +4,12 @@ import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, watch, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { BIN, run } from "./helpers.ts";
+import { BIN, ROOT, run } from "./helpers.ts";
 
 test("--version prints package.json's version", () => {
   const r = run(["--version"]);
   assert.equal(r.status, 0, r.stderr);
-  assert.equal(r.stdout.trim(), JSON.parse(readFileSync(join(import.meta.dirname, "..", "package.json"), "utf8")).version);
+  assert.equal(r.stdout.trim(), JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).version);
 });
 
 test("env play: an empty Enter spends no step; the prompt counts steps", () => {

@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { BIN, runAsync } from "./helpers.ts";
+import { BIN, ROOT, runAsync } from "./helpers.ts";
 import { TestClient } from "./serve-kit.ts";
 
 /** Starts `dreamgym serve`; resolves once it prints its line (or rejects with what it said when it exits first). */
@@ -36,7 +36,7 @@ test("dreamgym serve: prints where it serves (port 0: the port it got), serves O
   const counts = join(dir, "open.txt");
   const tokenFile = join(dir, "token");
   writeFileSync(tokenFile, "t0ken-of-at-least-16-characters\n");
-  const module = ["--env-module", join(import.meta.dirname, "fixtures", "counted-env.mjs")];
+  const module = ["--env-module", join(ROOT, "test", "fixtures", "counted-env.mjs")];
   const s = serve([...module, "--env", "counted", "--port", "0", "--split", "test", "--token-file", tokenFile], { ...process.env, DREAMGYM_OPEN_ENVS: counts });
   const { line, url } = await s.ready;
   assert.match(line, /^serving counted \(real, split test, 500 tasks\) on http:\/\/127\.0\.0\.1:\d+ {2}OpenEnv: ws:\/\/127\.0\.0\.1:\d+\/ws/);

@@ -5,9 +5,9 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chatServer } from "../src/testing/index.ts";
-import { run, runAsync } from "./helpers.ts";
+import { ROOT, run, runAsync } from "./helpers.ts";
 
-const DATA = process.env.DREAMGYM_DATA ?? join(import.meta.dirname, "..", "..", "shared", "data");
+const DATA = process.env.DREAMGYM_DATA ?? join(ROOT, "..", "shared", "data");
 
 test("dreamgym webarena tasks: counts; a malformed task file is one line naming the file and the field, exit 2", () => {
   const ok = run(["webarena", "tasks", "--split", "lite", "--data", DATA]);
@@ -36,17 +36,7 @@ test("dreamgym webarena import-traces, then buffer import: the published traces 
   const dir = mkdtempSync(join(tmpdir(), "webarena-cli-"));
   try {
     const out = join(dir, "traces.jsonl");
-    const r = run([
-      "webarena",
-      "import-traces",
-      join(import.meta.dirname, "fixtures", "webarena-traces"),
-      "--out",
-      out,
-      "--data",
-      DATA,
-      "--policy",
-      "gpt-4-cot",
-    ]);
+    const r = run(["webarena", "import-traces", join(ROOT, "test", "fixtures", "webarena-traces"), "--out", out, "--data", DATA, "--policy", "gpt-4-cot"]);
     assert.equal(r.status, 0, r.stderr);
     assert.match(r.stdout, /^2 trajectories \(1 passed\), 5 steps → /);
     assert.match(r.stdout, /skipped .*render_5\.html: no \[Result\] line for task 5/);

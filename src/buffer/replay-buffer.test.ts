@@ -8,7 +8,7 @@ import { ReplayBuffer } from "./replay-buffer.ts";
 import { HashingEmbedder } from "./hashing-embedder.ts";
 import { trajectoryContentId } from "./trajectory-schema.ts";
 import { makeTrajectory, tempFile } from "../testing/index.ts";
-import { DataError, InvalidConfigError } from "../core/index.ts";
+import { DataError, InvalidConfigError, PACKAGE_ROOT } from "../core/index.ts";
 
 test("append, get, count, stats; trajectories come back as they went in", async () => {
   const b = ReplayBuffer.open(tempFile("a.db"));
@@ -203,7 +203,7 @@ test("SIGKILL in the middle of writes: the buffer opens, is consistent, and hold
   const acked = new Map<string, number>();
   // Three rounds on the same file: kill a writer, check, start the next writer on what it left.
   for (let round = 0; round < 3; round++) {
-    const child = spawn(process.execPath, ["--import", "tsx", join(import.meta.dirname, "..", "..", "test", "fixtures", "kill-writer.ts"), file], {
+    const child = spawn(process.execPath, ["--import", "tsx", join(PACKAGE_ROOT, "test", "fixtures", "kill-writer.ts"), file], {
       stdio: ["ignore", "pipe", "inherit"],
     });
     let pending = "";

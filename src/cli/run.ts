@@ -1,4 +1,3 @@
-import { readFileSync } from "node:fs";
 import { Command, CommanderError } from "commander";
 import { registerAudit } from "./audit-command.ts";
 import { registerModel } from "./model-command.ts";
@@ -17,8 +16,7 @@ import { registerServeSite } from "./serve-site-command.ts";
 import { registerOracleModel } from "./oracle-command.ts";
 import { registerWebArena } from "./webarena-command.ts";
 import { loadEnvModules } from "../envs/index.ts";
-
-const { version } = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
+import { PACKAGE_VERSION as version } from "../core/index.ts";
 
 /** The `dreamgym` program, made anew for each run (commander keeps the parsed options on it). */
 function buildProgram(io: Required<Pick<CliIo, "stdout" | "stderr">>): Command {

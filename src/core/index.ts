@@ -36,3 +36,4 @@ export type { FeaturizedStep, PolicyFeatures, SparseVector } from "./features.ts
 export { parseNoiseKinds, pickKind, requestRng, REWARD_NOISE_KINDS, STATE_NOISE_KINDS } from "./oracle.ts";
 export type { Oracle, OracleAnswer, OracleNoise, OracleOptions, RewardNoiseKind, StateNoiseKind } from "./oracle.ts";
 export { RequestThread, serveRequests } from "./request-thread.ts";
+export { PACKAGE_ROOT, PACKAGE_VERSION } from "./package-root.ts";

@@ -1,10 +1,6 @@
 import { existsSync, statSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
-import { DataError } from "../core/index.ts";
-
-/** The package root: the folder holding dreamgym's package.json. */
-export const PACKAGE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
+import { join, resolve } from "node:path";
+import { DataError, PACKAGE_ROOT } from "../core/index.ts";
 
 const HOW_TO_GET =
   "Get the data pack (WebShop, ALFWorld, WebArena files; see docs/data-formats.md) and pass " +

@@ -213,7 +213,8 @@ export {
 } from "./registry.ts";
 export type { EnvSpec, EnvEntry, CommonEnvOptions, SyntheticSupport, PlugPoint } from "./registry.ts";
 export type { AgentGymHost, AgentGymSupport, AgentGymView, ExperienceModelContext, TaskGeneratorContext } from "./plug-points.ts";
-export { resolveDataDir, PACKAGE_ROOT } from "./data-dir.ts";
+export { resolveDataDir } from "./data-dir.ts";
+export { PACKAGE_ROOT } from "../core/index.ts";
 export { RandomPolicy } from "./policies.ts";
 export { runEpisode } from "./rollout.ts";
 export type { EpisodeOptions } from "./rollout.ts";

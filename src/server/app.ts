@@ -1,12 +1,11 @@
 import { createHash, timingSafeEqual } from "node:crypto";
-import { readFileSync } from "node:fs";
 import type { IncomingMessage, Server } from "node:http";
 import type { Duplex } from "node:stream";
 import { createAdaptorServer } from "@hono/node-server";
 import { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import { InvalidConfigError } from "../core/index.ts";
+import { InvalidConfigError, PACKAGE_VERSION as version } from "../core/index.ts";
 import type { ObservationFormat } from "./env-host.ts";
 import { agentGymRoutes } from "./agentgym.ts";
 import { limitBody } from "./body.ts";
@@ -15,8 +14,6 @@ import { errorBody, openEnvRoutes, ValidationFailed } from "./openenv.ts";
 import { taskRoutes } from "./task-routes.ts";
 import { OpenEnvSockets } from "./openenv-socket.ts";
 import { ServeError, type SessionManager } from "./sessions.ts";
-
-const { version } = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
 
 export interface ServeAppOptions {
   /** The sessions (and through them the env host) this app serves; the app owns them and closes them in `close()`. */

@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseTrajectory, ReplayBuffer } from "../../buffer/index.ts";
-import { DataError } from "../../core/index.ts";
+import { DataError, PACKAGE_ROOT } from "../../core/index.ts";
 import { syntheticSupport, createEnv, trajectoryRules } from "../index.ts";
 import {
   importWebArenaResults,
@@ -19,7 +19,7 @@ import {
   type WebArenaTask,
 } from "./index.ts";
 
-const FOLDER = join(import.meta.dirname, "..", "..", "..", "test", "fixtures", "webarena-traces");
+const FOLDER = join(PACKAGE_ROOT, "test", "fixtures", "webarena-traces");
 
 test("a result folder: passed and failed tasks as real webarena trajectories; unknown outcomes and tasks skipped with the reason", async () => {
   const r = importWebArenaResults(FOLDER);

@@ -1,9 +1,11 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
+import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import winkNLP from "wink-nlp";
 import model from "wink-eng-lite-web-model";
+import { PACKAGE_ROOT } from "../../core/index.ts";
 import { loadCatalogue } from "./catalogue.ts";
 import { tagNouns, titleNouns } from "./title-nouns.ts";
 
@@ -23,7 +25,7 @@ test("a title's nouns do not depend on the order titles are tagged in", () => {
 
 test("another process that read other text first, then the titles backwards, gives the same nouns", () => {
   const here = titles.map((t) => titleNouns(t));
-  const modules = pathToFileURL(import.meta.dirname).href;
+  const modules = pathToFileURL(join(PACKAGE_ROOT, "src", "envs", "webshop")).href;
   const script = `
     import { loadCatalogue } from "${modules}/catalogue.ts";
     import { titleNouns } from "${modules}/title-nouns.ts";

@@ -1,7 +1,7 @@
 import { existsSync, readdirSync } from "node:fs";
 import { dirname, extname, join, sep } from "node:path";
 import { fileURLToPath } from "node:url";
-import { InvalidConfigError } from "../../core/index.ts";
+import { InvalidConfigError, PACKAGE_ROOT } from "../../core/index.ts";
 
 /**
  * The web app's files: its own (`ui/view/` at the package's top, shipped as they are: tsc copies no
@@ -15,8 +15,8 @@ export interface ViewAssets {
   importMap: Record<string, string>;
 }
 
-/** `ui/view` two folders up from this module: src/server/view → ui/view, and dist/server/view → ui/view alike. */
-export const UI_DIR = fileURLToPath(new URL("../../../ui/view/", import.meta.url));
+/** `ui/view` at the package's top, wherever this module was compiled to. */
+export const UI_DIR = join(PACKAGE_ROOT, "ui", "view") + sep;
 
 /** The folder of an installed package, from the entry Node resolves for it. */
 function packageDir(name: string): string {
