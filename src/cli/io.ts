@@ -22,6 +22,13 @@ const processRun = (): CliRun => ({
   console: globalThis.console,
   exitCode: 0,
 });
+/**
+ * The one run on the process's own streams (the binary's), held here rather than in `runs`: on Node 20
+ * an AsyncLocalStorage in use puts a hook on every promise the process makes, and a training run or a
+ * server makes several per step.
+ */
+let soleRun: CliRun | undefined;
+const currentRun = (): CliRun | undefined => runs.getStore() ?? soleRun;
 
 /**
  * Runs `fn` as one CLI run: what its commands print goes to `io`, and `setExitCode` sets the code
@@ -29,13 +36,19 @@ const processRun = (): CliRun => ({
  */
 export function withCliRun<T>(io: CliIo, fn: (run: { readonly console: Console; readonly exitCode: number }) => Promise<T>): Promise<T> {
   const full: Required<CliIo> = { stdout: io.stdout, stderr: io.stderr, stdin: io.stdin ?? Readable.from([]) };
+  const own = io.stdout === process.stdout && io.stderr === process.stderr && io.stdin === process.stdin;
+  if (own && soleRun === undefined && runs.getStore() === undefined) {
+    const run: CliRun = { io: full, console: globalThis.console, exitCode: 0 };
+    soleRun = run;
+    return fn(run).finally(() => (soleRun = undefined));
+  }
   const run: CliRun = { io: full, console: new Console({ stdout: full.stdout, stderr: full.stderr }), exitCode: 0 };
   return runs.run(run, () => fn(run));
 }
 
 /** The current run's streams (the process's outside `withCliRun`). */
 export function cliIo(): Required<CliIo> {
-  return (runs.getStore() ?? processRun()).io;
+  return (currentRun() ?? processRun()).io;
 }
 
 /**
@@ -43,7 +56,7 @@ export function cliIo(): Required<CliIo> {
  * was done is kept). Outside `withCliRun`: the process's `exitCode`.
  */
 export function setExitCode(code: number): void {
-  const run = runs.getStore();
+  const run = currentRun();
   if (run) run.exitCode = code;
   else process.exitCode = code;
 }
@@ -55,9 +68,9 @@ export function setExitCode(code: number): void {
  */
 export const cliConsole = {
   log(...args: unknown[]): void {
-    (runs.getStore() ?? processRun()).console.log(...args);
+    (currentRun() ?? processRun()).console.log(...args);
   },
   error(...args: unknown[]): void {
-    (runs.getStore() ?? processRun()).console.error(...args);
+    (currentRun() ?? processRun()).console.error(...args);
   },
 };
