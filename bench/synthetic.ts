@@ -27,26 +27,60 @@ export async function seeded(episodes = 1500): Promise<{ buffer: ReplayBuffer; r
   return { buffer, real };
 }
 
-/** Runs `workers` concurrent episode loops until `steps` steps are done; returns steps/s and CPU ms per step. */
-async function drive(model: ExperienceModel, buffer: ReplayBuffer, real: WebShopEnv, workers: number, steps: number, record: boolean, sameActionDemos = true) {
+/**
+ * Runs `workers` concurrent episode loops until `steps` steps are done; returns steps/s and CPU ms per
+ * step over the whole run, and over its steady state: from `warmup` seconds in until the first loop
+ * stops (after which fewer episodes are in flight as the last ones finish, and a server's slots idle).
+ */
+async function drive(
+  model: ExperienceModel,
+  buffer: ReplayBuffer,
+  real: WebShopEnv,
+  workers: number,
+  steps: number,
+  record: boolean,
+  sameActionDemos = true,
+  warmup = 2,
+) {
   const abs = webshopAbstraction(real.catalogue);
   const tasks = new WebShopEnv({ split: "test" }).tasks();
   let done = 0;
+  let stepped = 0; // steps answered so far (\`done\` counts whole episodes)
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
+  let open: { t: number; cpu: NodeJS.CpuUsage; stepped: number } | undefined;
+  let close: { t: number; cpu: NodeJS.CpuUsage; stepped: number } | undefined;
+  const mark = () => ({ t: performance.now(), cpu: process.cpuUsage(), stepped });
+  const opening = setTimeout(() => (open = mark()), warmup * 1000);
   await Promise.all(
     Array.from({ length: workers }, async (_, w) => {
       const env = new SyntheticEnv({ model, abstraction: abs, tasks, initialState: webshopStartPage, buffer, record, seed: w, sameActionDemos });
+      const step = env.step.bind(env);
+      env.step = async (action) => {
+        const r = await step(action);
+        stepped++;
+        return r;
+      };
       const policy = w % 2 ? new RulePolicy() : new RandomPolicy(w);
       for (let i = w; done < steps; i += workers) {
         const t = await runEpisode(env, policy, { envName: "webshop", task: tasks[i % tasks.length] });
-        done += t.steps.length; // after the await: `done += await …` would read `done` before it and lose updates
+        done += t.steps.length; // after the await: \`done += await …\` would read \`done\` before it and lose updates
       }
+      close ??= mark();
     }),
   );
+  clearTimeout(opening);
   const secs = (performance.now() - t0) / 1000;
   const cpu = process.cpuUsage(cpu0);
-  return { stepsPerSec: done / secs, cpuMsPerStep: (cpu.user + cpu.system) / 1000 / done, steps: done };
+  const steady =
+    open && close && close.t > open.t
+      ? {
+          stepsPerSec: ((close.stepped - open.stepped) * 1000) / (close.t - open.t),
+          cpuMsPerStep: (close.cpu.user - open.cpu.user + close.cpu.system - open.cpu.system) / 1000 / (close.stepped - open.stepped),
+          seconds: (close.t - open.t) / 1000,
+        }
+      : undefined;
+  return { stepsPerSec: done / secs, cpuMsPerStep: (cpu.user + cpu.system) / 1000 / done, steps: done, steady };
 }
 
 export async function benchSynthetic(report: Report): Promise<void> {
@@ -67,22 +101,26 @@ export async function benchSynthetic(report: Report): Promise<void> {
     const chat = new OpenAIChatModel({ baseURL: `http://127.0.0.1:${port}/v1`, model: "bench", concurrency: cap });
     const model = new ReasoningExperienceModel({ chat, abstraction: abs });
     const capacity = cap / (latency / 1000);
-    const steps = Number(process.env.SYN_STEPS ?? 3000);
+    const steps = Number(process.env.SYN_STEPS ?? 4000);
     // Twice as many episodes as server slots, so the server's queue stays full while episodes do their own work.
     const workers = cap * 2;
+    const pct = (x: number) => `${((100 * x) / capacity).toFixed(1)}%`;
+    // Steady state (the target's measure) first; the whole run, with its ramp-up and its tail of last episodes, after.
+    const line = (r: Awaited<ReturnType<typeof drive>>) =>
+      r.steady
+        ? `${r.steady.stepsPerSec.toFixed(0)} steps/s = ${pct(r.steady.stepsPerSec)} of its ${capacity} req/s, framework CPU ${r.steady.cpuMsPerStep.toFixed(2)} ms/step ` +
+          `in steady state (${r.steady.seconds.toFixed(1)} s); whole run ${r.stepsPerSec.toFixed(0)} steps/s = ${pct(r.stepsPerSec)}, ${r.cpuMsPerStep.toFixed(2)} ms/step`
+        : `${r.stepsPerSec.toFixed(0)} steps/s = ${pct(r.stepsPerSec)} of its ${capacity} req/s; CPU ${r.cpuMsPerStep.toFixed(2)} ms/step (too short for a steady state)`;
     const r = await drive(model, buffer, real, workers, steps, true, false);
     report(
-      `synthetic: reasoning model vs server (${latency} ms, cap ${cap}), ${workers} episodes`,
-      `${r.stepsPerSec.toFixed(0)} steps/s = ${((100 * r.stepsPerSec) / capacity).toFixed(1)}% of its ${capacity} req/s; CPU ${r.cpuMsPerStep.toFixed(2)} ms/step (exact retrieval over ${buffer.count()} transitions)`,
+      `synthetic: reasoning model vs server (${latency} ms, cap ${cap}), ${workers} episodes, exact retrieval over ${buffer.count()} transitions`,
+      line(r),
     );
     // The same with the buffer's HNSW index serving retrieval.
     const annBuffer = ReplayBuffer.open(buffer.path, { annThreshold: 1 });
     annBuffer.buildIndex();
     const a = await drive(model, annBuffer, real, workers, steps, true, false);
-    report(
-      `synthetic: reasoning model, HNSW retrieval`,
-      `${a.stepsPerSec.toFixed(0)} steps/s = ${((100 * a.stepsPerSec) / capacity).toFixed(1)}%; framework CPU ${a.cpuMsPerStep.toFixed(2)} ms/step (retrieval, prompt, HTTP client, recording)`,
-    );
+    report(`synthetic: reasoning model, HNSW retrieval (framework CPU: retrieval, prompt, HTTP client, recording)`, line(a));
     annBuffer.close();
   } finally {
     server.kill("SIGTERM");
