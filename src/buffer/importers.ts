@@ -60,6 +60,20 @@ export interface ImportThreadRequest {
 }
 
 /**
+ * Whether a copy of `value` (structured clone, as a thread gets it) reads as the same JSON: plain
+ * objects, arrays and primitives only. A class instance loses its prototype (and a `toJSON` there)
+ * in the copy; walking the objects costs far less than hashing their text again.
+ */
+function copiesAsIs(value: unknown): boolean {
+  if (typeof value !== "object" || value === null) return true;
+  const proto = Object.getPrototypeOf(value);
+  if (proto === Array.prototype) return (value as unknown[]).every(copiesAsIs);
+  if ((proto !== Object.prototype && proto !== null) || "toJSON" in value) return false;
+  for (const k in value) if (!copiesAsIs((value as Record<string, unknown>)[k])) return false;
+  return true;
+}
+
+/**
  * Imports a trajectory JSONL file; malformed lines are reported with their numbers and skipped.
  * Where there are two cores and the buffer has the default embedder, a worker thread works out the
  * content ids, vectors and text keys of the next batch while this thread writes the one before (the
@@ -127,10 +141,14 @@ export async function importJsonl(buffer: ReplayBuffer, file: string, opts: Impo
       const batch = queue.shift();
       if (!batch) break;
       const threadMade = (await batch.vectors) ?? undefined;
-      // The thread read copies: what a transform made may not copy as it is (a class's own toJSON), so its
-      // output's content ids are made again here, and the thread's work is used only where they agree.
+      // The thread read copies: what a transform made may not copy as it is (a class's own toJSON). Unless
+      // it is plain data, its output's content ids are made again here, and the thread's work is used
+      // only where they agree.
       const made =
-        threadMade && (!opts.transform || threadMade.uids.every((uid, i) => uid === trajectoryContentId(batch.trajectories[i]))) ? threadMade : undefined;
+        threadMade &&
+        (!opts.transform || batch.trajectories.every(copiesAsIs) || threadMade.uids.every((uid, i) => uid === trajectoryContentId(batch.trajectories[i])))
+          ? threadMade
+          : undefined;
       if (made) report.onThread++;
       // Once this batch is embedded (a first batch fits the IDF), the thread may start on the next
       // while this one is written; the buffer uses its vectors only if that write went through.
