@@ -45,8 +45,7 @@ const server = createServer((req, res) => {
         : `page: results\ninstruction: ${instruction}\n[back to search] [next >]\nPage 1 (Total results: 50)\n[b07xtk3p89] A pillow | $9.99\n[b08k7ldm7q] A cover | $17.99`;
     const content = JSON.stringify({ reasoning: "the action leads to the next page", next_state: state, reward: buy ? 0.5 : 0, terminated: buy });
     queue.push(() => {
-      res.writeHead(200, { "content-type": "application/json" });
-      res.end(
+      const answer = Buffer.from(
         JSON.stringify({
           id: "b",
           object: "chat.completion",
@@ -56,6 +55,9 @@ const server = createServer((req, res) => {
           usage: { prompt_tokens: 500, completion_tokens: 80, total_tokens: 580 },
         }),
       );
+      // With its length, as vLLM, SGLang, llama.cpp and Ollama send a whole (not streamed) completion.
+      res.writeHead(200, { "content-type": "application/json", "content-length": answer.length });
+      res.end(answer);
     });
     next();
   });

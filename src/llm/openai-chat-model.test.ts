@@ -216,6 +216,20 @@ test("an answer is bounded as a whole: a dripping body times out, a huge one fai
         res.writeHead(200, { "content-type": "text/plain" });
         return void res.end("hello, not json");
       }
+      if (mode === "sized") {
+        // A whole answer with its length (as vLLM, llama.cpp and Ollama send one); "big" declares 200 kB.
+        const big = req.url?.startsWith("/sized/big/");
+        const completion = {
+          id: "c",
+          object: "chat.completion",
+          created: 0,
+          model: "m",
+          choices: [{ index: 0, message: { role: "assistant", content: "sized" }, finish_reason: "stop" }],
+        };
+        const body = Buffer.from(JSON.stringify(completion).padEnd(big ? 200_000 : 0, " "));
+        res.writeHead(200, { "content-type": "application/json", "content-length": body.length });
+        return void res.end(body);
+      }
       res.writeHead(200, { "content-type": "application/json" });
       if (mode === "drip") {
         const t = setInterval(() => res.write(" "), 20); // headers at once, then a byte now and then
@@ -256,6 +270,14 @@ test("an answer is bounded as a whole: a dripping body times out, a huge one fai
       (e: unknown) => e instanceof ApiCallError && /the answer is larger than 100000 bytes/.test((e as Error).message),
     );
     assert.equal(huge.stats.requests, 2, "retried once, as a malformed answer is");
+    // A declared length: within the bound, the answer is read as it is; above it, the attempt fails before the body.
+    const sized = new OpenAIChatModel({ baseURL: `${base}/sized`, model: "m", maxAnswerBytes: 100_000, maxRetries: 0, maxFailures: 5, ...fast });
+    assert.equal((await sized.generate({ messages: [{ role: "user", content: "x" }] })).choices[0].text, "sized");
+    const declared = new OpenAIChatModel({ baseURL: `${base}/sized/big`, model: "m", maxAnswerBytes: 100_000, maxRetries: 0, maxFailures: 5, ...fast });
+    await assert.rejects(
+      declared.generate({ messages: [{ role: "user", content: "x" }] }),
+      (e: unknown) => e instanceof ApiCallError && /the answer is larger than 100000 bytes \(HTTP 200\)/.test((e as Error).message),
+    );
 
     // Not the protocol: the endpoint is there (not "cannot be reached"), and the calls count to the breaker.
     const text = new OpenAIChatModel({ baseURL: `${base}/text`, model: "m", maxRetries: 0, maxFailures: 3, ...fast });

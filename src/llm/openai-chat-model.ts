@@ -55,11 +55,13 @@ function limitedFetch(maxBytes: number): typeof fetch {
     onFetch?.();
     const res = await fetch(input, rest);
     const tooLarge = () => new AnswerTooLargeError(`the answer is larger than ${maxBytes} bytes (HTTP ${res.status})`);
-    if (Number(res.headers.get("content-length") ?? 0) > maxBytes) {
+    const declared = res.headers.get("content-length");
+    if (Number(declared ?? 0) > maxBytes) {
       await res.body?.cancel().catch(() => {});
       throw tooLarge();
     }
-    if (!res.body) return res;
+    // A declared length bounds the body (HTTP reads no more than it): only an undeclared one is counted as it comes.
+    if (!res.body || declared !== null) return res;
     let seen = 0;
     const body = res.body.pipeThrough(
       new TransformStream<Uint8Array, Uint8Array>({
@@ -253,6 +255,8 @@ function describe(e: unknown): string {
   const message = (e as Error).message;
   if (redirectLoop(e)) return `${message} (the server redirects in a loop: check the URL)`;
   for (let c = (e as { cause?: unknown }).cause, depth = 0; c && depth < 4; c = (c as { cause?: unknown }).cause, depth++) {
+    // Our own verdict on the answer, which the client reports as a "Connection error." when fetch throws it.
+    if (c instanceof AnswerTooLargeError || c instanceof AnswerDeadlineError) return c.message;
     const code = (c as { code?: unknown }).code;
     if (typeof code === "string" && !message.includes(code)) return `${message} (${code})`;
   }
