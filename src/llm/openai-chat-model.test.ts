@@ -203,6 +203,7 @@ test("model specs", () => {
 
 test("an answer is bounded as a whole: a dripping body times out, a huge one fails as it streams, a 200 that is not the protocol counts as a failed call (issue 34, items 9–11)", async () => {
   const { createServer } = await import("node:http");
+  const { gzipSync } = await import("node:zlib");
   const drips = new Set<NodeJS.Timeout>();
   const server = createServer((req, res) => {
     req.resume();
@@ -228,6 +229,12 @@ test("an answer is bounded as a whole: a dripping body times out, a huge one fai
         };
         const body = Buffer.from(JSON.stringify(completion).padEnd(big ? 200_000 : 0, " "));
         res.writeHead(200, { "content-type": "application/json", "content-length": body.length });
+        return void res.end(body);
+      }
+      if (mode === "gzip") {
+        // 200 kB of answer in a ~1 kB gzip body, its length the compressed one's: fetch inflates it.
+        const body = gzipSync(Buffer.from("{}".padStart(200_000, " ")));
+        res.writeHead(200, { "content-type": "application/json", "content-encoding": "gzip", "content-length": body.length });
         return void res.end(body);
       }
       res.writeHead(200, { "content-type": "application/json" });
@@ -277,6 +284,11 @@ test("an answer is bounded as a whole: a dripping body times out, a huge one fai
     await assert.rejects(
       declared.generate({ messages: [{ role: "user", content: "x" }] }),
       (e: unknown) => e instanceof ApiCallError && /the answer is larger than 100000 bytes \(HTTP 200\)/.test((e as Error).message),
+    );
+    const inflated = new OpenAIChatModel({ baseURL: `${base}/gzip`, model: "m", maxAnswerBytes: 100_000, maxRetries: 0, maxFailures: 5, ...fast });
+    await assert.rejects(
+      inflated.generate({ messages: [{ role: "user", content: "x" }] }),
+      (e: unknown) => e instanceof ApiCallError && /the answer is larger than 100000 bytes/.test((e as Error).message),
     );
 
     // Not the protocol: the endpoint is there (not "cannot be reached"), and the calls count to the breaker.

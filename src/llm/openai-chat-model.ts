@@ -60,8 +60,10 @@ function limitedFetch(maxBytes: number): typeof fetch {
       await res.body?.cancel().catch(() => {});
       throw tooLarge();
     }
-    // A declared length bounds the body (HTTP reads no more than it): only an undeclared one is counted as it comes.
-    if (!res.body || declared !== null) return res;
+    // A declared length bounds the body (HTTP reads no more than it) unless the body is compressed (fetch
+    // inflates it, and the length is the compressed one's): only those and undeclared ones are counted as they come.
+    const encoding = res.headers.get("content-encoding");
+    if (!res.body || (declared !== null && (encoding === null || encoding === "identity"))) return res;
     let seen = 0;
     const body = res.body.pipeThrough(
       new TransformStream<Uint8Array, Uint8Array>({
