@@ -134,6 +134,15 @@ test("a transform's output the thread cannot read as it is (a class's own toJSON
   const [here, there] = await importBoth(file, { batch: 30, transform: priced });
   assert.equal(there.tables, here.tables);
   assert.deepEqual({ ...there.report, onThread: 0 }, here.report);
+  // A cycle where the content id does not read (a back-reference a transform left): stored as it is, on the thread.
+  const linked = (t: Trajectory) => {
+    const out = { ...t } as Trajectory & { self?: unknown };
+    out.self = out;
+    return out;
+  };
+  const [plainHere, plainThere] = await importBoth(file, { batch: 30, transform: linked });
+  assert.equal(plainThere.tables, plainHere.tables);
+  assert.ok(plainThere.report.onThread > 0);
   // With no thread, a batch is transformed only once the one before is written.
   const b = ReplayBuffer.open(tempFile("b.db"));
   const seenAtTransform: number[] = [];

@@ -59,17 +59,30 @@ export interface ImportThreadRequest {
   embedder?: { dims: number; idf?: Float32Array };
 }
 
+const plainRecord = (v: unknown): boolean =>
+  typeof v === "object" && v !== null && (Object.getPrototypeOf(v) === Object.prototype || Object.getPrototypeOf(v) === null);
+
 /**
- * Whether a copy of `value` (structured clone, as a thread gets it) reads as the same JSON: plain
- * objects, arrays and primitives only. A class instance loses its prototype (and a `toJSON` there)
- * in the copy; walking the objects costs far less than hashing their text again.
+ * Whether the thread's copy of `t` (a structured clone) gets the content id `t` gets: the trajectory and
+ * its steps are plain objects, and what the id reads of them is plain data (objects, arrays, primitives;
+ * no `toJSON`, which a class instance loses in the copy, nor any object reached twice, such as a cycle).
+ * Walking those objects costs far less than hashing their text again.
  */
-function copiesAsIs(value: unknown): boolean {
-  if (typeof value !== "object" || value === null) return true;
-  const proto = Object.getPrototypeOf(value);
-  if (proto === Array.prototype) return (value as unknown[]).every(copiesAsIs);
-  if ((proto !== Object.prototype && proto !== null) || "toJSON" in value) return false;
-  for (const k in value) if (!copiesAsIs((value as Record<string, unknown>)[k])) return false;
+function copiesAsIs(t: Trajectory): boolean {
+  const seen = new Set<object>();
+  const plain = (v: unknown): boolean => {
+    if (typeof v !== "object" || v === null) return true;
+    if (seen.has(v) || "toJSON" in v) return false;
+    seen.add(v);
+    if (Object.getPrototypeOf(v) === Array.prototype) return (v as unknown[]).every(plain);
+    if (!plainRecord(v)) return false;
+    for (const k in v) if (!plain((v as Record<string, unknown>)[k])) return false;
+    return true;
+  };
+  if (!plainRecord(t) || !Array.isArray(t.steps) || Object.getPrototypeOf(t.steps) !== Array.prototype) return false;
+  if (![t.env, t.task, t.source, t.policy, t.total_reward, t.success].every(plain)) return false;
+  for (const s of t.steps)
+    if (!plainRecord(s) || ![s.observation, s.action, s.reward, s.next_observation, s.terminated, s.truncated, s.reasoning, s.info].every(plain)) return false;
   return true;
 }
 

@@ -23,6 +23,7 @@ test("the binary's run (the process's streams) and in-process runs each keep the
   let inner: number[] = [];
   const code = await withCliRun(own, async (run) => {
     assert.equal(cliIo().stdout, process.stdout);
+    assert.notEqual(run.console, globalThis.console, "its own Console: an env module's patch of the global one does not silence it");
     // Two in-process runs at once, inside the binary's: each sees its own streams and code.
     inner = await Promise.all(
       [a, b].map((s, i) =>
@@ -46,6 +47,15 @@ test("the binary's run (the process's streams) and in-process runs each keep the
   assert.equal(process.exitCode, before, "the run's code is returned, not set on the process");
   assert.equal(a.out.text, "run 0\n");
   assert.equal(b.out.text, "run 1\n");
-  // After the run, the process's own again; a second binary run starts from 0.
+  // After the run, the process's own again; a second binary run starts from 0, also after one that threw at once.
+  await assert.rejects(
+    withCliRun(own, () => {
+      throw new Error("thrown before any promise");
+    }),
+    /thrown before any promise/,
+  );
+  setExitCode(7); // outside any run: the process's code, not a finished run's
+  assert.equal(process.exitCode, 7);
+  process.exitCode = before;
   assert.equal(await withCliRun(own, async (run) => run.exitCode), 0);
 });

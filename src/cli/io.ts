@@ -38,9 +38,16 @@ export function withCliRun<T>(io: CliIo, fn: (run: { readonly console: Console; 
   const full: Required<CliIo> = { stdout: io.stdout, stderr: io.stderr, stdin: io.stdin ?? Readable.from([]) };
   const own = io.stdout === process.stdout && io.stderr === process.stderr && io.stdin === process.stdin;
   if (own && soleRun === undefined && runs.getStore() === undefined) {
-    const run: CliRun = { io: full, console: globalThis.console, exitCode: 0 };
+    // Its own Console, as before: an env module that patches the global console does not silence the CLI.
+    const run: CliRun = { io: full, console: new Console({ stdout: full.stdout, stderr: full.stderr }), exitCode: 0 };
     soleRun = run;
-    return fn(run).finally(() => (soleRun = undefined));
+    return (async () => {
+      try {
+        return await fn(run);
+      } finally {
+        soleRun = undefined;
+      }
+    })();
   }
   const run: CliRun = { io: full, console: new Console({ stdout: full.stdout, stderr: full.stderr }), exitCode: 0 };
   return runs.run(run, () => fn(run));

@@ -17,7 +17,7 @@ export class RequestThread<Req, Rep> {
 
   /**
    * `module`: the thread's module beside the caller's, without extension (`new URL("./x", import.meta.url)`):
-   * compiled JavaScript in dist/; TypeScript where the caller runs under tsx (tests, benchmarks).
+   * compiled JavaScript in dist/ (and in the test build); TypeScript where the caller runs under tsx (benchmarks, a test file run alone).
    */
   constructor(module: URL, data: unknown) {
     let worker: Worker | null = null;
