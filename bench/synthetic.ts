@@ -45,12 +45,12 @@ async function drive(
   const abs = webshopAbstraction(real.catalogue);
   const tasks = new WebShopEnv({ split: "test" }).tasks();
   let done = 0;
-  let stepped = 0; // steps answered so far (\`done\` counts whole episodes)
+  let stepped = 0; // steps answered so far (`done` counts whole episodes)
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
-  let open: { t: number; cpu: NodeJS.CpuUsage; stepped: number } | undefined;
-  let close: { t: number; cpu: NodeJS.CpuUsage; stepped: number } | undefined;
   const mark = () => ({ t: performance.now(), cpu: process.cpuUsage(), stepped });
+  let open: ReturnType<typeof mark> | undefined;
+  let close: ReturnType<typeof mark> | undefined;
   const opening = setTimeout(() => (open = mark()), warmup * 1000);
   await Promise.all(
     Array.from({ length: workers }, async (_, w) => {
@@ -64,7 +64,7 @@ async function drive(
       const policy = w % 2 ? new RulePolicy() : new RandomPolicy(w);
       for (let i = w; done < steps; i += workers) {
         const t = await runEpisode(env, policy, { envName: "webshop", task: tasks[i % tasks.length] });
-        done += t.steps.length; // after the await: \`done += await …\` would read \`done\` before it and lose updates
+        done += t.steps.length; // after the await: `done += await …` would read `done` before it and lose updates
       }
       close ??= mark();
     }),

@@ -7,23 +7,21 @@ import { availableParallelism, tmpdir } from "node:os";
 import { join, relative } from "node:path";
 
 const root = join(import.meta.dirname, "..");
-const files = (dir) =>
-  readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
-    e.isDirectory() ? files(join(dir, e.name)) : e.name.endsWith(".test.ts") ? [join(dir, e.name)] : [],
-  );
+/** Every file under `dir`. */
+const files = (dir) => readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? files(join(dir, e.name)) : [join(dir, e.name)]));
 // The files run compiled: under tsx each file, and each worker thread it starts, spent most of a second
 // of CPU in loader hooks. `tsc -p tsconfig.test.json` type-checks everything and writes .test-build/
 // (incremental: a few seconds when little changed); what it wrote for sources since deleted goes.
 const built = join(root, ".test-build");
 const tsc = spawnSync(process.execPath, [join(root, "node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.test.json"], { cwd: root, stdio: "inherit" });
 if (tsc.status !== 0) process.exit(tsc.status ?? 1);
-const everything = (dir) => readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? everything(join(dir, e.name)) : [join(dir, e.name)]));
-for (const f of everything(built)) {
+for (const f of files(built)) {
   const source = join(root, relative(built, f)).replace(/\.js$/, ".ts");
   if (!f.endsWith(".tsbuildinfo") && !existsSync(source)) rmSync(f);
 }
 const tests = ["src", "test"]
   .flatMap((d) => files(join(root, d)))
+  .filter((f) => f.endsWith(".test.ts"))
   .map((f) => join(".test-build", relative(root, f)).replace(/\.ts$/, ".js"))
   .sort();
 const tmp = mkdtempSync(join(tmpdir(), "dreamgym-test-"));

@@ -104,8 +104,6 @@ function openHint(msg: string): string {
   return "";
 }
 
-export { textKey } from "./text-key.ts";
-
 /** The buffer's prepared statements, typed by name (the build's `.d.ts` cannot name the inferred type). */
 export type Statements = Record<
   | "insertText"

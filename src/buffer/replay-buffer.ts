@@ -24,7 +24,6 @@ import {
   realRowsKey,
   type RealRows,
   SELECT_TRANSITIONS,
-  textKey,
   toTransition,
   whereOf,
   type Row,
@@ -33,6 +32,7 @@ import {
 import type { Embedder } from "./embedder.ts";
 import { episodeById, episodePage, rewardsByTaskAndPolicy, type EpisodePage, type EpisodeQuery, type EpisodeSummary } from "./episode-pages.ts";
 import { encodeHalf } from "./float16.ts";
+import { textKey } from "./text-key.ts";
 import { HashingEmbedder } from "./hashing-embedder.ts";
 import { rowMatches, SearchIndexes, type IndexedRow } from "./search-indexes.ts";
 import { transitionText } from "./transition-text.ts";
