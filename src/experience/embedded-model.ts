@@ -71,11 +71,11 @@ export class EmbeddedExperienceModel implements ExperienceModel {
     // Actions compare by what they do: on web pages `click [7]` by the element it names (ids differ between pages).
     const key = (s: string, a: string) => norm(viewAction(s, a));
     const mine = key(state, action);
-    const sameAction = usable.filter((d) => key(this.abstraction.abstract(d.state), d.action) === mine);
+    const sameAction = usable.filter((d) => this.demoAction(d).key === mine);
     // Else a demo whose action did the same kind of thing: another search, another option or
     // another item of a list — never a different button (a size click must not act as "buy now").
     const kind = elementKind(state, action);
-    const sameKind = kind === undefined ? [] : usable.filter((d) => elementKind(this.abstraction.abstract(d.state), d.action) === kind);
+    const sameKind = kind === undefined ? [] : usable.filter((d) => this.demoAction(d).kind === kind);
     const pool = sameAction.length > 0 ? sameAction : sameKind;
     if (pool.length === 0) return { nextState: state, reward: 0, terminated: false, info: { failed: `no recorded transition with the action ${action}` } };
     const p = this.replay(pool, task, state, action, sameAction.length > 0, anchors);
@@ -86,6 +86,20 @@ export class EmbeddedExperienceModel implements ExperienceModel {
     }
     return p;
   }
+
+  /**
+   * A demo's action as `predict` compares it (what it does, and the kind of element), read once per
+   * demo: retrieval hands the same demo objects to every step that asks about the same page.
+   */
+  private demoAction(d: Demo): { key: string; kind: string | undefined } {
+    let a = this.demoActions.get(d);
+    if (!a) {
+      const state = this.abstraction.abstract(d.state);
+      this.demoActions.set(d, (a = { key: viewAction(state, d.action).trim().toLowerCase(), kind: elementKind(state, d.action) }));
+    }
+    return a;
+  }
+  private readonly demoActions = new WeakMap<Demo, { key: string; kind: string | undefined }>();
 
   /** The best demo of `pool` carried over to this task and state: next state, end and reward, and how sure that is (`u`). */
   private replay(pool: Demo[], task: PredictInput["task"], state: string, action: string, sameAction: boolean, anchors: Demo[]): Prediction {
@@ -166,9 +180,28 @@ export function elementKind(state: string, action: string): string | undefined {
   const [, verb, label] = m;
   if (verb.toLowerCase() !== "click") return verb.toLowerCase();
   const tag = `[${label.toLowerCase()}]`;
-  const line = state.split("\n").find((l) => l.toLowerCase().includes(tag));
+  const line = firstLineWith(state, tag);
   if (line === undefined) return `button:${label.toLowerCase()}`;
   if (/^[^[\]:]{1,40}:\s*\[/.test(line)) return "option";
   if (line.toLowerCase().startsWith(tag) && line.trim().length > tag.length + 1 && !/^(\[[^\]]+\]\s*)+$/.test(line.trim())) return "item";
   return `button:${label.toLowerCase()}`;
+}
+
+/**
+ * The first line of `text` whose lowercased form contains `lower` (itself lowercase), as
+ * `text.split("\n").find((l) => l.toLowerCase().includes(lower))` finds it, with one lowercasing of
+ * the whole text instead of one per line (lowercasing keeps every line break where it was, though it
+ * may change a line's length, so the line is found by its number).
+ */
+function firstLineWith(text: string, lower: string): string | undefined {
+  if (lower.includes("\n")) return undefined;
+  const lowered = text.toLowerCase();
+  const at = lowered.indexOf(lower);
+  if (at < 0) return undefined;
+  let n = 0;
+  for (let i = lowered.indexOf("\n"); i >= 0 && i < at; i = lowered.indexOf("\n", i + 1)) n++;
+  let start = 0;
+  for (let k = 0; k < n; k++) start = text.indexOf("\n", start) + 1;
+  const end = text.indexOf("\n", start);
+  return end < 0 ? text.slice(start) : text.slice(start, end);
 }

@@ -150,6 +150,31 @@ export function chosenOptions(history: readonly HistoryStep[], state: string): M
 }
 
 /**
+ * The items a results page lists, each with how much of the instruction it covers. Kept per page and
+ * instruction (at most LISTED_MAX of each): every later step of an episode that opened an item from the
+ * page reads it again, and so do the other rollouts of its task.
+ */
+function listedItems(page: string, instruction: string, instr: Set<string>): readonly { id: string; cover: number }[] {
+  let byInstruction = listed.get(page);
+  if (!byInstruction) {
+    if (listed.size >= LISTED_MAX) listed.clear();
+    listed.set(page, (byInstruction = new Map()));
+  }
+  let items = byInstruction.get(instruction);
+  if (!items) {
+    items = page
+      .split("\n")
+      .filter((l) => /^\[[a-z0-9]{10}\] /.test(l))
+      .map((l) => ({ id: labels(l)[0], cover: overlap(l.replace(/\[[^\]]*\]/g, " "), instr).cover }));
+    if (byInstruction.size >= LISTED_MAX) byInstruction.clear();
+    byInstruction.set(instruction, items);
+  }
+  return items;
+}
+const listed = new Map<string, Map<string, readonly { id: string; cover: number }[]>>();
+const LISTED_MAX = 4096;
+
+/**
  * With `support`, an item page also says how many other tasks bought its product for this request at
  * the top reward (none, one, more); `features`: the env's own policy features (its `EnvSpec.features`).
  */
@@ -239,10 +264,7 @@ export function transitionFeatures(input: TransitionInput, dim: number, support?
       }
     }
     if (from) {
-      const items = from.state
-        .split("\n")
-        .filter((l) => /^\[[a-z0-9]{10}\] /.test(l))
-        .map((l) => ({ id: labels(l)[0], cover: overlap(l.replace(/\[[^\]]*\]/g, " "), instr).cover }));
+      const items = listedItems(from.state, instruction, instr);
       const mine = items.find((it) => it.id === id);
       if (mine) {
         const rank = items.filter((it) => it.cover > mine.cover).length;

@@ -1,0 +1,66 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ReplayBuffer } from "../buffer/index.ts";
+import { registerEnv } from "../envs/index.ts";
+import type { ExperienceModel } from "../experience/index.ts";
+import { BanditEnv, banditSyntheticSupport } from "../testing/index.ts";
+import { readMetrics, train, type TrainConfigInput } from "./index.ts";
+
+const ENV = "pool-bandit";
+registerEnv(ENV, {
+  create: () => new BanditEnv(5, 3),
+  tasks: (env) => env.tasks(4),
+  synthetic: () => banditSyntheticSupport(ENV),
+});
+
+/** A model in this process that pays arm 3, a turn of the event loop late, counting the steps in flight. */
+function countingModel(): { model: ExperienceModel; most: () => number } {
+  let now = 0;
+  let most = 0;
+  const model: ExperienceModel = {
+    id: "counting",
+    predict: async ({ state, action }) => {
+      most = Math.max(most, ++now);
+      await new Promise((r) => setImmediate(r));
+      now--;
+      return { nextState: state, reward: action === "click[arm 3]" ? 1 : 0, terminated: true, info: {} };
+    },
+  };
+  return { model, most: () => most };
+}
+
+const CONFIG: TrainConfigInput = {
+  env: ENV,
+  mode: "dreamgym",
+  budget: 3 * 32,
+  tasksPerIteration: 4,
+  rolloutsPerTask: 8,
+  concurrency: 2,
+  evalEvery: 0,
+  finalEvalTasks: 2,
+  seed: 5,
+  policy: { dim: 1024 },
+  curriculum: { enabled: false },
+  onPolicyAudit: { every: 0 },
+};
+
+test("a synthetic pool over an in-process model plays 16 episodes at once whatever --concurrency says, with the same results", async () => {
+  const root = mkdtempSync(join(tmpdir(), "dreamgym-pool-"));
+  const buffer = join(root, "empty.db");
+  ReplayBuffer.open(buffer).close();
+  const timings = new Set(["rolloutSeconds", "updateSeconds", "auditSeconds", "evalSeconds", "wallSeconds"]);
+  const metrics = (dir: string) => readMetrics(dir).map((m) => Object.fromEntries(Object.entries(m).filter(([k]) => !timings.has(k))));
+  const runs = [];
+  for (const concurrency of [2, 32]) {
+    const counting = countingModel();
+    const dir = join(root, `c${concurrency}`);
+    await train(dir, { ...CONFIG, concurrency, buffer }, {}, { experienceModel: counting.model });
+    runs.push({ dir, most: counting.most() });
+  }
+  assert.equal(runs[0].most, 16, "at --concurrency 2");
+  assert.equal(runs[1].most, 32, "at --concurrency 32 (more than 16: as asked)");
+  assert.deepEqual(metrics(runs[1].dir), metrics(runs[0].dir));
+});
