@@ -417,11 +417,10 @@ export class LearnedExperienceModel implements ExperienceModel {
     if (header.lengths.length !== expectedLengths.length || header.lengths.some((n, i) => n !== expectedLengths[i])) {
       throw new InvalidConfigError(`${source}: the parameter layout does not match dim=${dim} hidden=${hidden} members=${members}`);
     }
-    const rng = new Rng(0);
     let next = 0; // the arrays are the members' heads' params, in order (the layout is checked above)
     const nets = Array.from({ length: members }, () =>
       HEADS.map(() => {
-        const net = new ScoreNet(dim, hidden, rng, { embedScale: 0, outScale: 0 });
+        const net = new ScoreNet(dim, hidden, null);
         for (const p of net.params()) p.set(arrays[next++]);
         return net;
       }),

@@ -1,4 +1,4 @@
-import type { HistoryStep, PolicyFeatures, Task } from "../core/index.ts";
+import { sparseVector, type HistoryStep, type PolicyFeatures, type Task } from "../core/index.ts";
 import { bucket, contentTokens, FeatureBuilder, featurize, webView, type SparseVector } from "../rl/index.ts";
 import { elementKind } from "./embedded-model.ts";
 
@@ -278,6 +278,5 @@ export function transitionFeatures(input: TransitionInput, dim: number, support?
   addAll(b.build());
   if (policy.candidates[0]) addAll(policy.candidates[0]);
   addAll(policy.state);
-  const idx = Int32Array.from(merged.keys()).sort();
-  return { idx, val: Float32Array.from(idx, (i) => merged.get(i)!) };
+  return sparseVector(merged);
 }

@@ -67,6 +67,27 @@ test("backward matches finite differences of log-prob, entropy and value", async
   assert.ok(checked >= 15, `only ${checked} gradient entries were large enough to check`);
 });
 
+test("a clone behaves as its original, trains on as it would (Adam's state copied), and is its own", async () => {
+  const policy = new NeuralPolicy({ dim: 512, hidden: 8, seed: 1 });
+  const records = await someRecords(policy);
+  const train = (p: NeuralPolicy, dLogProb: number) => {
+    p.evaluate(records);
+    p.backward({ logProbs: new Float64Array(records.length).fill(dLogProb), values: new Float64Array(records.length).fill(0.5) });
+    p.step({ learningRate: 0.01, maxGradNorm: 1 });
+  };
+  for (let k = 0; k < 3; k++) train(policy, -1);
+  const clone = policy.clone();
+  const saved = new NeuralPolicy(policy.config);
+  saved.load(policy.save());
+  assert.deepEqual(clone.save(), policy.save(), "the same bytes as a checkpoint of it");
+  assert.deepEqual(clone.evaluate(records), policy.evaluate(records));
+  train(clone, 1);
+  assert.deepEqual(policy.save(), saved.save(), "training the clone leaves the original as it was");
+  train(policy, 1);
+  assert.deepEqual(clone.save(), policy.save(), "the same update on both keeps them identical");
+  assert.throws(() => new NeuralPolicy({ dim: 512, hidden: 4 }, policy), /copies one of its own shape: dim 512 hidden 8 into dim 512 hidden 4/);
+});
+
 test("save/load restores identical behaviour; another shape is refused by name", async () => {
   const policy = new NeuralPolicy({ dim: 512, hidden: 8, seed: 1 });
   const records = await someRecords(policy);

@@ -48,14 +48,26 @@ export class NeuralPolicy implements TrainablePolicy<NeuralStepRecord> {
   private probs = new Float64Array(64);
   private cache: BatchCache | undefined;
 
-  constructor(readonly config: NeuralPolicyConfig = {}) {
+  /** `of`: a policy whose networks this one starts as a copy of (`clone`; its config the same), instead of drawn ones. */
+  constructor(
+    readonly config: NeuralPolicyConfig = {},
+    of?: NeuralPolicy,
+  ) {
     this.dim = config.dim ?? 32768;
     this.hidden = config.hidden ?? 16;
     if (!Number.isInteger(this.dim) || this.dim < 16) throw new InvalidConfigError(`neural policy dim must be an integer ≥ 16, got ${this.dim}`);
     if (!Number.isInteger(this.hidden) || this.hidden < 1) throw new InvalidConfigError(`neural policy hidden must be an integer ≥ 1, got ${this.hidden}`);
-    const rng = new Rng(config.seed ?? 0);
-    this.actor = new ScoreNet(this.dim, this.hidden, rng, { embedScale: 0.1, outScale: 0.01 });
-    this.critic = new ScoreNet(this.dim, this.hidden, rng, { embedScale: 0.1, outScale: 0 });
+    if (of && (of.dim !== this.dim || of.hidden !== this.hidden))
+      throw new InvalidConfigError(`a neural policy copies one of its own shape: dim ${of.dim} hidden ${of.hidden} into dim ${this.dim} hidden ${this.hidden}`);
+    if (of) {
+      // Copied, not drawn and then overwritten: an audit clones the policy every few iterations.
+      this.actor = of.actor.copy();
+      this.critic = of.critic.copy();
+    } else {
+      const rng = new Rng(config.seed ?? 0);
+      this.actor = new ScoreNet(this.dim, this.hidden, rng, { embedScale: 0.1, outScale: 0.01 });
+      this.critic = new ScoreNet(this.dim, this.hidden, rng, { embedScale: 0.1, outScale: 0 });
+    }
     this.h = new Float64Array(this.hidden);
   }
 
@@ -172,9 +184,7 @@ export class NeuralPolicy implements TrainablePolicy<NeuralStepRecord> {
   }
 
   clone(): NeuralPolicy {
-    const copy = new NeuralPolicy(this.config);
-    copy.load(this.save());
-    return copy;
+    return new NeuralPolicy(this.config, this);
   }
 
   save(): Uint8Array {

@@ -30,18 +30,21 @@ export class ScoreNet {
   private touchedList: number[] = [];
   private readonly dz: Float64Array;
 
+  /** `rng`: draws the initial weights (scaled by `opts`); null: all zero, for weights set next (a load, a copy). */
   constructor(
     readonly dim: number,
     readonly hidden: number,
-    rng: Rng,
-    opts: { embedScale: number; outScale: number },
+    rng: Rng | null,
+    opts: { embedScale: number; outScale: number } = { embedScale: 0, outScale: 0 },
   ) {
     this.E = new Float32Array(dim * hidden);
     this.u = new Float32Array(dim);
     this.b1 = new Float32Array(hidden);
     this.w = new Float32Array(hidden);
-    for (let i = 0; i < this.E.length; i++) this.E[i] = normal(rng) * opts.embedScale;
-    for (let i = 0; i < hidden; i++) this.w[i] = normal(rng) * opts.outScale;
+    if (rng) {
+      for (let i = 0; i < this.E.length; i++) this.E[i] = normal(rng) * opts.embedScale;
+      for (let i = 0; i < hidden; i++) this.w[i] = normal(rng) * opts.outScale;
+    }
     this.gE = new Float32Array(this.E.length);
     this.gu = new Float32Array(dim);
     this.gb1 = new Float32Array(hidden);
@@ -161,6 +164,13 @@ export class ScoreNet {
     const mine = this.state().arrays;
     mine.forEach((a, i) => a.set(arrays[i]));
     this.adamStep = adamStep;
+  }
+
+  /** A copy: the same parameters, Adam moments and step, no gradient pending. */
+  copy(): ScoreNet {
+    const c = new ScoreNet(this.dim, this.hidden, null);
+    c.setState(this.state().arrays, this.adamStep);
+    return c;
   }
 }
 
