@@ -109,3 +109,40 @@ test("the LLM generator asks for structured variations, retries malformed replie
     await s.close();
   }
 });
+
+test("a generated task is a near duplicate exactly when its words' Jaccard similarity to a known task's is at least 0.95", async () => {
+  // Known tasks of 19 to 41 words; candidates that drop, add or swap a few words of one of them.
+  const rng = new Rng(7);
+  const word = () => `w${rng.randbelow(400)}`;
+  const words = (s: string) => new Set(s.split(" "));
+  const jaccard = (a: Set<string>, b: Set<string>) => {
+    let inter = 0;
+    for (const w of a) if (b.has(w)) inter++;
+    return inter / (a.size + b.size - inter || 1);
+  };
+  const reserved: Task[] = Array.from({ length: 60 }, (_, i) => ({
+    id: `r${i}`,
+    instruction: [...new Set(Array.from({ length: 19 + rng.randbelow(23) }, word))].join(" "),
+  }));
+  const candidates = Array.from({ length: 300 }, (_, i) => {
+    const base = [...words(reserved[rng.randbelow(reserved.length)].instruction)];
+    for (let k = rng.randbelow(3); k > 0; k--) base.splice(rng.randbelow(base.length), 1);
+    for (let k = rng.randbelow(3); k > 0; k--) base.push(word());
+    return { id: `c${i}`, instruction: [...new Set(base)].join(" ") };
+  });
+  let next = 0;
+  const oneAtATime: TaskGenerator = { name: "list", generate: async () => ({ tasks: [candidates[next++]], infeasible: 0 }) };
+  const config = curriculumConfigSchema.parse({ varianceThreshold: 0, parentsPerIteration: 1, variantsPerParent: 1, maxGenerated: 1000 });
+  const c = new Curriculum(config, oneAtATime, reserved);
+  const known = reserved.map((t) => words(t.instruction));
+  let near = 0;
+  for (const cand of candidates) {
+    const w = words(cand.instruction);
+    const expected = known.some((k) => jaccard(k, w) >= 0.95);
+    const r = await c.update([{ task: reserved[0], rewards: [0, 1] }], new Rng(0));
+    assert.equal(r.duplicates, expected ? 1 : 0, cand.instruction);
+    if (expected) near++;
+    else known.push(w);
+  }
+  assert.ok(near > 30 && near < 270, `${near} of 300 near duplicates: both answers are tested`);
+});

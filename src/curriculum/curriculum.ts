@@ -66,10 +66,16 @@ const words = (s: string) =>
       .filter(Boolean),
   );
 
-function jaccard(a: Set<string>, b: Set<string>): number {
-  let inter = 0;
-  for (const w of a) if (b.has(w)) inter++;
-  return inter / (a.size + b.size - inter || 1);
+/**
+ * Whether two word sets are near duplicates: Jaccard ≥ 0.95. The words of `a` that `b` lacks are
+ * counted as they come, and the answer is no as soon as even `b` holding every word left could not
+ * reach 0.95 (the ratio grows with the overlap): most pairs differ in their first few words.
+ */
+function near(a: Set<string>, b: Set<string>): boolean {
+  const reaches = (overlap: number) => overlap / (a.size + b.size - overlap || 1) >= 0.95;
+  let missing = 0;
+  for (const w of a) if (!b.has(w) && !reaches(a.size - ++missing)) return false;
+  return reaches(a.size - missing);
 }
 
 /** Word sets by size: a near duplicate (Jaccard ≥ 0.95) has a size within 5% of the other's, so only those sizes are compared. */
@@ -81,7 +87,7 @@ class WordSets {
     else this.bySize.set(w.size, [w]);
   }
   hasNear(w: Set<string>): boolean {
-    for (let n = Math.ceil(0.95 * w.size); n <= Math.floor(w.size / 0.95); n++) if (this.bySize.get(n)?.some((x) => jaccard(x, w) >= 0.95)) return true;
+    for (let n = Math.ceil(0.95 * w.size); n <= Math.floor(w.size / 0.95); n++) if (this.bySize.get(n)?.some((x) => near(x, w))) return true;
     return false;
   }
 }
@@ -108,6 +114,15 @@ export class Curriculum {
     return w;
   }
 
+  /** Ids, keys (with the generator's `key`) and else word sets of `tasks`, for duplicate checks. */
+  private index(tasks: readonly Task[], keyOf: ((t: Task) => string | undefined) | undefined): { ids: Set<string>; keys: Set<string>; texts: WordSets } {
+    const keys = new Set(keyOf ? tasks.map((t) => keyOf(t)).filter((k): k is string => k !== undefined) : []);
+    const texts = new WordSets();
+    if (!keyOf) for (const t of tasks) texts.add(this.wordsOf(t.instruction));
+    return { ids: new Set(tasks.map((t) => t.id)), keys, texts };
+  }
+  private reservedIndex: ReturnType<Curriculum["index"]> | undefined;
+
   get tasks(): readonly GeneratedTask[] {
     return this.generated;
   }
@@ -129,12 +144,13 @@ export class Curriculum {
       .sort((a, b) => b.variance - a.variance || (a.task.id < b.task.id ? -1 : 1))
       .slice(0, this.config.parentsPerIteration);
     result.selected = parents.length;
-    const known = [...this.reserved, ...this.generated];
-    const ids = new Set(known.map((t) => t.id));
+    // What a new task must not repeat: the reserved tasks (indexed once) and the generated ones so far.
     const keyOf = this.generator.key?.bind(this.generator);
-    const keys = new Set(keyOf ? known.map((t) => keyOf(t)).filter((k): k is string => k !== undefined) : []);
-    const texts = new WordSets();
-    if (!keyOf) for (const t of known) texts.add(this.wordsOf(t.instruction));
+    const reserved = (this.reservedIndex ??= this.index(this.reserved, keyOf));
+    const mine = this.index(this.generated, keyOf);
+    const ids = { has: (id: string) => reserved.ids.has(id) || mine.ids.has(id) };
+    const keys = { has: (key: string) => reserved.keys.has(key) || mine.keys.has(key) };
+    const texts = { hasNear: (w: Set<string>) => reserved.texts.hasNear(w) || mine.texts.hasNear(w) };
     // Kept apart until every parent is done: an endpoint that fails midway leaves the pool as it was,
     // so the run can be checkpointed at the last whole iteration.
     const added: GeneratedTask[] = [];
@@ -163,9 +179,9 @@ export class Curriculum {
         const generation = ((parent as Partial<GeneratedTask>).lineage?.generation ?? 0) + 1;
         const child: GeneratedTask = { ...t, id: `${parent.id.split("~")[0]}~g${generation}.${++counter}`, lineage: { parent: parent.id, generation } };
         added.push(child);
-        ids.add(child.id);
-        if (key !== undefined) keys.add(key);
-        else texts.add(w);
+        mine.ids.add(child.id);
+        if (key !== undefined) mine.keys.add(key);
+        else mine.texts.add(w);
         result.added++;
       }
     }
