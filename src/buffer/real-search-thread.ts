@@ -64,4 +64,21 @@ function answer(q: CandidateRequest): Candidate[] | null {
   return index.search(q.vector, q.want, tags);
 }
 
+/**
+ * The real rows read, and each env's view of them made, as soon as the thread is up: the buffer starts
+ * the thread when it opens, and a run's first searches would otherwise wait for both. A request that
+ * comes first does them itself.
+ */
+function warmUp(): void {
+  try {
+    if (!loaded) load();
+    const q = new Float32Array(dims);
+    q[0] = 1;
+    for (const env of loaded!.env.values()) loaded!.index.search(q, 1, { env });
+  } catch {
+    // The first request reads the file again and says what is wrong.
+  }
+}
+
 serveRequests(answer);
+setImmediate(warmUp);

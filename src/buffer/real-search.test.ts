@@ -52,3 +52,30 @@ test("searches of real transitions on the search thread give what the buffer's o
   assert.equal(again.count(), (250 + 40 + 10) * 4);
   again.close();
 });
+
+test("a buffer that holds vectors starts its search thread as it opens: the same answers, and closing at once still leaves WAL mode", async () => {
+  const file = tempFile("warm-thread.db");
+  const seed = ReplayBuffer.open(file);
+  await seed.appendTrajectories(
+    Array.from({ length: 200 }, (_, i) => makeTrajectory(i, { source: "real", steps: 4 })),
+    { seed: true },
+  );
+  seed.close();
+  // Closed while the thread may still be reading the rows: the buffer waits for it and leaves WAL mode.
+  for (let i = 0; i < 3; i++) {
+    ReplayBuffer.open(file, { searchThread: true }).close();
+    assert.equal(existsSync(`${file}-wal`), false, `round ${i}`);
+  }
+  const b = ReplayBuffer.open(file, { searchThread: true });
+  const q = makeTrajectory(7, { steps: 4 }).steps[2];
+  const vector = await b.embedQuery({ state: q.observation, action: q.action });
+  for (const filter of [
+    { env: "toy", source: "real" as const },
+    { env: "toy", source: "real" as const, action: q.action },
+  ]) {
+    assert.deepEqual(ids(await b.searchVectorAsync(vector, { k: 5, filter })), ids(b.searchVector(vector, { k: 5, filter })));
+  }
+  assert.equal(b.searchesOnThread, 2, "both answered by the thread that started with the buffer");
+  b.close();
+  assert.equal(existsSync(`${file}-wal`), false);
+});

@@ -134,6 +134,10 @@ export class ReplayBuffer {
     this.indexes = new SearchIndexes(db, path, () => this.embedder.dims, this.readonly);
     this.size = this.count();
     this.dataVersion = Number(db.pragma("data_version", { simple: true }));
+    // Started now, where the vectors' shape is known: the thread reads the real rows while the caller
+    // sets up, instead of while the first searches wait (0.26 s of a training run's start).
+    if (this.searchThreadWanted && path !== ":memory:" && this.embedderFrozen && this.embedderValue)
+      this.searchThread = new RealSearchThread({ file: path, dims: this.embedderValue.dims });
   }
 
   /** Opens (or creates) a buffer file. A corrupt or locked file is an error; nothing is overwritten. */

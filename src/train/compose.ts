@@ -68,9 +68,20 @@ export interface SyntheticSources {
 const IN_PROCESS_EPISODES = 16;
 
 /** The synthetic env pool: `concurrency` synthetic envs (at least IN_PROCESS_EPISODES over an in-process model) over one experience model and the buffer in `bufferFile`. */
+/**
+ * The run's buffer as its synthetic pool reads it. Retrieval's searches of the offline data run on a
+ * second core where there is one, and where the trainer does not need it: a served run's trainer is a
+ * process of its own (on 2 cores, bench:train's served run took 16.9 s without the thread, 18.1–18.8 s
+ * with it). The thread starts as the buffer opens: a run opens it before the rest of its setup.
+ */
+export function openSyntheticBuffer(config: TrainConfig, bufferFile: string): ReplayBuffer {
+  return ReplayBuffer.open(bufferFile, { searchThread: availableParallelism() > 1 && !config.served });
+}
+
+/** `bufferFile`: the buffer's file, or the buffer opened by `openSyntheticBuffer` (the pool closes it). */
 export async function syntheticPool(
   config: TrainConfig,
-  bufferFile: string,
+  bufferFile: string | ReplayBuffer,
   tasks: Task[],
   parts: TrainParts,
   actions: ActionSource | undefined,
@@ -85,10 +96,7 @@ export async function syntheticPool(
   });
   let buffer: ReplayBuffer;
   try {
-    // Retrieval's searches of the offline data run on a second core where there is one, and where
-    // the trainer does not need it: a served run's trainer is a process of its own (on 2 cores, bench:train's served
-    // run took 16.9 s without the thread, 18.1–18.8 s with it).
-    buffer = ReplayBuffer.open(bufferFile, { searchThread: availableParallelism() > 1 && !config.served });
+    buffer = typeof bufferFile === "string" ? openSyntheticBuffer(config, bufferFile) : bufferFile;
   } catch (e) {
     await model.close();
     throw e;

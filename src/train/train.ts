@@ -14,7 +14,7 @@ import {
   type TrainHooks,
   type TrainSummary,
 } from "./config.ts";
-import { envTaskGenerator, policyOf, syntheticPool } from "./compose.ts";
+import { envTaskGenerator, openSyntheticBuffer, policyOf, syntheticPool } from "./compose.ts";
 import type { Parts, TrainParts } from "./parts.ts";
 import { trainingLoop } from "./loop.ts";
 import { needsReference } from "./phases.ts";
@@ -166,11 +166,14 @@ export async function compose(run: RunFolder, latest: Checkpoint | undefined, gi
     await Promise.all(opened.map((o) => o.close()));
   };
   try {
+    const synthetic_ = config.mode === "dreamgym" || config.mode === "s2r";
+    // Opened first: its search thread reads the offline rows meanwhile (see `openSyntheticBuffer`).
+    const syntheticBuffer = synthetic_ ? openSyntheticBuffer(config, run.bufferFile) : undefined;
+    if (syntheticBuffer) opened.push({ close: async () => syntheticBuffer.close() });
     const policy = policyOf(config, given, env.plugs.features, config.initPolicy ? readFileSync(config.initPolicy) : undefined);
     // GRPO's reference is the initial policy, which the seed (or initPolicy) recreates exactly on resume.
     const reference = needsReference(config) ? policy.clone() : undefined;
     if (latest) policy.load(run.checkpointPolicy(latest), latest.policyFile);
-    const synthetic_ = config.mode === "dreamgym" || config.mode === "s2r";
     const split = { envs: resolved.train.envs, tasks: resolved.train.tasks };
     const real = config.realTasks === "seed" ? { ...split, tasks: seedTasks(synthetic_ ? run.bufferFile : bufferOf(config), config.env, split.tasks) } : split;
     const evaluation = { envs: resolved.eval.envs, tasks: resolved.eval.tasks };
@@ -179,7 +182,7 @@ export async function compose(run: RunFolder, latest: Checkpoint | undefined, gi
       ? undefined
       : await syntheticPool(
           config,
-          run.bufferFile,
+          syntheticBuffer!,
           config.syntheticTasks === "seed" ? seedTasks(run.bufferFile, config.env, split.tasks) : split.tasks,
           given,
           actions,
