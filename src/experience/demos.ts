@@ -46,25 +46,22 @@ export function retrieveDemos(
   if (!slots) byAbstraction.set(abstraction, (slots = {}));
   const slot = real ? "real" : "all";
   let m = slots[slot];
-  if (!m || m.version !== version || m.answers.size >= MEMO_MAX) slots[slot] = m = { version, answers: new Map() };
-  const key = JSON.stringify([
-    query.state,
-    query.action,
-    opts.k,
-    opts.sameAction,
-    opts.excludeTask,
-    opts.exact,
-    opts.preferTask,
-    opts.realAnchor,
-    opts.realOnly,
-  ]);
-  let answer = m.answers.get(key);
-  if (!answer) m.answers.set(key, (answer = search(buffer, abstraction, query, opts)));
+  if (!m || m.version !== version || m.size >= MEMO_MAX) slots[slot] = m = { version, answers: new Map(), size: 0 };
+  // By the state itself first: a page is a long string, and the same string object comes back step
+  // after step (its hash kept with it), where a key made of it would be a new string to hash each time.
+  let byState = m.answers.get(query.state);
+  if (!byState) m.answers.set(query.state, (byState = new Map()));
+  const key = JSON.stringify([query.action, opts.k, opts.sameAction, opts.excludeTask, opts.exact, opts.preferTask, opts.realAnchor, opts.realOnly]);
+  let answer = byState.get(key);
+  if (!answer) {
+    byState.set(key, (answer = search(buffer, abstraction, query, opts)));
+    m.size++;
+  }
   return answer;
 }
 
-/** Answers of `retrieveDemos` per buffer and abstraction, for one content version (at most MEMO_MAX). */
-type Answers = { version: string; answers: Map<string, Promise<Demo[]>> };
+/** Answers of `retrieveDemos` per buffer and abstraction, for one content version (at most MEMO_MAX), by state and then the rest of the query. */
+type Answers = { version: string; answers: Map<string, Map<string, Promise<Demo[]>>>; size: number };
 const memo = new WeakMap<ReplayBuffer, WeakMap<StateAbstraction, { real?: Answers; all?: Answers }>>();
 const MEMO_MAX = 50_000;
 

@@ -50,7 +50,7 @@ test("elementKind finds the line an action names as a line-by-line search does, 
   assert.equal(elementKind(state, "click[white]"), "option");
 });
 
-test("the embedded model reads each demo's action once, and still prefers a same-action demo to a same-kind one", async () => {
+test("the embedded model reads each recorded step's action once, and still prefers a same-action demo to a same-kind one", async () => {
   let abstracted = 0;
   const abstraction = {
     env: "toy",
@@ -79,8 +79,9 @@ test("the embedded model reads each demo's action once, and still prefers a same
   const same = await model.predict({ task, history: [], state: page, action: "click[a1]", demos });
   assert.equal(same.nextState, "page: item\nfirst", "the same action's demo, though less similar");
   const first = abstracted;
-  // Asked again about the same demo objects: their actions are not read again (only the chosen demo's pages are).
-  const again = await model.predict({ task, history: [], state: page, action: "click[a1]", demos });
+  // Asked again, with the same recorded steps in new demo objects (another search's answer): their
+  // actions are not read again (only the chosen demo's pages are).
+  const again = await model.predict({ task, history: [], state: page, action: "click[a1]", demos: demos.map((d) => ({ ...d })) });
   assert.deepEqual(again, same);
   assert.ok(abstracted - first < first, `a repeated step read ${abstracted - first} pages, the first ${first}`);
   const other = await model.predict({ task, history: [], state: "page: results\n[c3] third item", action: "click[c3]", demos });

@@ -9,6 +9,9 @@ export interface EmbeddedModelOptions {
   minScore?: number;
 }
 
+/** Recorded states whose demos' actions `EmbeddedExperienceModel` keeps read. */
+const DEMO_STATES_KEPT = 8192;
+
 /**
  * The embedded default (the paper's "without reasoning" level): no LLM, no network. The next state
  * is the recorded next state of a demo with the same action (the one from the most similar state,
@@ -89,17 +92,23 @@ export class EmbeddedExperienceModel implements ExperienceModel {
 
   /**
    * A demo's action as `predict` compares it (what it does, and the kind of element), read once per
-   * demo: retrieval hands the same demo objects to every step that asks about the same page.
+   * recorded (state, action): the same recorded steps ground step after step, and each search's
+   * answer holds them anew.
    */
   private demoAction(d: Demo): { key: string; kind: string | undefined } {
-    let a = this.demoActions.get(d);
+    let byAction = this.demoActions.get(d.state);
+    if (!byAction) {
+      if (this.demoActions.size >= DEMO_STATES_KEPT) this.demoActions.clear();
+      this.demoActions.set(d.state, (byAction = new Map()));
+    }
+    let a = byAction.get(d.action);
     if (!a) {
       const state = this.abstraction.abstract(d.state);
-      this.demoActions.set(d, (a = { key: viewAction(state, d.action).trim().toLowerCase(), kind: elementKind(state, d.action) }));
+      byAction.set(d.action, (a = { key: viewAction(state, d.action).trim().toLowerCase(), kind: elementKind(state, d.action) }));
     }
     return a;
   }
-  private readonly demoActions = new WeakMap<Demo, { key: string; kind: string | undefined }>();
+  private readonly demoActions = new Map<string, Map<string, { key: string; kind: string | undefined }>>();
 
   /** The best demo of `pool` carried over to this task and state: next state, end and reward, and how sure that is (`u`). */
   private replay(pool: Demo[], task: PredictInput["task"], state: string, action: string, sameAction: boolean, anchors: Demo[]): Prediction {
