@@ -175,12 +175,29 @@ function featurizeText(input: PolicyInput, dim: number, chosen?: ReadonlySet<str
   for (const a of input.history) taken.set(a.toLowerCase(), (taken.get(a.toLowerCase()) ?? 0) + 1);
   const takenLabels = new Set([...input.history.map((a) => parseAction(a).label), ...(chosen ?? [])]);
 
-  // Per candidate: the line it sits on, its overlap with the instruction.
+  // Per candidate: the line it sits on, its overlap with the instruction. The page's lines are
+  // lowercased once, and what a line tells once, for all its candidates (a results page has ~17 of
+  // them: lowercasing line after line for each was a tenth of a step's CPU).
+  let lowerLines: string[] | undefined;
+  const lineFacts = new Map<number, { group: string | undefined; lineText: string; labels: string[] | undefined }>();
+  const factsOf = (lineIndex: number) => {
+    let f = lineFacts.get(lineIndex);
+    if (!f) {
+      const line = lineIndex >= 0 ? lines[lineIndex] : "";
+      const group = /^([^[\]:]{1,40}):\s*\[/.exec(line)?.[1].trim().toLowerCase();
+      const labels = group === undefined ? undefined : [...line.toLowerCase().matchAll(/\[([^\]]+)\]/g)].map((m) => m[1]);
+      lineFacts.set(lineIndex, (f = { group, lineText: line.replace(/\[[^\]]*\]/g, " "), labels }));
+    }
+    return f;
+  };
   const info = parsed.map((p, position) => {
-    const lineIndex = p.verb === "click" ? lines.findIndex((l) => l.toLowerCase().includes(`[${p.label}]`)) : -1;
-    const line = lineIndex >= 0 ? lines[lineIndex] : "";
-    const group = /^([^[\]:]{1,40}):\s*\[/.exec(line)?.[1].trim().toLowerCase();
-    const lineText = line.replace(/\[[^\]]*\]/g, " ");
+    let lineIndex = -1;
+    if (p.verb === "click") {
+      lowerLines ??= lines.map((l) => l.toLowerCase());
+      const tag = `[${p.label}]`;
+      lineIndex = lowerLines.findIndex((l) => l.includes(tag));
+    }
+    const { group, lineText, labels } = factsOf(lineIndex);
     const contextText = group ? p.label : `${idLike(p.label) ? "" : p.label} ${lineText}`;
     const context = new Set(p.verb === "search" ? contentTokens(p.label) : contentTokens(contextText));
     let matched = 0;
@@ -188,7 +205,7 @@ function featurizeText(input: PolicyInput, dim: number, chosen?: ReadonlySet<str
     const frac = context.size > 0 ? matched / context.size : 0;
     const cover = instrTokens.size > 0 ? matched / instrTokens.size : 0;
     const price = PRICE.exec(lineText);
-    const siblingTaken = group !== undefined && [...line.toLowerCase().matchAll(/\[([^\]]+)\]/g)].some((m) => m[1] !== p.label && takenLabels.has(m[1]));
+    const siblingTaken = labels !== undefined && labels.some((l) => l !== p.label && takenLabels.has(l));
     return { p, position, lineIndex, group, frac, cover, matched, price: price ? Number(price[1].replace(/,/g, "")) : undefined, siblingTaken };
   });
 
