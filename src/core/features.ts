@@ -26,14 +26,15 @@ export interface PolicyFeatures {
   featurize(input: PolicyInput, dim: number): FeaturizedStep | undefined;
 }
 
-/** 32-bit FNV-1a. */
-function hash(s: string): number {
-  let h = 0x811c9dc5;
+const FNV_OFFSET = 0x811c9dc5;
+
+/** 32-bit FNV-1a of `s`, continued from `h` (hashing two strings in turn hashes their concatenation). */
+function fnv(h: number, s: string): number {
   for (let i = 0; i < s.length; i++) {
     h ^= s.charCodeAt(i);
     h = Math.imul(h, 0x01000193);
   }
-  return h >>> 0;
+  return h;
 }
 
 /** Builds a sparse vector from named features, hashed into `dim` buckets (values of a name add up). */
@@ -42,7 +43,23 @@ export class FeatureBuilder {
   constructor(private readonly dim: number) {}
   add(name: string, value = 1): void {
     if (value === 0) return;
-    const i = hash(name) % this.dim;
+    this.addHash(fnv(FNV_OFFSET, name) >>> 0, value);
+  }
+  /**
+   * `add` of the name the template makes, with value 1, hashed piece by piece without building the
+   * name: b.named`label|${k}|${label}` is b.add(`label|${k}|${label}`). A step's candidates have ~15
+   * features each, and building their names was a tenth of a training step.
+   */
+  named(strings: TemplateStringsArray, ...values: (string | number)[]): void {
+    let h = fnv(FNV_OFFSET, strings[0]);
+    for (let i = 0; i < values.length; i++) {
+      const v = values[i];
+      h = fnv(fnv(h, typeof v === "string" ? v : String(v)), strings[i + 1]);
+    }
+    this.addHash(h >>> 0, 1);
+  }
+  private addHash(h: number, value: number): void {
+    const i = h % this.dim;
     this.map.set(i, (this.map.get(i) ?? 0) + value);
   }
   build(): SparseVector {

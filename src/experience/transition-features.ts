@@ -185,8 +185,8 @@ export function transitionFeatures(input: TransitionInput, dim: number, support?
   const kind = pageKind(state);
   const ek = elementKind(state, action) ?? "text";
   const k = `${kind}|${ek}`;
-  b.add(`t-bias|${k}`);
-  b.add(`t-steps|${k}|${bucket(history.length, [0, 2, 4, 7, 10])}`);
+  b.named`t-bias|${k}`;
+  b.named`t-steps|${k}|${bucket(history.length, [0, 2, 4, 7, 10])}`;
   const instruction = task.instruction;
   const instr = new Set(contentTokens(instruction));
   const lines = state.split("\n");
@@ -196,13 +196,13 @@ export function transitionFeatures(input: TransitionInput, dim: number, support?
       const o = overlap(title, instr);
       b.add(`t-title-cover|${k}`, o.cover);
       b.add(`t-title-frac|${k}`, o.frac);
-      b.add(`t-title-cover-b|${k}|${bucket(o.cover, [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9])}`);
-      b.add(`t-title-frac-b|${k}|${bucket(o.frac, [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9])}`);
+      b.named`t-title-cover-b|${k}|${bucket(o.cover, [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9])}`;
+      b.named`t-title-frac-b|${k}|${bucket(o.frac, [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9])}`;
     }
     const bound = PRICE_BOUND.exec(instruction);
     const price = /\$([\d,]+(?:\.\d+)?)/.exec(lines.find((l) => l.startsWith("Price: ")) ?? "");
-    if (bound && price) b.add(`t-price|${k}|${Number(price[1].replace(/,/g, "")) <= Number(bound[1].replace(/,/g, "")) ? "ok" : "over"}`);
-    else b.add(`t-price|${k}|${bound ? "no-price" : "no-bound"}`);
+    if (bound && price) b.named`t-price|${k}|${Number(price[1].replace(/,/g, "")) <= Number(bound[1].replace(/,/g, "")) ? "ok" : "over"}`;
+    else b.named`t-price|${k}|${bound ? "no-price" : "no-bound"}`;
     const chosen = chosenOptions(history, state);
     const instrPhrase = phrase(instruction);
     const named = (v: string) => instrPhrase.includes(phrase(v));
@@ -242,25 +242,25 @@ export function transitionFeatures(input: TransitionInput, dim: number, support?
       if (want !== undefined && chosen.get(g![1].trim().toLowerCase()) === want) exact++;
     }
     b.add(`t-opt-exact|${k}|${asked === 0 ? "none" : exact >= asked ? "all" : `missing-${Math.min(asked - exact, 3)}`}`);
-    b.add(`t-groups|${k}|${Math.min(groups, 4)}|${Math.min(mentioned, 4)}`);
-    b.add(`t-asked|${k}|${Math.min(asked, 4)}|${Math.min(mentioned, 4)}`);
-    b.add(`t-opt|${k}|${Math.min(chosenRight, 3)}|${Math.min(chosenWrong, 3)}|${Math.min(unchosen, 3)}`);
-    b.add(`t-opt-free|${k}|${Math.min(chosenFree, 3)}`);
+    b.named`t-groups|${k}|${Math.min(groups, 4)}|${Math.min(mentioned, 4)}`;
+    b.named`t-asked|${k}|${Math.min(asked, 4)}|${Math.min(mentioned, 4)}`;
+    b.named`t-opt|${k}|${Math.min(chosenRight, 3)}|${Math.min(chosenWrong, 3)}|${Math.min(unchosen, 3)}`;
+    b.named`t-opt-free|${k}|${Math.min(chosenFree, 3)}`;
     const need = Math.max(asked, mentioned);
     b.add(`t-opt-share|${k}`, need > 0 ? chosenRight / need : 1);
-    b.add(`t-opt-all|${k}|${need === 0 ? "none" : chosenRight >= need ? "all" : chosenRight > 0 ? "some" : "no"}`);
+    b.named`t-opt-all|${k}|${need === 0 ? "none" : chosenRight >= need ? "all" : chosenRight > 0 ? "some" : "no"}`;
     // Where the item stood on the results page it was opened from (by the instruction's overlap).
     const from = openingStep(history);
     const id = from ? clicked(from.action) : undefined;
     if (id !== undefined) {
-      b.add(`t-product|${k}|${id}`);
+      b.named`t-product|${k}|${id}`;
       if (support) {
         const n = support.others(supportKey(id, instruction), task.id);
-        b.add(`t-support|${k}|${Math.min(n, 2)}`);
+        b.named`t-support|${k}|${Math.min(n, 2)}`;
       }
       for (const picked of chosen.values()) {
-        b.add(`t-chosen|${k}|${picked}`);
-        b.add(`t-chosen|${k}|${id}|${picked}`);
+        b.named`t-chosen|${k}|${picked}`;
+        b.named`t-chosen|${k}|${id}|${picked}`;
       }
     }
     if (from) {
@@ -268,7 +268,7 @@ export function transitionFeatures(input: TransitionInput, dim: number, support?
       const mine = items.find((it) => it.id === id);
       if (mine) {
         const rank = items.filter((it) => it.cover > mine.cover).length;
-        b.add(`t-from-rank|${k}|${Math.min(rank, 4)}`);
+        b.named`t-from-rank|${k}|${Math.min(rank, 4)}`;
       }
     }
   }

@@ -219,40 +219,40 @@ function featurizeText(input: PolicyInput, dim: number, chosen?: ReadonlySet<str
     const b = new FeatureBuilder(dim);
     const { p } = c;
     const k = `${kind}|${p.verb}`;
-    b.add(`bias|${k}`);
+    b.named`bias|${k}`;
     const item = isItem(c);
     const label = item ? "<id>" : p.verb === "search" ? searchLabel(p) : p.label;
-    if (p.label.length <= 40) b.add(`label|${k}|${label}`);
-    b.add(`label-steps|${k}|${label}|${bucket(step, [1, 3, 6, 9])}`);
-    b.add(`prev|${k}|${prevLabel}|${label}`);
-    if (c.group) b.add(`group|${k}|${c.group}`);
+    if (p.label.length <= 40) b.named`label|${k}|${label}`;
+    b.named`label-steps|${k}|${label}|${bucket(step, [1, 3, 6, 9])}`;
+    b.named`prev|${k}|${prevLabel}|${label}`;
+    if (c.group) b.named`group|${k}|${c.group}`;
     b.add(`overlap|${k}`, c.frac);
     b.add(`cover|${k}`, c.cover);
-    b.add(`overlap-bucket|${k}|${bucket(c.frac, [0, 0.2, 0.4, 0.6, 0.8, 0.99])}`);
-    b.add(`matched|${k}|${Math.min(c.matched, 6)}`);
+    b.named`overlap-bucket|${k}|${bucket(c.frac, [0, 0.2, 0.4, 0.6, 0.8, 0.99])}`;
+    b.named`matched|${k}|${Math.min(c.matched, 6)}`;
     if (p.verb === "click" && !item && p.label.length > 0 && instrLower.includes(` ${p.label.replace(/[^a-z0-9.]+/g, " ").trim()} `)) {
-      b.add(`phrase|${k}|${c.group ? "option" : "other"}`);
+      b.named`phrase|${k}|${c.group ? "option" : "other"}`;
     }
     if (item) {
       const r = rank.get(c) ?? 9;
-      b.add(`rank|${k}|${Math.min(r, 4)}`);
-      b.add(`rank-overlap|${k}|${Math.min(r, 2)}|${bucket(c.cover, [0.1, 0.3, 0.5, 0.7])}`);
+      b.named`rank|${k}|${Math.min(r, 4)}`;
+      b.named`rank-overlap|${k}|${Math.min(r, 2)}|${bucket(c.cover, [0.1, 0.3, 0.5, 0.7])}`;
     }
-    if (c.price !== undefined && priceBound !== undefined) b.add(`price|${k}|${c.price <= priceBound ? "ok" : "over"}`);
-    if (c.siblingTaken) b.add(`group-chosen|${k}`);
+    if (c.price !== undefined && priceBound !== undefined) b.named`price|${k}|${c.price <= priceBound ? "ok" : "over"}`;
+    if (c.siblingTaken) b.named`group-chosen|${k}`;
     // A choice the page shows checked was clicked before, whatever the history calls it.
     const times = Math.max(taken.get(p.action.toLowerCase()) ?? 0, p.verb === "click" && chosen?.has(p.label) ? 1 : 0);
-    b.add(`repeat|${k}|${Math.min(times, 3)}`);
-    if (p.variant !== undefined) b.add(`query|${k}|${p.variant}|${Math.min(searches, 2)}`);
+    b.named`repeat|${k}|${Math.min(times, 3)}`;
+    if (p.variant !== undefined) b.named`query|${k}|${p.variant}|${Math.min(searches, 2)}`;
     return b.build();
   });
 
   const s = new FeatureBuilder(dim);
-  s.add(`state|${kind}`);
-  s.add(`state-steps|${kind}|${stepBucket}`);
-  s.add(`state-searches|${kind}|${Math.min(searches, 3)}`);
+  s.named`state|${kind}`;
+  s.named`state-steps|${kind}|${stepBucket}`;
+  s.named`state-searches|${kind}|${Math.min(searches, 3)}`;
   const best = items.length > 0 ? items[0].cover : info.reduce((m, c) => Math.max(m, c.cover), 0);
-  s.add(`state-best|${kind}|${bucket(best, [0.1, 0.3, 0.5, 0.7, 0.9])}`);
-  s.add(`state-options|${kind}|${Math.min(info.filter((c) => c.group && takenLabels.has(c.p.label)).length, 4)}`);
+  s.named`state-best|${kind}|${bucket(best, [0.1, 0.3, 0.5, 0.7, 0.9])}`;
+  s.named`state-options|${kind}|${Math.min(info.filter((c) => c.group && takenLabels.has(c.p.label)).length, 4)}`;
   return { actions: parsed.map((p) => p.action), candidates, state: s.build() };
 }
