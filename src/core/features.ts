@@ -39,7 +39,10 @@ function fnv(h: number, s: string): number {
 
 /** Builds a sparse vector from named features, hashed into `dim` buckets (values of a name add up). */
 export class FeatureBuilder {
-  private readonly map = new Map<number, number>();
+  // Indices and their values side by side: a vector has ~15 entries, where a Map's hashing cost more
+  // than a scan for a repeated index.
+  private readonly idx: number[] = [];
+  private readonly val: number[] = [];
   constructor(private readonly dim: number) {}
   add(name: string, value = 1): void {
     if (value === 0) return;
@@ -60,10 +63,30 @@ export class FeatureBuilder {
   }
   private addHash(h: number, value: number): void {
     const i = h % this.dim;
-    this.map.set(i, (this.map.get(i) ?? 0) + value);
+    const at = this.idx.indexOf(i);
+    if (at >= 0) this.val[at] += value;
+    else {
+      this.idx.push(i);
+      this.val.push(value);
+    }
   }
   build(): SparseVector {
-    return sparseVector(this.map);
+    // Sorted by index (insertion sort: a handful of entries), values alongside.
+    const n = this.idx.length;
+    const idx = new Int32Array(n);
+    const val = new Float32Array(n);
+    for (let k = 0; k < n; k++) {
+      const i = this.idx[k];
+      const v = this.val[k];
+      let j = k;
+      for (; j > 0 && idx[j - 1] > i; j--) {
+        idx[j] = idx[j - 1];
+        val[j] = val[j - 1];
+      }
+      idx[j] = i;
+      val[j] = v;
+    }
+    return { idx, val };
   }
 }
 
