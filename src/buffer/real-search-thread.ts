@@ -5,7 +5,7 @@ import { workerData } from "node:worker_threads";
 import { serveRequests } from "../core/index.ts";
 import { realRows, realRowsKey, type Row } from "./buffer-db.ts";
 import { decodeHalf } from "./float16.ts";
-import type { CandidateRequest, SearchThreadData } from "./real-search.ts";
+import type { SearchThreadData, SearchThreadRequest } from "./real-search.ts";
 import { ExactIndex, type Candidate } from "./vector-index.ts";
 
 const { file, dims } = workerData as SearchThreadData;
@@ -44,7 +44,11 @@ function read(db: Database.Database): NonNullable<typeof loaded> {
   })();
 }
 
-function answer(q: CandidateRequest): Candidate[] | null {
+function answer(q: SearchThreadRequest): Candidate[] | null {
+  if ("warm" in q) {
+    warmUp();
+    return null; // not a search: nothing to answer
+  }
   if (loaded?.key !== q.key) load();
   // The buffer asked about other real rows than the file now holds (a commit since): it searches itself.
   if (loaded!.key !== q.key) return null;
@@ -65,9 +69,8 @@ function answer(q: CandidateRequest): Candidate[] | null {
 }
 
 /**
- * The real rows read, and each env's view of them made, as soon as the thread is up: the buffer starts
- * the thread when it opens, and a run's first searches would otherwise wait for both. A request that
- * comes first does them itself.
+ * The real rows read, and each env's view of them made, before the first search asks
+ * (`ReplayBuffer.startSearchThread`): a run's first searches would otherwise wait for both.
  */
 function warmUp(): void {
   try {
@@ -81,4 +84,3 @@ function warmUp(): void {
 }
 
 serveRequests(answer);
-setImmediate(warmUp);

@@ -53,20 +53,24 @@ test("searches of real transitions on the search thread give what the buffer's o
   again.close();
 });
 
-test("a buffer that holds vectors starts its search thread as it opens: the same answers, and closing at once still leaves WAL mode", async () => {
+test("a search thread started before the first search answers alike, and a buffer closed soon after starting it leaves WAL mode", async () => {
   const file = tempFile("warm-thread.db");
   const seed = ReplayBuffer.open(file);
   await seed.appendTrajectories(
-    Array.from({ length: 200 }, (_, i) => makeTrajectory(i, { source: "real", steps: 4 })),
+    Array.from({ length: 500 }, (_, i) => makeTrajectory(i, { source: "real", steps: 4 })),
     { seed: true },
   );
   seed.close();
-  // Closed while the thread may still be reading the rows: the buffer waits for it and leaves WAL mode.
-  for (let i = 0; i < 3; i++) {
-    ReplayBuffer.open(file, { searchThread: true }).close();
-    assert.equal(existsSync(`${file}-wal`), false, `round ${i}`);
+  // Closed after 0 to 7 turns of the event loop: before the thread is up, and after.
+  for (let turns = 0; turns < 8; turns++) {
+    const b = ReplayBuffer.open(file, { searchThread: true });
+    b.startSearchThread();
+    for (let t = 0; t < turns; t++) await new Promise((r) => setImmediate(r));
+    b.close();
+    assert.equal(existsSync(`${file}-wal`), false, `closed after ${turns} turns`);
   }
   const b = ReplayBuffer.open(file, { searchThread: true });
+  b.startSearchThread();
   const q = makeTrajectory(7, { steps: 4 }).steps[2];
   const vector = await b.embedQuery({ state: q.observation, action: q.action });
   for (const filter of [
@@ -75,7 +79,13 @@ test("a buffer that holds vectors starts its search thread as it opens: the same
   ]) {
     assert.deepEqual(ids(await b.searchVectorAsync(vector, { k: 5, filter })), ids(b.searchVector(vector, { k: 5, filter })));
   }
-  assert.equal(b.searchesOnThread, 2, "both answered by the thread that started with the buffer");
+  assert.equal(b.searchesOnThread, 2, "both answered by the thread started before them");
   b.close();
   assert.equal(existsSync(`${file}-wal`), false);
+  // A buffer opened without the option, or in memory, starts none.
+  const plain = ReplayBuffer.open(file);
+  plain.startSearchThread();
+  await plain.searchVectorAsync(vector, { k: 5, filter: { source: "real" } });
+  assert.equal(plain.searchesOnThread, 0);
+  plain.close();
 });

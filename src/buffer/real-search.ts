@@ -14,6 +14,8 @@ export interface CandidateRequest {
   filter: Omit<SearchFilter, "source">;
   key: string;
 }
+/** What the thread is asked: a search, or to read the real rows and make each env's view before the first one. */
+export type SearchThreadRequest = CandidateRequest | { warm: true };
 
 /**
  * Searches of a buffer's real transitions on a worker thread, so that a synthetic env's retrieval
@@ -25,7 +27,8 @@ export interface CandidateRequest {
  * the buffer then searches itself.
  */
 export class RealSearchThread {
-  private readonly thread: RequestThread<CandidateRequest, Candidate[]>;
+  private readonly thread: RequestThread<SearchThreadRequest, Candidate[]>;
+  private asked = 0;
 
   constructor(data: SearchThreadData) {
     this.thread = new RequestThread(new URL("./real-search-thread", import.meta.url), data);
@@ -35,10 +38,25 @@ export class RealSearchThread {
     return this.thread.answered;
   }
 
+  /** Whether the thread may be reading the file now: a warm-up or a search not answered yet. */
+  get busy(): boolean {
+    return this.asked > 0;
+  }
+
+  /** Reads the real rows and makes each env's view now, before the first search asks. */
+  warm(): void {
+    void this.ask({ warm: true });
+  }
+
   /** The exact candidates for a real-rows search, or null: then the caller searches itself. */
   candidates(vector: Float32Array, want: number, filter: SearchFilter, key: string): Promise<Candidate[] | null> {
     const { source: _s, ...rest } = filter;
-    return this.thread.request({ vector, want, filter: rest, key });
+    return this.ask({ vector, want, filter: rest, key });
+  }
+
+  private ask(req: SearchThreadRequest): Promise<Candidate[] | null> {
+    this.asked++;
+    return this.thread.request(req).finally(() => this.asked--);
   }
 
   close(): void {

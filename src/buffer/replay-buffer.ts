@@ -134,10 +134,20 @@ export class ReplayBuffer {
     this.indexes = new SearchIndexes(db, path, () => this.embedder.dims, this.readonly);
     this.size = this.count();
     this.dataVersion = Number(db.pragma("data_version", { simple: true }));
-    // Started now, where the vectors' shape is known: the thread reads the real rows while the caller
-    // sets up, instead of while the first searches wait (0.26 s of a training run's start).
-    if (this.searchThreadWanted && path !== ":memory:" && this.embedderFrozen && this.embedderValue)
-      this.searchThread = new RealSearchThread({ file: path, dims: this.embedderValue.dims });
+  }
+
+  /**
+   * Starts the search thread now, where it would start at the first search of real rows, and has it
+   * read the real rows meanwhile: a training run calls it before the rest of its setup (its first
+   * searches waited 0.26 s for the thread). Only where the buffer was opened with `searchThread`,
+   * holds vectors, and is below `annThreshold` (above it, searches use HNSW here).
+   */
+  startSearchThread(): void {
+    this.checkOpen();
+    if (this.searchThread || !this.searchThreadWanted || this.path === ":memory:" || !this.embedderFrozen || !this.embedderValue) return;
+    if (this.size >= this.annThreshold) return;
+    this.searchThread = new RealSearchThread({ file: this.path, dims: this.embedderValue.dims });
+    this.searchThread.warm();
   }
 
   /** Opens (or creates) a buffer file. A corrupt or locked file is an error; nothing is overwritten. */
@@ -635,7 +645,7 @@ export class ReplayBuffer {
     if (this.realKeysLoaded) return;
     this.realKeysLoaded = true;
     const real = this.realKey?.rows.n ?? Number.POSITIVE_INFINITY;
-    if (this.keyCache.size + real > ROW_CACHE_MAX.keys) return;
+    if (this.keyCache.size + real > ROW_CACHE_MAX.keys / 2) return; // room left for the rows searches add
     for (const r of this.sql("SELECT id, state_id, action, env, source, task_id FROM transitions WHERE source = 'real'").all() as Row[])
       this.keyCache.set(Number(r.id), r);
   }
@@ -960,6 +970,7 @@ export class ReplayBuffer {
 
   close(): void {
     if (this.closed) return;
+    const threadReading = this.searchThread?.busy ?? false;
     this.searchThread?.close();
     for (const c of this.pendingOnline.splice(0)) c.reject(new InvalidConfigError(`buffer ${this.path} was closed before these steps were written`));
     try {
@@ -967,10 +978,19 @@ export class ReplayBuffer {
       // Back out of WAL mode, so a read-only open later (`dreamgym view` of a finished run) needs no
       // -wal/-shm side files and writes nothing beside the buffer. Another connection still open
       // keeps WAL mode (busy), which is fine: it closes the same way.
+      // The search thread, still reading the real rows (a warm-up, a search), holds the file a moment:
+      // that is waited for (at most 2 s; SQLite does not wait itself for a change of journal mode).
       if (!this.readonly) {
-        try {
-          this.db.pragma("journal_mode = DELETE");
-        } catch {}
+        for (let waited = 0; ; waited += 10) {
+          let mode: unknown;
+          try {
+            mode = this.db.pragma("journal_mode = DELETE", { simple: true });
+          } catch {
+            break;
+          }
+          if (mode !== "wal" || !threadReading || waited >= 2000) break;
+          Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10);
+        }
       }
     } finally {
       this.db.close();

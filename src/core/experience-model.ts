@@ -56,6 +56,12 @@ export interface ExperienceModel {
   readonly readsAnchor?: boolean;
   /** Whether its demos are only real recorded steps (`DemoOptions.realOnly`). @default false */
   readonly realDemosOnly?: boolean;
+  /**
+   * Whether it runs in this process, with no endpoint or outside limit to spare (the embedded and learned
+   * models): a synthetic pool over it plays at least 16 episodes at once, whatever `concurrency` says.
+   * @default false
+   */
+  readonly inProcess?: boolean;
   /** Learns from the buffer's offline transitions before its first prediction (a model with tables of its own; once per buffer). */
   fit?(buffer: TrajectoryStore): Promise<void>;
   /**

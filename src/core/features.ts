@@ -90,19 +90,6 @@ export class FeatureBuilder {
   }
 }
 
-/** The sparse vector of index → value entries, indices sorted. */
-export function sparseVector(entries: ReadonlyMap<number, number>): SparseVector {
-  // Filled by a loop: `Int32Array.from` of the keys' iterator took 4× as long, and it runs for every
-  // candidate of every step.
-  const idx = new Int32Array(entries.size);
-  let j = 0;
-  for (const i of entries.keys()) idx[j++] = i;
-  idx.sort();
-  const val = new Float32Array(idx.length);
-  for (let k = 0; k < idx.length; k++) val[k] = entries.get(idx[k])!;
-  return { idx, val };
-}
-
 /** The index of the first edge `x` does not pass (0..edges.length). */
 export const bucket = (x: number, edges: number[]) => {
   let b = 0;

@@ -31,7 +31,7 @@ export { parseConfig } from "./parse-config.ts";
 export type { ExperienceModel, PredictInput, Prediction, Demo, HistoryStep, TrajectoryStore } from "./experience-model.ts";
 export { abstractTrajectory } from "./abstract-trajectory.ts";
 export type { TaskGenerator } from "./task-generator.ts";
-export { FeatureBuilder, bucket, sparseVector } from "./features.ts";
+export { FeatureBuilder, bucket } from "./features.ts";
 export type { FeaturizedStep, PolicyFeatures, SparseVector } from "./features.ts";
 export { parseNoiseKinds, pickKind, requestRng, REWARD_NOISE_KINDS, STATE_NOISE_KINDS } from "./oracle.ts";
 export type { Oracle, OracleAnswer, OracleNoise, OracleOptions, RewardNoiseKind, StateNoiseKind } from "./oracle.ts";

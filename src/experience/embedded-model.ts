@@ -11,6 +11,8 @@ export interface EmbeddedModelOptions {
 
 /** Recorded states whose demos' actions `EmbeddedExperienceModel` keeps read. */
 const DEMO_STATES_KEPT = 8192;
+/** Actions compare by their text, trimmed and lowercased. */
+const normAction = (a: string) => a.trim().toLowerCase();
 
 /**
  * The embedded default (the paper's "without reasoning" level): no LLM, no network. The next state
@@ -30,6 +32,8 @@ const DEMO_STATES_KEPT = 8192;
  */
 export class EmbeddedExperienceModel implements ExperienceModel {
   readonly id = "embedded-knn-v1";
+  /** No endpoint: a pool over it plays many episodes at once. */
+  readonly inProcess = true;
   private readonly abstraction: StateAbstraction;
   private readonly minScore: number;
   private readonly rewards: RewardSpec;
@@ -56,7 +60,6 @@ export class EmbeddedExperienceModel implements ExperienceModel {
     // Anchors (the best real same-action transition) only tell how well real data backs the step.
     const demos = all.filter((d) => !d.anchor);
     const anchors = all.filter((d) => d.anchor);
-    const norm = (a: string) => a.trim().toLowerCase();
     // A free-text env (a parser game: its states list no actions) takes any text, and what a command
     // does there depends on the exact state (is the gem here?): only a demo of this very command in
     // this very state is trusted. Anything else is a command it cannot vouch for, an invalid no-op,
@@ -65,14 +68,14 @@ export class EmbeddedExperienceModel implements ExperienceModel {
     // a plain step), and trusting it let a model's guess become its own evidence (on vault, "take
     // gem" in a room with no gem, paid again and again: 100% of synthetic successes failed for real).
     if (this.exactDemos(state)) {
-      const here = demos.filter((d) => d.source === "real" && norm(d.action) === norm(action) && this.abstraction.abstract(d.state) === state);
+      const here = demos.filter((d) => d.source === "real" && normAction(d.action) === normAction(action) && this.abstraction.abstract(d.state) === state);
       if (here.length === 0) return { nextState: state, reward: 0, terminated: false, info: { invalid: true, unrecorded: true } };
       return this.replay(here, task, state, action, true, anchors);
     }
     const usable = demos.filter((d) => d.score >= this.minScore);
     if (usable.length === 0) return { nextState: state, reward: 0, terminated: false, info: { failed: "no similar transition in the buffer" } };
     // Actions compare by what they do: on web pages `click [7]` by the element it names (ids differ between pages).
-    const key = (s: string, a: string) => norm(viewAction(s, a));
+    const key = (s: string, a: string) => normAction(viewAction(s, a));
     const mine = key(state, action);
     const sameAction = usable.filter((d) => this.demoAction(d).key === mine);
     // Else a demo whose action did the same kind of thing: another search, another option or
@@ -104,7 +107,7 @@ export class EmbeddedExperienceModel implements ExperienceModel {
     let a = byAction.get(d.action);
     if (!a) {
       const state = this.abstraction.abstract(d.state);
-      byAction.set(d.action, (a = { key: viewAction(state, d.action).trim().toLowerCase(), kind: elementKind(state, d.action) }));
+      byAction.set(d.action, (a = { key: normAction(viewAction(state, d.action)), kind: elementKind(state, d.action) }));
     }
     return a;
   }

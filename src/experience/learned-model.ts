@@ -161,6 +161,8 @@ export class LearnedExperienceModel implements ExperienceModel {
    * noise, so kept for its cost (docs/results.md).
    */
   readonly realDemosOnly = true;
+  /** No endpoint: a pool over it plays many episodes at once. */
+  readonly inProcess = true;
   /** Whether it reads retrieved demos: not where its abstraction's states are made of parts (it replays its own table of recorded steps). */
   readonly usesDemos: boolean;
   readonly info: LearnedModelInfo;
@@ -758,7 +760,7 @@ export function trainLearnedModel(
   const memberReports: { bestEpoch: number; loss: number }[] = [];
   for (let m = 0; m < memberCount; m++) {
     const rng = new Rng(seed * 1009 + m + 1);
-    const nets = HEADS.map(() => new ScoreNet(dim, hidden, rng, { embedScale: 0.1, outScale: 0.1 }));
+    const nets = HEADS.map(() => new ScoreNet(dim, hidden, { rng, embedScale: 0.1, outScale: 0.1 }));
     // A bootstrap sample of the training tasks (the first member too: each sees a different world).
     const sample: Example[] = [];
     for (let i = 0; i < taskIds.length; i++) sample.push(...byTask.get(taskIds[rng.randbelow(taskIds.length)])!);

@@ -1,4 +1,4 @@
-import { sparseVector, type HistoryStep, type PolicyFeatures, type Task } from "../core/index.ts";
+import type { HistoryStep, PolicyFeatures, Task } from "../core/index.ts";
 import { bucket, contentTokens, FeatureBuilder, featurize, webView, type SparseVector } from "../rl/index.ts";
 import { elementKind } from "./embedded-model.ts";
 
@@ -151,27 +151,29 @@ export function chosenOptions(history: readonly HistoryStep[], state: string): M
 
 /**
  * The items a results page lists, each with how much of the instruction it covers. Kept per page and
- * instruction (at most LISTED_MAX of each): every later step of an episode that opened an item from the
+ * instruction (at most LISTED_MAX pairs): every later step of an episode that opened an item from the
  * page reads it again, and so do the other rollouts of its task.
  */
 function listedItems(page: string, instruction: string, instr: Set<string>): readonly { id: string; cover: number }[] {
-  let byInstruction = listed.get(page);
-  if (!byInstruction) {
-    if (listed.size >= LISTED_MAX) listed.clear();
-    listed.set(page, (byInstruction = new Map()));
+  if (listedCount >= LISTED_MAX) {
+    listed.clear();
+    listedCount = 0;
   }
+  let byInstruction = listed.get(page);
+  if (!byInstruction) listed.set(page, (byInstruction = new Map()));
   let items = byInstruction.get(instruction);
   if (!items) {
     items = page
       .split("\n")
       .filter((l) => /^\[[a-z0-9]{10}\] /.test(l))
       .map((l) => ({ id: labels(l)[0], cover: overlap(l.replace(/\[[^\]]*\]/g, " "), instr).cover }));
-    if (byInstruction.size >= LISTED_MAX) byInstruction.clear();
     byInstruction.set(instruction, items);
+    listedCount++;
   }
   return items;
 }
 const listed = new Map<string, Map<string, readonly { id: string; cover: number }[]>>();
+let listedCount = 0;
 const LISTED_MAX = 4096;
 
 /**
@@ -279,4 +281,15 @@ export function transitionFeatures(input: TransitionInput, dim: number, support?
   if (policy.candidates[0]) addAll(policy.candidates[0]);
   addAll(policy.state);
   return sparseVector(merged);
+}
+
+/** The sparse vector of index → value entries, indices sorted (filled by a loop: `Int32Array.from` of a Map's keys took 4× as long). */
+function sparseVector(entries: ReadonlyMap<number, number>): SparseVector {
+  const idx = new Int32Array(entries.size);
+  let j = 0;
+  for (const i of entries.keys()) idx[j++] = i;
+  idx.sort();
+  const val = new Float32Array(idx.length);
+  for (let k = 0; k < idx.length; k++) val[k] = entries.get(idx[k])!;
+  return { idx, val };
 }

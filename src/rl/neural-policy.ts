@@ -65,8 +65,8 @@ export class NeuralPolicy implements TrainablePolicy<NeuralStepRecord> {
       this.critic = of.critic.copy();
     } else {
       const rng = new Rng(config.seed ?? 0);
-      this.actor = new ScoreNet(this.dim, this.hidden, rng, { embedScale: 0.1, outScale: 0.01 });
-      this.critic = new ScoreNet(this.dim, this.hidden, rng, { embedScale: 0.1, outScale: 0 });
+      this.actor = new ScoreNet(this.dim, this.hidden, { rng, embedScale: 0.1, outScale: 0.01 });
+      this.critic = new ScoreNet(this.dim, this.hidden, { rng, embedScale: 0.1, outScale: 0 });
     }
     this.h = new Float64Array(this.hidden);
   }
@@ -132,7 +132,7 @@ export class NeuralPolicy implements TrainablePolicy<NeuralStepRecord> {
     // 20k-step run) made the update ~15% slower.
     const H = this.hidden;
     let size = 0;
-    for (const r of records) size += (r.features.candidates.length + 1) * (H + 1);
+    for (const r of records) size += r.features.candidates.length * (H + 1) + H; // activations and a probability per candidate, the value head's activations
     const pool = new Float64Array(size);
     let at = 0;
     const take = (length: number) => pool.subarray(at, (at += length));

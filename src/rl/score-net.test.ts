@@ -6,7 +6,7 @@ import { FusedScoreNets, ScoreNet } from "./score-net.ts";
 test("fused nets score exactly as each net alone, and are a copy the nets' later changes do not reach", () => {
   const rng = new Rng(3);
   const dim = 64;
-  const nets = Array.from({ length: 6 }, () => new ScoreNet(dim, 5, rng, { embedScale: 0.5, outScale: 0.7 }));
+  const nets = Array.from({ length: 6 }, () => new ScoreNet(dim, 5, { rng, embedScale: 0.5, outScale: 0.7 }));
   for (const net of nets) {
     for (const p of net.params()) for (let i = 0; i < p.length; i++) p[i] += (rng.random() - 0.5) * 0.3; // biases and u too
   }
@@ -24,5 +24,5 @@ test("fused nets score exactly as each net alone, and are a copy the nets' later
   nets[2].E[7 * 5] += 1;
   assert.equal(fused.forward(x, new Float64Array(nets.length))[2], before);
   assert.notEqual(new FusedScoreNets(nets).forward(x, new Float64Array(nets.length))[2], before);
-  assert.throws(() => new FusedScoreNets([nets[0], new ScoreNet(dim, 4, rng, { embedScale: 0.1, outScale: 0.1 })]), /differ in shape/);
+  assert.throws(() => new FusedScoreNets([nets[0], new ScoreNet(dim, 4, { rng, embedScale: 0.1, outScale: 0.1 })]), /differ in shape/);
 });

@@ -30,20 +30,19 @@ export class ScoreNet {
   private touchedList: number[] = [];
   private readonly dz: Float64Array;
 
-  /** `rng`: draws the initial weights (scaled by `opts`); null: all zero, for weights set next (a load, a copy). */
+  /** `init`: the initial weights' draws (normal, times each scale); null: all zero, for weights set next (a load, a copy). */
   constructor(
     readonly dim: number,
     readonly hidden: number,
-    rng: Rng | null,
-    opts: { embedScale: number; outScale: number } = { embedScale: 0, outScale: 0 },
+    init: { rng: Rng; embedScale: number; outScale: number } | null,
   ) {
     this.E = new Float32Array(dim * hidden);
     this.u = new Float32Array(dim);
     this.b1 = new Float32Array(hidden);
     this.w = new Float32Array(hidden);
-    if (rng) {
-      for (let i = 0; i < this.E.length; i++) this.E[i] = normal(rng) * opts.embedScale;
-      for (let i = 0; i < hidden; i++) this.w[i] = normal(rng) * opts.outScale;
+    if (init) {
+      for (let i = 0; i < this.E.length; i++) this.E[i] = normal(init.rng) * init.embedScale;
+      for (let i = 0; i < hidden; i++) this.w[i] = normal(init.rng) * init.outScale;
     }
     this.gE = new Float32Array(this.E.length);
     this.gu = new Float32Array(dim);

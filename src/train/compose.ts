@@ -3,7 +3,7 @@ import { closing, withActions, type ActionSource, type Env, type PolicyFeatures,
 import { ReplayBuffer } from "../buffer/index.ts";
 import { Curriculum, LlmTaskGenerator, type TaskGenerator } from "../curriculum/index.ts";
 import { createEnv, envEntry, envTasks, plugPoint, plugPoints, syntheticSupport, type EnvSpec } from "../envs/index.ts";
-import { createExperienceModel, SyntheticEnv, type ExperienceModel, type ExperienceSpec } from "../experience/index.ts";
+import { createExperienceModel, SyntheticEnv, type ExperienceModel, type ExperienceModelHandle, type ExperienceSpec } from "../experience/index.ts";
 import { NeuralPolicy, type TrainablePolicy } from "../rl/index.ts";
 import type { TrainConfig } from "./config.ts";
 import type { EnvPool, Parts, SyntheticPool, TrainParts } from "./parts.ts";
@@ -67,18 +67,27 @@ export interface SyntheticSources {
 /** Episodes a synthetic pool over an in-process model plays at once at least (16 and 32 alike; 64 was slower). */
 const IN_PROCESS_EPISODES = 16;
 
-/** The synthetic env pool: `concurrency` synthetic envs (at least IN_PROCESS_EPISODES over an in-process model) over one experience model and the buffer in `bufferFile`. */
 /**
  * The run's buffer as its synthetic pool reads it. Retrieval's searches of the offline data run on a
  * second core where there is one, and where the trainer does not need it: a served run's trainer is a
  * process of its own (on 2 cores, bench:train's served run took 16.9 s without the thread, 18.1–18.8 s
- * with it). The thread starts as the buffer opens: a run opens it before the rest of its setup.
+ * with it). With `model` given as an object that will search real rows (the learned model), the
+ * thread starts at once and reads them while the run sets up the rest.
  */
-export function openSyntheticBuffer(config: TrainConfig, bufferFile: string): ReplayBuffer {
-  return ReplayBuffer.open(bufferFile, { searchThread: availableParallelism() > 1 && !config.served });
+export function openSyntheticBuffer(config: TrainConfig, bufferFile: string, model?: SyntheticSources["model"]): ReplayBuffer {
+  const buffer = ReplayBuffer.open(bufferFile, { searchThread: availableParallelism() > 1 && !config.served });
+  if (typeof model === "object" && "predict" in model && searchesRealRows(model, config.demos)) buffer.startSearchThread();
+  return buffer;
 }
 
-/** `bufferFile`: the buffer's file, or the buffer opened by `openSyntheticBuffer` (the pool closes it). */
+/** Whether a model's synthetic steps search the real rows (on the search thread, where there is one). */
+const searchesRealRows = (model: ExperienceModel, demos: number) => model.realDemosOnly === true && model.usesDemos !== false && demos > 0;
+
+/**
+ * The synthetic env pool: `concurrency` synthetic envs (at least IN_PROCESS_EPISODES over an
+ * in-process model) over one experience model and the buffer in `bufferFile`, or the buffer
+ * `openSyntheticBuffer` opened (the pool then owns it: it closes it with itself, or on failure).
+ */
 export async function syntheticPool(
   config: TrainConfig,
   bufferFile: string | ReplayBuffer,
@@ -88,12 +97,18 @@ export async function syntheticPool(
   from: SyntheticSources,
 ): Promise<SyntheticPool> {
   const support = from.support;
-  const model = createExperienceModel(from.model, {
-    abstraction: support.abstraction,
-    rewards: support.rewards,
-    chat: { concurrency: config.concurrency, cache: config.cache, timeoutMs: 1000 * config.requestTimeout, maxFailures: config.maxFailures },
-    samples: config.experienceSamples,
-  });
+  let model: ExperienceModelHandle;
+  try {
+    model = createExperienceModel(from.model, {
+      abstraction: support.abstraction,
+      rewards: support.rewards,
+      chat: { concurrency: config.concurrency, cache: config.cache, timeoutMs: 1000 * config.requestTimeout, maxFailures: config.maxFailures },
+      samples: config.experienceSamples,
+    });
+  } catch (e) {
+    if (typeof bufferFile !== "string") bufferFile.close();
+    throw e;
+  }
   let buffer: ReplayBuffer;
   try {
     buffer = typeof bufferFile === "string" ? openSyntheticBuffer(config, bufferFile) : bufferFile;
@@ -104,6 +119,7 @@ export async function syntheticPool(
   // Without replay the reasoning model gets no demos; the embedded model is retrieval itself, so it
   // keeps reading the offline seed, which then never grows.
   const demos = config.replay || !model.chat ? config.demos : 0;
+  if (searchesRealRows(model.model, demos)) buffer.startSearchThread();
   const make = () => {
     const env = new SyntheticEnv({
       model: model.model,
@@ -119,11 +135,11 @@ export async function syntheticPool(
     });
     return actions ? withActions(env, actions) : env;
   };
-  // A model in this process has no endpoint to spare: its pool plays at least IN_PROCESS_EPISODES
-  // episodes at once, whatever `concurrency` says. A step waits for the search thread, and with 4 in
-  // flight this thread sat idle ~7% of a run (bench:train: 11.1 s against 11.6 s, the same metrics:
-  // what an episode gets does not depend on how many run beside it).
-  const size = model.chat ? config.concurrency : Math.max(config.concurrency, IN_PROCESS_EPISODES);
+  // A model in this process has no endpoint to spare (`ExperienceModel.inProcess`): its pool plays at
+  // least IN_PROCESS_EPISODES episodes at once, whatever `concurrency` says. A step waits for the search
+  // thread, and with 4 in flight this thread sat idle ~7% of a run (bench:train: 11.1 s against 11.6 s,
+  // the same metrics: what an episode gets does not depend on how many run beside it).
+  const size = model.model.inProcess ? Math.max(config.concurrency, IN_PROCESS_EPISODES) : config.concurrency;
   const envs: Env[] = Array.from({ length: size }, make);
   // Where a task needs more than its sentence (`llmTasks: false`), an LLM's free-text variation has
   // nothing to start in, and the env keeps its own generator whatever the model.

@@ -16,12 +16,13 @@ registerEnv(ENV, {
   synthetic: () => banditSyntheticSupport(ENV),
 });
 
-/** A model in this process that pays arm 3, a turn of the event loop late, counting the steps in flight. */
-function countingModel(): { model: ExperienceModel; most: () => number } {
+/** A model that pays arm 3, a turn of the event loop late, counting the steps in flight; `inProcess` as given. */
+function countingModel(inProcess: boolean): { model: ExperienceModel; most: () => number } {
   let now = 0;
   let most = 0;
   const model: ExperienceModel = {
     id: "counting",
+    inProcess,
     predict: async ({ state, action }) => {
       most = Math.max(most, ++now);
       await new Promise((r) => setImmediate(r));
@@ -47,20 +48,26 @@ const CONFIG: TrainConfigInput = {
   onPolicyAudit: { every: 0 },
 };
 
-test("a synthetic pool over an in-process model plays 16 episodes at once whatever --concurrency says, with the same results", async () => {
+test("a synthetic pool over an in-process model plays 16 episodes at once whatever --concurrency says, another model as many as asked, with the same results", async () => {
   const root = mkdtempSync(join(tmpdir(), "dreamgym-pool-"));
   const buffer = join(root, "empty.db");
   ReplayBuffer.open(buffer).close();
   const timings = new Set(["rolloutSeconds", "updateSeconds", "auditSeconds", "evalSeconds", "wallSeconds"]);
   const metrics = (dir: string) => readMetrics(dir).map((m) => Object.fromEntries(Object.entries(m).filter(([k]) => !timings.has(k))));
   const runs = [];
-  for (const concurrency of [2, 32]) {
-    const counting = countingModel();
-    const dir = join(root, `c${concurrency}`);
+  for (const [concurrency, inProcess] of [
+    [2, true],
+    [32, true],
+    [2, false],
+  ] as const) {
+    const counting = countingModel(inProcess);
+    const dir = join(root, `c${concurrency}-${inProcess}`);
     await train(dir, { ...CONFIG, concurrency, buffer }, {}, { experienceModel: counting.model });
     runs.push({ dir, most: counting.most() });
   }
   assert.equal(runs[0].most, 16, "at --concurrency 2");
   assert.equal(runs[1].most, 32, "at --concurrency 32 (more than 16: as asked)");
+  assert.equal(runs[2].most, 2, "a model that does not say it runs in this process: --concurrency 2 as asked");
   assert.deepEqual(metrics(runs[1].dir), metrics(runs[0].dir));
+  assert.deepEqual(metrics(runs[2].dir), metrics(runs[0].dir));
 });

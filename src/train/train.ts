@@ -168,7 +168,7 @@ export async function compose(run: RunFolder, latest: Checkpoint | undefined, gi
   try {
     const synthetic_ = config.mode === "dreamgym" || config.mode === "s2r";
     // Opened first: its search thread reads the offline rows meanwhile (see `openSyntheticBuffer`).
-    const syntheticBuffer = synthetic_ ? openSyntheticBuffer(config, run.bufferFile) : undefined;
+    const syntheticBuffer = synthetic_ ? openSyntheticBuffer(config, run.bufferFile, given.experienceModel ?? resolved.learned) : undefined;
     if (syntheticBuffer) opened.push({ close: async () => syntheticBuffer.close() });
     const policy = policyOf(config, given, env.plugs.features, config.initPolicy ? readFileSync(config.initPolicy) : undefined);
     // GRPO's reference is the initial policy, which the seed (or initPolicy) recreates exactly on resume.
