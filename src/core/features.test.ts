@@ -43,3 +43,21 @@ test("a built vector's indices come sorted with their values, and a name's value
   );
   assert.equal(Math.round(w.val.reduce((a, x) => a + x, 0)), (200 * 201) / 2, "every value kept");
 });
+
+test("added vectors sum per index, as adding their names would", () => {
+  const a = new FeatureBuilder(64);
+  const b = new FeatureBuilder(64);
+  const both = new FeatureBuilder(64);
+  for (let i = 0; i < 20; i++) {
+    a.add(`a${i}`, 0.25);
+    both.add(`a${i}`, 0.25);
+  }
+  for (let i = 0; i < 20; i++) {
+    b.add(`b${i}`, 2);
+    both.add(`b${i}`, 2);
+  }
+  const merged = new FeatureBuilder(64);
+  merged.addVector(a.build());
+  merged.addVector(b.build());
+  assert.deepEqual(merged.build(), both.build());
+});

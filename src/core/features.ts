@@ -61,6 +61,10 @@ export class FeatureBuilder {
     }
     this.addHash(h >>> 0, 1);
   }
+  /** Adds a built vector's entries (of this dimension), values of an index adding up. */
+  addVector(v: SparseVector): void {
+    for (let j = 0; j < v.idx.length; j++) this.addHash(v.idx[j], v.val[j]);
+  }
   private addHash(h: number, value: number): void {
     const i = h % this.dim;
     const at = this.idx.indexOf(i);

@@ -275,21 +275,9 @@ export function transitionFeatures(input: TransitionInput, dim: number, support?
     }
   }
   // The policy's features of this action, and of the state.
-  const merged = new Map<number, number>();
-  const addAll = (v: SparseVector) => v.idx.forEach((i, j) => merged.set(i, (merged.get(i) ?? 0) + v.val[j]));
-  addAll(b.build());
-  if (policy.candidates[0]) addAll(policy.candidates[0]);
-  addAll(policy.state);
-  return sparseVector(merged);
-}
-
-/** The sparse vector of index → value entries, indices sorted (filled by a loop: `Int32Array.from` of a Map's keys took 4× as long). */
-function sparseVector(entries: ReadonlyMap<number, number>): SparseVector {
-  const idx = new Int32Array(entries.size);
-  let j = 0;
-  for (const i of entries.keys()) idx[j++] = i;
-  idx.sort();
-  const val = new Float32Array(idx.length);
-  for (let k = 0; k < idx.length; k++) val[k] = entries.get(idx[k])!;
-  return { idx, val };
+  const merged = new FeatureBuilder(dim);
+  merged.addVector(b.build());
+  if (policy.candidates[0]) merged.addVector(policy.candidates[0]);
+  merged.addVector(policy.state);
+  return merged.build();
 }
