@@ -50,6 +50,14 @@ export interface ExperienceModel {
   predict(input: PredictInput): Promise<Prediction>;
   /** Whether, in this state, the model reads only exact recorded steps (then retrieval looks them up instead of searching by similarity). */
   exactDemos?(state: string): boolean;
+  /**
+   * Where, in this state, it predicts from the demos of this very action alone once one of them is at
+   * least this similar (and reads the others only where none is): retrieval then searches the steps of
+   * this action first, and every recorded step by similarity only where they fall short (the
+   * embedded and learned models: that search of all steps was nine in ten of a run's search work).
+   * Undefined: it reads every demo.
+   */
+  sameActionFirst?(state: string): number | undefined;
   /** Whether it reads the retrieved demos; false: the synthetic env retrieves none (a model that learned its own tables). @default true */
   readonly usesDemos?: boolean;
   /** Whether it reads the real anchor among the demos (`DemoOptions.realAnchor`: how well real data backs the step); false spares a search per step. @default true */

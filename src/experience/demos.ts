@@ -20,6 +20,13 @@ export interface DemoOptions {
   realAnchor?: boolean;
   /** Only real recorded steps, none a synthetic episode wrote back (then `realAnchor` adds nothing). */
   realOnly?: boolean;
+  /**
+   * The model's `sameActionFirst`: the steps of this very action are searched first, and where one of
+   * them is at least this similar, the other actions' are not searched (the model reads them only
+   * where none is). Where the action is recorded under another spelling too (case, spaces), which
+   * models count as the same action, every step is searched, as without.
+   */
+  sameActionFirst?: number;
 }
 
 /**
@@ -51,7 +58,17 @@ export function retrieveDemos(
   // after step (its hash kept with it), where a key made of it would be a new string to hash each time.
   let byState = m.answers.get(query.state);
   if (!byState) m.answers.set(query.state, (byState = new Map()));
-  const key = JSON.stringify([query.action, opts.k, opts.sameAction, opts.excludeTask, opts.exact, opts.preferTask, opts.realAnchor, opts.realOnly]);
+  const key = JSON.stringify([
+    query.action,
+    opts.k,
+    opts.sameAction,
+    opts.excludeTask,
+    opts.exact,
+    opts.preferTask,
+    opts.realAnchor,
+    opts.realOnly,
+    opts.sameActionFirst,
+  ]);
   let answer = byState.get(key);
   if (!answer) {
     byState.set(key, (answer = search(buffer, abstraction, query, opts)));
@@ -59,6 +76,29 @@ export function retrieveDemos(
   }
   return answer;
 }
+
+/**
+ * Whether `action` is recorded under another spelling too (by trimmed lowercase text) among the rows a
+ * search reads (env, source), which models count as the same action. The buffer's distinct actions are
+ * read once per content version (of its real rows, for a search of those).
+ */
+function spelledOtherwise(buffer: ReplayBuffer, env: string, source: "real" | undefined, action: string): boolean {
+  const version = source === "real" ? buffer.realVersion : String(buffer.version);
+  let bySource = spellings.get(buffer);
+  if (!bySource) spellings.set(buffer, (bySource = new Map()));
+  const slot = `${source ?? "all"}\t${env}`;
+  let s = bySource.get(slot);
+  if (!s || s.version !== version) {
+    const counts = new Map<string, number>();
+    for (const a of buffer.actions({ env, source })) {
+      const k = a.trim().toLowerCase();
+      counts.set(k, (counts.get(k) ?? 0) + 1);
+    }
+    bySource.set(slot, (s = { version, counts }));
+  }
+  return (s.counts.get(action.trim().toLowerCase()) ?? 0) > 1;
+}
+const spellings = new WeakMap<ReplayBuffer, Map<string, { version: string; counts: Map<string, number> }>>();
 
 /** Answers of `retrieveDemos` per buffer and abstraction, for one content version (at most MEMO_MAX), by state and then the rest of the query. */
 type Answers = { version: string; answers: Map<string, Map<string, Promise<Demo[]>>>; size: number };
@@ -88,13 +128,23 @@ async function search(buffer: ReplayBuffer, abstraction: StateAbstraction, query
   const source = opts.realOnly ? ("real" as const) : undefined;
   const fetch = opts.excludeTask === undefined ? opts.k : opts.k * 3; // room for the excluded task's own transitions
   const pick = (hits: SearchResult[]) => hits.filter((h) => h.transition.task.id !== opts.excludeTask).slice(0, opts.k);
-  // Both asked at once: real-only searches may run on the buffer's search thread.
-  const [similarHits, sameActionHits] = await Promise.all([
-    buffer.searchVectorAsync(vector, { k: fetch, filter: { env, source } }),
-    opts.sameAction === false ? [] : buffer.searchVectorAsync(vector, { k: fetch, filter: { env, source, action: query.action } }),
-  ]);
-  const similar = pick(similarHits);
-  const sameAction = pick(sameActionHits);
+  const searchSimilar = () => buffer.searchVectorAsync(vector, { k: fetch, filter: { env, source } });
+  const searchSameAction = () => buffer.searchVectorAsync(vector, { k: fetch, filter: { env, source, action: query.action } });
+  let similar: SearchResult[];
+  let sameAction: SearchResult[];
+  const first = opts.sameActionFirst;
+  if (first !== undefined && opts.sameAction !== false && !spelledOtherwise(buffer, env, source, query.action)) {
+    // A step of every action that is among the k most similar and took this action is among this
+    // action's k most similar too: where the model reads this action's demos alone, the search of
+    // every step would add none it reads.
+    sameAction = pick(await searchSameAction());
+    similar = sameAction.some((h) => h.score >= first) ? [] : pick(await searchSimilar());
+  } else {
+    // Both asked at once: real-only searches may run on the buffer's search thread.
+    const [similarHits, sameActionHits] = await Promise.all([searchSimilar(), opts.sameAction === false ? [] : searchSameAction()]);
+    similar = pick(similarHits);
+    sameAction = pick(sameActionHits);
+  }
   const seen = new Set<number>();
   const demo = (h: SearchResult): Demo => ({
     state: abstraction.abstract(h.transition.state),

@@ -56,6 +56,15 @@ export class EmbeddedExperienceModel implements ExperienceModel {
   }
   private readonly listsNone = new Map<string, boolean>();
 
+  /**
+   * On a state that is not a web page (where an action names its element by its own id: see `viewAction`),
+   * the same action's usable demos are the pool whenever there is one (see `predict`): the others are
+   * read only where there is none.
+   */
+  sameActionFirst(state: string): number | undefined {
+    return this.exactDemos(state) || webView(state) !== null ? undefined : this.minScore;
+  }
+
   async predict({ task, state, action, demos: all }: PredictInput): Promise<Prediction> {
     // Anchors (the best real same-action transition) only tell how well real data backs the step.
     const demos = all.filter((d) => !d.anchor);

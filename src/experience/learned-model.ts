@@ -197,6 +197,11 @@ export class LearnedExperienceModel implements ExperienceModel {
     return this.knn.exactDemos(state);
   }
 
+  /** Its next state is the kNN model's, from the same demos (its heads read none). */
+  sameActionFirst(state: string): number | undefined {
+    return this.knn.sameActionFirst(state);
+  }
+
   /** Each member's head outputs for a transition's features. */
   private outputs(x: SparseVector): HeadOutputs[] {
     // Every member's heads in one pass (`FusedScoreNets`: the same scores as each head's own forward).

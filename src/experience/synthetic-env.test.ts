@@ -175,3 +175,43 @@ test("hybrid mode: terminal rewards come from WebShop's verifier, close to the r
   b.close();
   assert.ok(Math.abs(hybridScore - realScore) < 0.15, `rule policy: hybrid ${hybridScore.toFixed(3)} vs real ${realScore.toFixed(3)}`);
 });
+
+test("the same action's demos first: every step is searched only where they fall short, and the model predicts the same", async () => {
+  const b = await seededBuffer(120);
+  let allSteps = 0;
+  const search = b.searchVectorAsync.bind(b);
+  b.searchVectorAsync = (vector, opts) => {
+    if (opts?.filter?.action === undefined) allSteps++;
+    return search(vector, opts);
+  };
+  // Each recorded step's state with every action its page lists (or its own), held-out tasks' steps included.
+  const queries: { state: string; action: string }[] = [];
+  for (const t of [...b.trajectories({ source: "real" })].slice(0, 40))
+    for (const s of t.steps) for (const action of new Set([s.action, ...(abs.actions(s.observation) ?? [])])) queries.push({ state: s.observation, action });
+  const task = testTasks[0];
+  let lazySearches = 0;
+  let lazy = 0;
+  for (const q of queries) {
+    const first = model.sameActionFirst(q.state);
+    assert.equal(first, 0.2, "a text page: the same action's demos first");
+    const before = allSteps;
+    const fewer = await retrieveDemos(b, abs, q, { k: 5, preferTask: task.id, sameActionFirst: first });
+    lazySearches += allSteps - before;
+    const every = await retrieveDemos(b, abs, q, { k: 5, preferTask: task.id });
+    if (fewer.length < every.length) lazy++;
+    const input = { task, history: [], ...q };
+    assert.deepEqual(await model.predict({ ...input, demos: fewer }), await model.predict({ ...input, demos: every }), JSON.stringify(q));
+  }
+  assert.ok(lazy > queries.length / 2, `${lazy} of ${queries.length} queries read the same action's demos alone`);
+  assert.ok(lazySearches < queries.length / 2, `${lazySearches} searches of every step for ${queries.length} queries`);
+  // An action recorded under another spelling too counts as the same to the model: every step is searched.
+  const [t0] = [...b.trajectories({ source: "real" })];
+  const respelled = { ...t0, task: { ...t0.task, id: "respelled" }, steps: t0.steps.map((s) => ({ ...s, action: s.action.toUpperCase() })) };
+  await b.appendTrajectories([respelled], { seed: true });
+  const q = { state: t0.steps[0].observation, action: t0.steps[0].action };
+  const before = allSteps;
+  const fewer = await retrieveDemos(b, abs, q, { k: 5, sameActionFirst: 0.2 });
+  assert.equal(allSteps - before, 1, "the search of every step, as without");
+  assert.deepEqual(fewer, await retrieveDemos(b, abs, q, { k: 5 }));
+  b.close();
+});

@@ -151,6 +151,7 @@ export class SyntheticEnv implements Env {
               k: this.o.k,
               sameAction: this.o.sameActionDemos,
               exact: this.o.model.exactDemos?.(this.state),
+              sameActionFirst: this.o.model.sameActionFirst?.(this.state),
               preferTask: task.id,
               realAnchor: this.o.model.readsAnchor !== false,
               realOnly: this.o.model.realDemosOnly,
