@@ -25,5 +25,20 @@ test("a request whose body does not copy to the thread is left to the caller, an
   const t = new RequestThread<unknown, number>(fixture, undefined);
   assert.equal(await t.request(() => 1), null);
   assert.equal(await t.request(3), 9);
+  // One that does not copy among others made with it: the others are answered.
+  assert.deepEqual(await Promise.all([t.request(2), t.request(() => 1), t.request(4)]), [4, null, 16]);
+  t.close();
+});
+
+test("requests made in one run of code go to the thread in one message, in order with control messages", async () => {
+  const t = new RequestThread<number, number>(fixture, undefined);
+  assert.equal(await t.request(1000), 1, "the first message");
+  const together = [1, 2, 3, 4, 5, 6].map((n) => t.request(n));
+  assert.deepEqual(await Promise.all(together), [1, 4, 9, 16, 25, 36]);
+  assert.equal(await t.request(1000), 3, "six requests in one message, then this one");
+  const before = t.request(2);
+  t.control({ offset: 10 }); // sends the request made before it first
+  const after = t.request(2);
+  assert.deepEqual(await Promise.all([before, after]), [4, 14]);
   t.close();
 });
