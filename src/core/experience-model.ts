@@ -70,6 +70,12 @@ export interface ExperienceModel {
    * @default false
    */
   readonly inProcess?: boolean;
+  /**
+   * Told of a step before its demos are retrieved (then `predict` is asked about it): a model may start
+   * on what it reads without them (the learned model sends the step to its estimate thread, so that it
+   * is worked out while the search runs). Changes nothing that `predict` gives.
+   */
+  prepare?(input: Omit<PredictInput, "demos">): void;
   /** Learns from the buffer's offline transitions before its first prediction (a model with tables of its own; once per buffer). */
   fit?(buffer: TrajectoryStore): Promise<void>;
   /**

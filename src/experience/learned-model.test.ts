@@ -351,3 +351,45 @@ test("refit (Dyna): the members learn from real steps the run paid for, so the p
   assert.equal(idle.refit([], 7).steps, 0);
   assert.ok(Buffer.from(idle.save()).equals(Buffer.from(bytes)));
 });
+
+test("the estimate thread works out the estimates made here, with the members of each refit, and the model predicts the same", async () => {
+  const { abstraction, buffer, held } = await world;
+  const { model } = trainLearnedModel(buffer, { abstraction, ...small });
+  const bytes = model.save();
+  const here = LearnedExperienceModel.load(bytes, "model.bin", { abstraction });
+  const threaded = LearnedExperienceModel.load(bytes, "model.bin", { abstraction });
+  threaded.startEstimateThread();
+  // Each step of held-out episodes, as a synthetic env asks: told first, then predicted from its demos.
+  const predictAll = async (m: LearnedExperienceModel) => {
+    const out = [];
+    for (const t of held.slice(0, 30)) {
+      const history: HistoryStep[] = [];
+      for (const s of t.steps) {
+        const state = abstraction.abstract(s.observation);
+        const step = { task: t.task, history: [...history], state, action: s.action };
+        m.prepare(step);
+        const demos = await retrieveDemos(buffer, abstraction, step, {
+          k: 5,
+          realOnly: true,
+          preferTask: t.task.id,
+          sameActionFirst: m.sameActionFirst(state),
+        });
+        out.push(await m.predict({ ...step, demos }));
+        history.push({ state, action: s.action, nextState: abstraction.abstract(s.next_observation), reward: s.reward });
+      }
+    }
+    return out;
+  };
+  const before = await predictAll(here);
+  assert.deepEqual(await predictAll(threaded), before);
+  const first = threaded.estimatesOnThread;
+  assert.ok(first > 0, "worked out on the thread");
+  here.refit(held, 7);
+  threaded.refit(held, 7);
+  const after = await predictAll(here);
+  assert.notDeepEqual(after, before, "the refit changed the estimates");
+  assert.deepEqual(await predictAll(threaded), after);
+  assert.ok(threaded.estimatesOnThread > first, "the thread answers with the refit members");
+  threaded.closeEstimateThread();
+  assert.deepEqual(await predictAll(threaded), after, "and here again once it is closed");
+});

@@ -1,7 +1,9 @@
+import { availableParallelism } from "node:os";
 import {
   deriveSeed,
   InvalidConfigError,
   OUTCOME_REWARDS,
+  RequestThread,
   Rng,
   type Demo,
   type ExperienceModel,
@@ -16,7 +18,7 @@ import {
 } from "../core/index.ts";
 import type { ReplayBuffer } from "../buffer/index.ts";
 import { FusedScoreNets, packParams, ScoreNet, unpackParams, viewAction, webView, type SparseVector } from "../rl/index.ts";
-import { plugPoint } from "../envs/index.ts";
+import { findEnv, plugPoint } from "../envs/index.ts";
 import { EmbeddedExperienceModel } from "./embedded-model.ts";
 import { RecordedSteps } from "./recorded-steps.ts";
 import { isValTask } from "./sft-data.ts";
@@ -119,9 +121,9 @@ export interface HeadOutputs {
 
 const sigmoid = (x: number) => 1 / (1 + Math.exp(-x));
 /** The ensemble's answer for one transition (see `LearnedExperienceModel.estimate`). */
-type Estimate = { pEnd: number; reward: number; u: number; u_reward: number; u_outcome: number; pTop: number; supported: boolean };
+export type Estimate = { pEnd: number; reward: number; u: number; u_reward: number; u_outcome: number; pTop: number; supported: boolean };
 /** What an estimate reads. */
-type EstimateInput = { task: PredictInput["task"]; history: readonly HistoryStep[]; state: string; action: string };
+export type EstimateInput = { task: PredictInput["task"]; history: readonly HistoryStep[]; state: string; action: string };
 /** Estimates kept at most (with the texts their keys number: see `memoKey`). */
 const ESTIMATES_KEPT = 20_000;
 /** How sure the ensemble must be of a top (or bottom) reward to pay exactly that (see `combine`). */
@@ -172,9 +174,8 @@ export class LearnedExperienceModel implements ExperienceModel {
   private readonly rewards: RewardSpec;
   private readonly h: Float64Array;
   private readonly returns: Map<string, string>;
-  private readonly support: PurchaseSupport;
-  /** The policy features of the abstraction's env, which the transition features include. */
-  private readonly features: PolicyFeatures | undefined;
+  /** The members' estimates, worked out here (no memo: see `estimate`). */
+  private readonly ensemble: Ensemble;
   /** The real recorded steps by command, where the abstraction's states are made of parts (`StateAbstraction.parts`). */
   private readonly recorded: RecordedSteps | undefined;
 
@@ -185,10 +186,8 @@ export class LearnedExperienceModel implements ExperienceModel {
     this.rewards = opts.rewards ?? info.rewards;
     this.knn = new EmbeddedExperienceModel({ abstraction: opts.abstraction, rewards: this.rewards });
     this.h = new Float64Array(info.hidden);
-    this.scores = new Float64Array(members.length * HEADS.length);
     this.returns = new Map((info.returns ?? []).map((r) => [`${r.action}\t${r.from}`, r.to]));
-    this.support = new PurchaseSupport(info.support ?? []);
-    this.features = plugPoint(opts.abstraction.env, "features");
+    this.ensemble = new Ensemble(info, members, this.rewards, plugPoint(opts.abstraction.env, "features"));
     this.recorded = opts.abstraction.parts ? new RecordedSteps(opts.abstraction) : undefined;
     this.usesDemos = this.recorded === undefined;
   }
@@ -202,20 +201,6 @@ export class LearnedExperienceModel implements ExperienceModel {
     return this.knn.sameActionFirst(state);
   }
 
-  /** Each member's head outputs for a transition's features. */
-  private outputs(x: SparseVector): HeadOutputs[] {
-    // Every member's heads in one pass (`FusedScoreNets`: the same scores as each head's own forward).
-    this.fused ??= new FusedScoreNets(this.members.flat());
-    const s = this.fused.forward(x, this.scores);
-    return this.members.map((_, m) => {
-      const o = m * HEADS.length;
-      return { end: sigmoid(s[o]), top: sigmoid(s[o + 1]), bottom: sigmoid(s[o + 2]), mid: sigmoid(s[o + 3]) };
-    });
-  }
-  /** The heads fused for forward passes, made at the first and again after a refit. */
-  private fused: FusedScoreNets | undefined;
-  private readonly scores: Float64Array;
-
   /** The ensemble's end probability, reward and uncertainty for one transition. */
   estimate(input: EstimateInput): Estimate {
     // A group's rollouts of one task repeat each other's steps (WebShop, 20k steps from BC: 59% of
@@ -224,16 +209,73 @@ export class LearnedExperienceModel implements ExperienceModel {
     const memoKey = this.memoKey(input);
     const known = this.estimates.get(memoKey);
     if (known) return known;
-    // The top reward needs evidence: the data bought this product for this request in full (any task).
-    const key = this.info.support ? purchaseKey(input) : undefined;
-    const supported = key === undefined || this.support.others(key, "") > 0;
-    const e: Estimate = {
-      ...combine(this.outputs(transitionFeatures(input, this.info.dim, this.support, this.features)), this.rewards, supported, this.info.rewardValues),
-      supported,
-    };
+    const e = this.ensemble.estimate(input);
     this.estimates.set(memoKey, e);
     return e;
   }
+
+  /**
+   * `estimate`, with one not asked before worked out on the estimate thread where it runs
+   * (`startEstimateThread`), while this thread goes on with other steps: the same estimate (the
+   * thread's members are these members), and here where the thread cannot answer.
+   */
+  private estimateSoon(input: EstimateInput): Estimate | Promise<Estimate> {
+    const memoKey = this.memoKey(input);
+    const known = this.estimates.get(memoKey) ?? this.asked.get(memoKey);
+    if (known) return known;
+    if (!this.thread) return this.estimate(input);
+    // Asked once: a group's rollouts of a task reach the same step at about the same time.
+    const { generation, memoEpoch, asked } = this;
+    const { task, history, state, action } = input;
+    const e = this.thread.request({ input: { task, history, state, action }, generation }).then((r) => {
+      const e = r ?? this.ensemble.estimate(input);
+      asked.delete(memoKey);
+      // Kept unless the memo was emptied meanwhile: its keys' text numbers may now mean other texts.
+      if (memoEpoch === this.memoEpoch) this.estimates.set(memoKey, e);
+      return e;
+    });
+    asked.set(memoKey, e);
+    return e;
+  }
+  /** Estimates asked of the thread and not answered yet, by memo key. */
+  private asked = new Map<string, Promise<Estimate>>();
+
+  /** With the estimate thread, a step's estimate is asked for before its demos are retrieved (they are not read). */
+  prepare(input: Omit<PredictInput, "demos">): void {
+    if (this.thread && !this.recorded) void this.estimateSoon(input);
+  }
+
+  /**
+   * Works out estimates not asked before on a worker thread (a second core) from now on, while the
+   * thread that plays the synthetic episodes goes on with other steps: a training run's DreamGym
+   * iteration spent ~1.1 s of 8.4 on them (bench:train, 20k steps). Nothing where the machine has
+   * one core. The thread gets the members as they are, and again after each `refit`.
+   */
+  startEstimateThread(): void {
+    // The thread's registry has the built-in envs alone: another's features (the estimates read them) would be missing there.
+    if (this.thread || availableParallelism() < 2 || findEnv(this.info.env)?.builtin !== true) return;
+    this.thread = new RequestThread(new URL("./estimate-thread", import.meta.url), {
+      model: this.save(),
+      env: this.info.env,
+      rewards: this.rewards,
+    } satisfies EstimateThreadData);
+  }
+
+  /** Estimates the estimate thread worked out so far. */
+  get estimatesOnThread(): number {
+    return this.thread?.answered ?? 0;
+  }
+
+  /** Ends the estimate thread (estimates are worked out here again). */
+  closeEstimateThread(): void {
+    this.thread?.close();
+    this.thread = undefined;
+  }
+  private thread: RequestThread<EstimateRequest, Estimate> | undefined;
+  /** Bumped by each refit: the thread answers only for the members of the generation asked about. */
+  private generation = 0;
+  /** Bumped each time the memo is emptied. */
+  private memoEpoch = 0;
   private readonly estimates = new Map<string, Estimate>();
   /** Numbers for the texts and tasks in memo keys (a text's hash is kept with it, so a page seen again costs no rescan). */
   private readonly textIds = new Map<string, number>();
@@ -244,6 +286,8 @@ export class LearnedExperienceModel implements ExperienceModel {
       this.estimates.clear();
       this.textIds.clear();
       this.taskIds = new WeakMap();
+      this.asked = new Map();
+      this.memoEpoch++;
     }
     const id = (text: string) => {
       let i = this.textIds.get(text);
@@ -267,7 +311,7 @@ export class LearnedExperienceModel implements ExperienceModel {
     const base = await this.knn.predict(input);
     // A free-text command the buffer never saw in this state stays an invalid no-op (see the embedded model).
     if (base.info.invalid) return base;
-    const e = this.estimate(input);
+    const e = await this.estimateSoon(input);
     const failed = base.info.failed !== undefined;
     const back = returnTarget(this.returns, input);
     const nextState = back ?? (failed ? input.state : base.nextState);
@@ -342,9 +386,19 @@ export class LearnedExperienceModel implements ExperienceModel {
    * purchases whose pages match the real ones step for step).
    */
   refit(trajectories: readonly Trajectory[], seed: number, opts: RefitOptions = {}): { steps: number } {
-    this.estimates.clear(); // the members change
-    this.fused = undefined;
-    const { examples } = examplesOf(trajectories, this.abstraction, this.rewards, this.info.dim, this.support, this.features);
+    const r = this.refitMembers(trajectories, seed, opts);
+    // The members changed: estimates kept go, and the estimate thread gets the new members.
+    this.estimates.clear();
+    this.asked = new Map();
+    this.memoEpoch++;
+    this.ensemble.changed();
+    this.generation++;
+    this.thread?.control({ model: this.save(), generation: this.generation } satisfies EstimateThreadControl);
+    return r;
+  }
+
+  private refitMembers(trajectories: readonly Trajectory[], seed: number, opts: RefitOptions): { steps: number } {
+    const { examples } = examplesOf(trajectories, this.abstraction, this.rewards, this.info.dim, this.ensemble.support, this.ensemble.features);
     if (examples.length === 0) return { steps: 0 };
     const epochs = opts.epochs ?? 2;
     const lr = opts.learningRate ?? 0.01;
@@ -378,63 +432,138 @@ export class LearnedExperienceModel implements ExperienceModel {
 
   /** Reads a model file; anything else (or a model of another env or shape) is an `InvalidConfigError` naming `source`. */
   static load(bytes: Uint8Array, source: string, opts: LearnedModelOptions): LearnedExperienceModel {
-    const { header, arrays } = unpackParams<LearnedModelInfo>(bytes, MAGIC, source, "a dreamgym learned experience model (make one with dreamgym model train)");
-    const ok =
-      header &&
-      header.format === FORMAT &&
-      Number.isInteger(header.dim) &&
-      header.dim >= 16 &&
-      Number.isInteger(header.hidden) &&
-      header.hidden >= 1 &&
-      Number.isInteger(header.members) &&
-      header.members >= 1 &&
-      typeof header.env === "string" &&
-      header.rewards &&
-      typeof header.rewards.min === "number";
-    if (!ok) throw new InvalidConfigError(`${source}: the model header is incomplete or of another format`);
-    if (
-      header.returns !== undefined &&
-      !(
-        Array.isArray(header.returns) &&
-        header.returns.every((r) => r && typeof r.action === "string" && typeof r.from === "string" && typeof r.to === "string")
-      )
-    )
-      throw new InvalidConfigError(`${source}: the model header's returns are not a list of actions`);
-    if (
-      header.support !== undefined &&
-      !(
-        Array.isArray(header.support) &&
-        header.support.every((e) => Array.isArray(e) && typeof e[0] === "string" && Array.isArray(e[1]) && e[1].every((t: unknown) => typeof t === "string"))
-      )
-    )
-      throw new InvalidConfigError(`${source}: the model header's support is not a list of purchases and tasks`);
-    if (
-      header.rewardValues !== undefined &&
-      !(Array.isArray(header.rewardValues) && header.rewardValues.every((v) => typeof v === "number" && Number.isFinite(v)))
-    )
-      throw new InvalidConfigError(`${source}: the model header's reward values are not a list of numbers`);
-    if (header.featureVersion !== TRANSITION_FEATURE_VERSION)
-      throw new InvalidConfigError(
-        `${source} was trained with features ${header.featureVersion}; this version reads ${TRANSITION_FEATURE_VERSION}: train it again`,
-      );
-    if (header.env !== opts.abstraction.env) throw new InvalidConfigError(`${source} is a model of ${header.env}, not of ${opts.abstraction.env}`);
-    const { dim, hidden, members } = header;
-    const shape = [dim * hidden, dim, hidden, hidden, 1];
-    const expectedLengths = Array.from({ length: members * HEADS.length }, () => shape).flat();
-    if (header.lengths.length !== expectedLengths.length || header.lengths.some((n, i) => n !== expectedLengths[i])) {
-      throw new InvalidConfigError(`${source}: the parameter layout does not match dim=${dim} hidden=${hidden} members=${members}`);
-    }
-    let next = 0; // the arrays are the members' heads' params, in order (the layout is checked above)
-    const nets = Array.from({ length: members }, () =>
-      HEADS.map(() => {
-        const net = new ScoreNet(dim, hidden, null);
-        for (const p of net.params()) p.set(arrays[next++]);
-        return net;
-      }),
-    );
-    const { lengths: _l, ...info } = header;
-    return new LearnedExperienceModel(info, nets, opts);
+    const { info, members } = readModelFile(bytes, source);
+    if (info.env !== opts.abstraction.env) throw new InvalidConfigError(`${source} is a model of ${info.env}, not of ${opts.abstraction.env}`);
+    return new LearnedExperienceModel(info, members, opts);
   }
+}
+
+/** A model file's header and members, checked (all but its env, which the caller knows). */
+function readModelFile(bytes: Uint8Array, source: string): { info: LearnedModelInfo; members: ScoreNet[][] } {
+  const { header, arrays } = unpackParams<LearnedModelInfo>(bytes, MAGIC, source, "a dreamgym learned experience model (make one with dreamgym model train)");
+  const ok =
+    header &&
+    header.format === FORMAT &&
+    Number.isInteger(header.dim) &&
+    header.dim >= 16 &&
+    Number.isInteger(header.hidden) &&
+    header.hidden >= 1 &&
+    Number.isInteger(header.members) &&
+    header.members >= 1 &&
+    typeof header.env === "string" &&
+    header.rewards &&
+    typeof header.rewards.min === "number";
+  if (!ok) throw new InvalidConfigError(`${source}: the model header is incomplete or of another format`);
+  if (
+    header.returns !== undefined &&
+    !(Array.isArray(header.returns) && header.returns.every((r) => r && typeof r.action === "string" && typeof r.from === "string" && typeof r.to === "string"))
+  )
+    throw new InvalidConfigError(`${source}: the model header's returns are not a list of actions`);
+  if (
+    header.support !== undefined &&
+    !(
+      Array.isArray(header.support) &&
+      header.support.every((e) => Array.isArray(e) && typeof e[0] === "string" && Array.isArray(e[1]) && e[1].every((t: unknown) => typeof t === "string"))
+    )
+  )
+    throw new InvalidConfigError(`${source}: the model header's support is not a list of purchases and tasks`);
+  if (
+    header.rewardValues !== undefined &&
+    !(Array.isArray(header.rewardValues) && header.rewardValues.every((v) => typeof v === "number" && Number.isFinite(v)))
+  )
+    throw new InvalidConfigError(`${source}: the model header's reward values are not a list of numbers`);
+  if (header.featureVersion !== TRANSITION_FEATURE_VERSION)
+    throw new InvalidConfigError(
+      `${source} was trained with features ${header.featureVersion}; this version reads ${TRANSITION_FEATURE_VERSION}: train it again`,
+    );
+  const { dim, hidden, members } = header;
+  const shape = [dim * hidden, dim, hidden, hidden, 1];
+  const expectedLengths = Array.from({ length: members * HEADS.length }, () => shape).flat();
+  if (header.lengths.length !== expectedLengths.length || header.lengths.some((n, i) => n !== expectedLengths[i])) {
+    throw new InvalidConfigError(`${source}: the parameter layout does not match dim=${dim} hidden=${hidden} members=${members}`);
+  }
+  let next = 0; // the arrays are the members' heads' params, in order (the layout is checked above)
+  const nets = Array.from({ length: members }, () =>
+    HEADS.map(() => {
+      const net = new ScoreNet(dim, hidden, null);
+      for (const p of net.params()) p.set(arrays[next++]);
+      return net;
+    }),
+  );
+  const { lengths: _l, ...info } = header;
+  return { info, members: nets };
+}
+
+/**
+ * The ensemble's estimates, as its members give them now: each member's heads over the transition's
+ * features (one fused pass), read together (`combine`), the top reward capped without evidence
+ * (`PurchaseSupport`). No memo: the model keeps its answers (`LearnedExperienceModel.estimate`), and
+ * the estimate thread has one of these too.
+ */
+export class Ensemble {
+  readonly support: PurchaseSupport;
+  private fused: FusedScoreNets | undefined;
+  private readonly scores: Float64Array;
+
+  constructor(
+    private readonly info: LearnedModelInfo,
+    private readonly members: ScoreNet[][],
+    private readonly rewards: RewardSpec,
+    /** The policy features of the model's env, which the transition features include. */
+    readonly features: PolicyFeatures | undefined,
+  ) {
+    this.support = new PurchaseSupport(info.support ?? []);
+    this.scores = new Float64Array(members.length * HEADS.length);
+  }
+
+  /** An ensemble of a model file's members (the estimate thread's). */
+  static read(bytes: Uint8Array, source: string, rewards: RewardSpec | undefined): Ensemble {
+    const { info, members } = readModelFile(bytes, source);
+    return new Ensemble(info, members, rewards ?? info.rewards, plugPoint(info.env, "features"));
+  }
+
+  estimate(input: EstimateInput): Estimate {
+    // The top reward needs evidence: the data bought this product for this request in full (any task).
+    const key = this.info.support ? purchaseKey(input) : undefined;
+    const supported = key === undefined || this.support.others(key, "") > 0;
+    return {
+      ...combine(this.outputs(transitionFeatures(input, this.info.dim, this.support, this.features)), this.rewards, supported, this.info.rewardValues),
+      supported,
+    };
+  }
+
+  /** The members' weights changed (a refit): the fused heads are made again. */
+  changed(): void {
+    this.fused = undefined;
+  }
+
+  /** Each member's head outputs for a transition's features. */
+  private outputs(x: SparseVector): HeadOutputs[] {
+    // Every member's heads in one pass (`FusedScoreNets`: the same scores as each head's own forward).
+    this.fused ??= new FusedScoreNets(this.members.flat());
+    const s = this.fused.forward(x, this.scores);
+    return this.members.map((_, m) => {
+      const o = m * HEADS.length;
+      return { end: sigmoid(s[o]), top: sigmoid(s[o + 1]), bottom: sigmoid(s[o + 2]), mid: sigmoid(s[o + 3]) };
+    });
+  }
+}
+
+/** What the estimate thread is started with: the model file's bytes (as `save` writes them), its env (for the env's policy features) and rewards. */
+export interface EstimateThreadData {
+  model: Uint8Array;
+  env: string;
+  rewards: RewardSpec;
+}
+/** A transition to estimate, for the members of `generation` (the model's refits so far). */
+export interface EstimateRequest {
+  input: EstimateInput;
+  generation: number;
+}
+/** The members after a refit. */
+export interface EstimateThreadControl {
+  model: Uint8Array;
+  generation: number;
 }
 
 /** The real recorded steps of this very command in this very state among a step's demos (a free-text env's replay). */

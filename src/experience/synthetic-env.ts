@@ -140,6 +140,7 @@ export class SyntheticEnv implements Env {
       return { observation: this.state, reward: 0, terminated: false, truncated: this.done, info: { invalid: true } };
     }
     const task = this.task;
+    this.o.model.prepare?.({ task, history: this.history, state: this.state, action });
     if (this.o.buffer && this.o.model.fit) await this.o.model.fit(this.o.buffer);
     const demos =
       this.o.buffer && this.o.model.usesDemos !== false && this.o.k > 0

@@ -3,7 +3,14 @@ import { closing, withActions, type ActionSource, type Env, type PolicyFeatures,
 import { ReplayBuffer } from "../buffer/index.ts";
 import { Curriculum, LlmTaskGenerator, type TaskGenerator } from "../curriculum/index.ts";
 import { createEnv, envEntry, envTasks, plugPoint, plugPoints, syntheticSupport, type EnvSpec } from "../envs/index.ts";
-import { createExperienceModel, SyntheticEnv, type ExperienceModel, type ExperienceModelHandle, type ExperienceSpec } from "../experience/index.ts";
+import {
+  createExperienceModel,
+  LearnedExperienceModel,
+  SyntheticEnv,
+  type ExperienceModel,
+  type ExperienceModelHandle,
+  type ExperienceSpec,
+} from "../experience/index.ts";
 import { NeuralPolicy, type TrainablePolicy } from "../rl/index.ts";
 import type { TrainConfig } from "./config.ts";
 import type { EnvPool, Parts, SyntheticPool, TrainParts } from "./parts.ts";
@@ -120,6 +127,13 @@ export async function syntheticPool(
   // keeps reading the offline seed, which then never grows.
   const demos = config.replay || !model.chat ? config.demos : 0;
   if (searchesRealRows(model.model, demos)) buffer.startSearchThread();
+  // The learned model's new estimates on a second core, as the searches (not in a served run: its trainer has the other core).
+  const estimates = model.model instanceof LearnedExperienceModel && !config.served ? model.model : undefined;
+  estimates?.startEstimateThread();
+  const closeModel = async () => {
+    estimates?.closeEstimateThread();
+    await model.close();
+  };
   const make = () => {
     const env = new SyntheticEnv({
       model: model.model,
@@ -150,7 +164,7 @@ export async function syntheticPool(
       ? new LlmTaskGenerator({ chat: model.chat!, profile: support.abstraction.profile })
       : await from.envGenerator().catch(async (e) => {
           buffer.close();
-          await model.close();
+          await closeModel();
           throw e;
         }));
   return {
@@ -167,7 +181,7 @@ export async function syntheticPool(
     },
     close: async () => {
       buffer.close();
-      await model.close();
+      await closeModel();
     },
   };
 }
