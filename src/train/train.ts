@@ -5,6 +5,7 @@ import { ReplayBuffer } from "../buffer/index.ts";
 import { Curriculum } from "../curriculum/index.ts";
 import { envTasks } from "../envs/index.ts";
 import { EndpointFailedError } from "../llm/index.ts";
+import { LearnedExperienceModel } from "../experience/index.ts";
 import {
   resolveTrainConfig,
   type EvalResult,
@@ -170,6 +171,12 @@ export async function compose(run: RunFolder, latest: Checkpoint | undefined, gi
     // Opened first: its search thread reads the offline rows meanwhile (see `openSyntheticBuffer`).
     const syntheticBuffer = synthetic_ ? openSyntheticBuffer(config, run.bufferFile, given.experienceModel ?? resolved.learned) : undefined;
     if (syntheticBuffer) opened.push({ close: async () => syntheticBuffer.close() });
+    // The learned model's estimate thread too (its pool closes it; so does a failure before the pool).
+    const estimates = synthetic_ && !config.served ? resolved.learned : undefined;
+    if (estimates instanceof LearnedExperienceModel) {
+      estimates.startEstimateThread();
+      opened.push({ close: async () => estimates.closeEstimateThread() });
+    }
     const policy = policyOf(config, given, env.plugs.features, config.initPolicy ? readFileSync(config.initPolicy) : undefined);
     // GRPO's reference is the initial policy, which the seed (or initPolicy) recreates exactly on resume.
     const reference = needsReference(config) ? policy.clone() : undefined;
