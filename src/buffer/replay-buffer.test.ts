@@ -515,3 +515,31 @@ test("HNSW-served buffers: a selective filter's scan takes the rows that come an
   await same();
   b.close();
 });
+
+test("an action's spellings follow appends, ours and another connection's, and deletions", async () => {
+  const file = tempFile("spellings.db");
+  const b = ReplayBuffer.open(file);
+  await b.appendTrajectories([makeTrajectory(1), makeTrajectory(2, { source: "synthetic", policy: "run:1" })], { seed: true });
+  assert.equal(b.actionSpellings("click[buy now]", "toy"), 1);
+  assert.equal(b.actionSpellings(" CLICK[Buy Now] ", "toy"), 1, "spelled alike: trimmed and lowercased");
+  assert.equal(b.actionSpellings("click[nowhere]", "toy"), 0);
+  assert.equal(b.actionSpellings("click[buy now]", "other"), 0);
+  // Another spelling, in a synthetic episode: all rows count it, real rows do not.
+  const respelled = makeTrajectory(3, { source: "synthetic", policy: "run:2" });
+  respelled.steps.at(-1)!.action = "click[Buy Now]";
+  await b.appendTrajectories([respelled]);
+  assert.equal(b.actionSpellings("click[buy now]", "toy"), 2);
+  assert.equal(b.actionSpellings("click[buy now]", "toy", "real"), 1);
+  // Written by another connection: seen at the next ask.
+  const other = ReplayBuffer.open(file);
+  const real = makeTrajectory(4);
+  real.steps.at(-1)!.action = "click[BUY NOW]";
+  await other.appendTrajectories([real]);
+  assert.equal(b.actionSpellings("click[buy now]", "toy", "real"), 2);
+  other.close();
+  // Deleted: gone from the count.
+  assert.equal(await b.deleteTrajectories({ policies: ["run:2"] }), 1);
+  assert.equal(b.actionSpellings("click[buy now]", "toy"), 2, "the real one's other spelling stays");
+  assert.equal(b.actionSpellings("click[buy now]", "toy", "real"), 2);
+  b.close();
+});

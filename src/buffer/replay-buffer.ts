@@ -50,6 +50,18 @@ const SCAN_FILTER_MAX = 20_000;
  * filtered HNSW search that has not found k by then scans the filter's rows exactly instead.
  */
 const MAX_CANDIDATES = 4096;
+const spellingKey = (action: string) => action.trim().toLowerCase();
+function addSpelling(spellings: Map<string, Set<string>>, action: string): void {
+  const k = spellingKey(action);
+  const set = spellings.get(k);
+  if (set) set.add(action);
+  else spellings.set(k, new Set([action]));
+}
+/** Whether a row is among those of a spelling slot ("source\tenv"; no source: any). */
+function slotHolds(slot: string, r: { env: string; source: string }): boolean {
+  const tab = slot.indexOf("\t");
+  return slot.slice(tab + 1) === r.env && (tab === 0 || slot.slice(0, tab) === r.source);
+}
 /** Rows kept by id for searches (see `cachedRows`): full rows (texts and all, ~2 KB each) and their keys. */
 const ROW_CACHE_MAX = { rows: 20_000, keys: 100_000 };
 
@@ -412,7 +424,10 @@ export class ReplayBuffer {
     if (evicted.length > 0) {
       this.filterCounts.clear();
       this.dropCachedRows();
-    } else for (const c of this.filterCounts.values()) for (const r of added) if (rowMatches(r, c.filter)) c.n++;
+    } else {
+      for (const c of this.filterCounts.values()) for (const r of added) if (rowMatches(r, c.filter)) c.n++;
+      for (const [slot, spellings] of this.spellings) for (const r of added) if (slotHolds(slot, r)) addSpelling(spellings, r.action);
+    }
     const addedIds = new Set(added.map((r) => r.id));
     this.indexes.afterWrite(
       kept,
@@ -635,7 +650,28 @@ export class ReplayBuffer {
     this.rowCache.clear();
     this.keyCache.clear();
     this.realKeysLoaded = false;
+    this.spellings.clear();
   }
+
+  /**
+   * How many ways `action` is spelled among the rows of `env` (and of `source`): the distinct recorded
+   * actions that are the same text trimmed and lowercased (what models count as one action), read
+   * once per env and source and followed through appends (retrieval asks at every step).
+   */
+  actionSpellings(action: string, env: string, source?: ExperienceSource): number {
+    this.checkOpen();
+    this.followOtherWriters();
+    const slot = `${source ?? ""}\t${env}`;
+    let spellings = this.spellings.get(slot);
+    if (!spellings) {
+      spellings = new Map();
+      for (const a of this.actions({ env, source })) addSpelling(spellings, a);
+      this.spellings.set(slot, spellings);
+    }
+    return spellings.get(spellingKey(action))?.size ?? 0;
+  }
+  /** Per "source\tenv": each action's spellings by their trimmed lowercase text. */
+  private readonly spellings = new Map<string, Map<string, Set<string>>>();
 
   /**
    * The keys of every real row, read in one query where they fit the key cache: searches of real rows

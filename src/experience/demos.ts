@@ -77,29 +77,6 @@ export function retrieveDemos(
   return answer;
 }
 
-/**
- * Whether `action` is recorded under another spelling too (by trimmed lowercase text) among the rows a
- * search reads (env, source), which models count as the same action. The buffer's distinct actions are
- * read once per content version (of its real rows, for a search of those).
- */
-function spelledOtherwise(buffer: ReplayBuffer, env: string, source: "real" | undefined, action: string): boolean {
-  const version = source === "real" ? buffer.realVersion : String(buffer.version);
-  let bySource = spellings.get(buffer);
-  if (!bySource) spellings.set(buffer, (bySource = new Map()));
-  const slot = `${source ?? "all"}\t${env}`;
-  let s = bySource.get(slot);
-  if (!s || s.version !== version) {
-    const counts = new Map<string, number>();
-    for (const a of buffer.actions({ env, source })) {
-      const k = a.trim().toLowerCase();
-      counts.set(k, (counts.get(k) ?? 0) + 1);
-    }
-    bySource.set(slot, (s = { version, counts }));
-  }
-  return (s.counts.get(action.trim().toLowerCase()) ?? 0) > 1;
-}
-const spellings = new WeakMap<ReplayBuffer, Map<string, { version: string; counts: Map<string, number> }>>();
-
 /** Answers of `retrieveDemos` per buffer and abstraction, for one content version (at most MEMO_MAX), by state and then the rest of the query. */
 type Answers = { version: string; answers: Map<string, Map<string, Promise<Demo[]>>>; size: number };
 const memo = new WeakMap<ReplayBuffer, WeakMap<StateAbstraction, { real?: Answers; all?: Answers }>>();
@@ -133,7 +110,7 @@ async function search(buffer: ReplayBuffer, abstraction: StateAbstraction, query
   let similar: SearchResult[];
   let sameAction: SearchResult[];
   const first = opts.sameActionFirst;
-  if (first !== undefined && opts.sameAction !== false && !spelledOtherwise(buffer, env, source, query.action)) {
+  if (first !== undefined && opts.sameAction !== false && buffer.actionSpellings(query.action, env, source) <= 1) {
     // A step of every action that is among the k most similar and took this action is among this
     // action's k most similar too: where the model reads this action's demos alone, the search of
     // every step would add none it reads.
