@@ -653,6 +653,13 @@ export class ReplayBuffer {
     this.spellings.clear();
   }
 
+  /** Whether searches are exact now: below `annThreshold` (above it, HNSW answers those not asked `exact`). */
+  get searchesExactly(): boolean {
+    this.checkOpen();
+    this.followOtherWriters();
+    return this.size < this.annThreshold;
+  }
+
   /**
    * How many ways `action` is spelled among the rows of `env` (and of `source`): the distinct recorded
    * actions that are the same text trimmed and lowercased (what models count as one action), read

@@ -36,9 +36,20 @@ test("requests made in one run of code go to the thread in one message, in order
   const together = [1, 2, 3, 4, 5, 6].map((n) => t.request(n));
   assert.deepEqual(await Promise.all(together), [1, 4, 9, 16, 25, 36]);
   assert.equal(await t.request(1000), 3, "six requests in one message, then this one");
+  // A slow answer is sent as soon as it is made, not with the rest of its batch.
+  const slow = t.request(2000);
+  let nextDone = false;
+  void t.request(2001).then(() => {
+    nextDone = true;
+  });
+  assert.equal(await slow, 2000);
+  await Promise.resolve();
+  await Promise.resolve();
+  assert.equal(nextDone, false, "the second was still being worked out when the first came");
   const before = t.request(2);
   t.control({ offset: 10 }); // sends the request made before it first
   const after = t.request(2);
   assert.deepEqual(await Promise.all([before, after]), [4, 14]);
+  assert.ok(nextDone);
   t.close();
 });

@@ -1,5 +1,7 @@
 import { parentPort, Worker } from "node:worker_threads";
 
+/** Answers that took longer than this (with those before them) are sent before the rest of their batch. */
+const SLOW_ANSWER_MS = 1;
 /** Requests go in batches: those made in one run of code (and its microtasks) in one message, answered in one. */
 type Message<T> = { batch: { id: number; body: T }[] } | { control: unknown } | "close";
 type Reply<T> = { batch: { id: number; body: T | null }[] };
@@ -115,7 +117,21 @@ export function serveRequests<Req, Rep>(answer: (req: Req) => Rep | null, onCont
   port.on("message", (m: Message<Req>) => {
     if (m === "close") port.close();
     else if ("control" in m) onControl?.(m.control);
-    else port.postMessage({ batch: m.batch.map(({ id, body }) => ({ id, body: answerOrNull(answer, body) })) } satisfies Reply<Rep>);
+    else {
+      // Answers go together, but not behind a slow one: the asker may wait for the first alone (an
+      // import's next batch of vectors, asked with the one after it).
+      let replies: Reply<Rep>["batch"] = [];
+      let since = performance.now();
+      for (const { id, body } of m.batch) {
+        replies.push({ id, body: answerOrNull(answer, body) });
+        if (performance.now() - since > SLOW_ANSWER_MS) {
+          port.postMessage({ batch: replies } satisfies Reply<Rep>);
+          replies = [];
+          since = performance.now();
+        }
+      }
+      if (replies.length > 0) port.postMessage({ batch: replies } satisfies Reply<Rep>);
+    }
   });
 }
 

@@ -24,7 +24,8 @@ export interface DemoOptions {
    * The model's `sameActionFirst`: the steps of this very action are searched first, and where one of
    * them is at least this similar, the other actions' are not searched (the model reads them only
    * where none is). Where the action is recorded under another spelling too (case, spaces), which
-   * models count as the same action, every step is searched, as without.
+   * models count as the same action, or where searches are not exact (HNSW, on large buffers), every
+   * step is searched, as without.
    */
   sameActionFirst?: number;
 }
@@ -110,10 +111,10 @@ async function search(buffer: ReplayBuffer, abstraction: StateAbstraction, query
   let similar: SearchResult[];
   let sameAction: SearchResult[];
   const first = opts.sameActionFirst;
-  if (first !== undefined && opts.sameAction !== false && buffer.actionSpellings(query.action, env, source) <= 1) {
+  if (first !== undefined && opts.sameAction !== false && buffer.searchesExactly && buffer.actionSpellings(query.action, env, source) <= 1) {
     // A step of every action that is among the k most similar and took this action is among this
-    // action's k most similar too: where the model reads this action's demos alone, the search of
-    // every step would add none it reads.
+    // action's k most similar too (exact searches: by score, ties by id): where the model reads this
+    // action's demos alone, the search of every step would add none it reads.
     sameAction = pick(await searchSameAction());
     similar = sameAction.some((h) => h.score >= first) ? [] : pick(await searchSimilar());
   } else {

@@ -6,7 +6,7 @@ import { Ensemble, type Estimate, type EstimateRequest, type EstimateThreadContr
 
 const data = workerData as EstimateThreadData;
 let ensemble = Ensemble.read(data.model, "the estimate thread's model", data.rewards);
-let generation = 0;
+let generation = data.generation;
 
 serveRequests(
   (q: EstimateRequest): Estimate | null => (q.generation === generation ? ensemble.estimate(q.input) : null),

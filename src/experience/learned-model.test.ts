@@ -392,4 +392,23 @@ test("the estimate thread works out the estimates made here, with the members of
   assert.ok(threaded.estimatesOnThread > first, "the thread answers with the refit members");
   threaded.closeEstimateThread();
   assert.deepEqual(await predictAll(threaded), after, "and here again once it is closed");
+  // A thread started after a refit has the refit members (it answers).
+  const late = LearnedExperienceModel.load(bytes, "model.bin", { abstraction });
+  late.refit(held, 7);
+  late.startEstimateThread();
+  assert.deepEqual(await predictAll(late), after);
+  assert.ok(late.estimatesOnThread > 0, "answered on the thread");
+  // A step's history changed by its caller while the thread works on it: what is kept is the estimate of the step as it was.
+  const [t] = held;
+  const state = abstraction.abstract(t.steps[1].observation);
+  const history: HistoryStep[] = [
+    { state: abstraction.abstract(t.steps[0].observation), action: t.steps[0].action, nextState: state, reward: t.steps[0].reward },
+  ];
+  const step = { task: { ...t.task, id: "changed-history" }, history, state, action: t.steps[1].action };
+  const asItWas = { ...step, history: [...history] };
+  late.prepare(step);
+  history.push({ state, action: "click[back to search]", nextState: state, reward: 0 });
+  late.closeEstimateThread(); // its answer is then worked out here, from the step as it was asked
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.deepEqual(late.estimate(asItWas), here.estimate(asItWas));
 });

@@ -224,11 +224,12 @@ export class LearnedExperienceModel implements ExperienceModel {
     const known = this.estimates.get(memoKey) ?? this.asked.get(memoKey);
     if (known) return known;
     if (!this.thread) return this.estimate(input);
-    // Asked once: a group's rollouts of a task reach the same step at about the same time.
+    // Asked once: a group's rollouts of a task reach the same step at about the same time. The
+    // history as it is now (the key's), whatever its caller does to it while the thread works.
     const { generation, memoEpoch, asked } = this;
-    const { task, history, state, action } = input;
-    const e = this.thread.request({ input: { task, history, state, action }, generation }).then((r) => {
-      const e = r ?? this.ensemble.estimate(input);
+    const step = { task: input.task, history: [...input.history], state: input.state, action: input.action };
+    const e = this.thread.request({ input: step, generation }).then((r) => {
+      const e = r ?? this.ensemble.estimate(step);
       asked.delete(memoKey);
       // Kept unless the memo was emptied meanwhile: its keys' text numbers may now mean other texts.
       if (memoEpoch === this.memoEpoch) this.estimates.set(memoKey, e);
@@ -242,7 +243,8 @@ export class LearnedExperienceModel implements ExperienceModel {
 
   /** With the estimate thread, a step's estimate is asked for before its demos are retrieved (they are not read). */
   prepare(input: Omit<PredictInput, "demos">): void {
-    if (this.thread && !this.recorded) void this.estimateSoon(input);
+    // Its failure, if any, is `predict`'s to report (it asks again).
+    if (this.thread && !this.recorded) Promise.resolve(this.estimateSoon(input)).catch(() => {});
   }
 
   /**
@@ -253,11 +255,13 @@ export class LearnedExperienceModel implements ExperienceModel {
    */
   startEstimateThread(): void {
     // The thread's registry has the built-in envs alone: another's features (the estimates read them) would be missing there.
-    if (this.thread || availableParallelism() < 2 || findEnv(this.info.env)?.builtin !== true) return;
+    // A model that replays its own table of recorded steps (`recorded`) asks for its estimates as it replays.
+    if (this.thread || this.recorded || availableParallelism() < 2 || findEnv(this.info.env)?.builtin !== true) return;
     this.thread = new RequestThread(new URL("./estimate-thread", import.meta.url), {
       model: this.save(),
       env: this.info.env,
       rewards: this.rewards,
+      generation: this.generation,
     } satisfies EstimateThreadData);
   }
 
@@ -554,6 +558,8 @@ export interface EstimateThreadData {
   model: Uint8Array;
   env: string;
   rewards: RewardSpec;
+  /** The model's refits so far, whose members these are. */
+  generation: number;
 }
 /** A transition to estimate, for the members of `generation` (the model's refits so far). */
 export interface EstimateRequest {

@@ -215,4 +215,20 @@ test("the same action's demos first: every step is searched only where they fall
   assert.equal(allSteps - before, 1, "the search of every step, as without");
   assert.deepEqual(fewer, await retrieveDemos(b, abs, q, { k: 5 }));
   b.close();
+  // Searched by HNSW (not exact, no ties by id): every step is searched, as without.
+  const ann = ReplayBuffer.open(b.path, { annThreshold: 100 });
+  assert.equal(ann.searchesExactly, false);
+  let annAll = 0;
+  const annSearch = ann.searchVectorAsync.bind(ann);
+  ann.searchVectorAsync = (vector, opts) => {
+    if (opts?.filter?.action === undefined) annAll++;
+    return annSearch(vector, opts);
+  };
+  const distinct = [...new Map(queries.slice(0, 40).map((q) => [JSON.stringify(q), q])).values()];
+  for (const q of distinct) {
+    const fewer = await retrieveDemos(ann, abs, q, { k: 5, realAnchor: true, sameActionFirst: 0.2 });
+    assert.deepEqual(fewer, await retrieveDemos(ann, abs, q, { k: 5, realAnchor: true }));
+  }
+  assert.equal(annAll, 2 * distinct.length, "both ways, each query");
+  ann.close();
 });
