@@ -270,6 +270,8 @@ const runJob = async (job: (typeof jobs)[number]) => {
         "0",
         "--final-eval-tasks",
         "134",
+        // Runs side by side share the cores: a run's helper threads would slow the others (the same results).
+        ...(Number(args.parallel) > 1 ? ["--set", "helperThreads=false"] : []),
         ...rows[job.row].args,
         ...(job.init ? ["--set", `initPolicy=${job.init}`] : []),
         "--out",

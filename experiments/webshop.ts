@@ -354,6 +354,8 @@ const runJob = (job: (typeof jobs)[number]) =>
           finalEvalTasks,
           "--set",
           `evalSplit=${evalSplit}`,
+          // Runs side by side share the cores: a run's helper threads would slow the others (the same results).
+          ...(parallel > 1 ? ["--set", "helperThreads=false"] : []),
           ...rows[job.row].args.map((a) => a.replace(MODEL, modelFile(job.seed))),
           ...(job.init ? ["--set", `initPolicy=${job.init}`] : []),
           "--out",

@@ -82,10 +82,13 @@ const IN_PROCESS_EPISODES = 16;
  * thread starts at once and reads them while the run sets up the rest.
  */
 export function openSyntheticBuffer(config: TrainConfig, bufferFile: string, model?: SyntheticSources["model"]): ReplayBuffer {
-  const buffer = ReplayBuffer.open(bufferFile, { searchThread: availableParallelism() > 1 && !config.served });
+  const buffer = ReplayBuffer.open(bufferFile, { searchThread: helperThreads(config) });
   if (typeof model === "object" && "predict" in model && searchesRealRows(model, config.demos)) buffer.startSearchThread();
   return buffer;
 }
+
+/** Whether a run's helper threads may have a core of their own (`helperThreads`; not a served run's, whose trainer is the other process). */
+export const helperThreads = (config: TrainConfig): boolean => config.helperThreads && !config.served && availableParallelism() > 1;
 
 /** Whether a model's synthetic steps search the real rows (on the search thread, where there is one). */
 const searchesRealRows = (model: ExperienceModel, demos: number) => model.realDemosOnly === true && model.usesDemos !== false && demos > 0;
@@ -127,13 +130,6 @@ export async function syntheticPool(
   // keeps reading the offline seed, which then never grows.
   const demos = config.replay || !model.chat ? config.demos : 0;
   if (searchesRealRows(model.model, demos)) buffer.startSearchThread();
-  // The learned model's new estimates on a second core, as the searches (not in a served run: its trainer has the other core).
-  const estimates = model.model instanceof LearnedExperienceModel && !config.served ? model.model : undefined;
-  estimates?.startEstimateThread();
-  const closeModel = async () => {
-    estimates?.closeEstimateThread();
-    await model.close();
-  };
   const make = () => {
     const env = new SyntheticEnv({
       model: model.model,
@@ -164,7 +160,7 @@ export async function syntheticPool(
       ? new LlmTaskGenerator({ chat: model.chat!, profile: support.abstraction.profile })
       : await from.envGenerator().catch(async (e) => {
           buffer.close();
-          await closeModel();
+          await model.close();
           throw e;
         }));
   return {
@@ -181,7 +177,7 @@ export async function syntheticPool(
     },
     close: async () => {
       buffer.close();
-      await closeModel();
+      await model.close();
     },
   };
 }

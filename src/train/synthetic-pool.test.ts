@@ -1,12 +1,14 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { ReplayBuffer } from "../buffer/index.ts";
 import { registerEnv } from "../envs/index.ts";
 import type { ExperienceModel } from "../experience/index.ts";
-import { BanditEnv, banditSyntheticSupport } from "../testing/index.ts";
+import { BanditEnv, banditSyntheticSupport, makeTrajectory } from "../testing/index.ts";
+import { openSyntheticBuffer } from "./compose.ts";
+import type { TrainConfig } from "./config.ts";
 import { readMetrics, train, type TrainConfigInput } from "./index.ts";
 
 const ENV = "pool-bandit";
@@ -70,4 +72,25 @@ test("a synthetic pool over an in-process model plays 16 episodes at once whatev
   assert.equal(runs[2].most, 2, "a model that does not say it runs in this process: --concurrency 2 as asked");
   assert.deepEqual(metrics(runs[1].dir), metrics(runs[0].dir));
   assert.deepEqual(metrics(runs[2].dir), metrics(runs[0].dir));
+});
+
+test("helperThreads: a run's searches of the offline rows use a second core unless it is off (several runs at once), with the same answers", async (t) => {
+  if (availableParallelism() < 2) return t.skip("one core");
+  const file = join(mkdtempSync(join(tmpdir(), "dreamgym-helpers-")), "seed.db");
+  const seed = ReplayBuffer.open(file);
+  await seed.appendTrajectories(
+    Array.from({ length: 40 }, (_, i) => makeTrajectory(i)),
+    { seed: true },
+  );
+  seed.close();
+  const answers = [];
+  for (const helperThreads of [true, false]) {
+    const b = openSyntheticBuffer({ helperThreads, served: false, demos: 5 } as TrainConfig, file);
+    const vector = await b.embedQuery({ state: "page 1 of episode 3: you see item 39", action: "click[buy now]" });
+    answers.push((await b.searchVectorAsync(vector, { k: 5, filter: { source: "real" } })).map((r) => r.transition.id));
+    assert.equal(b.searchesOnThread > 0, helperThreads, `helperThreads ${helperThreads}`);
+    b.close();
+  }
+  assert.deepEqual(answers[0], answers[1]);
+  assert.equal(answers[0].length, 5);
 });

@@ -15,7 +15,7 @@ import {
   type TrainHooks,
   type TrainSummary,
 } from "./config.ts";
-import { envTaskGenerator, openSyntheticBuffer, policyOf, syntheticPool } from "./compose.ts";
+import { envTaskGenerator, helperThreads, openSyntheticBuffer, policyOf, syntheticPool } from "./compose.ts";
 import type { Parts, TrainParts } from "./parts.ts";
 import { trainingLoop } from "./loop.ts";
 import { needsReference } from "./phases.ts";
@@ -171,8 +171,8 @@ export async function compose(run: RunFolder, latest: Checkpoint | undefined, gi
     // Opened first: its search thread reads the offline rows meanwhile (see `openSyntheticBuffer`).
     const syntheticBuffer = synthetic_ ? openSyntheticBuffer(config, run.bufferFile, given.experienceModel ?? resolved.learned) : undefined;
     if (syntheticBuffer) opened.push({ close: async () => syntheticBuffer.close() });
-    // The learned model's estimate thread too (its pool closes it; so does a failure before the pool).
-    const estimates = synthetic_ && !config.served ? resolved.learned : undefined;
+    // The learned model's new estimates on the second core too, for the whole run.
+    const estimates = synthetic_ && helperThreads(config) ? resolved.learned : undefined;
     if (estimates instanceof LearnedExperienceModel) {
       estimates.startEstimateThread();
       opened.push({ close: async () => estimates.closeEstimateThread() });
