@@ -207,9 +207,9 @@ export class LearnedExperienceModel implements ExperienceModel {
     // the estimates were asked before, with the same history): the answer is kept, by everything it
     // reads, until the members change (`refit`).
     const memoKey = this.memoKey(input);
-    const known = this.estimates.get(memoKey);
-    if (known) return known;
-    const e = this.ensemble.estimate(input);
+    return this.estimates.get(memoKey) ?? this.kept(memoKey, this.ensemble.estimate(input));
+  }
+  private kept(memoKey: string, e: Estimate): Estimate {
     this.estimates.set(memoKey, e);
     return e;
   }
@@ -223,7 +223,7 @@ export class LearnedExperienceModel implements ExperienceModel {
     const memoKey = this.memoKey(input);
     const known = this.estimates.get(memoKey) ?? this.asked.get(memoKey);
     if (known) return known;
-    if (!this.thread) return this.estimate(input);
+    if (!this.thread) return this.kept(memoKey, this.ensemble.estimate(input)); // the key made once
     // Asked once: a group's rollouts of a task reach the same step at about the same time. The
     // history as it is now (the key's), whatever its caller does to it while the thread works.
     const { generation, memoEpoch, asked } = this;
@@ -232,8 +232,7 @@ export class LearnedExperienceModel implements ExperienceModel {
       const e = r ?? this.ensemble.estimate(step);
       asked.delete(memoKey);
       // Kept unless the memo was emptied meanwhile: its keys' text numbers may now mean other texts.
-      if (memoEpoch === this.memoEpoch) this.estimates.set(memoKey, e);
-      return e;
+      return memoEpoch === this.memoEpoch ? this.kept(memoKey, e) : e;
     });
     asked.set(memoKey, e);
     return e;
