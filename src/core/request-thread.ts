@@ -3,7 +3,7 @@ import { parentPort, Worker } from "node:worker_threads";
 /** Answers that took longer than this (with those before them) are sent before the rest of their batch. */
 const SLOW_ANSWER_MS = 1;
 /** Requests go in batches: those made in one run of code (and its microtasks) in one message, answered in one. */
-type Message<T> = { batch: { id: number; body: T }[] } | { control: unknown } | "close";
+type Message<T> = { batch: { id: number; body: T }[] } | { control: unknown };
 type Reply<T> = { batch: { id: number; body: T | null }[] };
 
 /**
@@ -95,11 +95,17 @@ export class RequestThread<Req, Rep> {
     this.worker?.postMessage({ control: message } satisfies Message<Req>);
   }
 
-  /** Ends the thread; requests still waiting get null. */
+  /**
+   * Ends the thread at once, work it was sent included: requests still waiting get null (the caller
+   * does them). A request queued in the thread must not run after its caller closed, such as a search
+   * thread's read of a buffer file that a later connection is taking out of WAL mode.
+   */
   close(): void {
-    this.worker?.postMessage("close");
-    this.worker?.unref(); // the thread ends on its own; the process need not wait for it
+    const worker = this.worker;
     this.stop();
+    if (!worker) return;
+    worker.unref(); // the process need not wait for it
+    worker.terminate().catch(() => {});
   }
 
   private stop(): void {
@@ -115,8 +121,7 @@ export function serveRequests<Req, Rep>(answer: (req: Req) => Rep | null, onCont
   const port = parentPort;
   if (!port) throw new Error("serveRequests runs in a worker thread");
   port.on("message", (m: Message<Req>) => {
-    if (m === "close") port.close();
-    else if ("control" in m) onControl?.(m.control);
+    if ("control" in m) onControl?.(m.control);
     else {
       // Answers go together, but not behind a slow one: the asker may wait for the first alone (an
       // import's next batch of vectors, asked with the one after it).
