@@ -151,21 +151,7 @@ export const SELECT_TRANSITIONS = `SELECT x.id, x.step, x.env, x.task_id, ti.tex
   FROM transitions x JOIN trajectories j ON j.id = x.trajectory_id JOIN texts ti ON ti.id = x.instruction_id
   JOIN texts ts ON ts.id = x.state_id JOIN texts tn ON tn.id = x.next_state_id`;
 
-/**
- * What identifies the real transitions in the file: count, largest and sum of their ids, which change
- * whenever one comes or goes (ids only grow). Read by a buffer and by its search thread alike.
- */
-export interface RealRows {
-  n: number;
-  max: number;
-  sum: number;
-}
-export function realRows(db: Database.Database): RealRows {
-  const r = db.prepare("SELECT count(*) AS n, coalesce(max(id), 0) AS m, coalesce(sum(id), 0) AS s FROM transitions WHERE source = 'real'").get() as Row;
-  return { n: Number(r.n), max: Number(r.m), sum: Number(r.s) };
-}
-/** The real rows as a key (`ReplayBuffer.realVersion`). */
-export const realRowsKey = (r: RealRows) => `real:${r.n}:${r.max}:${r.sum}`;
+export { realRows, realRowsKey, type RealRows } from "./real-rows.ts";
 
 export function toTransition(r: Row): StoredTransition {
   const t: StoredTransition = {

@@ -1,9 +1,11 @@
 // The search thread's own side (see real-search.ts): a read-only connection to the buffer file and an
-// exact index of its real transitions, answering candidate searches posted by the buffer.
+// exact index of its real transitions, answering candidate searches posted by the buffer. It imports
+// narrowly (not the core's index): a run's first searches wait for it to be up.
 import Database from "better-sqlite3";
 import { workerData } from "node:worker_threads";
-import { serveRequests } from "../core/index.ts";
-import { realRows, realRowsKey, type Row } from "./buffer-db.ts";
+import { serveRequests } from "../core/request-thread.ts";
+import type { Row } from "./buffer-db.ts";
+import { realRows, realRowsKey } from "./real-rows.ts";
 import { decodeHalf } from "./float16.ts";
 import type { SearchThreadData, SearchThreadRequest } from "./real-search.ts";
 import { ExactIndex, type Candidate } from "./vector-index.ts";
@@ -69,18 +71,27 @@ function answer(q: SearchThreadRequest): Candidate[] | null {
 }
 
 /**
- * The real rows read, and each env's view of them made, before the first search asks
- * (`ReplayBuffer.startSearchThread`): a run's first searches would otherwise wait for both.
+ * The real rows read before the first search asks (`ReplayBuffer.startSearchThread`), and each env's
+ * view of them made once the searches asked meanwhile are answered: a run's first searches would
+ * otherwise wait for both.
  */
 function warmUp(): void {
   try {
     if (!loaded) load();
-    const q = new Float32Array(dims);
-    q[0] = 1;
-    for (const env of loaded!.env.values()) loaded!.index.search(q, 1, { env });
   } catch {
     // The first request reads the file again and says what is wrong.
+    return;
   }
+  // The views after the searches already asked: the first ones are of an action's rows, made at once.
+  setImmediate(() => {
+    const q = new Float32Array(dims);
+    q[0] = 1;
+    try {
+      if (loaded) for (const env of loaded.env.values()) loaded.index.search(q, 1, { env });
+    } catch {
+      // A search that needs the view makes it.
+    }
+  });
 }
 
 serveRequests(answer);

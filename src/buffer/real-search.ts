@@ -43,9 +43,13 @@ export class RealSearchThread {
     return this.asked > 0;
   }
 
-  /** Reads the real rows and makes each env's view now, before the first search asks. */
+  /**
+   * Reads the real rows and makes each env's view now, before the first search asks: sent at once
+   * (a run asks this before its setup, which takes the main thread for a few hundred milliseconds).
+   */
   warm(): void {
     void this.ask({ warm: true });
+    this.thread.flush();
   }
 
   /** The exact candidates for a real-rows search, or null: then the caller searches itself. */

@@ -53,3 +53,23 @@ test("requests made in one run of code go to the thread in one message, in order
   assert.ok(nextDone);
   t.close();
 });
+
+test("a thread says when it is up (or that it will not be), and flush sends the requests made so far at once", async () => {
+  const t = new RequestThread<number, number>(fixture, undefined);
+  assert.equal(t.up, false, "not before its module is loaded");
+  assert.equal(await t.ready, true);
+  assert.equal(t.up, true);
+  // Flushed, the first goes in a message of its own; the second, made in the same run of code, in the next.
+  const first = t.request(1000);
+  t.flush();
+  const second = t.request(1000);
+  assert.deepEqual(await Promise.all([first, second]), [1, 2]);
+  t.close();
+  assert.equal(t.up, false);
+  const missing = new RequestThread<number, number>(new URL("./no-such-thread", import.meta.url), undefined);
+  assert.equal(await missing.ready, false);
+  missing.close();
+  const closedEarly = new RequestThread<number, number>(fixture, undefined);
+  closedEarly.close();
+  assert.equal(await closedEarly.ready, false);
+});

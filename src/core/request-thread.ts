@@ -4,7 +4,9 @@ import { parentPort, Worker } from "node:worker_threads";
 const SLOW_ANSWER_MS = 1;
 /** Requests go in batches: those made in one run of code (and its microtasks) in one message, answered in one. */
 type Message<T> = { batch: { id: number; body: T }[] } | { control: unknown };
-type Reply<T> = { batch: { id: number; body: T | null }[] };
+/** Answers, or the word that the thread's module has set up its handler (`up`). */
+type Answers<T> = { batch: { id: number; body: T | null }[] };
+type Reply<T> = Answers<T> | { up: true };
 
 /**
  * A worker thread that answers requests in the order they come (its module calls `serveRequests`),
@@ -18,6 +20,10 @@ export class RequestThread<Req, Rep> {
   private readonly waiting = new Map<number, (r: Rep | null) => void>();
   /** Requests answered (not null) so far. */
   answered = 0;
+  private isUp = false;
+  private onUp: (up: boolean) => void = () => {};
+  /** Resolves true once the thread is up (`up`), false if it stops before. */
+  readonly ready = new Promise<boolean>((resolve) => (this.onUp = resolve));
 
   /**
    * `module`: the thread's module beside the caller's, without extension (`new URL("./x", import.meta.url)`):
@@ -31,9 +37,17 @@ export class RequestThread<Req, Rep> {
       worker = null;
     }
     this.worker = worker;
-    if (!worker) return;
+    if (!worker) {
+      this.onUp(false);
+      return;
+    }
     worker.unref(); // an idle thread does not keep the process alive
     worker.on("message", (r: Reply<Rep>) => {
+      if ("up" in r) {
+        this.isUp = true;
+        this.onUp(true);
+        return;
+      }
       for (const { id, body } of r.batch) {
         const done = this.waiting.get(id);
         this.waiting.delete(id);
@@ -52,6 +66,15 @@ export class RequestThread<Req, Rep> {
     return this.worker !== null;
   }
 
+  /**
+   * Whether the thread has loaded its module and answers requests now: until then, a caller that can
+   * do the work itself at a small cost may rather do it than wait (a thread takes a few hundred
+   * milliseconds to load its modules while its caller sets up).
+   */
+  get up(): boolean {
+    return this.isUp && this.worker !== null;
+  }
+
   request(body: Req): Promise<Rep | null> {
     if (!this.worker) return Promise.resolve(null);
     // Referenced while a request waits: a process awaiting nothing else must not exit under it.
@@ -67,7 +90,11 @@ export class RequestThread<Req, Rep> {
   }
   private outbox: { id: number; body: Req }[] = [];
 
-  private flush(): void {
+  /**
+   * Sends the requests made so far now, not at the end of this run of code: for one that should start
+   * before a long stretch of it, such as a warm-up asked just before a run's setup.
+   */
+  flush(): void {
     const batch = this.outbox;
     if (batch.length === 0) return;
     this.outbox = [];
@@ -109,6 +136,7 @@ export class RequestThread<Req, Rep> {
   }
 
   private stop(): void {
+    this.onUp(false); // no effect once up
     this.worker = null;
     this.outbox = [];
     for (const done of this.waiting.values()) done(null);
@@ -120,12 +148,13 @@ export class RequestThread<Req, Rep> {
 export function serveRequests<Req, Rep>(answer: (req: Req) => Rep | null, onControl?: (message: unknown) => void): void {
   const port = parentPort;
   if (!port) throw new Error("serveRequests runs in a worker thread");
+  port.postMessage({ up: true } satisfies Reply<Rep>);
   port.on("message", (m: Message<Req>) => {
     if ("control" in m) onControl?.(m.control);
     else {
       // Answers go together, but not behind a slow one: the asker may wait for the first alone (an
       // import's next batch of vectors, asked with the one after it).
-      let replies: Reply<Rep>["batch"] = [];
+      let replies: Answers<Rep>["batch"] = [];
       let since = performance.now();
       for (const { id, body } of m.batch) {
         replies.push({ id, body: answerOrNull(answer, body) });

@@ -358,7 +358,7 @@ test("the estimate thread works out the estimates made here, with the members of
   const bytes = model.save();
   const here = LearnedExperienceModel.load(bytes, "model.bin", { abstraction });
   const threaded = LearnedExperienceModel.load(bytes, "model.bin", { abstraction });
-  threaded.startEstimateThread();
+  assert.ok(await threaded.startEstimateThread(), "the thread is up");
   // Each step of held-out episodes, as a synthetic env asks: told first, then predicted from its demos.
   const predictAll = async (m: LearnedExperienceModel) => {
     const out = [];
@@ -395,7 +395,7 @@ test("the estimate thread works out the estimates made here, with the members of
   // A thread started after a refit has the refit members (it answers).
   const late = LearnedExperienceModel.load(bytes, "model.bin", { abstraction });
   late.refit(held, 7);
-  late.startEstimateThread();
+  assert.ok(await late.startEstimateThread());
   assert.deepEqual(await predictAll(late), after);
   assert.ok(late.estimatesOnThread > 0, "answered on the thread");
   // A step's history changed by its caller while the thread works on it: what is kept is the estimate of the step as it was.

@@ -223,7 +223,8 @@ export class LearnedExperienceModel implements ExperienceModel {
     const memoKey = this.memoKey(input);
     const known = this.estimates.get(memoKey) ?? this.asked.get(memoKey);
     if (known) return known;
-    if (!this.thread) return this.kept(memoKey, this.ensemble.estimate(input)); // the key made once
+    // Worked out here until the thread is up (it loads the envs' modules while the run sets up): the same estimate, no wait.
+    if (!this.thread?.up) return this.kept(memoKey, this.ensemble.estimate(input)); // the key made once
     // Asked once: a group's rollouts of a task reach the same step at about the same time. The
     // history as it is now (the key's), whatever its caller does to it while the thread works.
     const { generation, memoEpoch, asked } = this;
@@ -250,18 +251,22 @@ export class LearnedExperienceModel implements ExperienceModel {
    * Works out estimates not asked before on a worker thread (a second core) from now on, while the
    * thread that plays the synthetic episodes goes on with other steps: a training run's DreamGym
    * iteration spent ~1.1 s of 8.4 on them (bench:train, 20k steps). Nothing where the machine has
-   * one core. The thread gets the members as they are, and again after each `refit`.
+   * one core. The thread gets the members as they are, and again after each `refit`. Until it is up
+   * (it loads the envs' modules, a few hundred milliseconds), estimates are worked out here; the
+   * promise says when it is (true), or that it is not to be (false).
    */
-  startEstimateThread(): void {
+  startEstimateThread(): Promise<boolean> {
     // The thread's registry has the built-in envs alone: another's features (the estimates read them) would be missing there.
     // A model that replays its own table of recorded steps (`recorded`) asks for its estimates as it replays.
-    if (this.thread || this.recorded || availableParallelism() < 2 || findEnv(this.info.env)?.builtin !== true) return;
+    if (this.thread || this.recorded || availableParallelism() < 2 || findEnv(this.info.env)?.builtin !== true)
+      return this.thread?.ready ?? Promise.resolve(false);
     this.thread = new RequestThread(new URL("./estimate-thread", import.meta.url), {
       model: this.save(),
       env: this.info.env,
       rewards: this.rewards,
       generation: this.generation,
     } satisfies EstimateThreadData);
+    return this.thread.ready;
   }
 
   /** Estimates the estimate thread worked out so far. */

@@ -174,7 +174,7 @@ export async function compose(run: RunFolder, latest: Checkpoint | undefined, gi
     // The learned model's new estimates on the second core too, for the whole run.
     const estimates = synthetic_ && helperThreads(config) ? resolved.learned : undefined;
     if (estimates instanceof LearnedExperienceModel) {
-      estimates.startEstimateThread();
+      void estimates.startEstimateThread(); // estimates are worked out here until it is up
       opened.push({ close: async () => estimates.closeEstimateThread() });
     }
     const policy = policyOf(config, given, env.plugs.features, config.initPolicy ? readFileSync(config.initPolicy) : undefined);
