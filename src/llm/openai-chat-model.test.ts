@@ -322,3 +322,52 @@ test("an answer is bounded as a whole: a dripping body times out, a huge one fai
     await new Promise((resolve) => server.close(resolve));
   }
 });
+
+test("calls reuse one kept-alive connection, which close() ends; a redirect that keeps the POST (307) is followed", async () => {
+  const { createServer } = await import("node:http");
+  const sockets = new Set<import("node:net").Socket>();
+  let connections = 0;
+  const completion = JSON.stringify({
+    id: "c",
+    object: "chat.completion",
+    created: 0,
+    model: "m",
+    choices: [{ index: 0, message: { role: "assistant", content: "moved" }, finish_reason: "stop" }],
+  });
+  const server = createServer((req, res) => {
+    let body = "";
+    req.on("data", (c) => (body += c));
+    req.on("end", () => {
+      if (req.url?.startsWith("/old/")) {
+        res.writeHead(307, { location: req.url.replace("/old/", "/new/") });
+        return void res.end();
+      }
+      const sent = JSON.parse(body) as { messages: { content: string }[] };
+      res.writeHead(200, { "content-type": "application/json; charset=utf-8" });
+      res.end(completion.replace('"moved"', JSON.stringify(`${req.method} ${req.url} ${sent.messages[0].content}`)));
+    });
+  });
+  server.on("connection", (s) => {
+    connections++;
+    sockets.add(s);
+    s.on("close", () => sockets.delete(s));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  try {
+    const m = new OpenAIChatModel({ baseURL: `${base}/new/v1`, model: "m", ...fast });
+    for (const q of ["a", "b", "c"])
+      assert.equal((await m.generate({ messages: [{ role: "user", content: q }] })).choices[0].text, `POST /new/v1/chat/completions ${q}`);
+    assert.equal(connections, 1, "one connection for three calls in a row");
+    m.close();
+    // The server sees the connection end (a bounded wait: it fails rather than hangs if it does not).
+    for (let i = 0; sockets.size > 0 && i < 400; i++) await new Promise((r) => setTimeout(r, 5));
+    assert.equal(sockets.size, 0, "close() ended the kept-alive connection");
+    const moved = new OpenAIChatModel({ baseURL: `${base}/old/v1`, model: "m", ...fast });
+    assert.equal((await moved.generate({ messages: [{ role: "user", content: "d" }] })).choices[0].text, "POST /new/v1/chat/completions d");
+    moved.close();
+  } finally {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+});

@@ -1,7 +1,6 @@
-import { createRequire } from "node:module";
-import type OpenAI from "openai";
 import { ApiCallError, InvalidConfigError } from "../core/index.ts";
 import { FailureBreaker } from "./breaker.ts";
+import { Agents, AnswerTooLargeError, HeadersTimeoutError, postJson, RedirectLoopError } from "./http-post.ts";
 import { extractJson, type ChatChoice, type ChatModel, type ChatRequest, type ChatResponse, type ModelStats } from "./chat-model.ts";
 import { ResponseCache } from "./response-cache.ts";
 import { Semaphore } from "./semaphore.ts";
@@ -30,63 +29,51 @@ export interface OpenAIChatModelOptions {
   maxAnswerBytes?: number;
 }
 
-// The `openai` package is read when the first client is made: a command that calls no endpoint does
-// not pay its load (with `ws`, about a fifth of every CLI start). Its CommonJS build, one copy for
-// the clients and the error classes they throw.
-const require = createRequire(import.meta.url);
-let openaiClass: typeof OpenAI | undefined;
-const openai = (): typeof OpenAI => (openaiClass ??= (require("openai") as { OpenAI: typeof OpenAI }).OpenAI);
+/** What a chat completion's answer holds that is read here. */
+interface ChatCompletion {
+  model?: string;
+  choices: { message?: { content?: string | null }; finish_reason?: string | null }[];
+  usage?: { prompt_tokens?: number; completion_tokens?: number };
+}
 
 /** An HTTP answer that is not an OpenAI chat completion (the endpoint is there, but speaks something else). */
 class NotTheProtocolError extends Error {}
 /** An answer that did not arrive whole within the request timeout (a server that drips its body). */
 class AnswerDeadlineError extends Error {}
-/** An answer larger than `maxAnswerBytes`. */
-class AnswerTooLargeError extends Error {}
+/** An answer with an error status (its `retry-after`, if any, for the backoff). */
+class StatusError extends Error {
+  constructor(
+    readonly status: number,
+    readonly retryAfter: string | undefined,
+    message: string,
+  ) {
+    super(message);
+  }
+}
 
-/**
- * `fetch` with a bound on the answer's size: a declared length above it fails at once, a streamed
- * body fails as it passes it (a server that sends 100 MB answers must not take the process with it).
- */
-function limitedFetch(maxBytes: number): typeof fetch {
-  return async (input, init) => {
-    // The request's own hook (see `once`), called in the tick the client starts its timeout.
-    const { onFetch, ...rest } = (init ?? {}) as RequestInit & { onFetch?: () => void };
-    onFetch?.();
-    const res = await fetch(input, rest);
-    const tooLarge = () => new AnswerTooLargeError(`the answer is larger than ${maxBytes} bytes (HTTP ${res.status})`);
-    const declared = res.headers.get("content-length");
-    if (Number(declared ?? 0) > maxBytes) {
-      await res.body?.cancel().catch(() => {});
-      throw tooLarge();
-    }
-    // A declared length bounds the body (HTTP reads no more than it) unless the body is compressed (fetch
-    // inflates it, and the length is the compressed one's): only those and undeclared ones are counted as they come.
-    const encoding = res.headers.get("content-encoding");
-    if (!res.body || (declared !== null && (encoding === null || encoding === "identity"))) return res;
-    let seen = 0;
-    const body = res.body.pipeThrough(
-      new TransformStream<Uint8Array, Uint8Array>({
-        transform(chunk, out) {
-          seen += chunk.byteLength;
-          if (seen > maxBytes) out.error(tooLarge());
-          else out.enqueue(chunk);
-        },
-      }),
-    );
-    return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
-  };
+/** "<status> <the server's own message>", as servers put it in an OpenAI error body (else its first characters). */
+function statusMessage(status: number, body: string): string {
+  let said: unknown;
+  try {
+    const parsed = JSON.parse(body) as { error?: { message?: unknown } | string; message?: unknown };
+    said = typeof parsed.error === "object" ? (parsed.error?.message ?? JSON.stringify(parsed.error)) : (parsed.error ?? parsed.message);
+  } catch {
+    said = body.trim().slice(0, 200);
+  }
+  return `${status} ${typeof said === "string" && said ? said : "status code (no body)"}`;
 }
 
 const RETRYABLE_STATUS = (s: number) => s === 408 || s === 409 || s === 429 || s >= 500;
 
-/** Any OpenAI-compatible chat server, through the official `openai` client. */
+/** Any OpenAI-compatible chat server (`POST {baseURL}/chat/completions`, over Node's HTTP client: see http-post.ts). */
 export class OpenAIChatModel implements ChatModel {
   readonly id: string;
   /** Stops the run when the endpoint cannot be reached or keeps failing. */
   readonly breaker: FailureBreaker;
   readonly stats: ModelStats = { requests: 0, cacheHits: 0, retries: 0, failures: 0, promptTokens: 0, completionTokens: 0, latencyMs: 0 };
-  private readonly client: OpenAI;
+  private readonly agents = new Agents();
+  private readonly headers: Record<string, string>;
+  private readonly maxAnswerBytes: number;
   private readonly model: string;
   private readonly url: string;
   private readonly semaphore: Semaphore;
@@ -110,14 +97,12 @@ export class OpenAIChatModel implements ChatModel {
     if (!(this.timeoutMs > 0)) throw new InvalidConfigError(`the request timeout must be positive, got ${this.timeoutMs} ms`);
     this.breaker = new FailureBreaker(this.url, { maxFailures: opts.maxFailures });
     this.cache = typeof opts.cache === "string" ? new ResponseCache(opts.cache) : (opts.cache ?? null);
-    // Retries are ours (classification, jitter, counters), so the client makes one attempt.
-    this.client = new (openai())({
-      baseURL,
-      apiKey: opts.apiKey ?? process.env.OPENAI_API_KEY ?? "not-needed",
-      maxRetries: 0,
-      timeout: this.timeoutMs,
-      fetch: limitedFetch(opts.maxAnswerBytes ?? 16 * 1024 * 1024),
-    });
+    this.maxAnswerBytes = opts.maxAnswerBytes ?? 16 * 1024 * 1024;
+    this.headers = {
+      "content-type": "application/json",
+      accept: "application/json",
+      authorization: `Bearer ${opts.apiKey ?? process.env.OPENAI_API_KEY ?? "not-needed"}`,
+    };
   }
 
   /** Calls in flight and calls waiting for a slot. */
@@ -160,7 +145,7 @@ export class OpenAIChatModel implements ChatModel {
         const answered =
           status !== undefined || e instanceof NotTheProtocolError || causedBy(e, AnswerTooLargeError) || causedBy(e, AnswerDeadlineError) || redirectLoop(e);
         if (answered) this.breaker.answered();
-        const timedOut = e instanceof openai().APIConnectionTimeoutError || causedBy(e, AnswerDeadlineError);
+        const timedOut = causedBy(e, HeadersTimeoutError) || causedBy(e, AnswerDeadlineError);
         // No status: no connection, a cut connection, no answer in time, or a body that is not the protocol.
         const transport = status === undefined;
         const retryable = transport ? !timedOut && this.breaker.reached : RETRYABLE_STATUS(status);
@@ -178,7 +163,7 @@ export class OpenAIChatModel implements ChatModel {
 
   /** Exponential backoff with full jitter; a server's Retry-After (seconds) is honoured up to the cap. */
   private backoff(attempt: number, e: unknown): number {
-    const retryAfter = Number((e as { headers?: Headers }).headers?.get?.("retry-after"));
+    const retryAfter = Number(e instanceof StatusError ? e.retryAfter : undefined);
     const base = Math.min(this.maxBackoffMs, this.backoffMs * 2 ** attempt);
     const jittered = base / 2 + Math.random() * (base / 2);
     return Number.isFinite(retryAfter) && retryAfter > 0 ? Math.min(this.maxBackoffMs, retryAfter * 1000) : jittered;
@@ -187,18 +172,15 @@ export class OpenAIChatModel implements ChatModel {
   private async once(request: ChatRequest): Promise<ChatResponse> {
     const abort = new AbortController();
     const off = this.breaker.onTrip(() => abort.abort());
-    // The client's timeout ends at the answer's headers; this one bounds the whole answer. It starts
-    // in the tick the client's does (when the request is sent) and ends a moment later, so that no
-    // headers at all stays the client's timeout (not answered), however late a busy process sends it.
-    let deadline: ReturnType<typeof setTimeout> | undefined;
-    const startDeadline = () => {
-      deadline = setTimeout(
-        () => abort.abort(new AnswerDeadlineError(`timed out: no whole answer within ${this.timeoutMs / 1000} s (--request-timeout)`)),
-        this.timeoutMs + 50,
-      );
-    };
+    // The request timeout ends at the answer's headers; this one bounds the whole answer. It starts
+    // as the request is sent and ends a moment later, so that no headers at all stays the request
+    // timeout (not answered), however late a busy process reads them.
+    const deadline = setTimeout(
+      () => abort.abort(new AnswerDeadlineError(`timed out: no whole answer within ${this.timeoutMs / 1000} s (--request-timeout)`)),
+      this.timeoutMs + 50,
+    );
     try {
-      return await this.attempt(request, abort.signal, startDeadline);
+      return await this.attempt(request, abort.signal);
     } catch (e) {
       if (abort.signal.aborted && abort.signal.reason instanceof AnswerDeadlineError && !causedBy(e, AnswerDeadlineError)) throw abort.signal.reason;
       throw e;
@@ -208,26 +190,38 @@ export class OpenAIChatModel implements ChatModel {
     }
   }
 
-  private async attempt(request: ChatRequest, signal: AbortSignal, onFetch: () => void): Promise<ChatResponse> {
-    const res = await this.client.chat.completions.create(
-      {
-        model: this.model,
-        messages: request.messages,
-        ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
-        ...(request.maxTokens !== undefined ? { max_tokens: request.maxTokens } : {}),
-        ...(request.seed !== undefined ? { seed: request.seed } : {}),
-        ...(request.n !== undefined ? { n: request.n } : {}),
-        ...(request.stop ? { stop: request.stop } : {}),
-        ...(request.schema
-          ? { response_format: { type: "json_schema" as const, json_schema: { name: request.schema.name, schema: request.schema.schema, strict: true } } }
-          : {}),
-      },
-      { signal, fetchOptions: { onFetch } as object },
-    );
+  private async attempt(request: ChatRequest, signal: AbortSignal): Promise<ChatResponse> {
+    const body = JSON.stringify({
+      model: this.model,
+      messages: request.messages,
+      ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
+      ...(request.maxTokens !== undefined ? { max_tokens: request.maxTokens } : {}),
+      ...(request.seed !== undefined ? { seed: request.seed } : {}),
+      ...(request.n !== undefined ? { n: request.n } : {}),
+      ...(request.stop ? { stop: request.stop } : {}),
+      ...(request.schema
+        ? { response_format: { type: "json_schema", json_schema: { name: request.schema.name, schema: request.schema.schema, strict: true } } }
+        : {}),
+    });
+    const answer = await postJson(this.url, body, {
+      headers: this.headers,
+      signal,
+      headersTimeoutMs: this.timeoutMs,
+      maxBytes: this.maxAnswerBytes,
+      agents: this.agents,
+    });
+    if (answer.status < 200 || answer.status > 299) {
+      const retryAfter = answer.headers["retry-after"];
+      throw new StatusError(answer.status, Array.isArray(retryAfter) ? retryAfter[0] : retryAfter, statusMessage(answer.status, answer.body));
+    }
+    // A JSON answer that does not parse is a broken transfer (retried once the server has answered);
+    // any other kind of answer is a server that speaks something else.
+    const type = String(answer.headers["content-type"] ?? "");
+    if (!/[/+]json\b/i.test(type))
+      throw new NotTheProtocolError(`the answer is not an OpenAI chat completion (it begins ${JSON.stringify(answer.body.slice(0, 40))})`);
+    const res = JSON.parse(answer.body) as ChatCompletion | null;
     if (!res || typeof res !== "object" || !Array.isArray(res.choices))
-      throw new NotTheProtocolError(
-        `the answer is not an OpenAI chat completion${typeof res === "string" ? ` (it begins ${JSON.stringify((res as string).slice(0, 40))})` : " (no choices)"}`,
-      );
+      throw new NotTheProtocolError("the answer is not an OpenAI chat completion (no choices)");
     const choices: ChatChoice[] = res.choices.map((c) => {
       const text = c.message?.content ?? "";
       const choice: ChatChoice = { text, finishReason: c.finish_reason ?? undefined };
@@ -249,6 +243,7 @@ export class OpenAIChatModel implements ChatModel {
 
   close(): void {
     this.cache?.close();
+    this.agents.close();
   }
 }
 
@@ -265,12 +260,8 @@ function describe(e: unknown): string {
   return message;
 }
 
-/** Whether fetch gave up following redirects: the server is there, and answers with redirects. */
-function redirectLoop(e: unknown): boolean {
-  for (let c = e, depth = 0; c && depth < 5; c = (c as { cause?: unknown }).cause, depth++)
-    if (/redirect count exceeded/i.test(String((c as Error).message))) return true;
-  return false;
-}
+/** Whether the client gave up following redirects: the server is there, and answers with redirects. */
+const redirectLoop = (e: unknown): boolean => causedBy(e, RedirectLoopError);
 
 /** Whether `e` or an error in its cause chain is a `kind`. */
 function causedBy(e: unknown, kind: new (...args: never[]) => Error): boolean {
