@@ -1,12 +1,13 @@
 // One JSON POST to an OpenAI-compatible server over Node's own HTTP client, read whole. The chat
 // model's hot path: through the `openai` client and `fetch` a call cost ~0.55 ms of this process's
 // CPU, through this ~0.1 ms (64 calls in flight against a local server), most of the framework's
-// budget per synthetic step. What fetch did for those calls, this does too: redirects, compressed
-// answers, a bound on the answer's size, a deadline for its headers, an abort signal.
+// budget per synthetic step. What fetch did for those calls, this does too: redirects (credentials
+// kept to the first origin), compressed answers (as leniently), idle connections let go, a bound on
+// the answer's size, a deadline for its headers, an abort signal.
 import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
-import type { Readable } from "node:stream";
-import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
+import type { Socket } from "node:net";
+import { brotliDecompressSync, constants, gunzipSync, inflateRawSync, inflateSync } from "node:zlib";
 
 /** An answer read whole. */
 export interface PostAnswer {
@@ -28,7 +29,7 @@ export interface PostOptions {
   headers: Record<string, string>;
   /** Ends the request (its reason is the error). */
   signal: AbortSignal;
-  /** No headers within this fails the request with `HeadersTimeoutError`. */
+  /** No headers within this (redirects included) fails the request with `HeadersTimeoutError`. */
   headersTimeoutMs: number;
   /** The largest answer read, in bytes (after decompression). */
   maxBytes: number;
@@ -36,31 +37,44 @@ export interface PostOptions {
   agents: Agents;
 }
 
+/** An idle connection is let go after this, as fetch does (a server or a NAT may have forgotten it, and a request on it would hang). */
+const IDLE_MS = 4000;
+
 /** A client's kept-alive connections, for http and https. */
 export class Agents {
-  readonly http = new HttpAgent({ keepAlive: true });
-  readonly https = new HttpsAgent({ keepAlive: true });
+  // An agent's `timeout` ends only idle connections (a request on one has its own deadlines).
+  readonly http = new HttpAgent({ keepAlive: true, timeout: IDLE_MS });
+  readonly https = new HttpsAgent({ keepAlive: true, timeout: IDLE_MS });
+  /** Ends the idle connections now, and each busy one once its call is done (calls in flight finish). */
   close(): void {
-    this.http.destroy();
-    this.https.destroy();
+    for (const agent of [this.http, this.https]) {
+      agent.keepSocketAlive = () => false;
+      for (const sockets of Object.values(agent.freeSockets)) for (const s of (sockets ?? []) as Socket[]) s.destroy();
+    }
   }
 }
 
 const REDIRECTS = 20; // as fetch
+/** Headers that carry credentials: not sent on to another origin (as fetch). */
+const CREDENTIALS = ["authorization", "cookie", "proxy-authorization"];
 
 /** POSTs `body` (JSON text) to `url`; resolves with the answer of any status, following redirects. */
 export async function postJson(url: string, body: string, o: PostOptions): Promise<PostAnswer> {
   let target = new URL(url);
   let method = "POST";
   let payload: string | undefined = body;
+  let headers = o.headers;
+  const headersBy = performance.now() + o.headersTimeoutMs; // one deadline for the whole chain of redirects
   for (let redirects = 0; ; redirects++) {
-    const res = await send(target, method, payload, o);
+    const res = await send(target, method, payload, headers, headersBy, o);
     const status = res.statusCode ?? 0;
     const location = res.headers.location;
     if (location && (status === 301 || status === 302 || status === 303 || status === 307 || status === 308)) {
       res.resume();
       if (redirects >= REDIRECTS) throw new RedirectLoopError("redirect count exceeded");
-      target = new URL(location, target);
+      const next = new URL(location, target);
+      if (next.origin !== target.origin) headers = Object.fromEntries(Object.entries(headers).filter(([k]) => !CREDENTIALS.includes(k.toLowerCase())));
+      target = next;
       // As fetch: a 303, or a 301/302 after a POST, is followed with a GET.
       if (status === 303 || ((status === 301 || status === 302) && method === "POST")) {
         method = "GET";
@@ -68,16 +82,32 @@ export async function postJson(url: string, body: string, o: PostOptions): Promi
       }
       continue;
     }
-    return { status, headers: res.headers, body: await readBody(res, status, o) };
+    if (status >= 200 && status <= 299) return { status, headers: res.headers, body: await readBody(res, status, o) };
+    // An error status stands even where its body cannot be read (cut, too large, badly compressed).
+    let text: string;
+    try {
+      text = await readBody(res, status, o);
+    } catch (e) {
+      if (o.signal.aborted) throw o.signal.reason;
+      text = e instanceof AnswerTooLargeError ? "(a body too large to read)" : "";
+    }
+    return { status, headers: res.headers, body: text };
   }
 }
 
 /** Sends one request; resolves at its answer's headers. */
-function send(target: URL, method: string, payload: string | undefined, o: PostOptions): Promise<IncomingMessage> {
+function send(
+  target: URL,
+  method: string,
+  payload: string | undefined,
+  given: Record<string, string>,
+  headersBy: number,
+  o: PostOptions,
+): Promise<IncomingMessage> {
   return new Promise((resolve, reject) => {
     if (o.signal.aborted) return reject(o.signal.reason);
     const https = target.protocol === "https:";
-    const headers: Record<string, string | number> = { ...o.headers, "accept-encoding": "gzip, deflate, br" };
+    const headers: Record<string, string | number> = { ...given, "accept-encoding": "gzip, deflate, br" };
     if (payload !== undefined) headers["content-length"] = Buffer.byteLength(payload);
     else delete headers["content-type"];
     const req = (https ? httpsRequest : httpRequest)(target, { method, headers, agent: https ? o.agents.https : o.agents.http });
@@ -92,7 +122,7 @@ function send(target: URL, method: string, payload: string | undefined, o: PostO
     };
     const onAbort = () => fail(o.signal.reason);
     o.signal.addEventListener("abort", onAbort, { once: true });
-    const timer = setTimeout(() => fail(new HeadersTimeoutError("Request timed out.")), o.headersTimeoutMs);
+    const timer = setTimeout(() => fail(new HeadersTimeoutError("Request timed out.")), Math.max(0, headersBy - performance.now()));
     req.on("error", (e) => fail(new ConnectionError("Connection error.", { cause: e })));
     req.on("response", (res) => {
       if (settled) return void res.resume();
@@ -105,51 +135,73 @@ function send(target: URL, method: string, payload: string | undefined, o: PostO
   });
 }
 
-/** The answer's body as text, decompressed, failing past `maxBytes` (a declared length above it fails at once). */
+/** Decodes a body of the given codings (last applied first), as leniently as fetch: a truncated or empty compressed body gives what it holds, "deflate" may be raw deflate (told by its first byte). */
+function decode(raw: Buffer, codings: string[], maxBytes: number): Buffer {
+  const sync = { finishFlush: constants.Z_SYNC_FLUSH, maxOutputLength: maxBytes };
+  let body = raw;
+  for (const c of [...codings].reverse()) {
+    if (body.length === 0) break;
+    if (c === "gzip" || c === "x-gzip") body = gunzipSync(body, sync);
+    else if (c === "deflate") body = (body[0] & 0x0f) === 8 ? inflateSync(body, sync) : inflateRawSync(body, sync);
+    else if (c === "br") body = brotliDecompressSync(body, { finishFlush: constants.BROTLI_OPERATION_FLUSH, maxOutputLength: maxBytes });
+    // another coding: the body as it is (the parse then says so)
+  }
+  return body;
+}
+
+/**
+ * The answer's body as text (a leading byte-order mark dropped), decompressed, failing past
+ * `maxBytes` as it comes and after decompression (a declared length above it fails at once).
+ */
 function readBody(res: IncomingMessage, status: number, o: PostOptions): Promise<string> {
   const tooLarge = () => new AnswerTooLargeError(`the answer is larger than ${o.maxBytes} bytes (HTTP ${status})`);
   if (Number(res.headers["content-length"] ?? 0) > o.maxBytes) {
     res.destroy();
     return Promise.reject(tooLarge());
   }
-  const encoding = String(res.headers["content-encoding"] ?? "identity").toLowerCase();
-  const decoder =
-    encoding === "gzip" || encoding === "x-gzip"
-      ? createGunzip()
-      : encoding === "deflate"
-        ? createInflate()
-        : encoding === "br"
-          ? createBrotliDecompress()
-          : null;
-  const stream: Readable = decoder ? res.pipe(decoder) : res;
+  const codings =
+    status === 204 || status === 304
+      ? []
+      : String(res.headers["content-encoding"] ?? "")
+          .toLowerCase()
+          .split(",")
+          .map((c) => c.trim())
+          .filter((c) => c && c !== "identity");
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let seen = 0;
     let settled = false;
-    const fail = (e: unknown) => {
-      if (settled) return;
+    const done = (): boolean => {
+      if (settled) return false;
       settled = true;
       o.signal.removeEventListener("abort", onAbort);
+      return true;
+    };
+    const fail = (e: unknown) => {
+      if (!done()) return;
       res.destroy();
-      decoder?.destroy();
       reject(e);
     };
     const onAbort = () => fail(o.signal.reason);
     if (o.signal.aborted) return onAbort();
     o.signal.addEventListener("abort", onAbort, { once: true });
-    stream.on("data", (c: Buffer) => {
+    res.on("data", (c: Buffer) => {
       seen += c.length;
       if (seen > o.maxBytes) fail(tooLarge());
       else chunks.push(c);
     });
-    stream.on("end", () => {
-      if (settled) return;
-      settled = true;
-      o.signal.removeEventListener("abort", onAbort);
-      resolve(Buffer.concat(chunks).toString("utf8"));
+    res.on("end", () => {
+      if (!done()) return;
+      let body: Buffer;
+      try {
+        body = decode(Buffer.concat(chunks), codings, o.maxBytes);
+      } catch (e) {
+        return reject((e as { code?: string }).code === "ERR_BUFFER_TOO_LARGE" ? tooLarge() : new ConnectionError("Connection error.", { cause: e }));
+      }
+      const text = body.toString("utf8");
+      resolve(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
     });
-    stream.on("error", (e) => fail(new ConnectionError("Connection error.", { cause: e })));
-    if (decoder) res.on("error", (e) => fail(new ConnectionError("Connection error.", { cause: e })));
+    res.on("error", (e) => fail(new ConnectionError("Connection error.", { cause: e })));
     // A connection cut in the middle of the body.
     res.on("close", () => {
       if (!res.complete) fail(new ConnectionError("Connection error.", { cause: new Error("the connection was cut before the whole answer came") }));

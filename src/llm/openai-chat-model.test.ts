@@ -371,3 +371,84 @@ test("calls reuse one kept-alive connection, which close() ends; a redirect that
     await new Promise((resolve) => server.close(resolve));
   }
 });
+
+test("the key goes to the endpoint's origin only; an error status stands though its body is cut; raw deflate and a byte-order mark are read; close() lets a call in flight finish", async () => {
+  const { createServer } = await import("node:http");
+  const { deflateRawSync } = await import("node:zlib");
+  const completion = (text: string) =>
+    JSON.stringify({
+      id: "c",
+      object: "chat.completion",
+      created: 0,
+      model: "m",
+      choices: [{ index: 0, message: { role: "assistant", content: text }, finish_reason: "stop" }],
+    });
+  const seen: { url?: string; authorization?: string }[] = [];
+  let release: () => void = () => {};
+  const held = new Promise<void>((r) => (release = r));
+  const other = createServer((req, res) => {
+    seen.push({ url: req.url, authorization: req.headers.authorization });
+    req.resume();
+    req.on("end", () => {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(completion("elsewhere"));
+    });
+  });
+  await new Promise<void>((resolve) => other.listen(0, "127.0.0.1", resolve));
+  const otherBase = `http://127.0.0.1:${(other.address() as { port: number }).port}`;
+  const server = createServer((req, res) => {
+    seen.push({ url: req.url, authorization: req.headers.authorization });
+    req.resume();
+    req.on("end", () => {
+      const mode = req.url?.split("/")[1];
+      if (mode === "away") {
+        res.writeHead(307, { location: `${otherBase}/v1/chat/completions` });
+        return void res.end();
+      }
+      if (mode === "cut") {
+        // A 500 whose body stops short of its declared length.
+        res.writeHead(500, { "content-type": "application/json", "content-length": 1000 });
+        res.write('{"error": {"mess');
+        return void setImmediate(() => res.socket?.destroy());
+      }
+      if (mode === "raw") {
+        res.writeHead(200, { "content-type": "application/json", "content-encoding": "deflate" });
+        return void res.end(deflateRawSync(Buffer.from(`\uFEFF${completion("inflated")}`)));
+      }
+      void held.then(() => {
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(completion("held"));
+      });
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  const ask = (m: OpenAIChatModel) => m.generate({ messages: [{ role: "user", content: "x" }] });
+  try {
+    const away = new OpenAIChatModel({ baseURL: `${base}/away/v1`, model: "m", apiKey: "sk-secret", ...fast });
+    assert.equal((await ask(away)).choices[0].text, "elsewhere");
+    assert.deepEqual(
+      seen.map((s) => s.authorization),
+      ["Bearer sk-secret", undefined],
+      "sent to the endpoint, not on to another origin",
+    );
+    away.close();
+    const cut = new OpenAIChatModel({ baseURL: `${base}/cut/v1`, model: "m", maxRetries: 0, ...fast });
+    await assert.rejects(ask(cut), (e: unknown) => e instanceof ApiCallError && e.status === 500 && !(e instanceof EndpointFailedError));
+    cut.close();
+    const raw = new OpenAIChatModel({ baseURL: `${base}/raw/v1`, model: "m", ...fast });
+    assert.equal((await ask(raw)).choices[0].text, "inflated");
+    raw.close();
+    const slow = new OpenAIChatModel({ baseURL: `${base}/held/v1`, model: "m", ...fast });
+    const inFlight = ask(slow);
+    while (seen.length < 5) await new Promise((r) => setImmediate(r));
+    slow.close();
+    release();
+    assert.equal((await inFlight).choices[0].text, "held");
+  } finally {
+    for (const s of [server, other]) {
+      s.closeAllConnections();
+      await new Promise((resolve) => s.close(resolve));
+    }
+  }
+});

@@ -98,10 +98,14 @@ export class OpenAIChatModel implements ChatModel {
     this.breaker = new FailureBreaker(this.url, { maxFailures: opts.maxFailures });
     this.cache = typeof opts.cache === "string" ? new ResponseCache(opts.cache) : (opts.cache ?? null);
     this.maxAnswerBytes = opts.maxAnswerBytes ?? 16 * 1024 * 1024;
+    // As the `openai` client sends them: the key, and the organization and project where set.
     this.headers = {
       "content-type": "application/json",
       accept: "application/json",
+      "user-agent": "dreamgym",
       authorization: `Bearer ${opts.apiKey ?? process.env.OPENAI_API_KEY ?? "not-needed"}`,
+      ...(process.env.OPENAI_ORG_ID ? { "openai-organization": process.env.OPENAI_ORG_ID } : {}),
+      ...(process.env.OPENAI_PROJECT_ID ? { "openai-project": process.env.OPENAI_PROJECT_ID } : {}),
     };
   }
 
