@@ -193,44 +193,12 @@ export class ExactIndex {
     if (count === 0) return [];
     const d = this.dims;
     const idAt = (i: number) => (view.ids === null ? this.ids[i] : view.ids[i]);
-    // The same query again (a group's rollouts of a task reach the same steps; a step may ask twice):
-    // its answer then, merged with the rows the view took since, scored now. That is this search's
-    // answer: the view's rows are those rows and the ones after them (a row that goes makes a new view).
-    const key = answerKey(query, k);
-    const before = view.answers?.get(key);
-    if (before && before.k === k && sameBits(before.query, query)) {
-      this.recalled++;
-      if (before.count < count) {
-        const top = new TopK(k);
-        for (const c of before.top) top.push(c.id, c.score);
-        for (let i = before.count; i < count; i++) top.push(idAt(i), rowScore(view.matrix, i, query, d));
-        before.top = top.sorted();
-        before.count = count;
-      }
-      return before.top.map((c) => ({ ...c }));
-    }
-    const top = this.scan(view, query, k, idAt);
-    if (this.answersKept.answers >= ANSWERS_KEPT.answers || this.answersKept.candidates >= ANSWERS_KEPT.candidates) this.forgetAnswers();
-    (view.answers ??= new Map()).set(key, { query: Float32Array.from(query), k, count, top });
-    this.answersKept.answers++;
-    this.answersKept.candidates += top.length;
-    return top.map((c) => ({ ...c }));
-  }
-
-  /** Searches answered from a kept answer (and the rows since). */
-  recalled = 0;
-  /** The answers kept (`search`), bounded with their number and their candidates'. */
-  private answersKept = { answers: 0, candidates: 0 };
-  private forgetAnswers(): void {
-    for (const views of this.views.values()) for (const v of views.values()) v.answers = undefined;
-    this.answersKept = { answers: 0, candidates: 0 };
-  }
-
-  /** A search of all of a view's rows. */
-  private scan(view: View, query: Float32Array, k: number, idAt: (i: number) => number): Candidate[] {
-    const count = view.count;
-    const d = this.dims;
-    const exact = (i: number) => rowScore(view.matrix, i, query, d);
+    const exact = (i: number) => {
+      let s = 0;
+      const o = i * d;
+      for (let j = 0; j < d; j++) s += view.matrix[o + j] * query[j];
+      return s;
+    };
     const heap = new TopK(k);
     if (count < SIMD_MIN_ROWS) {
       for (let i = 0; i < count; i++) heap.push(idAt(i), exact(i));
@@ -344,8 +312,6 @@ export class ExactIndex {
 /** A filter's rows' ids (null: every row, in place) and their vectors, with an int8 copy once searched by SIMD. */
 interface View {
   filter: Partial<RowTags>;
-  /** Its answers by `answerKey`: the query, k, the rows it had then (`count`) and their best. */
-  answers?: Map<number, { query: Float32Array; k: number; count: number; top: Candidate[] }>;
   /** Its rows: the first `count` of `ids` and of `matrix` (room to grow beyond). */
   count: number;
   ids: Float64Array | null;
@@ -409,33 +375,6 @@ const MAX_VIEWS = 8192;
 const VIEW_ROWS_MIN = 65_536;
 
 /** Keeps the k best (score, id) pairs; ties prefer the lower id. */
-/** Answers kept at most over an index's views (a query's copy each, 1 KB at 256 dims), and their candidates (~50 B each). */
-const ANSWERS_KEPT = { answers: 4096, candidates: 100_000 };
-
-/** A row's exact score: its vector's dot product with the query (the same sum, in the same order, wherever a search scores it). */
-function rowScore(matrix: Float32Array, i: number, query: Float32Array, d: number): number {
-  let s = 0;
-  const o = i * d;
-  for (let j = 0; j < d; j++) s += matrix[o + j] * query[j];
-  return s;
-}
-
-/** A hash of the query's bits and k (a kept answer is used only if its query has the same bits). */
-function answerKey(query: Float32Array, k: number): number {
-  const bits = new Int32Array(query.buffer, query.byteOffset, query.length);
-  let h = 0x811c9dc5 ^ k;
-  for (let i = 0; i < bits.length; i++) h = Math.imul(h ^ bits[i], 0x01000193);
-  return h;
-}
-
-function sameBits(a: Float32Array, b: Float32Array): boolean {
-  if (a.length !== b.length) return false;
-  const x = new Int32Array(a.buffer, a.byteOffset, a.length);
-  const y = new Int32Array(b.buffer, b.byteOffset, b.length);
-  for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return false;
-  return true;
-}
-
 export class TopK {
   private items: Candidate[] = [];
   constructor(private readonly k: number) {}
