@@ -1,6 +1,4 @@
-import { createRequire } from "node:module";
-import type OpenAI from "openai";
-import { ApiCallError, InvalidConfigError } from "../core/index.ts";
+import { Agents, ApiCallError, HttpStatusError, InvalidConfigError, openAIHeaders, postJson } from "../core/index.ts";
 import { l2Normalize, type Embedder } from "./embedder.ts";
 
 export interface OpenAIEmbedderOptions {
@@ -19,17 +17,23 @@ export interface OpenAIEmbedderOptions {
   dims?: number;
 }
 
-// The `openai` package is read when the first embedder is made (as the chat model's: a command that
-// calls no endpoint does not pay its load).
-const require = createRequire(import.meta.url);
-let openaiClass: typeof OpenAI | undefined;
-const openai = (): typeof OpenAI => (openaiClass ??= (require("openai") as { OpenAI: typeof OpenAI }).OpenAI);
+const RETRYABLE_STATUS = (s: number) => s === 408 || s === 409 || s === 429 || s >= 500;
+/** Its calls are not aborted (each is bounded by its timeout, as through the `openai` client). */
+const NEVER = new AbortController().signal;
 
-/** Any OpenAI-compatible `/v1/embeddings` endpoint, through the official client. Vectors are L2-normalised. */
+/**
+ * Any OpenAI-compatible `/v1/embeddings` endpoint (over Node's HTTP client, as the chat model's calls:
+ * a retrieving synthetic step embeds its query with it). Vectors are L2-normalised. Connection errors,
+ * timeouts and 408/409/429/5xx are retried with exponential backoff and jitter (0.5 s doubling to
+ * 8 s, or the server's Retry-After), as the `openai` client did.
+ */
 export class OpenAIEmbedder implements Embedder {
   readonly id: string;
   private dimsValue: number;
-  private readonly client: OpenAI;
+  private readonly agents = new Agents();
+  private readonly headers: Record<string, string>;
+  private readonly maxRetries: number;
+  private readonly timeoutMs: number;
   private readonly model: string;
   private readonly batchSize: number;
   private readonly baseURL: string;
@@ -41,12 +45,9 @@ export class OpenAIEmbedder implements Embedder {
     this.batchSize = opts.batchSize ?? 64;
     this.dimsValue = opts.dims ?? 0;
     this.id = `openai-compatible:${this.baseURL}#${this.model}`;
-    this.client = new (openai())({
-      baseURL: this.baseURL,
-      apiKey: opts.apiKey ?? process.env.OPENAI_API_KEY ?? "not-needed",
-      maxRetries: opts.maxRetries ?? 4,
-      timeout: opts.timeoutMs ?? 30_000,
-    });
+    this.maxRetries = opts.maxRetries ?? 4;
+    this.timeoutMs = opts.timeoutMs ?? 30_000;
+    this.headers = openAIHeaders(opts.apiKey);
   }
 
   /** Vector length; 0 until the first call when not given. */
@@ -58,14 +59,14 @@ export class OpenAIEmbedder implements Embedder {
     const out: Float32Array[] = [];
     for (let i = 0; i < texts.length; i += this.batchSize) {
       const batch = texts.slice(i, i + this.batchSize);
-      let res;
+      let res: { data?: { index: number; embedding: number[] }[] };
       try {
-        res = await this.client.embeddings.create({ model: this.model, input: batch, encoding_format: "float" });
+        res = await this.withRetries(JSON.stringify({ model: this.model, input: batch, encoding_format: "float" }));
       } catch (e) {
         const status = (e as { status?: number }).status;
         throw new ApiCallError(`embeddings request failed after retries: ${(e as Error).message}`, { url: `${this.baseURL}/embeddings`, status, cause: e });
       }
-      const data = [...(res.data ?? [])].sort((a, b) => a.index - b.index);
+      const data = [...(Array.isArray(res?.data) ? res.data : [])].sort((a, b) => a.index - b.index);
       if (data.length !== batch.length) {
         throw new ApiCallError(`embeddings response has ${data.length} vectors for ${batch.length} inputs`, {
           url: `${this.baseURL}/embeddings`,
@@ -73,7 +74,7 @@ export class OpenAIEmbedder implements Embedder {
         });
       }
       for (const d of data) {
-        const v = l2Normalize(Float32Array.from(d.embedding as number[]));
+        const v = l2Normalize(Float32Array.from(d.embedding));
         if (this.dimsValue === 0) this.dimsValue = v.length;
         if (v.length !== this.dimsValue) {
           throw new ApiCallError(`embedding has ${v.length} dims, expected ${this.dimsValue}`, { url: `${this.baseURL}/embeddings`, isRetryable: false });
@@ -82,5 +83,29 @@ export class OpenAIEmbedder implements Embedder {
       }
     }
     return out;
+  }
+
+  /** One request, retried where it may pass on a later try. */
+  private async withRetries(body: string): Promise<{ data?: { index: number; embedding: number[] }[] }> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const answer = await postJson(`${this.baseURL}/embeddings`, body, {
+          headers: this.headers,
+          signal: NEVER,
+          headersTimeoutMs: this.timeoutMs,
+          maxBytes: 256 * 1024 * 1024,
+          agents: this.agents,
+        });
+        if (answer.status < 200 || answer.status > 299) throw new HttpStatusError(answer);
+        return JSON.parse(answer.body) as { data?: { index: number; embedding: number[] }[] };
+      } catch (e) {
+        const status = e instanceof HttpStatusError ? e.status : undefined;
+        if (attempt >= this.maxRetries || (status !== undefined && !RETRYABLE_STATUS(status)) || e instanceof SyntaxError) throw e;
+        const retryAfter = Number(e instanceof HttpStatusError ? e.retryAfter : undefined);
+        const wait =
+          Number.isFinite(retryAfter) && retryAfter >= 0 && retryAfter <= 60 ? retryAfter : Math.min(0.5 * 2 ** attempt, 8) * (1 - Math.random() * 0.25);
+        await new Promise((r) => setTimeout(r, wait * 1000));
+      }
+    }
   }
 }

@@ -36,4 +36,16 @@ export type { FeaturizedStep, PolicyFeatures, SparseVector } from "./features.ts
 export { parseNoiseKinds, pickKind, requestRng, REWARD_NOISE_KINDS, STATE_NOISE_KINDS } from "./oracle.ts";
 export type { Oracle, OracleAnswer, OracleNoise, OracleOptions, RewardNoiseKind, StateNoiseKind } from "./oracle.ts";
 export { RequestThread, serveRequests } from "./request-thread.ts";
+export {
+  Agents,
+  AnswerTooLargeError,
+  ConnectionError,
+  HeadersTimeoutError,
+  HttpStatusError,
+  openAIHeaders,
+  postJson,
+  RedirectLoopError,
+  type PostAnswer,
+  type PostOptions,
+} from "./http-post.ts";
 export { PACKAGE_ROOT, PACKAGE_VERSION } from "./package-root.ts";

@@ -8,7 +8,7 @@ import { createChatModel } from "./create-chat-model.ts";
 import { extractJson } from "./chat-model.ts";
 import { ResponseCache } from "./response-cache.ts";
 import { EndpointFailedError } from "./breaker.ts";
-import { ApiCallError } from "../core/index.ts";
+import { ApiCallError, InvalidConfigError } from "../core/index.ts";
 import { chatServer } from "../testing/index.ts";
 
 const fast = { backoffMs: 1, maxBackoffMs: 5 };
@@ -450,5 +450,52 @@ test("the key goes to the endpoint's origin only; an error status stands though 
       s.closeAllConnections();
       await new Promise((resolve) => s.close(resolve));
     }
+  }
+});
+
+test("a key pasted with its newline is trimmed (one inside is a config error); an empty answer is the server speaking something else; no answer bound is too large", async () => {
+  const { createServer } = await import("node:http");
+  const { gzipSync } = await import("node:zlib");
+  const keys: (string | undefined)[] = [];
+  const server = createServer((req, res) => {
+    keys.push(req.headers.authorization);
+    req.resume();
+    req.on("end", () => {
+      if (req.url?.startsWith("/empty/")) {
+        res.writeHead(200, { "content-type": "application/json", "content-length": 0 });
+        return void res.end();
+      }
+      const body = gzipSync(
+        JSON.stringify({
+          id: "c",
+          object: "chat.completion",
+          created: 0,
+          model: "m",
+          choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }],
+        }),
+      );
+      res.writeHead(200, { "content-type": "application/json", "content-encoding": "gzip", "content-length": body.length });
+      res.end(body);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  const ask = (m: OpenAIChatModel) => m.generate({ messages: [{ role: "user", content: "x" }] });
+  try {
+    const m = new OpenAIChatModel({ baseURL: `${base}/v1`, model: "m", apiKey: "sk-abc\n", maxAnswerBytes: Number.POSITIVE_INFINITY, ...fast });
+    assert.equal((await ask(m)).choices[0].text, "ok");
+    assert.deepEqual(keys, ["Bearer sk-abc"]);
+    m.close();
+    assert.throws(
+      () => new OpenAIChatModel({ baseURL: `${base}/v1`, model: "m", apiKey: "sk-a\nbc" }),
+      (e: unknown) => e instanceof InvalidConfigError && /API key/.test((e as Error).message),
+    );
+    assert.throws(() => new OpenAIChatModel({ baseURL: `${base}/v1`, model: "m", maxAnswerBytes: 0 }), InvalidConfigError);
+    const empty = new OpenAIChatModel({ baseURL: `${base}/empty/v1`, model: "m", maxRetries: 0, ...fast });
+    await assert.rejects(ask(empty), (e: unknown) => !(e instanceof EndpointFailedError) && /an empty answer/.test((e as Error).message));
+    empty.close();
+  } finally {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
   }
 });

@@ -1,6 +1,15 @@
-import { ApiCallError, InvalidConfigError } from "../core/index.ts";
+import {
+  Agents,
+  AnswerTooLargeError,
+  ApiCallError,
+  HeadersTimeoutError,
+  HttpStatusError,
+  InvalidConfigError,
+  openAIHeaders,
+  postJson,
+  RedirectLoopError,
+} from "../core/index.ts";
 import { FailureBreaker } from "./breaker.ts";
-import { Agents, AnswerTooLargeError, HeadersTimeoutError, postJson, RedirectLoopError } from "./http-post.ts";
 import { extractJson, type ChatChoice, type ChatModel, type ChatRequest, type ChatResponse, type ModelStats } from "./chat-model.ts";
 import { ResponseCache } from "./response-cache.ts";
 import { Semaphore } from "./semaphore.ts";
@@ -40,32 +49,9 @@ interface ChatCompletion {
 class NotTheProtocolError extends Error {}
 /** An answer that did not arrive whole within the request timeout (a server that drips its body). */
 class AnswerDeadlineError extends Error {}
-/** An answer with an error status (its `retry-after`, if any, for the backoff). */
-class StatusError extends Error {
-  constructor(
-    readonly status: number,
-    readonly retryAfter: string | undefined,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-/** "<status> <the server's own message>", as servers put it in an OpenAI error body (else its first characters). */
-function statusMessage(status: number, body: string): string {
-  let said: unknown;
-  try {
-    const parsed = JSON.parse(body) as { error?: { message?: unknown } | string; message?: unknown };
-    said = typeof parsed.error === "object" ? (parsed.error?.message ?? JSON.stringify(parsed.error)) : (parsed.error ?? parsed.message);
-  } catch {
-    said = body.trim().slice(0, 200);
-  }
-  return `${status} ${typeof said === "string" && said ? said : "status code (no body)"}`;
-}
-
 const RETRYABLE_STATUS = (s: number) => s === 408 || s === 409 || s === 429 || s >= 500;
 
-/** Any OpenAI-compatible chat server (`POST {baseURL}/chat/completions`, over Node's HTTP client: see http-post.ts). */
+/** Any OpenAI-compatible chat server (`POST {baseURL}/chat/completions`, over Node's HTTP client: see core/http-post.ts). */
 export class OpenAIChatModel implements ChatModel {
   readonly id: string;
   /** Stops the run when the endpoint cannot be reached or keeps failing. */
@@ -98,15 +84,8 @@ export class OpenAIChatModel implements ChatModel {
     this.breaker = new FailureBreaker(this.url, { maxFailures: opts.maxFailures });
     this.cache = typeof opts.cache === "string" ? new ResponseCache(opts.cache) : (opts.cache ?? null);
     this.maxAnswerBytes = opts.maxAnswerBytes ?? 16 * 1024 * 1024;
-    // As the `openai` client sends them: the key, and the organization and project where set.
-    this.headers = {
-      "content-type": "application/json",
-      accept: "application/json",
-      "user-agent": "dreamgym",
-      authorization: `Bearer ${opts.apiKey ?? process.env.OPENAI_API_KEY ?? "not-needed"}`,
-      ...(process.env.OPENAI_ORG_ID ? { "openai-organization": process.env.OPENAI_ORG_ID } : {}),
-      ...(process.env.OPENAI_PROJECT_ID ? { "openai-project": process.env.OPENAI_PROJECT_ID } : {}),
-    };
+    if (!(this.maxAnswerBytes >= 1)) throw new InvalidConfigError(`the answer bound must be at least 1 byte, got ${this.maxAnswerBytes}`);
+    this.headers = openAIHeaders(opts.apiKey);
   }
 
   /** Calls in flight and calls waiting for a slot. */
@@ -167,7 +146,7 @@ export class OpenAIChatModel implements ChatModel {
 
   /** Exponential backoff with full jitter; a server's Retry-After (seconds) is honoured up to the cap. */
   private backoff(attempt: number, e: unknown): number {
-    const retryAfter = Number(e instanceof StatusError ? e.retryAfter : undefined);
+    const retryAfter = Number(e instanceof HttpStatusError ? e.retryAfter : undefined);
     const base = Math.min(this.maxBackoffMs, this.backoffMs * 2 ** attempt);
     const jittered = base / 2 + Math.random() * (base / 2);
     return Number.isFinite(retryAfter) && retryAfter > 0 ? Math.min(this.maxBackoffMs, retryAfter * 1000) : jittered;
@@ -214,12 +193,10 @@ export class OpenAIChatModel implements ChatModel {
       maxBytes: this.maxAnswerBytes,
       agents: this.agents,
     });
-    if (answer.status < 200 || answer.status > 299) {
-      const retryAfter = answer.headers["retry-after"];
-      throw new StatusError(answer.status, Array.isArray(retryAfter) ? retryAfter[0] : retryAfter, statusMessage(answer.status, answer.body));
-    }
+    if (answer.status < 200 || answer.status > 299) throw new HttpStatusError(answer);
     // A JSON answer that does not parse is a broken transfer (retried once the server has answered);
     // any other kind of answer is a server that speaks something else.
+    if (answer.status === 204 || answer.body.trim() === "") throw new NotTheProtocolError("the answer is not an OpenAI chat completion (an empty answer)");
     const type = String(answer.headers["content-type"] ?? "");
     if (!/[/+]json\b/i.test(type))
       throw new NotTheProtocolError(`the answer is not an OpenAI chat completion (it begins ${JSON.stringify(answer.body.slice(0, 40))})`);

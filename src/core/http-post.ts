@@ -1,13 +1,16 @@
-// One JSON POST to an OpenAI-compatible server over Node's own HTTP client, read whole. The chat
-// model's hot path: through the `openai` client and `fetch` a call cost ~0.55 ms of this process's
-// CPU, through this ~0.1 ms (64 calls in flight against a local server), most of the framework's
-// budget per synthetic step. What fetch did for those calls, this does too: redirects (credentials
+// One JSON POST to an OpenAI-compatible server over Node's own HTTP client, read whole: the chat
+// model's and the server embedder's calls, a synthetic step's hot path. Through the `openai` client
+// and `fetch` a call cost ~0.55 ms of this process's CPU, through this ~0.1 ms (64 calls in flight
+// against a local server), most of the framework's budget per synthetic step. What fetch did for those calls, this does too: redirects (credentials
 // kept to the first origin), compressed answers (as leniently), idle connections let go, a bound on
 // the answer's size, a deadline for its headers, an abort signal.
-import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from "node:http";
+import { Agent as HttpAgent, request as httpRequest, validateHeaderValue, type IncomingHttpHeaders, type IncomingMessage } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
+import { kMaxLength } from "node:buffer";
 import type { Socket } from "node:net";
 import { brotliDecompressSync, constants, gunzipSync, inflateRawSync, inflateSync } from "node:zlib";
+import { InvalidConfigError } from "./errors.ts";
+import { PACKAGE_VERSION } from "./package-root.ts";
 
 /** An answer read whole. */
 export interface PostAnswer {
@@ -24,6 +27,24 @@ export class HeadersTimeoutError extends Error {}
 export class AnswerTooLargeError extends Error {}
 /** More redirects than a browser follows: the server redirects in a loop. */
 export class RedirectLoopError extends Error {}
+/** An answer with an error status: "<status> <the server's own message>", and its `retry-after` (for a backoff). */
+export class HttpStatusError extends Error {
+  readonly status: number;
+  readonly retryAfter: string | undefined;
+  constructor(answer: PostAnswer) {
+    let said: unknown;
+    try {
+      const parsed = JSON.parse(answer.body) as { error?: { message?: unknown } | string; message?: unknown };
+      said = typeof parsed.error === "object" ? (parsed.error?.message ?? JSON.stringify(parsed.error)) : (parsed.error ?? parsed.message);
+    } catch {
+      said = answer.body.trim().slice(0, 200);
+    }
+    super(`${answer.status} ${typeof said === "string" && said ? said : "status code (no body)"}`);
+    this.status = answer.status;
+    const retryAfter = answer.headers["retry-after"];
+    this.retryAfter = Array.isArray(retryAfter) ? retryAfter[0] : retryAfter;
+  }
+}
 
 export interface PostOptions {
   headers: Record<string, string>;
@@ -35,6 +56,30 @@ export interface PostOptions {
   maxBytes: number;
   /** Kept-alive connections (one pair per client: closing it closes them). */
   agents: Agents;
+}
+
+/** The headers of a call to an OpenAI-compatible server, as the `openai` client sends them: the key, and the organization and project where set. */
+export function openAIHeaders(apiKey: string | undefined): Record<string, string> {
+  // Trimmed, as fetch and the client did (a key pasted with its newline); a value a header cannot carry is a config error, not a failed call.
+  const key = (apiKey ?? process.env.OPENAI_API_KEY ?? "not-needed").trim();
+  const org = process.env.OPENAI_ORG_ID?.trim();
+  const project = process.env.OPENAI_PROJECT_ID?.trim();
+  const headers: Record<string, string> = {
+    "content-type": "application/json",
+    accept: "application/json",
+    "user-agent": `dreamgym/${PACKAGE_VERSION}`,
+    authorization: `Bearer ${key}`,
+    ...(org ? { "openai-organization": org } : {}),
+    ...(project ? { "openai-project": project } : {}),
+  };
+  for (const [name, value] of Object.entries(headers)) {
+    try {
+      validateHeaderValue(name, value);
+    } catch {
+      throw new InvalidConfigError(`the ${name === "authorization" ? "API key" : name} holds characters an HTTP header cannot carry`);
+    }
+  }
+  return headers;
 }
 
 /** An idle connection is let go after this, as fetch does (a server or a NAT may have forgotten it, and a request on it would hang). */
@@ -70,7 +115,9 @@ export async function postJson(url: string, body: string, o: PostOptions): Promi
     const status = res.statusCode ?? 0;
     const location = res.headers.location;
     if (location && (status === 301 || status === 302 || status === 303 || status === 307 || status === 308)) {
-      res.resume();
+      // A short body is read off (the connection stays for reuse); any other ends with its connection.
+      if (Number(res.headers["content-length"] ?? Number.POSITIVE_INFINITY) <= 65_536) res.resume();
+      else res.destroy();
       if (redirects >= REDIRECTS) throw new RedirectLoopError("redirect count exceeded");
       const next = new URL(location, target);
       if (next.origin !== target.origin) headers = Object.fromEntries(Object.entries(headers).filter(([k]) => !CREDENTIALS.includes(k.toLowerCase())));
@@ -137,13 +184,14 @@ function send(
 
 /** Decodes a body of the given codings (last applied first), as leniently as fetch: a truncated or empty compressed body gives what it holds, "deflate" may be raw deflate (told by its first byte). */
 function decode(raw: Buffer, codings: string[], maxBytes: number): Buffer {
-  const sync = { finishFlush: constants.Z_SYNC_FLUSH, maxOutputLength: maxBytes };
+  const bound = Math.min(maxBytes, kMaxLength); // zlib takes no larger bound
+  const sync = { finishFlush: constants.Z_SYNC_FLUSH, maxOutputLength: bound };
   let body = raw;
   for (const c of [...codings].reverse()) {
     if (body.length === 0) break;
     if (c === "gzip" || c === "x-gzip") body = gunzipSync(body, sync);
     else if (c === "deflate") body = (body[0] & 0x0f) === 8 ? inflateSync(body, sync) : inflateRawSync(body, sync);
-    else if (c === "br") body = brotliDecompressSync(body, { finishFlush: constants.BROTLI_OPERATION_FLUSH, maxOutputLength: maxBytes });
+    else if (c === "br") body = brotliDecompressSync(body, { finishFlush: constants.BROTLI_OPERATION_FLUSH, maxOutputLength: bound });
     // another coding: the body as it is (the parse then says so)
   }
   return body;
