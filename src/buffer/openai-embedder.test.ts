@@ -114,3 +114,20 @@ test("embedder specs", () => {
   assert.match(createEmbedder("openai:text-embedding-3-small").id, /api\.openai\.com\/v1#text-embedding-3-small$/);
   assert.throws(() => createEmbedder("word2vec"), /unknown embedder "word2vec"/);
 });
+
+test("many embeddings at once (a pool's queries): all answered, no listener piling up on a shared signal", async () => {
+  const s = await embeddingsServer();
+  const warnings: string[] = [];
+  const onWarning = (w: Error) => warnings.push(w.name);
+  process.on("warning", onWarning);
+  try {
+    const e = new OpenAIEmbedder({ baseURL: s.url, model: "m" });
+    const vs = await Promise.all(Array.from({ length: 64 }, (_, i) => e.embed([`query ${i}`])));
+    assert.equal(vs.length, 64);
+    await new Promise((r) => setImmediate(r)); // warnings are emitted on the next tick
+    assert.deepEqual(warnings, []);
+  } finally {
+    process.off("warning", onWarning);
+    await s.close();
+  }
+});

@@ -18,8 +18,6 @@ export interface OpenAIEmbedderOptions {
 }
 
 const RETRYABLE_STATUS = (s: number) => s === 408 || s === 409 || s === 429 || s >= 500;
-/** Its calls are not aborted (each is bounded by its timeout, as through the `openai` client). */
-const NEVER = new AbortController().signal;
 
 /**
  * Any OpenAI-compatible `/v1/embeddings` endpoint (over Node's HTTP client, as the chat model's calls:
@@ -89,9 +87,9 @@ export class OpenAIEmbedder implements Embedder {
   private async withRetries(body: string): Promise<{ data?: { index: number; embedding: number[] }[] }> {
     for (let attempt = 0; ; attempt++) {
       try {
+        // Not aborted: each attempt is bounded by its timeout, as through the `openai` client.
         const answer = await postJson(`${this.baseURL}/embeddings`, body, {
           headers: this.headers,
-          signal: NEVER,
           headersTimeoutMs: this.timeoutMs,
           maxBytes: 256 * 1024 * 1024,
           agents: this.agents,

@@ -49,7 +49,7 @@ export class HttpStatusError extends Error {
 export interface PostOptions {
   headers: Record<string, string>;
   /** Ends the request (its reason is the error). */
-  signal: AbortSignal;
+  signal?: AbortSignal;
   /** No headers within this (redirects included) fails the request with `HeadersTimeoutError`. */
   headersTimeoutMs: number;
   /** The largest answer read, in bytes (after decompression). */
@@ -135,7 +135,7 @@ export async function postJson(url: string, body: string, o: PostOptions): Promi
     try {
       text = await readBody(res, status, o);
     } catch (e) {
-      if (o.signal.aborted) throw o.signal.reason;
+      if (o.signal?.aborted) throw o.signal.reason;
       text = e instanceof AnswerTooLargeError ? "(a body too large to read)" : "";
     }
     return { status, headers: res.headers, body: text };
@@ -152,7 +152,7 @@ function send(
   o: PostOptions,
 ): Promise<IncomingMessage> {
   return new Promise((resolve, reject) => {
-    if (o.signal.aborted) return reject(o.signal.reason);
+    if (o.signal?.aborted) return reject(o.signal.reason);
     const https = target.protocol === "https:";
     const headers: Record<string, string | number> = { ...given, "accept-encoding": "gzip, deflate, br" };
     if (payload !== undefined) headers["content-length"] = Buffer.byteLength(payload);
@@ -163,19 +163,19 @@ function send(
       if (settled) return;
       settled = true;
       clearTimeout(timer);
-      o.signal.removeEventListener("abort", onAbort);
+      o.signal?.removeEventListener("abort", onAbort);
       req.destroy();
       reject(e);
     };
-    const onAbort = () => fail(o.signal.reason);
-    o.signal.addEventListener("abort", onAbort, { once: true });
+    const onAbort = () => fail(o.signal?.reason);
+    o.signal?.addEventListener("abort", onAbort, { once: true });
     const timer = setTimeout(() => fail(new HeadersTimeoutError("Request timed out.")), Math.max(0, headersBy - performance.now()));
     req.on("error", (e) => fail(new ConnectionError("Connection error.", { cause: e })));
     req.on("response", (res) => {
       if (settled) return void res.resume();
       settled = true;
       clearTimeout(timer);
-      o.signal.removeEventListener("abort", onAbort);
+      o.signal?.removeEventListener("abort", onAbort);
       resolve(res);
     });
     req.end(payload);
@@ -222,7 +222,7 @@ function readBody(res: IncomingMessage, status: number, o: PostOptions): Promise
     const done = (): boolean => {
       if (settled) return false;
       settled = true;
-      o.signal.removeEventListener("abort", onAbort);
+      o.signal?.removeEventListener("abort", onAbort);
       return true;
     };
     const fail = (e: unknown) => {
@@ -230,9 +230,9 @@ function readBody(res: IncomingMessage, status: number, o: PostOptions): Promise
       res.destroy();
       reject(e);
     };
-    const onAbort = () => fail(o.signal.reason);
-    if (o.signal.aborted) return onAbort();
-    o.signal.addEventListener("abort", onAbort, { once: true });
+    const onAbort = () => fail(o.signal?.reason);
+    if (o.signal?.aborted) return onAbort();
+    o.signal?.addEventListener("abort", onAbort, { once: true });
     res.on("data", (c: Buffer) => {
       seen += c.length;
       if (seen > o.maxBytes) fail(tooLarge());
