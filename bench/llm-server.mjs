@@ -1,6 +1,7 @@
 // A stand-in LLM server for benchmarks (separate process): the OpenAI chat-completions protocol with a
 // fixed latency per request and a concurrency cap (requests beyond it queue, as in vLLM). It answers
-// experience-model prompts with a valid abstract next state; GET /stats counts the requests answered.
+// experience-model prompts with a valid abstract next state; GET /stats counts the requests answered,
+// GET /v1/models lists its one model (so that a training run can be pointed at it).
 // Usage: node llm-server.mjs <latencyMs> <cap>
 import { createServer } from "node:http";
 
@@ -24,6 +25,12 @@ function next() {
 }
 
 const server = createServer((req, res) => {
+  // The model list, which `dreamgym train --experience http://…` asks first (an endpoint that is not there fails at once).
+  if (req.method === "GET" && req.url.endsWith("/models")) {
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(JSON.stringify({ object: "list", data: [{ id: "bench", object: "model" }] }));
+    return;
+  }
   // Benchmarks read how many requests were answered, to measure the share of capacity used.
   if (req.method === "GET" && req.url === "/stats") {
     res.writeHead(200, { "content-type": "application/json" });
