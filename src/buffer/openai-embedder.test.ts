@@ -72,6 +72,7 @@ test("an unreachable endpoint: retried, then an error that names the URL", async
     assert.ok(err instanceof ApiCallError);
     assert.equal(err.url, `${url}/embeddings`);
     assert.match(err.message, new RegExp(url.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")));
+    assert.match(err.message, /Connection error\. \(ECONNREFUSED\)/);
     return true;
   });
 });

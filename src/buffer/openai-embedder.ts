@@ -62,7 +62,10 @@ export class OpenAIEmbedder implements Embedder {
         res = await this.withRetries(JSON.stringify({ model: this.model, input: batch, encoding_format: "float" }));
       } catch (e) {
         const status = (e as { status?: number }).status;
-        throw new ApiCallError(`embeddings request failed after retries: ${(e as Error).message}`, { url: `${this.baseURL}/embeddings`, status, cause: e });
+        // The system's word under a connection error (ECONNREFUSED, ENOTFOUND …) says which.
+        const code = (e as { cause?: { code?: unknown } }).cause?.code;
+        const why = `${(e as Error).message}${typeof code === "string" ? ` (${code})` : ""}`;
+        throw new ApiCallError(`embeddings request failed after retries: ${why}`, { url: `${this.baseURL}/embeddings`, status, cause: e });
       }
       const data = [...(Array.isArray(res?.data) ? res.data : [])].sort((a, b) => a.index - b.index);
       if (data.length !== batch.length) {
