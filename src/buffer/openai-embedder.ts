@@ -1,4 +1,4 @@
-import { Agents, ApiCallError, HttpStatusError, InvalidConfigError, openAIHeaders, postJson } from "../core/index.ts";
+import { Agents, ApiCallError, HttpStatusError, InvalidConfigError, openAIHeaders, postJson, retryableStatus } from "../core/index.ts";
 import { l2Normalize, type Embedder } from "./embedder.ts";
 
 export interface OpenAIEmbedderOptions {
@@ -16,8 +16,6 @@ export interface OpenAIEmbedderOptions {
   /** Expected vector length; checked against the server's. */
   dims?: number;
 }
-
-const RETRYABLE_STATUS = (s: number) => s === 408 || s === 409 || s === 429 || s >= 500;
 
 /**
  * Any OpenAI-compatible `/v1/embeddings` endpoint (over Node's HTTP client, as the chat model's calls:
@@ -101,7 +99,7 @@ export class OpenAIEmbedder implements Embedder {
         return JSON.parse(answer.body) as { data?: { index: number; embedding: number[] }[] };
       } catch (e) {
         const status = e instanceof HttpStatusError ? e.status : undefined;
-        if (attempt >= this.maxRetries || (status !== undefined && !RETRYABLE_STATUS(status)) || e instanceof SyntaxError) throw e;
+        if (attempt >= this.maxRetries || (status !== undefined && !retryableStatus(status)) || e instanceof SyntaxError) throw e;
         const retryAfter = Number(e instanceof HttpStatusError ? e.retryAfter : undefined);
         const wait =
           Number.isFinite(retryAfter) && retryAfter >= 0 && retryAfter <= 60 ? retryAfter : Math.min(0.5 * 2 ** attempt, 8) * (1 - Math.random() * 0.25);

@@ -27,6 +27,9 @@ export class HeadersTimeoutError extends Error {}
 export class AnswerTooLargeError extends Error {}
 /** More redirects than a browser follows: the server redirects in a loop. */
 export class RedirectLoopError extends Error {}
+/** Statuses worth another try (a timeout, a conflict, too many requests, the server's own trouble), as the `openai` client retried. */
+export const retryableStatus = (s: number): boolean => s === 408 || s === 409 || s === 429 || s >= 500;
+
 /** An answer with an error status: "<status> <the server's own message>", and its `retry-after` (for a backoff). */
 export class HttpStatusError extends Error {
   readonly status: number;

@@ -45,6 +45,7 @@ export {
   openAIHeaders,
   postJson,
   RedirectLoopError,
+  retryableStatus,
   type PostAnswer,
   type PostOptions,
 } from "./http-post.ts";

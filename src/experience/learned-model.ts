@@ -262,7 +262,6 @@ export class LearnedExperienceModel implements ExperienceModel {
       return this.thread?.ready ?? Promise.resolve(false);
     this.thread = new RequestThread(new URL("./estimate-thread", import.meta.url), {
       model: this.save(),
-      env: this.info.env,
       rewards: this.rewards,
       generation: this.generation,
     } satisfies EstimateThreadData);
@@ -282,8 +281,14 @@ export class LearnedExperienceModel implements ExperienceModel {
   private thread: RequestThread<EstimateRequest, Estimate> | undefined;
   /** Bumped by each refit: the thread answers only for the members of the generation asked about. */
   private generation = 0;
-  /** Bumped each time the memo is emptied. */
+  /** Bumped each time the memo is emptied (`forgetEstimates`). */
   private memoEpoch = 0;
+  /** Empties the memo: estimates asked of the thread before now are not kept when they come. */
+  private forgetEstimates(): void {
+    this.estimates.clear();
+    this.asked = new Map();
+    this.memoEpoch++;
+  }
   private readonly estimates = new Map<string, Estimate>();
   /** Numbers for the texts and tasks in memo keys (a text's hash is kept with it, so a page seen again costs no rescan). */
   private readonly textIds = new Map<string, number>();
@@ -291,11 +296,9 @@ export class LearnedExperienceModel implements ExperienceModel {
   private memoKey(input: EstimateInput): string {
     if (this.estimates.size >= ESTIMATES_KEPT || this.textIds.size >= 4 * ESTIMATES_KEPT) {
       // Together: a kept key's numbers mean the texts they meant when it was made.
-      this.estimates.clear();
+      this.forgetEstimates();
       this.textIds.clear();
       this.taskIds = new WeakMap();
-      this.asked = new Map();
-      this.memoEpoch++;
     }
     const id = (text: string) => {
       let i = this.textIds.get(text);
@@ -396,9 +399,7 @@ export class LearnedExperienceModel implements ExperienceModel {
   refit(trajectories: readonly Trajectory[], seed: number, opts: RefitOptions = {}): { steps: number } {
     const r = this.refitMembers(trajectories, seed, opts);
     // The members changed: estimates kept go, and the estimate thread gets the new members.
-    this.estimates.clear();
-    this.asked = new Map();
-    this.memoEpoch++;
+    this.forgetEstimates();
     this.ensemble.changed();
     this.generation++;
     this.thread?.control({ model: this.save(), generation: this.generation } satisfies EstimateThreadControl);
@@ -557,10 +558,9 @@ export class Ensemble {
   }
 }
 
-/** What the estimate thread is started with: the model file's bytes (as `save` writes them), its env (for the env's policy features) and rewards. */
+/** What the estimate thread is started with: the model file's bytes (as `save` writes them; its env's policy features are read from there) and rewards. */
 export interface EstimateThreadData {
   model: Uint8Array;
-  env: string;
   rewards: RewardSpec;
   /** The model's refits so far, whose members these are. */
   generation: number;

@@ -8,6 +8,7 @@ import {
   openAIHeaders,
   postJson,
   RedirectLoopError,
+  retryableStatus,
 } from "../core/index.ts";
 import { FailureBreaker } from "./breaker.ts";
 import { extractJson, type ChatChoice, type ChatModel, type ChatRequest, type ChatResponse, type ModelStats } from "./chat-model.ts";
@@ -49,7 +50,6 @@ interface ChatCompletion {
 class NotTheProtocolError extends Error {}
 /** An answer that did not arrive whole within the request timeout (a server that drips its body). */
 class AnswerDeadlineError extends Error {}
-const RETRYABLE_STATUS = (s: number) => s === 408 || s === 409 || s === 429 || s >= 500;
 
 /** Any OpenAI-compatible chat server (`POST {baseURL}/chat/completions`, over Node's HTTP client: see core/http-post.ts). */
 export class OpenAIChatModel implements ChatModel {
@@ -131,12 +131,12 @@ export class OpenAIChatModel implements ChatModel {
         const timedOut = causedBy(e, HeadersTimeoutError) || causedBy(e, AnswerDeadlineError);
         // No status: no connection, a cut connection, no answer in time, or a body that is not the protocol.
         const transport = status === undefined;
-        const retryable = transport ? !timedOut && this.breaker.reached : RETRYABLE_STATUS(status);
+        const retryable = transport ? !timedOut && this.breaker.reached : retryableStatus(status);
         if (!retryable || attempt >= this.maxRetries) {
           this.stats.failures++;
           const message = `chat completion failed${attempt > 0 ? ` after ${attempt + 1} attempts` : ""}: ${describe(e)}`;
           this.breaker.callFailed(`${message}${status ? ` (HTTP ${status})` : ""}`, { transport, cause: e });
-          throw new ApiCallError(message, { url: this.url, status, isRetryable: transport || RETRYABLE_STATUS(status), cause: e });
+          throw new ApiCallError(message, { url: this.url, status, isRetryable: transport || retryableStatus(status), cause: e });
         }
         this.stats.retries++;
         await new Promise((r) => setTimeout(r, this.backoff(attempt, e)));
