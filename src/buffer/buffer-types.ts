@@ -116,3 +116,13 @@ export interface AppendResult {
   transitions: number;
   evicted: number;
 }
+
+/**
+ * The default embedder's settings, for a thread that makes a buffer's vectors: its dimensions and
+ * IDF; `fit`: the buffer is new and fits its IDF on its first batch, so the thread fits it there too.
+ */
+export interface ThreadEmbedder {
+  dims: number;
+  idf?: Float32Array;
+  fit?: boolean;
+}

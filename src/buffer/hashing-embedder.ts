@@ -98,6 +98,8 @@ function addFeature(v: Float32Array, idf: Float32Array | null, f: number, weight
 const ACTION_MARK = "\n>>> ";
 /** Action features are hashed apart from state features, so "buy now" on a page and in an action differ. */
 const ACTION_SALT = 0x27d4eb2f;
+/** A buffer fits its IDF on its first batch only from this many transitions on (fewer say too little). */
+export const IDF_FIT_MIN_TRANSITIONS = 100;
 const SEGMENT_CACHE = 4096;
 
 export class HashingEmbedder implements Embedder {

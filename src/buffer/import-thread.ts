@@ -6,12 +6,22 @@ import type { ImportThreadRequest } from "./importers.ts";
 import { type PreparedVectors, prepareVectors, RecentTexts } from "./import-vectors.ts";
 
 let embedder: HashingEmbedder | undefined;
+/** The embedder came unfitted for a new buffer: the next batch, its first, fits it. */
+let fitNext = false;
 const recent = new RecentTexts();
 
 function answer(req: ImportThreadRequest): PreparedVectors | { up: true } | null {
-  if (req.embedder) embedder = new HashingEmbedder(req.embedder);
+  if (req.embedder) {
+    embedder = new HashingEmbedder(req.embedder);
+    fitNext = req.embedder.fit === true;
+  }
   if (!req.trajectories) return { up: true };
-  return embedder ? prepareVectors(req.trajectories, embedder, recent) : null;
+  if (!embedder) return null;
+  const fit = fitNext;
+  fitNext = false;
+  const r = prepareVectors(req.trajectories, embedder, recent, fit);
+  embedder = r.embedder;
+  return r.vectors;
 }
 
 serveRequests(answer);

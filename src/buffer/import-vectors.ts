@@ -1,7 +1,8 @@
 import type { Trajectory } from "../core/types.ts";
 import { encodeHalf } from "./float16.ts";
-import type { HashingEmbedder } from "./hashing-embedder.ts";
+import { type HashingEmbedder, IDF_FIT_MIN_TRANSITIONS } from "./hashing-embedder.ts";
 import { textKey } from "./text-key.ts";
+import { transitionText } from "./transition-text.ts";
 import { trajectoryContentId } from "./trajectory-schema.ts";
 
 /**
@@ -17,6 +18,8 @@ export interface PreparedVectors {
   /** Per row, the keys of the instruction, the state and the next state; -1 where not worked out (`RecentTexts`). */
   keys: BigInt64Array;
   embedderId: string;
+  /** The IDF fitted on this batch, as a new buffer fits it on its first (`prepareVectors`'s `fit`). */
+  idf?: Float32Array;
 }
 
 /**
@@ -35,7 +38,17 @@ export class RecentTexts {
   }
 }
 
-export function prepareVectors(trajectories: Trajectory[], embedder: HashingEmbedder, recent = new RecentTexts()): PreparedVectors {
+/**
+ * The batch's vectors by `embedder`; with `fit`, by `embedder` fitted on this batch's steps (those of
+ * the first of each content id) if there are enough, as a new buffer fits its first batch: the
+ * embedder that made them is returned beside them, for the batches after.
+ */
+export function prepareVectors(
+  trajectories: Trajectory[],
+  embedder: HashingEmbedder,
+  recent = new RecentTexts(),
+  fit = false,
+): { vectors: PreparedVectors; embedder: HashingEmbedder } {
   const uids = trajectories.map(trajectoryContentId);
   const firstRow = new Int32Array(trajectories.length);
   const seen = new Set<string>();
@@ -48,6 +61,12 @@ export function prepareVectors(trajectories: Trajectory[], embedder: HashingEmbe
       rows += t.steps.length;
     }
   });
+  let fitted: Float32Array | undefined;
+  if (fit && rows >= IDF_FIT_MIN_TRANSITIONS) {
+    const firsts = trajectories.filter((_, i) => firstRow[i] >= 0);
+    embedder = embedder.fit(firsts.flatMap((t) => t.steps.map((s) => transitionText(s.observation, s.action))));
+    fitted = embedder.idf!;
+  }
   const bytes = embedder.dims * 2;
   const half = new Uint8Array(rows * bytes);
   const keys = new BigInt64Array(rows * 3);
@@ -66,5 +85,5 @@ export function prepareVectors(trajectories: Trajectory[], embedder: HashingEmbe
       prevNext = s.next_observation;
     });
   });
-  return { uids, firstRow, half, keys, embedderId: embedder.id };
+  return { vectors: { uids, firstRow, half, keys, embedderId: embedder.id, ...(fitted && { idf: fitted }) }, embedder };
 }

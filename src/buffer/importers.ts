@@ -10,7 +10,7 @@ import {
   type Trajectory,
   type Transition,
 } from "../core/index.ts";
-import type { SearchFilter } from "./buffer-types.ts";
+import type { SearchFilter, ThreadEmbedder } from "./buffer-types.ts";
 import type { PreparedVectors } from "./import-vectors.ts";
 import type { ReplayBuffer } from "./replay-buffer.ts";
 import type { TrajectoryRules } from "../core/index.ts";
@@ -56,7 +56,7 @@ export interface ImportOptions {
 /** What the import thread is asked: vectors for a batch (`embedder` sent once); without trajectories, whether it is up. */
 export interface ImportThreadRequest {
   trajectories?: Trajectory[];
-  embedder?: { dims: number; idf?: Float32Array };
+  embedder?: ThreadEmbedder;
 }
 
 const plainRecord = (v: unknown): boolean =>
@@ -121,9 +121,15 @@ export async function importJsonl(buffer: ReplayBuffer, file: string, opts: Impo
   const started = thread?.request({}).then((r) => (up = r !== null));
   if (opts.thread === "wait") await started;
   let embedderSent = false;
-  /** Asks the thread for a batch's vectors, once it is up and the buffer's vectors are fixed (after the first batch). */
+  let first: Trajectory[] | undefined;
+  /**
+   * Asks the thread for a batch's vectors once it is up. A new buffer fits its IDF on the import's
+   * first batch: the thread fits it there, and uses that fit for the batches after; if the first
+   * batch did not go to the thread, they wait for the IDF the buffer fits.
+   */
   const ask = (trajectories: Trajectory[], embedder = buffer.threadEmbedder()): Promise<PreparedVectors | null> | undefined => {
-    if (!up || !embedder) return undefined;
+    first ??= trajectories;
+    if (!up || !embedder || (embedder.fit && trajectories !== first && !embedderSent)) return undefined;
     const sent = thread!.request({ trajectories, embedder: embedderSent ? undefined : embedder });
     embedderSent = true;
     return sent.then((r) => {
@@ -163,6 +169,7 @@ export async function importJsonl(buffer: ReplayBuffer, file: string, opts: Impo
           ? threadMade
           : undefined;
       if (made) report.onThread++;
+      else if (threadMade?.idf) embedderSent = false; // the thread's fit was not used: the buffer's goes with the next ask
       // Once this batch is embedded (a first batch fits the IDF), the thread may start on the next
       // while this one is written; the buffer uses its vectors only if that write went through.
       const r = await buffer.appendPrepared(batch.trajectories, made, { seed: opts.seed ?? true }, (embedder) => {

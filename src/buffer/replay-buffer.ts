@@ -11,6 +11,7 @@ import type {
   SearchResult,
   StepFields,
   StoredTransition,
+  ThreadEmbedder,
   TransitionRecord,
 } from "./buffer-types.ts";
 import {
@@ -33,7 +34,7 @@ import type { Embedder } from "./embedder.ts";
 import { episodeById, episodePage, rewardsByTaskAndPolicy, type EpisodePage, type EpisodeQuery, type EpisodeSummary } from "./episode-pages.ts";
 import { encodeHalf } from "./float16.ts";
 import { textKey } from "./text-key.ts";
-import { HashingEmbedder } from "./hashing-embedder.ts";
+import { HashingEmbedder, IDF_FIT_MIN_TRANSITIONS } from "./hashing-embedder.ts";
 import { rowMatches, SearchIndexes, type IndexedRow } from "./search-indexes.ts";
 import { transitionText } from "./transition-text.ts";
 import type { PreparedVectors } from "./import-vectors.ts";
@@ -42,7 +43,6 @@ import type { Candidate } from "./vector-index.ts";
 import { RealSearchThread } from "./real-search.ts";
 
 /** A first `appendTrajectories` of at least this many transitions to an empty buffer fits the default embedder's IDF. */
-const IDF_FIT_MIN_TRANSITIONS = 100;
 /** On buffers served by HNSW, a filter keeping at most this many rows is answered by an exact scan. */
 const SCAN_FILTER_MAX = 20_000;
 /**
@@ -227,16 +227,7 @@ export class ReplayBuffer {
   /** Embeds the steps' (state, action) texts; identical pairs are embedded once. */
   private async embedSteps(steps: PendingStep[], mayFit: boolean): Promise<void> {
     const e = this.embedder;
-    if (
-      mayFit &&
-      this.fitDefaultEmbedder &&
-      !this.embedderFrozen &&
-      e instanceof HashingEmbedder &&
-      e.idf === null &&
-      steps.length >= IDF_FIT_MIN_TRANSITIONS
-    ) {
-      this.embedderValue = e.fit(steps.map((s) => transitionText(s.state, s.action)));
-    }
+    if (mayFit && this.fitsOn(steps.length) && e instanceof HashingEmbedder) this.embedderValue = e.fit(steps.map((s) => transitionText(s.state, s.action)));
     const dimsNow = () => (this.embedderFrozen ? Number(this.meta("embedder_dims")) : this.embedder.dims);
     const hashing = this.embedder;
     if (hashing instanceof HashingEmbedder && hashing.dims === dimsNow()) {
@@ -258,6 +249,12 @@ export class ReplayBuffer {
         throw new DataError(`embedder "${this.embedder.id}" returned a vector of ${v?.length} dims; the buffer holds ${dims}`, { file: this.path });
       s.vector = v;
     });
+  }
+
+  /** Whether a first append of `transitions` new steps fits the default embedder's IDF on them. */
+  private fitsOn(transitions: number): boolean {
+    const e = this.embedderValue;
+    return this.fitDefaultEmbedder && !this.embedderFrozen && e instanceof HashingEmbedder && e.idf === null && transitions >= IDF_FIT_MIN_TRANSITIONS;
   }
 
   /** Records which embedder made the vectors, in the transaction that stores the first ones. */
@@ -449,16 +446,18 @@ export class ReplayBuffer {
   }
 
   /**
-   * The default embedder's settings once this buffer's vectors are fixed (after its first commit),
-   * for a thread that makes vectors for `appendPrepared`; null for any other embedder.
+   * The default embedder's settings, for a thread that makes vectors for `appendPrepared`; before
+   * the first commit of a new buffer, with `fit` (the thread fits the IDF on the first batch, as this
+   * buffer would). Null for any other embedder.
    * @internal
    */
-  threadEmbedder(): { dims: number; idf?: Float32Array } | null {
+  threadEmbedder(): ThreadEmbedder | null {
     this.checkOpen();
-    return this.embedderFrozen ? this.defaultEmbedderSettings() : null;
+    const s = this.defaultEmbedderSettings();
+    return s && !this.embedderFrozen && !s.idf ? { ...s, fit: true } : s;
   }
 
-  private defaultEmbedderSettings(): { dims: number; idf?: Float32Array } | null {
+  private defaultEmbedderSettings(): ThreadEmbedder | null {
     const e = this.embedderValue;
     if (!this.fitDefaultEmbedder || !(e instanceof HashingEmbedder) || (this.embedderFrozen && e.dims !== Number(this.meta("embedder_dims")))) return null;
     return { dims: e.dims, idf: e.idf ?? undefined };
@@ -475,7 +474,7 @@ export class ReplayBuffer {
     trajectories: Trajectory[],
     vectors: PreparedVectors | undefined,
     opts: AppendOptions = {},
-    embedded?: (embedder: { dims: number; idf?: Float32Array } | null) => void,
+    embedded?: (embedder: ThreadEmbedder | null) => void,
   ): Promise<AppendResult> {
     this.checkWritable();
     return this.exclusive(async () => {
@@ -491,7 +490,13 @@ export class ReplayBuffer {
         seen.add(uid);
         fresh.push({ uid, t, row: vectors ? vectors.firstRow[i] : -1 });
       });
-      const made = vectors && this.embedderFrozen && this.embedderValue?.id === vectors.embedderId ? vectors : undefined;
+      // A new buffer's first batch: the thread fitted the IDF on the same steps (the first of each
+      // content id, none already here) that `embedSteps` would fit it on, so the same IDF.
+      const newSteps = fresh.reduce((n, f) => n + f.t.steps.length, 0);
+      if (vectors?.idf && this.fitsOn(newSteps) && fresh.length === vectors.firstRow.filter((r) => r >= 0).length)
+        this.embedderValue = new HashingEmbedder({ dims: this.embedderValue!.dims, idf: vectors.idf });
+      // Vectors made beforehand count only if no fit is still to come (it would change them).
+      const made = vectors && !this.fitsOn(newSteps) && this.embedderValue?.id === vectors.embedderId ? vectors : undefined;
       const halves = made ? Buffer.from(made.half.buffer, made.half.byteOffset, made.half.byteLength) : undefined;
       const bytes = 2 * (this.embedderValue?.dims ?? 0);
       const steps: PendingStep[] = [];
