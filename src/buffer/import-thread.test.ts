@@ -2,6 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { writeFileSync } from "node:fs";
+import { availableParallelism } from "node:os";
 import Database from "better-sqlite3";
 import { abstractTrajectory, type StateAbstraction, type Trajectory, type TrajectoryRules } from "../core/index.ts";
 import { makeTrajectory, tempFile } from "../testing/index.ts";
@@ -59,9 +60,9 @@ function tables(b: ReplayBuffer): string {
   return h.digest("hex");
 }
 
-async function importBoth(file: string, opts: ImportOptions, before?: (b: ReplayBuffer) => Promise<unknown>) {
+async function importBoth(file: string, opts: ImportOptions, before?: (b: ReplayBuffer) => Promise<unknown>, threaded: ImportOptions["thread"] = "wait") {
   const out = [];
-  for (const thread of [false, "wait"] as const) {
+  for (const thread of [false, threaded]) {
     const b = ReplayBuffer.open(tempFile("b.db"));
     await before?.(b);
     const progress: number[] = [];
@@ -93,6 +94,16 @@ test("an import through the thread stores and reports what one without it does (
   );
   assert.equal(there.report.onThread, there.progress.length);
   assert.equal(there.tables, here.tables);
+});
+
+test("by default (thread: true, not waited for) the batches after the first go to the thread, and the tables are the same", {
+  skip: availableParallelism() < 2 && "one core: no import thread",
+}, async () => {
+  const file = writeCorpus();
+  const [here, there] = await importBoth(file, { batch: 40 }, undefined, true);
+  assert.equal(there.tables, here.tables);
+  // The first batch is the thread's if it was up when that batch was read; every one after it is.
+  assert.ok(there.report.onThread >= there.progress.length - 1, `on the thread: ${there.report.onThread} of ${there.progress.length}`);
 });
 
 test("a transform that fails stops the import with its error after the same whole batches, thread or not", async () => {

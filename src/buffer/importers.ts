@@ -127,9 +127,9 @@ export async function importJsonl(buffer: ReplayBuffer, file: string, opts: Impo
    * first batch: the thread fits it there, and uses that fit for the batches after; if the first
    * batch did not go to the thread, they wait for the IDF the buffer fits.
    */
-  const ask = (trajectories: Trajectory[], embedder = buffer.threadEmbedder()): Promise<PreparedVectors | null> | undefined => {
+  const ask = (trajectories: Trajectory[], embedder = buffer.threadEmbedder(), evenIfDown = false): Promise<PreparedVectors | null> | undefined => {
     first ??= trajectories;
-    if (!up || !embedder || (embedder.fit && trajectories !== first && !embedderSent)) return undefined;
+    if (!(up || (evenIfDown && thread?.running)) || !embedder || (embedder.fit && trajectories !== first && !embedderSent)) return undefined;
     const sent = thread!.request({ trajectories, embedder: embedderSent ? undefined : embedder });
     embedderSent = true;
     return sent.then((r) => {
@@ -170,10 +170,14 @@ export async function importJsonl(buffer: ReplayBuffer, file: string, opts: Impo
           : undefined;
       if (made) report.onThread++;
       else if (threadMade?.idf) embedderSent = false; // the thread's fit was not used: the buffer's goes with the next ask
-      // Once this batch is embedded (a first batch fits the IDF), the thread may start on the next
-      // while this one is written; the buffer uses its vectors only if that write went through.
+      // Once the embedder is fixed (a first batch done here fits the IDF), the thread may start on the
+      // next batches while this one is embedded and written: asked now, not at the end of this run of
+      // code, and even if its word that it is up has not been read yet (this thread has not let go
+      // since; it is up by now, or answers once it is). The buffer uses their vectors only if this
+      // write went through.
       const r = await buffer.appendPrepared(batch.trajectories, made, { seed: opts.seed ?? true }, (embedder) => {
-        for (const q of queue) q.vectors ??= ask(q.trajectories, embedder);
+        for (const q of queue) q.vectors ??= ask(q.trajectories, embedder, true);
+        thread?.flush();
       });
       report.added += r.added;
       report.duplicates += r.duplicates;

@@ -224,10 +224,11 @@ export class ReplayBuffer {
     return run;
   }
 
-  /** Embeds the steps' (state, action) texts; identical pairs are embedded once. */
-  private async embedSteps(steps: PendingStep[], mayFit: boolean): Promise<void> {
+  /** Embeds the steps' (state, action) texts; identical pairs are embedded once. `fixed`: called once the embedder is (after a fit), before the steps are embedded. */
+  private async embedSteps(steps: PendingStep[], mayFit: boolean, fixed?: () => void): Promise<void> {
     const e = this.embedder;
     if (mayFit && this.fitsOn(steps.length) && e instanceof HashingEmbedder) this.embedderValue = e.fit(steps.map((s) => transitionText(s.state, s.action)));
+    fixed?.();
     const dimsNow = () => (this.embedderFrozen ? Number(this.meta("embedder_dims")) : this.embedder.dims);
     const hashing = this.embedder;
     if (hashing instanceof HashingEmbedder && hashing.dims === dimsNow()) {
@@ -466,8 +467,8 @@ export class ReplayBuffer {
   /**
    * `appendTrajectories`, with content ids and vectors made beforehand (by the import thread); the
    * vectors are used if this buffer's embedder made them (`embedderId`), else the steps are embedded here.
-   * `embedded` is told the default embedder's settings once the steps are embedded, before they are
-   * written: after a first append's IDF fit, the ones the buffer keeps if the write succeeds.
+   * `embedded` is told the default embedder's settings once they are fixed, before the steps are
+   * embedded and written: after a first append's IDF fit, the ones the buffer keeps if the write succeeds.
    * @internal
    */
   appendPrepared(
@@ -524,8 +525,10 @@ export class ReplayBuffer {
           }),
         );
       }
-      if (!halves) await this.embedSteps(steps, true);
-      embedded?.(this.defaultEmbedderSettings());
+      // The settings go out before this batch is embedded: a thread can start on the next meanwhile.
+      const tell = () => embedded?.(this.defaultEmbedderSettings());
+      if (halves) tell();
+      else await this.embedSteps(steps, true, tell);
       const r = this.insert(
         steps,
         fresh.map(({ uid, t }) => ({ uid, t, nSteps: t.steps.length, seed: opts.seed ?? false })),
