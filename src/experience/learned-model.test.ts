@@ -410,11 +410,5 @@ test("the estimate thread works out the estimates made here, with the members of
   history.push({ state, action: "click[back to search]", nextState: state, reward: 0 });
   late.closeEstimateThread(); // its answer is then worked out here, from the step as it was asked
   await new Promise((resolve) => setImmediate(resolve));
-  assert.deepEqual(late.estimate(asItWas), here.estimate(asItWas));  // Started again: the new thread is sent the texts the closed one held (requests name texts by number).
-  here.refit(held, 8);
-  threaded.refit(held, 8);
-  const again = await predictAll(here);
-  assert.ok(await threaded.startEstimateThread());
-  assert.deepEqual(await predictAll(threaded), again);
-  assert.ok(threaded.estimatesOnThread > 0, "the new thread answers");
+  assert.deepEqual(late.estimate(asItWas), here.estimate(asItWas));
 });

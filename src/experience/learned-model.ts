@@ -13,7 +13,6 @@ import {
   type PolicyFeatures,
   type RewardSpec,
   type StateAbstraction,
-  type Task,
   type Trajectory,
   type TrajectoryStore,
 } from "../core/index.ts";
@@ -230,7 +229,7 @@ export class LearnedExperienceModel implements ExperienceModel {
     // history as it is now (the key's), whatever its caller does to it while the thread works.
     const { generation, memoEpoch, asked } = this;
     const step = { task: input.task, history: [...input.history], state: input.state, action: input.action };
-    const e = this.thread.request(this.threadRequest(step, generation)).then((r) => {
+    const e = this.thread.request({ input: step, generation }).then((r) => {
       const e = r ?? this.ensemble.estimate(step);
       asked.delete(memoKey);
       // Kept unless the memo was emptied meanwhile: its keys' text numbers may now mean other texts.
@@ -241,38 +240,6 @@ export class LearnedExperienceModel implements ExperienceModel {
   }
   /** Estimates asked of the thread and not answered yet, by memo key. */
   private asked = new Map<string, Promise<Estimate>>();
-
-  /**
-   * A request for the estimate thread, its texts by their memo-key numbers (`memoKey` made them):
-   * each text goes to the thread once, with the first request that reads it (a step's history
-   * repeats the pages before it: sent whole, 59 MB a 20k-step run went to the thread, 7 KB a request).
-   */
-  private threadRequest(input: EstimateInput, generation: number): EstimateRequest {
-    const n = (text: string) => this.textIds.get(text)!;
-    const texts = this.textList.slice(this.threadTexts);
-    const from = this.threadTexts;
-    this.threadTexts = this.textList.length;
-    const task = this.taskIds.get(input.task)!;
-    const taskNew = !this.threadTasks.has(task);
-    if (taskNew) this.threadTasks.add(task);
-    const history: number[] = [];
-    for (const h of input.history) history.push(n(h.state), n(h.action), n(h.nextState), h.reward);
-    return {
-      generation,
-      texts: { epoch: this.textEpoch, from, add: texts },
-      task,
-      ...(taskNew && { taskValue: input.task }),
-      state: n(input.state),
-      action: n(input.action),
-      history,
-    };
-  }
-  /** The memo keys' texts in number order, and how many of them (and which tasks) the thread has. */
-  private textList: string[] = [];
-  private threadTexts = 0;
-  private threadTasks = new Set<number>();
-  /** Bumped when the numbers start again (the thread then drops the texts it holds). */
-  private textEpoch = 0;
 
   /** With the estimate thread, a step's estimate is asked for before its demos are retrieved (they are not read). */
   prepare(input: Omit<PredictInput, "demos">): void {
@@ -293,8 +260,6 @@ export class LearnedExperienceModel implements ExperienceModel {
     // A model that replays its own table of recorded steps (`recorded`) asks for its estimates as it replays.
     if (this.thread || this.recorded || availableParallelism() < 2 || findEnv(this.info.env)?.builtin !== true)
       return this.thread?.ready ?? Promise.resolve(false);
-    this.threadTexts = 0; // a new thread holds no texts
-    this.threadTasks.clear();
     this.thread = new RequestThread(new URL("./estimate-thread", import.meta.url), {
       model: this.save(),
       rewards: this.rewards,
@@ -334,17 +299,10 @@ export class LearnedExperienceModel implements ExperienceModel {
       this.forgetEstimates();
       this.textIds.clear();
       this.taskIds = new WeakMap();
-      this.textList = [];
-      this.threadTexts = 0;
-      this.threadTasks.clear();
-      this.textEpoch++;
     }
     const id = (text: string) => {
       let i = this.textIds.get(text);
-      if (i === undefined) {
-        this.textIds.set(text, (i = this.textIds.size));
-        this.textList.push(text);
-      }
+      if (i === undefined) this.textIds.set(text, (i = this.textIds.size));
       return i;
     };
     let task = this.taskIds.get(input.task);
@@ -607,20 +565,10 @@ export interface EstimateThreadData {
   /** The model's refits so far, whose members these are. */
   generation: number;
 }
-/**
- * A transition to estimate, for the members of `generation` (the model's refits so far). Its texts
- * are numbers: the thread holds the texts of the requests before it (`texts.add` are those numbered
- * from `texts.from` on; a new `epoch` numbers from 0 again), and the tasks (`taskValue` the first time).
- */
+/** A transition to estimate, for the members of `generation` (the model's refits so far). */
 export interface EstimateRequest {
+  input: EstimateInput;
   generation: number;
-  texts: { epoch: number; from: number; add: string[] };
-  task: number;
-  taskValue?: Task;
-  state: number;
-  action: number;
-  /** Per step: its state, action and next state's numbers, and its reward. */
-  history: number[];
 }
 /** The members after a refit. */
 export interface EstimateThreadControl {
