@@ -66,8 +66,19 @@ async function importBoth(file: string, opts: ImportOptions, before?: (b: Replay
     const b = ReplayBuffer.open(tempFile("b.db"));
     await before?.(b);
     const progress: number[] = [];
-    const report = await importJsonl(b, file, { ...opts, thread, onProgress: (n) => progress.push(n) });
-    out.push({ report, progress, tables: tables(b) });
+    // Pairs embedded on this thread (the thread's own module is another instance): what the thread's vectors saved.
+    const embedPair = HashingEmbedder.prototype.embedPair;
+    let embeddedHere = 0;
+    HashingEmbedder.prototype.embedPair = function (this: HashingEmbedder, state: string, action: string) {
+      embeddedHere++;
+      return embedPair.call(this, state, action);
+    };
+    try {
+      const report = await importJsonl(b, file, { ...opts, thread, onProgress: (n) => progress.push(n) });
+      out.push({ report, progress, tables: tables(b), embeddedHere });
+    } finally {
+      HashingEmbedder.prototype.embedPair = embedPair;
+    }
   }
   return out;
 }
@@ -81,8 +92,10 @@ test("an import through the thread stores and reports what one without it does (
     const [here, there] = await importBoth(file, opts);
     assert.equal(here.report.onThread, 0);
     // Every batch, the first too: the thread fits a new buffer's IDF on it (batch 40) or finds too
-    // few steps to fit one (batch 16), as the buffer would.
+    // few steps to fit one (batch 16), as the buffer would; none is embedded here.
     assert.equal(there.report.onThread, there.progress.length);
+    assert.equal(there.embeddedHere, 0);
+    assert.ok(here.embeddedHere > 1000);
     assert.deepEqual({ ...there.report, onThread: 0 }, here.report);
     assert.deepEqual(there.progress, here.progress);
     assert.equal(there.tables, here.tables);
@@ -93,6 +106,7 @@ test("an import through the thread stores and reports what one without it does (
     b.appendTrajectories([0, 1, 2, 200].map((i) => makeTrajectory(i, { steps: 1 + (i % 9), task: `task-${i % 13}` }))),
   );
   assert.equal(there.report.onThread, there.progress.length);
+  assert.equal(there.embeddedHere, 0);
   assert.equal(there.tables, here.tables);
 });
 
@@ -104,6 +118,28 @@ test("by default (thread: true, not waited for) the batches after the first go t
   assert.equal(there.tables, here.tables);
   // The first batch is the thread's if it was up when that batch was read; every one after it is.
   assert.ok(there.report.onThread >= there.progress.length - 1, `on the thread: ${there.report.onThread} of ${there.progress.length}`);
+});
+
+test("a first batch the thread cannot answer: the batches asked after it are done here, and the thread is given the buffer's embedder again", async () => {
+  const file = writeCorpus();
+  // A BigInt behind a class's toJSON: the content id here reads the class's JSON; the thread's copy has the BigInt
+  // itself, which JSON cannot write, so the thread's first batch (and its IDF fit) fails.
+  class Big {
+    constructor(readonly v: bigint) {}
+    toJSON() {
+      return String(this.v);
+    }
+  }
+  let n = 0;
+  const transform = (t: Trajectory) => (n++ < 3 ? ({ ...t, task: { ...t.task, big: new Big(1n) } } as Trajectory) : t);
+  const [here, there] = await importBoth(file, { batch: 40, transform }, async () => {
+    n = 0;
+  });
+  assert.equal(there.tables, here.tables);
+  assert.deepEqual({ ...there.report, onThread: 0 }, here.report);
+  // The first batch and the two asked with it (before its answer came) are done here; every one after goes to the thread.
+  assert.equal(there.report.onThread, there.progress.length - 3);
+  assert.ok(there.embeddedHere < here.embeddedHere / 2, `embedded here: ${there.embeddedHere} of ${here.embeddedHere}`);
 });
 
 test("a transform that fails stops the import with its error after the same whole batches, thread or not", async () => {

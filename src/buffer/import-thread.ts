@@ -19,7 +19,11 @@ function answer(req: ImportThreadRequest): PreparedVectors | { up: true } | null
   if (!embedder) return null;
   const fit = fitNext;
   fitNext = false;
-  const r = prepareVectors(req.trajectories, embedder, recent, fit);
+  // Until a fit has been made, there is no embedder for the batches after it: if it fails, they are
+  // answered null (done by the caller) rather than made with the unfitted one.
+  const unfitted = embedder;
+  if (fit) embedder = undefined;
+  const r = prepareVectors(req.trajectories, unfitted, recent, fit);
   embedder = r.embedder;
   return r.vectors;
 }

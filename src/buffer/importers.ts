@@ -46,14 +46,18 @@ export interface ImportOptions {
   /** Known envs and their reward ranges: lines outside them are malformed. */
   rules?: TrajectoryRules;
   /**
-   * Work out the next batch's content ids and vectors on a worker thread while this one writes,
+   * Work out the next batches' content ids and vectors on a worker thread while this one writes,
    * where there are two cores and the buffer's embedder is the default one; "wait": with any number
-   * of cores, and the batches after the first wait for the thread to be up (tests). @default true
+   * of cores, and the thread is waited for before the first batch (tests). @default true
    */
   thread?: boolean | "wait";
 }
 
-/** What the import thread is asked: vectors for a batch (`embedder` sent once); without trajectories, whether it is up. */
+/**
+ * What the import thread is asked: vectors for a batch; without trajectories, whether it is up.
+ * `embedder` goes with the first request and again after any batch whose vectors the buffer did
+ * not use; the requests between use the thread's (with `fit`, the one it fitted on the first batch).
+ */
 export interface ImportThreadRequest {
   trajectories?: Trajectory[];
   embedder?: ThreadEmbedder;
@@ -89,9 +93,10 @@ function copiesAsIs(t: Trajectory): boolean {
 /**
  * Imports a trajectory JSONL file; malformed lines are reported with their numbers and skipped.
  * Where there are two cores and the buffer has the default embedder, a worker thread works out the
- * content ids, vectors and text keys of the next batch while this thread writes the one before (the
- * same content either way: the thread only does sooner what the buffer would do); the first batches,
- * and every batch while it is not up, are done here.
+ * content ids, vectors and text keys of the next batches while this thread writes the one before (the
+ * same content either way: the thread only does sooner what the buffer would do, a new buffer's IDF
+ * fit on its first batch included). A first batch read before the thread is up is done here, and the
+ * thread is asked for the next ones as soon as that batch has fixed the IDF.
  */
 export async function importJsonl(buffer: ReplayBuffer, file: string, opts: ImportOptions = {}): Promise<ImportReport> {
   const report: ImportReport = { file, added: 0, duplicates: 0, transitions: 0, evicted: 0, malformed: [], corrected: [], onThread: 0 };
@@ -121,14 +126,15 @@ export async function importJsonl(buffer: ReplayBuffer, file: string, opts: Impo
   const started = thread?.request({}).then((r) => (up = r !== null));
   if (opts.thread === "wait") await started;
   let embedderSent = false;
-  let first: Trajectory[] | undefined;
+  /** The import's first batch until it is written (then null: not kept alive). */
+  let first: Trajectory[] | null | undefined;
   /**
    * Asks the thread for a batch's vectors once it is up. A new buffer fits its IDF on the import's
    * first batch: the thread fits it there, and uses that fit for the batches after; if the first
    * batch did not go to the thread, they wait for the IDF the buffer fits.
    */
   const ask = (trajectories: Trajectory[], embedder = buffer.threadEmbedder(), evenIfDown = false): Promise<PreparedVectors | null> | undefined => {
-    first ??= trajectories;
+    if (first === undefined) first = trajectories;
     if (!(up || (evenIfDown && thread?.running)) || !embedder || (embedder.fit && trajectories !== first && !embedderSent)) return undefined;
     const sent = thread!.request({ trajectories, embedder: embedderSent ? undefined : embedder });
     embedderSent = true;
@@ -168,8 +174,7 @@ export async function importJsonl(buffer: ReplayBuffer, file: string, opts: Impo
         (!opts.transform || batch.trajectories.every(copiesAsIs) || threadMade.uids.every((uid, i) => uid === trajectoryContentId(batch.trajectories[i])))
           ? threadMade
           : undefined;
-      if (made) report.onThread++;
-      else if (threadMade?.idf) embedderSent = false; // the thread's fit was not used: the buffer's goes with the next ask
+
       // Once the embedder is fixed (a first batch done here fits the IDF), the thread may start on the
       // next batches while this one is embedded and written: asked now, not at the end of this run of
       // code, and even if its word that it is up has not been read yet (this thread has not let go
@@ -179,6 +184,11 @@ export async function importJsonl(buffer: ReplayBuffer, file: string, opts: Impo
         for (const q of queue) q.vectors ??= ask(q.trajectories, embedder, true);
         thread?.flush();
       });
+      // Vectors not used (made with an embedder the buffer does not have: a fit the buffer did not
+      // take, a request that failed): the buffer's embedder goes with the next request.
+      if (r.usedVectors) report.onThread++;
+      else if (threadMade) embedderSent = false;
+      first = null;
       report.added += r.added;
       report.duplicates += r.duplicates;
       report.transitions += r.transitions;

@@ -42,7 +42,6 @@ import { trajectoryContentId } from "./trajectory-schema.ts";
 import type { Candidate } from "./vector-index.ts";
 import { RealSearchThread } from "./real-search.ts";
 
-/** A first `appendTrajectories` of at least this many transitions to an empty buffer fits the default embedder's IDF. */
 /** On buffers served by HNSW, a filter keeping at most this many rows is answered by an exact scan. */
 const SCAN_FILTER_MAX = 20_000;
 /**
@@ -437,8 +436,9 @@ export class ReplayBuffer {
    * Appends whole trajectories, embedded, in one transaction: all of them or none. A trajectory
    * already in the buffer (same content id) is skipped.
    */
-  appendTrajectories(trajectories: Trajectory[], opts: AppendOptions = {}): Promise<AppendResult> {
-    return this.appendPrepared(trajectories, undefined, opts);
+  async appendTrajectories(trajectories: Trajectory[], opts: AppendOptions = {}): Promise<AppendResult> {
+    const { usedVectors: _, ...r } = await this.appendPrepared(trajectories, undefined, opts);
+    return r;
   }
 
   /** Whether this buffer embeds with the default embedder (not one the caller chose). @internal */
@@ -466,7 +466,9 @@ export class ReplayBuffer {
 
   /**
    * `appendTrajectories`, with content ids and vectors made beforehand (by the import thread); the
-   * vectors are used if this buffer's embedder made them (`embedderId`), else the steps are embedded here.
+   * vectors are used if this buffer's embedder made them (`embedderId`) and no IDF fit is still to
+   * come (`fitsOn`), else the steps are embedded here. A new buffer's first append takes the IDF the
+   * thread fitted on the same steps (`vectors.idf`). `usedVectors` says whether the vectors were used.
    * `embedded` is told the default embedder's settings once they are fixed, before the steps are
    * embedded and written: after a first append's IDF fit, the ones the buffer keeps if the write succeeds.
    * @internal
@@ -476,7 +478,7 @@ export class ReplayBuffer {
     vectors: PreparedVectors | undefined,
     opts: AppendOptions = {},
     embedded?: (embedder: ThreadEmbedder | null) => void,
-  ): Promise<AppendResult> {
+  ): Promise<AppendResult & { usedVectors: boolean }> {
     this.checkWritable();
     return this.exclusive(async () => {
       const fresh: { uid: string; t: Trajectory; row: number }[] = [];
@@ -535,7 +537,13 @@ export class ReplayBuffer {
         false,
       );
       this.afterCommit(r.added, r.evicted);
-      return { added: fresh.length - r.duplicates, duplicates: duplicates + r.duplicates, transitions: r.added.length, evicted: r.evicted.length };
+      return {
+        added: fresh.length - r.duplicates,
+        duplicates: duplicates + r.duplicates,
+        transitions: r.added.length,
+        evicted: r.evicted.length,
+        usedVectors: made !== undefined,
+      };
     });
   }
 
