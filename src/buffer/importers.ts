@@ -174,7 +174,6 @@ export async function importJsonl(buffer: ReplayBuffer, file: string, opts: Impo
         (!opts.transform || batch.trajectories.every(copiesAsIs) || threadMade.uids.every((uid, i) => uid === trajectoryContentId(batch.trajectories[i])))
           ? threadMade
           : undefined;
-
       // Once the embedder is fixed (a first batch done here fits the IDF), the thread may start on the
       // next batches while this one is embedded and written: asked now, not at the end of this run of
       // code, and even if its word that it is up has not been read yet (this thread has not let go

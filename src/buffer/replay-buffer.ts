@@ -436,9 +436,8 @@ export class ReplayBuffer {
    * Appends whole trajectories, embedded, in one transaction: all of them or none. A trajectory
    * already in the buffer (same content id) is skipped.
    */
-  async appendTrajectories(trajectories: Trajectory[], opts: AppendOptions = {}): Promise<AppendResult> {
-    const { usedVectors: _, ...r } = await this.appendPrepared(trajectories, undefined, opts);
-    return r;
+  appendTrajectories(trajectories: Trajectory[], opts: AppendOptions = {}): Promise<AppendResult> {
+    return this.appendPrepared(trajectories, undefined, opts).then(({ usedVectors: _, ...r }) => r);
   }
 
   /** Whether this buffer embeds with the default embedder (not one the caller chose). @internal */
