@@ -60,6 +60,11 @@ export function batchTerms(groups: readonly (readonly number[])[], lambda: numbe
   return groups.map((g) => (lambda * (g.reduce((s, r) => s + r, 0) / g.length - mean)) / (std + eps));
 }
 
+/** The records of an update's steps, in the order `grpoUpdate` reads them. */
+export function updateRecords<R>(groups: readonly (readonly Episode<R>[])[]): R[] {
+  return groups.flatMap((group) => group.flatMap((episode) => episode.steps.map((step) => step.record)));
+}
+
 export interface GrpoStats {
   policyLoss: number;
   /** Mean KL to the reference policy (k3), when there is one. */
@@ -78,6 +83,11 @@ export function grpoUpdate<R>(
   groups: readonly (readonly Episode<R>[])[],
   config: GrpoConfig,
   rng: Rng,
+  /**
+   * The reference's log-probabilities of the update's steps (group by group, episode by episode, step
+   * by step: `updateRecords`), worked out before (`ReferenceThread`); else the reference scores them here.
+   */
+  referenceLogProbs?: Float64Array,
 ): GrpoStats {
   // 1. Group-relative advantages, broadcast to the steps of each episode.
   const records: R[] = [];
@@ -107,7 +117,12 @@ export function grpoUpdate<R>(
   if (n === 0) return stats;
 
   // 2. The frozen reference's log-probabilities, for the KL penalty.
-  const refLogProbs = config.klCoef > 0 && reference ? reference.evaluate(records).logProbs : undefined;
+  const refLogProbs =
+    config.klCoef > 0 && reference
+      ? referenceLogProbs?.length === n
+        ? referenceLogProbs
+        : (reference.chosenLogProbs?.(records) ?? reference.evaluate(records).logProbs)
+      : undefined;
 
   // 3. Epochs of minibatch updates on the clipped surrogate.
   const order = Array.from({ length: n }, (_, i) => i);

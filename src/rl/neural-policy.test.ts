@@ -2,6 +2,8 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { InvalidConfigError, Rng } from "../core/index.ts";
 import { NeuralPolicy, type NeuralStepRecord } from "./neural-policy.ts";
+import { packRecords, ReferenceThread, unpackRecords } from "./reference.ts";
+import { grpoConfigSchema, grpoUpdate, updateRecords } from "./grpo.ts";
 import { ShopToyEnv } from "../testing/index.ts";
 import { playEpisodes } from "../core/index.ts";
 
@@ -141,4 +143,45 @@ test("greedy acting is deterministic and sampling follows the seed", async () =>
     z.map((e) => e.steps.map((s) => s.action)),
   );
   for (const e of x) for (const s of e.steps) assert.ok(s.logProb <= 0 && Number.isFinite(s.logProb));
+});
+
+test("GRPO's reference: chosenLogProbs are evaluate's log-probabilities, and the reference thread gives the same from packed records", async () => {
+  const policy = new NeuralPolicy({ dim: 512, hidden: 8, seed: 3 });
+  const records = await someRecords(policy);
+  assert.ok(records.length > 5);
+  const expected = policy.evaluate(records).logProbs;
+  assert.deepEqual(policy.chosenLogProbs(records), expected);
+  assert.deepEqual(policy.chosenLogProbs(unpackRecords(packRecords(records))), expected, "packed and unpacked");
+  const thread = new ReferenceThread(policy);
+  try {
+    assert.equal(await thread.logProbs(records), null, "not up yet: the caller scores them itself");
+    assert.ok(await thread.ready);
+    assert.deepEqual(await thread.logProbs(records), expected);
+  } finally {
+    thread.close();
+  }
+});
+
+test("a GRPO update given the reference's scores (from its thread) trains as one that scores them itself", async () => {
+  const policy = new NeuralPolicy({ dim: 512, hidden: 8, seed: 4 });
+  const reference = policy.clone();
+  const env = new ShopToyEnv();
+  const episodes = await playEpisodes(
+    [env],
+    policy,
+    env.tasks(2, 1).flatMap((task, t) => [0, 1, 2].map((i) => ({ task, rngSeed: 10 * t + i }))),
+  );
+  const groups = [episodes.slice(0, 3), episodes.slice(3, 6)];
+  const config = grpoConfigSchema.parse({ klCoef: 0.1 });
+  const given = reference.chosenLogProbs(updateRecords(groups) as NeuralStepRecord[]);
+  const a = policy.clone();
+  const b = policy.clone();
+  const statsA = grpoUpdate(a, reference, groups, config, new Rng(5));
+  const statsB = grpoUpdate(b, reference, groups, config, new Rng(5), given);
+  assert.ok(statsA.kl !== undefined);
+  assert.deepEqual(statsB, statsA);
+  assert.deepEqual(b.save(), a.save());
+  // The scores given are the ones read (other scores, another KL).
+  const other = grpoUpdate(policy.clone(), reference, groups, config, new Rng(5), new Float64Array(given.length));
+  assert.notEqual(other.kl, statsA.kl);
 });

@@ -154,6 +154,20 @@ export class NeuralPolicy implements TrainablePolicy<NeuralStepRecord> {
     return out;
   }
 
+  /**
+   * The log-probability of each record's chosen candidate, as `evaluate` gives it (the same scores and
+   * softmax), without the value head or what `backward` keeps: GRPO's frozen reference reads no more.
+   */
+  chosenLogProbs(records: readonly NeuralStepRecord[]): Float64Array {
+    const out = new Float64Array(records.length);
+    const h = new Float64Array(this.hidden);
+    records.forEach((r, i) => {
+      const scores = r.features.candidates.map((x) => this.actor.forward(x, h));
+      out[i] = Math.log(softmax(scores)[r.choice]);
+    });
+    return out;
+  }
+
   backward(grads: OutputGradients): void {
     const cache = this.cache;
     if (!cache) throw new Error("backward() needs a preceding evaluate()");

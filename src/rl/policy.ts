@@ -28,6 +28,8 @@ export interface UpdateStats {
  */
 export interface TrainablePolicy<R = unknown> extends Policy<R> {
   evaluate(records: readonly R[]): Evaluation;
+  /** `evaluate`'s log-probabilities alone, where the policy can give them for less (a frozen reference needs no more). */
+  chosenLogProbs?(records: readonly R[]): Float64Array;
   /** Accumulates the gradient of the loss for the batch last passed to `evaluate`. */
   backward(grads: OutputGradients): void;
   /** Applies the accumulated gradient (clipped to `maxGradNorm`) with the optimiser and clears it. */

@@ -1,6 +1,6 @@
 import { deriveSeed, playEpisodes, Rng, type Env, type Task } from "../core/index.ts";
 import type { AuditPair } from "../experience/index.ts";
-import { grpoUpdate, ppoUpdate, type TrainablePolicy } from "../rl/index.ts";
+import { grpoUpdate, ppoUpdate, updateRecords, type TrainablePolicy } from "../rl/index.ts";
 import type { EvalResult, TrainConfig, TrainHooks } from "./config.ts";
 import type { Parts } from "./parts.ts";
 import { checkFinite, iterationMetrics, mean, type IterationRecord } from "./iteration-metrics.ts";
@@ -25,7 +25,7 @@ import { modelFailed, playedIn, syntheticTrajectory, uncertaintyOf, verifiedStep
  * checkpoint them.
  */
 export async function trainingLoop(config: TrainConfig, parts: Parts, state: RunState, sink: RunSink, hooks: TrainHooks = {}): Promise<EvalResult> {
-  const { policy, reference, real, evaluation, synthetic, curriculum, isSuccess } = parts;
+  const { policy, reference, referenceLogProbs, real, evaluation, synthetic, curriculum, isSuccess } = parts;
   const G = config.rolloutsPerTask;
   const tokensAtStart = state.tokens ?? 0;
   let finalEval: EvalResult | undefined;
@@ -54,6 +54,11 @@ export async function trainingLoop(config: TrainConfig, parts: Parts, state: Run
     const kept = groups.flat().map(({ e }) => e);
     next.droppedEpisodes += played.length - kept.length;
     const t1 = performance.now();
+    // The update's groups (of two episodes or more), and GRPO's reference scores of their steps, asked
+    // of a helper thread now: they do not change with the policy, and the steps below take a while.
+    const updated = groups.map((g) => g.map(({ e }) => e)).filter((g) => g.length >= 2);
+    const grpo = config.algo === "grpo" ? grpoSettings(config, phase) : undefined;
+    const referenceAsked = grpo && grpo.klCoef > 0 && reference ? referenceLogProbs?.(updateRecords(updated)) : undefined;
 
     // 3. The buffer grows with the synthetic episodes (one transaction, labelled by iteration so a
     //    resume can take back what a killed run wrote after its checkpoint).
@@ -73,10 +78,10 @@ export async function trainingLoop(config: TrainConfig, parts: Parts, state: Run
     // 5. Update the policy (the audit's closed-loop replay plays the policy as it was before).
     const audited = auditDue(config, phase, iteration, next);
     const auditor = audited && synthetic!.auditReplay === "policy" ? policy.clone() : undefined;
-    const updated = groups.map((g) => g.map(({ e }) => e)).filter((g) => g.length >= 2);
     const updateRng = new Rng(deriveSeed(config.seed, "update", iteration));
-    const stats =
-      config.algo === "grpo" ? grpoUpdate(policy, reference, updated, grpoSettings(config, phase), updateRng) : ppoUpdate(policy, kept, config.ppo, updateRng);
+    const stats = grpo
+      ? grpoUpdate(policy, reference, updated, grpo, updateRng, (await referenceAsked) ?? undefined)
+      : ppoUpdate(policy, kept, config.ppo, updateRng);
     checkFinite(stats, iteration, sink);
     const t2 = performance.now();
 

@@ -55,6 +55,11 @@ export interface Parts {
   policy: TrainablePolicy<unknown>;
   /** GRPO's frozen reference (the initial policy), when its KL term is on. */
   reference?: TrainablePolicy<unknown>;
+  /**
+   * The reference's log-probabilities of an update's records, worked out on a helper thread while the
+   * run does other work (`ReferenceThread`); null where it cannot (the update then scores them itself).
+   */
+  referenceLogProbs?: (records: readonly unknown[]) => Promise<Float64Array | null>;
   real: EnvPool;
   evaluation: EnvPool;
   synthetic?: SyntheticPool;

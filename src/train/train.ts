@@ -6,6 +6,7 @@ import { Curriculum } from "../curriculum/index.ts";
 import { envTasks } from "../envs/index.ts";
 import { EndpointFailedError } from "../llm/index.ts";
 import { LearnedExperienceModel } from "../experience/index.ts";
+import { NeuralPolicy, ReferenceThread, type NeuralStepRecord } from "../rl/index.ts";
 import {
   resolveTrainConfig,
   type EvalResult,
@@ -180,6 +181,9 @@ export async function compose(run: RunFolder, latest: Checkpoint | undefined, gi
     const policy = policyOf(config, given, env.plugs.features, config.initPolicy ? readFileSync(config.initPolicy) : undefined);
     // GRPO's reference is the initial policy, which the seed (or initPolicy) recreates exactly on resume.
     const reference = needsReference(config) ? policy.clone() : undefined;
+    // Its scores of each update's steps on the second core, where it is the built-in neural policy.
+    const referenceThread = reference instanceof NeuralPolicy && helperThreads(config) ? new ReferenceThread(reference) : undefined;
+    if (referenceThread) opened.push({ close: async () => referenceThread.close() });
     if (latest) policy.load(run.checkpointPolicy(latest), latest.policyFile);
     const split = { envs: resolved.train.envs, tasks: resolved.train.tasks };
     const real = config.realTasks === "seed" ? { ...split, tasks: seedTasks(synthetic_ ? run.bufferFile : bufferOf(config), config.env, split.tasks) } : split;
@@ -225,7 +229,8 @@ export async function compose(run: RunFolder, latest: Checkpoint | undefined, gi
     // Contents evicted only at checkpoints (and again here, which repeats nothing if it already ran):
     // a resumed run then finds the buffer exactly as the checkpoint left it.
     if (synthetic && latest && latest.trimmed !== false) await synthetic.trim();
-    return { policy, reference, real, evaluation, synthetic, curriculum, isSuccess: env.entry.success, actions, close: closeAll };
+    const referenceLogProbs = referenceThread && ((records: readonly unknown[]) => referenceThread.logProbs(records as NeuralStepRecord[]));
+    return { policy, reference, referenceLogProbs, real, evaluation, synthetic, curriculum, isSuccess: env.entry.success, actions, close: closeAll };
   } catch (e) {
     await closeAll();
     throw e;
