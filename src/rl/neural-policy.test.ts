@@ -151,7 +151,12 @@ test("GRPO's reference: chosenLogProbs are evaluate's log-probabilities, and the
   assert.ok(records.length > 5);
   const expected = policy.evaluate(records).logProbs;
   assert.deepEqual(policy.chosenLogProbs(records), expected);
-  assert.deepEqual(policy.chosenLogProbs(unpackRecords(packRecords(records))), expected, "packed and unpacked");
+  assert.deepEqual(policy.chosenLogProbs(unpackRecords(packRecords(records)!)), expected, "packed and unpacked");
+  const loose = records.map((r) => ({
+    ...r,
+    features: { ...r.features, candidates: r.features.candidates.map((c) => ({ idx: c.idx, val: Float64Array.from(c.val) as unknown as Float32Array })) },
+  }));
+  assert.equal(packRecords(loose), null, "features in other arrays are not packed (the thread would round them)");
   const thread = new ReferenceThread(policy);
   try {
     assert.equal(await thread.logProbs(records), null, "not up yet: the caller scores them itself");
@@ -181,6 +186,16 @@ test("a GRPO update given the reference's scores (from its thread) trains as one
   assert.ok(statsA.kl !== undefined);
   assert.deepEqual(statsB, statsA);
   assert.deepEqual(b.save(), a.save());
+  // A subclass that scores otherwise: its own chosen log-probabilities are its evaluate's.
+  class Tempered extends NeuralPolicy {
+    override evaluate(records: readonly NeuralStepRecord[]) {
+      const e = super.evaluate(records);
+      return { ...e, logProbs: e.logProbs.map((x) => x / 2) };
+    }
+  }
+  const tempered = new Tempered({ dim: 512, hidden: 8, seed: 4 });
+  const recs = updateRecords(groups) as NeuralStepRecord[];
+  assert.deepEqual(tempered.chosenLogProbs(recs), tempered.evaluate(recs).logProbs);
   // The scores given are the ones read (other scores, another KL).
   const other = grpoUpdate(policy.clone(), reference, groups, config, new Rng(5), new Float64Array(given.length));
   assert.notEqual(other.kl, statsA.kl);

@@ -159,6 +159,7 @@ export class NeuralPolicy implements TrainablePolicy<NeuralStepRecord> {
    * softmax), without the value head or what `backward` keeps: GRPO's frozen reference reads no more.
    */
   chosenLogProbs(records: readonly NeuralStepRecord[]): Float64Array {
+    if (this.evaluate !== NeuralPolicy.prototype.evaluate) return this.evaluate(records).logProbs; // a subclass that scores otherwise
     const out = new Float64Array(records.length);
     const h = new Float64Array(this.hidden);
     records.forEach((r, i) => {

@@ -28,7 +28,10 @@ export interface UpdateStats {
  */
 export interface TrainablePolicy<R = unknown> extends Policy<R> {
   evaluate(records: readonly R[]): Evaluation;
-  /** `evaluate`'s log-probabilities alone, where the policy can give them for less (a frozen reference needs no more). */
+  /**
+   * `evaluate`'s log-probabilities alone, bit for bit, where the policy can give them for less (a frozen
+   * reference needs no more).
+   */
   chosenLogProbs?(records: readonly R[]): Float64Array;
   /** Accumulates the gradient of the loss for the batch last passed to `evaluate`. */
   backward(grads: OutputGradients): void;

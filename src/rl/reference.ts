@@ -22,11 +22,13 @@ export interface PackedRecords {
   val: Float32Array;
 }
 
-export function packRecords(records: readonly NeuralStepRecord[]): PackedRecords {
+/** The records packed, or null where a candidate's features are not the typed arrays the packing keeps exactly. */
+export function packRecords(records: readonly NeuralStepRecord[]): PackedRecords | null {
   let nc = 0;
   let nv = 0;
   for (const r of records)
     for (const c of r.features.candidates) {
+      if (!(c.idx instanceof Int32Array && c.val instanceof Float32Array)) return null;
       nc++;
       nv += c.idx.length;
     }
@@ -95,8 +97,9 @@ export class ReferenceThread {
 
   /** The records' log-probabilities, or null where the thread is not up or cannot answer (the caller then scores them itself). */
   logProbs(records: readonly NeuralStepRecord[]): Promise<Float64Array | null> {
-    if (!this.thread.up || records.length === 0) return Promise.resolve(null);
-    const asked = this.thread.request(packRecords(records));
+    const packed = this.thread.up && records.length > 0 ? packRecords(records) : null;
+    if (!packed) return Promise.resolve(null);
+    const asked = this.thread.request(packed);
     this.thread.flush();
     return asked;
   }

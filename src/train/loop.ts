@@ -58,7 +58,8 @@ export async function trainingLoop(config: TrainConfig, parts: Parts, state: Run
     // of a helper thread now: they do not change with the policy, and the steps below take a while.
     const updated = groups.map((g) => g.map(({ e }) => e)).filter((g) => g.length >= 2);
     const grpo = config.algo === "grpo" ? grpoSettings(config, phase) : undefined;
-    const referenceAsked = grpo && grpo.klCoef > 0 && reference ? referenceLogProbs?.(updateRecords(updated)) : undefined;
+    // (A failure here only means the update scores them itself.)
+    const referenceAsked = grpo && grpo.klCoef > 0 && reference ? referenceLogProbs?.(updateRecords(updated)).catch(() => null) : undefined;
 
     // 3. The buffer grows with the synthetic episodes (one transaction, labelled by iteration so a
     //    resume can take back what a killed run wrote after its checkpoint).

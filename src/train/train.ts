@@ -181,8 +181,12 @@ export async function compose(run: RunFolder, latest: Checkpoint | undefined, gi
     const policy = policyOf(config, given, env.plugs.features, config.initPolicy ? readFileSync(config.initPolicy) : undefined);
     // GRPO's reference is the initial policy, which the seed (or initPolicy) recreates exactly on resume.
     const reference = needsReference(config) ? policy.clone() : undefined;
-    // Its scores of each update's steps on the second core, where it is the built-in neural policy.
-    const referenceThread = reference instanceof NeuralPolicy && helperThreads(config) ? new ReferenceThread(reference) : undefined;
+    // Its scores of each update's steps on the second core, where it is the built-in neural policy itself
+    // (a subclass may score otherwise; the thread's copy is made from the bytes) and GRPO updates will ask.
+    const referenceThread =
+      reference && Object.getPrototypeOf(reference) === NeuralPolicy.prototype && config.mode !== "bc" && helperThreads(config)
+        ? new ReferenceThread(reference as NeuralPolicy)
+        : undefined;
     if (referenceThread) opened.push({ close: async () => referenceThread.close() });
     if (latest) policy.load(run.checkpointPolicy(latest), latest.policyFile);
     const split = { envs: resolved.train.envs, tasks: resolved.train.tasks };
