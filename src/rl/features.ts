@@ -173,7 +173,10 @@ function featurizeText(input: PolicyInput, dim: number, chosen?: ReadonlySet<str
     : "none";
   const taken = new Map<string, number>();
   for (const a of input.history) taken.set(a.toLowerCase(), (taken.get(a.toLowerCase()) ?? 0) + 1);
-  const takenLabels = new Set([...input.history.map((a) => parseAction(a).label), ...(chosen ?? [])]);
+  // (Filled one by one: spreading a Set here and an array there made V8 recompile this function.)
+  const takenLabels = new Set<string>();
+  for (const a of input.history) takenLabels.add(parseAction(a).label);
+  if (chosen) for (const label of chosen) takenLabels.add(label);
 
   // Per candidate: the line it sits on, its overlap with the instruction. The page's lines are
   // lowercased once, and what a line tells once, for all its candidates (a results page has ~17 of

@@ -152,6 +152,11 @@ test("GRPO's reference: chosenLogProbs are evaluate's log-probabilities, and the
   const expected = policy.evaluate(records).logProbs;
   assert.deepEqual(policy.chosenLogProbs(records), expected);
   assert.deepEqual(policy.chosenLogProbs(unpackRecords(packRecords(records)!)), expected, "packed and unpacked");
+  // Repeated steps (scored once) among others that differ from them only in the choice.
+  const others = records.filter((r) => r.features.candidates.length > 1).map((r) => ({ ...r, choice: r.choice === 0 ? 1 : 0 }));
+  const repeated = [...records, ...unpackRecords(packRecords(records)!), ...others, ...records];
+  assert.ok(others.length > 0);
+  assert.deepEqual(policy.chosenLogProbs(repeated), policy.evaluate(repeated).logProbs);
   const loose = records.map((r) => ({
     ...r,
     features: { ...r.features, candidates: r.features.candidates.map((c) => ({ idx: c.idx, val: Float64Array.from(c.val) as unknown as Float32Array })) },

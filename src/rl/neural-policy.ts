@@ -3,6 +3,7 @@ import { FEATURE_VERSION, featurize } from "./features.ts";
 import type { ActOptions, Decision, Evaluation, OutputGradients, PolicyInput, TrainablePolicy, UpdateStats } from "./policy.ts";
 import { ScoreNet } from "./score-net.ts";
 import { packParams, unpackParams } from "./param-file.ts";
+import { firstOfEachStep } from "./repeated-steps.ts";
 
 export interface NeuralPolicyConfig {
   /** Hashed feature buckets. @default 32768 */
@@ -162,7 +163,12 @@ export class NeuralPolicy implements TrainablePolicy<NeuralStepRecord> {
     if (this.evaluate !== NeuralPolicy.prototype.evaluate) return this.evaluate(records).logProbs; // a subclass that scores otherwise
     const out = new Float64Array(records.length);
     const h = new Float64Array(this.hidden);
+    const first = firstOfEachStep(records); // a repeated step is scored once
     records.forEach((r, i) => {
+      if (first[i] !== i) {
+        out[i] = out[first[i]];
+        return;
+      }
       const scores = r.features.candidates.map((x) => this.actor.forward(x, h));
       out[i] = Math.log(softmax(scores)[r.choice]);
     });
