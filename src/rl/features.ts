@@ -84,7 +84,7 @@ export function featurize(input: PolicyInput, dim: number, own?: PolicyFeatures)
   if (mine) return mine;
   const web = webView(input.observation);
   if (web) return featurizeWeb(input, web, dim);
-  return featurizeText(input, dim);
+  return featurizeText(textStep(input.task.instruction, input.observation, input.actions, input.history), dim);
 }
 
 /** A past action in the view's words, without its page (the history keeps actions only): ids stay unnamed. */
@@ -105,11 +105,7 @@ function featurizeWeb(input: PolicyInput, web: WebView, dim: number): Featurized
     if (a.includes(FREE_TEXT_SLOT)) slots.push({ view: v, action: a });
     back.set(v, a); // two elements of one name: the last (see webView)
   }
-  const step = featurizeText(
-    { ...input, observation: web.text, actions: [...back.keys()], history: input.history.map(historyAction) },
-    dim,
-    new Set(web.checked),
-  );
+  const step = featurizeText(textStep(input.task.instruction, web.text, [...back.keys()], input.history.map(historyAction)), dim, new Set(web.checked));
   const actions = step.actions.map((v) => {
     const direct = back.get(v);
     if (direct !== undefined) return direct;
@@ -123,9 +119,27 @@ function featurizeWeb(input: PolicyInput, web: WebView, dim: number): Featurized
   return { ...step, actions };
 }
 
+/**
+ * What `featurizeText` reads of a step, always in this one shape: read off tasks and inputs of several
+ * shapes (seed, generated, copied), the function was compiled again and again by V8 (10–13 times a run).
+ */
+interface TextStep {
+  instruction: string;
+  observation: string;
+  actions: readonly string[];
+  history: readonly string[];
+}
+const NO_ACTIONS: readonly string[] = [];
+const textStep = (instruction: string, observation: string, actions: readonly string[] | undefined, history: readonly string[]): TextStep => ({
+  instruction,
+  observation,
+  actions: actions ?? NO_ACTIONS,
+  history,
+});
+
 /** Features of a bracketed text state; `chosen`: option labels the page shows as chosen (a web page's checked radios). */
-function featurizeText(input: PolicyInput, dim: number, chosen?: ReadonlySet<string>): FeaturizedStep {
-  const instruction = input.task.instruction;
+function featurizeText(input: TextStep, dim: number, chosen?: ReadonlySet<string>): FeaturizedStep {
+  const instruction = input.instruction;
   const instrTokens = new Set(contentTokens(instruction));
   const instrLower = ` ${instruction.toLowerCase().replace(/[^a-z0-9.]+/g, " ")} `;
   const bound = PRICE_BOUND.exec(instruction);
@@ -139,7 +153,7 @@ function featurizeText(input: PolicyInput, dim: number, chosen?: ReadonlySet<str
 
   // Expand the listed actions (a free-text slot into query candidates).
   const parsed: ParsedAction[] = [];
-  for (const a of input.actions ?? []) {
+  for (const a of input.actions) {
     if (a.includes(FREE_TEXT_SLOT)) {
       const seen = new Set<string>();
       queryCandidates(instruction).forEach((q, variant) => {
