@@ -121,6 +121,12 @@ test("save/load restores identical behaviour; another shape is refused by name",
   const same = new NeuralPolicy({ dim: 512, hidden: 8 });
   assert.throws(() => same.load(policy.save().subarray(0, 5000), "cut.policy"), /cut\.policy is truncated or padded/);
   assert.throws(() => same.load(new TextEncoder().encode("hello"), "x.bin"), /x\.bin is not a dreamgym policy checkpoint/);
+  // Read without drawing weights first: the same policy as drawn and then loaded, and the same checks.
+  const read = NeuralPolicy.fromBytes(policy.save(), "ckpt.policy", { dim: 512, hidden: 8 });
+  assert.deepEqual(read.save(), policy.save());
+  assert.deepEqual(read.evaluate(records), policy.evaluate(records));
+  assert.throws(() => NeuralPolicy.fromBytes(policy.save(), "ckpt.policy", { dim: 512, hidden: 4 }), /ckpt\.policy holds a policy of another shape/);
+  assert.throws(() => NeuralPolicy.fromBytes(policy.save().subarray(0, 5000), "cut.policy", { dim: 512, hidden: 8 }), /cut\.policy is truncated or padded/);
 });
 
 test("greedy acting is deterministic and sampling follows the seed", async () => {

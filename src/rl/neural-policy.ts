@@ -52,7 +52,7 @@ export class NeuralPolicy implements TrainablePolicy<NeuralStepRecord> {
   /** `of`: a policy whose networks this one starts as a copy of (`clone`; its config the same), instead of drawn ones. */
   constructor(
     readonly config: NeuralPolicyConfig = {},
-    of?: NeuralPolicy,
+    of?: NeuralPolicy | null,
   ) {
     this.dim = config.dim ?? 32768;
     this.hidden = config.hidden ?? 16;
@@ -64,6 +64,10 @@ export class NeuralPolicy implements TrainablePolicy<NeuralStepRecord> {
       // Copied, not drawn and then overwritten: an audit clones the policy every few iterations.
       this.actor = of.actor.copy();
       this.critic = of.critic.copy();
+    } else if (of === null) {
+      // Left at zero, for weights loaded next (`fromBytes`).
+      this.actor = new ScoreNet(this.dim, this.hidden, null);
+      this.critic = new ScoreNet(this.dim, this.hidden, null);
     } else {
       const rng = new Rng(config.seed ?? 0);
       this.actor = new ScoreNet(this.dim, this.hidden, { rng, embedScale: 0.1, outScale: 0.01 });
@@ -202,6 +206,16 @@ export class NeuralPolicy implements TrainablePolicy<NeuralStepRecord> {
     this.critic.adam(learningRate, scale);
     this.cache = undefined;
     return { gradNorm };
+  }
+
+  /**
+   * A policy of `config`'s shape holding `save()`'s bytes (`load`, which checks the shape), its networks
+   * not drawn first: a million draws, all overwritten (a run's initial policy, a helper thread's copy).
+   */
+  static fromBytes(bytes: Uint8Array, source: string, config: NeuralPolicyConfig = {}): NeuralPolicy {
+    const policy = new NeuralPolicy(config, null);
+    policy.load(bytes, source);
+    return policy;
   }
 
   clone(): NeuralPolicy {

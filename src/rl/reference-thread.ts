@@ -6,7 +6,6 @@ import { NeuralPolicy } from "./neural-policy.ts";
 import { type PackedRecords, type ReferenceThreadData, unpackRecords } from "./reference.ts";
 
 const data = workerData as ReferenceThreadData;
-const reference = new NeuralPolicy({ dim: data.dim, hidden: data.hidden });
-reference.load(data.policy, "the reference thread's policy");
+const reference = NeuralPolicy.fromBytes(data.policy, "the reference thread's policy", { dim: data.dim, hidden: data.hidden });
 
 serveRequests((p: PackedRecords): Float64Array => reference.chosenLogProbs(unpackRecords(p)));

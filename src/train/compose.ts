@@ -204,7 +204,11 @@ export function makePolicy(config: TrainConfig, parts: TrainParts, initPolicy?: 
 
 /** As `makePolicy`, with the env's features (its plug point) already looked up. */
 export function policyOf(config: TrainConfig, parts: TrainParts, features: PolicyFeatures | undefined, initPolicy?: Uint8Array): TrainablePolicy<unknown> {
-  const policy = parts.policy ?? (new NeuralPolicy({ ...config.policy, seed: config.seed, features }) as TrainablePolicy<unknown>);
-  if (initPolicy && config.initPolicy) policy.load(initPolicy, config.initPolicy);
-  return policy;
+  const from = initPolicy && config.initPolicy;
+  if (parts.policy) {
+    if (from) parts.policy.load(initPolicy, from);
+    return parts.policy;
+  }
+  const policyConfig = { ...config.policy, seed: config.seed, features };
+  return (from ? NeuralPolicy.fromBytes(initPolicy, from, policyConfig) : new NeuralPolicy(policyConfig)) as TrainablePolicy<unknown>;
 }

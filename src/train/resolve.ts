@@ -168,7 +168,9 @@ export async function resolveRun(config: TrainConfig, given: TrainParts, files: 
   const env = runEnv(config, given);
   if (files.initPolicy) {
     if (!existsSync(files.initPolicy)) throw new InvalidConfigError(`initPolicy ${files.initPolicy} does not exist`);
-    (given.policy ?? new NeuralPolicy({ ...config.policy, seed: config.seed })).load(readFileSync(files.initPolicy), files.initPolicy);
+    const bytes = readFileSync(files.initPolicy);
+    if (given.policy) given.policy.load(bytes, files.initPolicy);
+    else NeuralPolicy.fromBytes(bytes, files.initPolicy, { ...config.policy, seed: config.seed });
   }
   if (files.buffer) {
     if (!existsSync(files.buffer)) throw new InvalidConfigError(`buffer ${files.buffer} does not exist`);
