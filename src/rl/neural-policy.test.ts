@@ -3,6 +3,8 @@ import { test } from "node:test";
 import { InvalidConfigError, Rng } from "../core/index.ts";
 import { NeuralPolicy, type NeuralStepRecord } from "./neural-policy.ts";
 import { packRecords, ReferenceThread, unpackRecords } from "./reference.ts";
+import { packParams } from "./param-file.ts";
+import { FEATURE_VERSION } from "./features.ts";
 import { grpoConfigSchema, grpoUpdate, updateRecords } from "./grpo.ts";
 import { ShopToyEnv } from "../testing/index.ts";
 import { playEpisodes } from "../core/index.ts";
@@ -127,6 +129,16 @@ test("save/load restores identical behaviour; another shape is refused by name",
   assert.deepEqual(read.evaluate(records), policy.evaluate(records));
   assert.throws(() => NeuralPolicy.fromBytes(policy.save(), "ckpt.policy", { dim: 512, hidden: 4 }), /ckpt\.policy holds a policy of another shape/);
   assert.throws(() => NeuralPolicy.fromBytes(policy.save().subarray(0, 5000), "cut.policy", { dim: 512, hidden: 8 }), /cut\.policy is truncated or padded/);
+  assert.throws(() => NeuralPolicy.fromBytes(policy.save(), "ckpt.policy", { dim: 512, hidden: 8, seed: 1.5 }), /seed must be a safe integer/);
+  // A header of the right shape over arrays of other lengths (no save() writes one): refused, not set in part.
+  const arrays = [...policy.networks.actor.state().arrays, ...policy.networks.critic.state().arrays];
+  const short = packParams(
+    "DGPOLICY1\n",
+    { policy: "neural", featureVersion: FEATURE_VERSION, dim: 512, hidden: 8, adamSteps: [0, 0] },
+    arrays.map((a, i) => (i === 0 ? a.subarray(0, 10) : a)),
+  );
+  assert.throws(() => same.load(short, "short.policy"), /short\.policy holds arrays of other lengths/);
+  assert.throws(() => NeuralPolicy.fromBytes(short, "short.policy", { dim: 512, hidden: 8 }), /short\.policy holds arrays of other lengths/);
 });
 
 test("greedy acting is deterministic and sampling follows the seed", async () => {
@@ -163,6 +175,18 @@ test("GRPO's reference: chosenLogProbs are evaluate's log-probabilities, and the
   const repeated = [...records, ...unpackRecords(packRecords(records)!), ...others, ...records];
   assert.ok(others.length > 0);
   assert.deepEqual(policy.chosenLogProbs(repeated), policy.evaluate(repeated).logProbs);
+  // A record with a hole among its candidates scores NaN, as evaluate's, rather than throwing.
+  const holey = [
+    {
+      ...records[0],
+      features: {
+        ...records[0].features,
+        candidates: [records[0].features.candidates[0], , records[0].features.candidates[0]] as (typeof records)[0]["features"]["candidates"],
+      },
+    },
+    records[0],
+  ];
+  assert.deepEqual(policy.chosenLogProbs([...holey, ...holey]), policy.evaluate([...holey, ...holey]).logProbs);
   const loose = records.map((r) => ({
     ...r,
     features: { ...r.features, candidates: r.features.candidates.map((c) => ({ idx: c.idx, val: Float64Array.from(c.val) as unknown as Float32Array })) },

@@ -65,7 +65,8 @@ export class NeuralPolicy implements TrainablePolicy<NeuralStepRecord> {
       this.actor = of.actor.copy();
       this.critic = of.critic.copy();
     } else if (of === null) {
-      // Left at zero, for weights loaded next (`fromBytes`).
+      // Left at zero, for weights loaded next (`fromBytes`); the seed still checked as a drawn policy's Rng checks it.
+      new Rng(config.seed ?? 0);
       this.actor = new ScoreNet(this.dim, this.hidden, null);
       this.critic = new ScoreNet(this.dim, this.hidden, null);
     } else {
@@ -244,6 +245,10 @@ export class NeuralPolicy implements TrainablePolicy<NeuralStepRecord> {
     const mine = `policy=${this.name} dim=${this.dim} hidden=${this.hidden} features=${FEATURE_VERSION}`;
     const theirs = `policy=${header.policy} dim=${header.dim} hidden=${header.hidden} features=${header.featureVersion}`;
     if (mine !== theirs) throw new InvalidConfigError(`${source} holds a policy of another shape (${theirs}); this policy is ${mine}`);
+    // Arrays of other lengths would be set in part, the rest left as they were (drawn, or zero: `fromBytes`).
+    const lengths = [...this.actor.state().arrays, ...this.critic.state().arrays].map((a) => a.length);
+    if (header.lengths.length !== lengths.length || header.lengths.some((n, i) => n !== lengths[i]))
+      throw new InvalidConfigError(`${source} holds arrays of other lengths (${header.lengths.join(", ")}) than a policy of its shape (${lengths.join(", ")})`);
     const half = arrays.length / 2;
     this.actor.setState(arrays.slice(0, half), header.adamSteps[0]);
     this.critic.setState(arrays.slice(half), header.adamSteps[1]);

@@ -30,3 +30,14 @@ test("firstOfEachStep: a step with the same candidates' features and choice poin
   assert.deepEqual([...firstOfEachStep(steps)], [0, 1, 0, 3, 4, 5, 6, 7, 1, 0]);
   assert.deepEqual([...firstOfEachStep([])], []);
 });
+
+test("firstOfEachStep: steps of one hash are told apart value by value; a step with a missing candidate stays alone", () => {
+  // Each sign flip flips the top bit of the hash's state through the rest of it: two flips cancel,
+  // so these pairs share a hash, and only the check value by value keeps them apart.
+  const zeros = [step([vec([1, 2], [0, -0])], 0), step([vec([1, 2], [-0, 0])], 0)];
+  const signs = [step([vec([1, 2], [0.5, 1])], 0), step([vec([1, 2], [-0.5, -1])], 0)];
+  assert.deepEqual([...firstOfEachStep([...zeros, ...signs, copy(zeros[1]), copy(signs[1])])], [0, 1, 2, 3, 1, 3]);
+  // A hole among the candidates: not read here (the scorer skips it, as it did).
+  const holey = [vec([1], [1]), , vec([2], [1])] as SparseVector[];
+  assert.deepEqual([...firstOfEachStep([step(holey, 0), step(holey, 0), step([vec([1], [1])], 0)])], [0, 1, 2]);
+});

@@ -9,10 +9,16 @@ interface ScoredStep {
 const bits = new Int32Array(1);
 const asFloat = new Float32Array(bits.buffer);
 
-/** FNV-1a over the choice and every candidate's indices and value bits. */
-function stepHash(s: ScoredStep): number {
-  let h = Math.imul(0x811c9dc5 ^ s.choice, 16777619) ^ s.features.candidates.length;
-  for (const c of s.features.candidates) {
+/**
+ * FNV-1a over the choice and every candidate's indices and value bits; undefined where a candidate is
+ * missing (a hole, undefined or null): such a step is scored on its own, as before (a hole gave NaN).
+ */
+function stepHash(s: ScoredStep): number | undefined {
+  const candidates = s.features.candidates;
+  let h = Math.imul(0x811c9dc5 ^ s.choice, 16777619) ^ candidates.length;
+  for (let i = 0; i < candidates.length; i++) {
+    const c = candidates[i];
+    if (c == null) return undefined;
     h = Math.imul(h ^ c.idx.length, 16777619);
     for (let k = 0; k < c.idx.length; k++) {
       asFloat[0] = c.val[k];
@@ -49,6 +55,10 @@ export function firstOfEachStep(steps: readonly ScoredStep[]): Int32Array {
   const byHash = new Map<number, number[]>();
   steps.forEach((s, i) => {
     const h = stepHash(s);
+    if (h === undefined) {
+      first[i] = i;
+      return;
+    }
     const same = byHash.get(h);
     const j = same?.find((j) => sameStep(steps[j], s));
     if (j !== undefined) first[i] = j;
