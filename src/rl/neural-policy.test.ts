@@ -4,7 +4,7 @@ import { InvalidConfigError, Rng } from "../core/index.ts";
 import { NeuralPolicy, type NeuralStepRecord } from "./neural-policy.ts";
 import { packRecords, ReferenceThread, unpackRecords } from "./reference.ts";
 import { packParams } from "./param-file.ts";
-import { FEATURE_VERSION } from "./features.ts";
+import { FEATURE_VERSION, featurize } from "./features.ts";
 import { grpoConfigSchema, grpoUpdate, updateRecords } from "./grpo.ts";
 import { ShopToyEnv } from "../testing/index.ts";
 import { playEpisodes } from "../core/index.ts";
@@ -234,4 +234,35 @@ test("a GRPO update given the reference's scores (from its thread) trains as one
   // The scores given are the ones read (other scores, another KL).
   const other = grpoUpdate(policy.clone(), reference, groups, config, new Rng(5), new Float64Array(given.length));
   assert.notEqual(other.kl, statsA.kl);
+});
+
+test("a step met again gets the features it got (kept, not made again); steps that differ anywhere do not share them", async () => {
+  const policy = new NeuralPolicy({ dim: 512, hidden: 8, seed: 5 });
+  const task = { id: "t", instruction: "i want a red shirt under 30 dollars" };
+  const page = "page: results\n[b00001] red shirt $20\n[b00002] blue shirt $25";
+  const input = { task, observation: page, actions: ["click[b00001]", "click[b00002]"], history: ["search[red shirt]"] };
+  const rng = new Rng(1);
+  const a = await policy.act(input, { rng });
+  const b = await policy.act({ ...input, actions: [...input.actions], history: [...input.history] }, { rng });
+  assert.equal(b.record.features, a.record.features, "the same step: its kept features");
+  assert.deepEqual(a.record.features, featurize(input, 512), "as featurize makes them");
+  assert.equal(policy.recordFor(input, "click[b00002]")!.features, a.record.features);
+  // Inputs a key made by joining the parts would confuse: each gets its own features.
+  const others = [
+    { ...input, actions: ["click[b00001]click[b00002]"] },
+    { ...input, actions: ["click[b00001]", "click[b00002]"], history: ["search[red", "shirt]"] },
+    { ...input, observation: `${page}\n`, history: [] },
+    { ...input, task: { id: "t2", instruction: task.instruction.slice(0, -1) } },
+  ];
+  for (const other of others) {
+    const d = await policy.act(other, { rng });
+    assert.notEqual(d.record.features, a.record.features);
+    assert.deepEqual(d.record.features, featurize(other, 512));
+  }
+  // An env's own features may read more of the input: made each time.
+  let calls = 0;
+  const own = new NeuralPolicy({ dim: 512, hidden: 8, features: { name: "counted", featurize: (x, dim) => (calls++, featurize(x, dim)) } });
+  await own.act(input, { rng });
+  await own.act(input, { rng });
+  assert.equal(calls, 2);
 });

@@ -35,6 +35,7 @@ function sameStep(a: ScoredStep, b: ScoredStep): boolean {
   const x = a.features.candidates;
   const y = b.features.candidates;
   if (a.choice !== b.choice || x.length !== y.length) return false;
+  if (x === y) return true; // the same features (a policy keeps those of steps met lately)
   for (let c = 0; c < x.length; c++) {
     const p = x[c];
     const q = y[c];
