@@ -253,11 +253,20 @@ test("a step met again gets the features it got (kept, not made again); steps th
     { ...input, actions: ["click[b00001]", "click[b00002]"], history: ["search[red", "shirt]"] },
     { ...input, observation: `${page}\n`, history: [] },
     { ...input, task: { id: "t2", instruction: task.instruction.slice(0, -1) } },
+    // A key joined with a separator (the first line of the page moved into the instruction).
+    { ...input, task: { id: "t3", instruction: `${task.instruction}\npage: results` }, observation: page.slice("page: results\n".length) },
+    // As many actions, or as long a history, with other contents (a key of their counts, or of the last action taken).
+    { ...input, actions: ["click[b00002]", "click[b00001]"] },
+    { ...input, history: ["click[b00001]"] },
+    { ...input, history: ["search[red shirt]", "click[b00001]"] },
+    { ...input, history: ["search[blue shirt]", "click[b00001]"] },
   ];
+  const met = [a.record.features];
   for (const other of others) {
     const d = await policy.act(other, { rng });
-    assert.notEqual(d.record.features, a.record.features);
+    for (const f of met) assert.notEqual(d.record.features, f);
     assert.deepEqual(d.record.features, featurize(other, 512));
+    met.push(d.record.features);
   }
   // An env's own features may read more of the input: made each time.
   let calls = 0;
