@@ -144,7 +144,7 @@ export function registerTrain(program: Command): void {
     .option("--seed <n>", "seed", parseIntOption("seed"))
     .option("--tasks-per-iter <n>", "tasks per iteration", parseIntOption("tasks-per-iter", 1))
     .option("--group <n>", "rollouts per task (GRPO's G)", parseIntOption("group", 2))
-    .option("--concurrency <n>", "episodes at once (at least 16 in the synthetic env over an in-process model)", parseIntOption("concurrency", 1))
+    .option("--concurrency <n>", "episodes at once (at least 128 in the synthetic env over an in-process model)", parseIntOption("concurrency", 1))
     .option("--eval-every <n>", "evaluate every n iterations (0: only at the end)", parseIntOption("eval-every"))
     .option("--eval-tasks <n>", "tasks in an interval evaluation", parseIntOption("eval-tasks", 1))
     .option("--final-eval-tasks <n>", "tasks in the final evaluation", parseIntOption("final-eval-tasks", 1))

@@ -66,7 +66,7 @@ export interface ExperienceModel {
   readonly realDemosOnly?: boolean;
   /**
    * Whether it runs in this process, with no endpoint or outside limit to spare (the embedded and learned
-   * models): a synthetic pool over it plays at least 16 episodes at once, whatever `concurrency` says.
+   * models): a synthetic pool over it plays at least 128 episodes at once, whatever `concurrency` says.
    * @default false
    */
   readonly inProcess?: boolean;

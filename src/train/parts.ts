@@ -33,7 +33,7 @@ export interface EnvPool {
   tasks: Task[];
 }
 
-/** The synthetic env pool: one experience model and one buffer behind `concurrency` envs (at least 16 over an in-process model). */
+/** The synthetic env pool: one experience model and one buffer behind `concurrency` envs (at least 128 over an in-process model). */
 export interface SyntheticPool extends EnvPool {
   /** A further synthetic env over the same model and buffer (a served session's own); its caller closes it. */
   make(): Env;

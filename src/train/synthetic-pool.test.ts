@@ -38,9 +38,9 @@ function countingModel(inProcess: boolean): { model: ExperienceModel; most: () =
 const CONFIG: TrainConfigInput = {
   env: ENV,
   mode: "dreamgym",
-  budget: 3 * 32,
+  budget: 2 * 160,
   tasksPerIteration: 4,
-  rolloutsPerTask: 8,
+  rolloutsPerTask: 40,
   concurrency: 2,
   evalEvery: 0,
   finalEvalTasks: 2,
@@ -50,7 +50,7 @@ const CONFIG: TrainConfigInput = {
   onPolicyAudit: { every: 0 },
 };
 
-test("a synthetic pool over an in-process model plays 16 episodes at once whatever --concurrency says, another model as many as asked, with the same results", async () => {
+test("a synthetic pool over an in-process model plays 128 episodes at once whatever --concurrency says, another model as many as asked, with the same results", async () => {
   const root = mkdtempSync(join(tmpdir(), "dreamgym-pool-"));
   const buffer = join(root, "empty.db");
   ReplayBuffer.open(buffer).close();
@@ -59,7 +59,7 @@ test("a synthetic pool over an in-process model plays 16 episodes at once whatev
   const runs = [];
   for (const [concurrency, inProcess] of [
     [2, true],
-    [32, true],
+    [160, true],
     [2, false],
   ] as const) {
     const counting = countingModel(inProcess);
@@ -67,8 +67,8 @@ test("a synthetic pool over an in-process model plays 16 episodes at once whatev
     await train(dir, { ...CONFIG, concurrency, buffer }, {}, { experienceModel: counting.model });
     runs.push({ dir, most: counting.most() });
   }
-  assert.equal(runs[0].most, 16, "at --concurrency 2");
-  assert.equal(runs[1].most, 32, "at --concurrency 32 (more than 16: as asked)");
+  assert.equal(runs[0].most, 128, "at --concurrency 2");
+  assert.equal(runs[1].most, 160, "at --concurrency 160 (more than 128: as asked)");
   assert.equal(runs[2].most, 2, "a model that does not say it runs in this process: --concurrency 2 as asked");
   assert.deepEqual(metrics(runs[1].dir), metrics(runs[0].dir));
   assert.deepEqual(metrics(runs[2].dir), metrics(runs[0].dir));
