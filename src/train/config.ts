@@ -166,7 +166,7 @@ export const trainConfigSchema = z.strictObject({
   concurrency: z.number().int().min(1).max(1024).default(4),
   /**
    * Let a run's helper threads use a second core: the searches of the offline rows, the learned model's
-   * new estimates, GRPO's reference scores (a run alone ~8% faster on 2 cores). Off for several runs at once on
+   * new estimates, GRPO's reference scores (a run alone ~5% faster on 2 cores). Off for several runs at once on
    * few cores, where they slow each run down (two at once on 2 cores: ~7–10% each). Either way the same
    * results.
    */
