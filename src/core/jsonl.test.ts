@@ -1,6 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, writeFileSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, writeFileSync, readFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { readJsonlAll, readJsonFile, writeJsonl, JsonlWriter, jsonErrorPosition, repairJsonlTail, type JsonlLineError } from "./jsonl.ts";
@@ -123,4 +124,17 @@ test("lines cut at newline bytes: characters across 1 MB chunk edges, CRLF and a
   const records = Array.from({ length: 30_000 }, (_, i) => ({ i, s: "é日😀x".repeat(i % 17) + "a".repeat((i * 37) % 100) }));
   writeFileSync(file, records.map((r) => JSON.stringify(r)).join("\r\n"));
   assert.deepEqual(await readJsonlAll(file), records);
+});
+
+test("writeFileAtomic: a write that fails (the file grows past a limit, as on a full disk) names the file and leaves nothing", (t) => {
+  if (process.platform === "win32" || spawnSync("bash", ["-c", "true"]).status !== 0) return t.skip("needs bash's ulimit");
+  const dir = mkdtempSync(join(tmpdir(), "dreamgym-atomic-"));
+  const file = join(dir, "policy.bin");
+  // A write to an open file that fails has no path of its own; `ulimit -f` makes one fail (EFBIG).
+  const script = `import { writeFileAtomic } from ${JSON.stringify(new URL("./jsonl.js", import.meta.url).href.replace(/\.ts$/, ".js"))};
+try { writeFileAtomic(${JSON.stringify(file)}, new Uint8Array(100000)); } catch (e) { console.log(JSON.stringify({ code: e.code, path: e.path })); }`;
+  const r = spawnSync("bash", ["-c", 'ulimit -f 1; exec node --input-type=module -e "$0"', script], { encoding: "utf8" });
+  assert.deepEqual(JSON.parse(r.stdout), { code: "EFBIG", path: file }, r.stderr);
+  assert.equal(existsSync(file), false);
+  assert.deepEqual(readdirSync(dir), []);
 });

@@ -153,6 +153,9 @@ export function writeFileAtomic(file: string, data: string | Uint8Array): void {
       // closed already
     }
     rmSync(tmp, { force: true });
+    // A write to the open file fails without a path (a full disk): the error names the file.
+    const err = e as NodeJS.ErrnoException;
+    if (typeof err === "object" && err !== null && typeof err.syscall === "string" && err.path === undefined) err.path = file;
     throw e;
   }
 }
