@@ -116,6 +116,7 @@ export async function benchSynthetic(report: Report): Promise<void> {
       `synthetic: reasoning model vs server (${latency} ms, cap ${cap}), ${workers} episodes, exact retrieval over ${buffer.count()} transitions`,
       line(r),
     );
+    if (process.env.SYN_SKIP_HNSW) return;
     // The same with the buffer's HNSW index serving retrieval.
     const annBuffer = ReplayBuffer.open(buffer.path, { annThreshold: 1 });
     annBuffer.buildIndex();

@@ -139,6 +139,40 @@ async function search(buffer: ReplayBuffer, abstraction: StateAbstraction, query
     .sort((a, b) => b.score - a.score)
     .map(demo);
   if (!opts.realAnchor || opts.realOnly) return demos;
-  const anchor = pick(buffer.searchVector(vector, { k: fetch, filter: { env, source: "real", action: query.action } }))[0];
+  const anchor = realAnchor(
+    buffer,
+    env,
+    query,
+    opts,
+    () => pick(buffer.searchVector(vector, { k: fetch, filter: { env, source: "real", action: query.action } }))[0],
+  );
   return anchor && !seen.has(anchor.transition.id) ? [...demos, { ...demo(anchor), anchor: true }] : demos;
 }
+
+/**
+ * The most similar real step of the query's action (`find`), kept per version of the buffer's real
+ * steps: a recording synthetic env changes the buffer at every step, so whole answers are not kept
+ * across steps (`retrieveDemos`), but its appends leave the real steps, and so the anchor, as they were.
+ */
+function realAnchor(
+  buffer: ReplayBuffer,
+  env: string,
+  query: { state: string; action: string },
+  opts: DemoOptions,
+  find: () => SearchResult | undefined,
+): SearchResult | undefined {
+  const version = buffer.realVersion;
+  let m = anchors.get(buffer);
+  if (!m || m.version !== version || m.size >= MEMO_MAX) anchors.set(buffer, (m = { version, answers: new Map(), size: 0 }));
+  let byState = m.answers.get(query.state);
+  if (!byState) m.answers.set(query.state, (byState = new Map()));
+  const key = JSON.stringify([env, query.action, opts.k, opts.excludeTask]);
+  let anchor = byState.get(key);
+  if (anchor === undefined) {
+    byState.set(key, (anchor = find() ?? null));
+    m.size++;
+  }
+  return anchor ?? undefined;
+}
+/** Anchors per buffer (`realAnchor`), by state and then the env, action, k and task left out; null: none. */
+const anchors = new WeakMap<ReplayBuffer, { version: string; answers: Map<string, Map<string, SearchResult | null>>; size: number }>();

@@ -93,6 +93,57 @@ test("retrieval answers are reused while the buffer stands still, and follow eve
   b.close();
 });
 
+test("the real anchor is searched once while only synthetic steps come, and again after a real one", async () => {
+  const b = await seededBuffer(60);
+  const [first, second] = [...b.trajectories({ source: "real" })][5].steps;
+  // An action no step took: no anchor until a real step takes it.
+  const query = { state: first.observation, action: "click[anchor test]" };
+  const opts = { k: 1, realAnchor: true };
+  const anchorSearches = () => searches.filter((f) => f.source === "real" && f.action === query.action).length;
+  const searches: { source?: string; action?: string }[] = [];
+  const search = b.searchVector.bind(b);
+  b.searchVector = (v, o) => (searches.push({ ...o?.filter }), search(v, o));
+  const step = (state: string, source: "real" | "synthetic", nextState: string) => ({
+    trajectoryId: `${source}:anchor`,
+    step: 0,
+    env: "webshop",
+    task: { id: "t-anchor", instruction: "x" },
+    state,
+    action: query.action,
+    reward: 0,
+    nextState,
+    terminated: false,
+    truncated: false,
+    source,
+  });
+  const fresh = async () => {
+    const other = ReplayBuffer.open(b.path);
+    const demos = await retrieveDemos(other, abs, query, opts);
+    other.close();
+    return demos;
+  };
+  assert.ok(!(await retrieveDemos(b, abs, query, opts)).some((d) => d.anchor));
+  assert.equal(anchorSearches(), 1);
+  // A synthetic step of this very state and action: the best match now, and the anchor is not searched again.
+  await b.appendTransitions([step(first.observation, "synthetic", "page: results\ninstruction: synthetic")]);
+  const afterSynthetic = await retrieveDemos(b, abs, query, opts);
+  assert.equal(afterSynthetic[0].source, "synthetic");
+  assert.ok(!afterSynthetic.some((d) => d.anchor));
+  assert.equal(anchorSearches(), 1, "kept across a synthetic step");
+  assert.deepEqual(afterSynthetic, await fresh());
+  // A real step of that action in another state: the anchor, searched again.
+  const marked = "page: results\ninstruction: the real anchor";
+  await b.appendTransitions([step(second.observation, "real", marked)]);
+  const afterReal = await retrieveDemos(b, abs, query, opts);
+  assert.equal(anchorSearches(), 2);
+  assert.equal(afterReal.find((d) => d.anchor)?.nextState, marked);
+  assert.deepEqual(afterReal, await fresh());
+  // Another action in the same state has its own anchor.
+  const other = await retrieveDemos(b, abs, { ...query, action: first.action }, opts);
+  assert.ok(other.every((d) => d.nextState !== marked));
+  b.close();
+});
+
 test("with an empty buffer the embedded model fails every step: no-ops, nothing recorded, no crash", async () => {
   const empty = ReplayBuffer.open(temp("empty.db"));
   const env = new SyntheticEnv({ model, abstraction: abs, tasks: testTasks, initialState: webshopStartPage, buffer: empty, maxSteps: 4 });
