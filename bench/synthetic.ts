@@ -116,6 +116,13 @@ export async function benchSynthetic(report: Report): Promise<void> {
       `synthetic: reasoning model vs server (${latency} ms, cap ${cap}), ${workers} episodes, exact retrieval over ${buffer.count()} transitions`,
       line(r),
     );
+    // As a training run plays it: no step recorded one by one (the loop appends each iteration's
+    // episodes at once, so retrieval's answers hold through an iteration), same-action demos as by default.
+    const t = await drive(model, buffer, real, workers, steps, false, true);
+    report(
+      `synthetic: reasoning model as a training run plays it (no step recorded, same-action demos), exact retrieval over ${buffer.count()} transitions`,
+      line(t),
+    );
     if (process.env.SYN_SKIP_HNSW) return;
     // The same with the buffer's HNSW index serving retrieval.
     const annBuffer = ReplayBuffer.open(buffer.path, { annThreshold: 1 });
