@@ -226,25 +226,33 @@ export function* readTrajectories(db: Database.Database, filter: { env?: string;
 }
 
 /** Deletes the oldest non-seed trajectories (whole) while more than `capacity` transitions remain; returns the deleted transition ids. */
-export function evictOldest(db: Database.Database, capacity: number): number[] {
+export function evictOldest(db: Database.Database, capacity: number): Evicted {
   let count = Number((db.prepare("SELECT count(*) AS n FROM transitions").get() as Row).n);
-  const evicted: number[] = [];
+  const evicted: Evicted = { ids: [], real: [] };
   if (count <= capacity) return evicted;
   const oldest = db.prepare("SELECT id FROM trajectories WHERE seed = 0 ORDER BY id LIMIT 256");
-  const ofTrajectory = db.prepare("SELECT id FROM transitions WHERE trajectory_id = ?");
+  const ofTrajectory = db.prepare("SELECT id, source FROM transitions WHERE trajectory_id = ?");
   const del = db.prepare("DELETE FROM trajectories WHERE id = ?");
   while (count > capacity) {
     const rows = oldest.all() as Row[];
     if (rows.length === 0) break; // only the seed is left: it stays, even above capacity
     for (const r of rows) {
       if (count <= capacity) break;
-      const ids = (ofTrajectory.all(r.id) as Row[]).map((x) => Number(x.id));
+      const steps = ofTrajectory.all(r.id) as Row[];
       del.run(r.id);
-      evicted.push(...ids);
-      count -= ids.length;
+      for (const x of steps) {
+        evicted.ids.push(Number(x.id));
+        if (x.source === "real") evicted.real.push(Number(x.id));
+      }
+      count -= steps.length;
     }
   }
   return evicted;
+}
+/** Transitions evicted: all of their ids, and those of the real ones. */
+export interface Evicted {
+  ids: number[];
+  real: number[];
 }
 
 /** Trajectory counts by env and source: successes, mean reward, and reward 0 / partial / full. */

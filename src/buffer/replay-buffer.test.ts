@@ -33,6 +33,55 @@ test("append, get, count, stats; trajectories come back as they went in", async 
   b.close();
 });
 
+test("a connection that opened the file before its first vectors takes the embedder another stored with them", async () => {
+  const file = tempFile("two-writers.db");
+  const first = ReplayBuffer.open(file);
+  const late = ReplayBuffer.open(file); // opened empty: no embedder stored yet
+  const reader = ReplayBuffer.open(file);
+  // 40 trajectories of 3 steps: enough for the default embedder to fit its IDF on them.
+  await first.appendTrajectories(Array.from({ length: 40 }, (_, i) => makeTrajectory(i)));
+  const fitted = first.embedder.id;
+  assert.match(fitted, /idf=(?!none)/);
+  // The late writer's own 120 steps would have fitted another IDF; the reader's queries would have had none.
+  await late.appendTrajectories(Array.from({ length: 40 }, (_, i) => makeTrajectory(100 + i)));
+  assert.equal(late.embedder.id, fitted);
+  const q = { state: "page 1 of episode 3: you see item 39 and a shelf 1", action: "click[item 4]" };
+  assert.deepEqual(await reader.embedQuery(q), await first.embedQuery(q));
+  assert.equal((await reader.search(q, { k: 1 }))[0].transition.state, q.state);
+  first.close();
+  late.close();
+  reader.close();
+  const again = ReplayBuffer.open(file);
+  assert.equal(again.embedder.id, fitted, "the stored embedder is the first one's");
+  assert.equal(again.count(), 240);
+  // An explicit embedder other than the stored one is refused, as at open.
+  const other = ReplayBuffer.open(tempFile("two-writers-2.db"), { embedder: new HashingEmbedder({ dims: 64 }) });
+  const plain = ReplayBuffer.open(other.path);
+  await plain.appendTrajectory(makeTrajectory(1));
+  await assert.rejects(other.appendTrajectory(makeTrajectory(2)), InvalidConfigError);
+  other.close();
+  plain.close();
+  again.close();
+});
+
+test("an append embedded before another connection stored the first vectors is not written", async () => {
+  const file = tempFile("race.db");
+  // An embedder that waits: the other connection's first append commits while it embeds.
+  let release = () => {};
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  const inner = new HashingEmbedder({ dims: 64 });
+  const slow = { id: inner.id, dims: 64, embed: async (texts: string[]) => (await gate, inner.embed(texts)) };
+  const waiting = ReplayBuffer.open(file, { embedder: slow });
+  const other = ReplayBuffer.open(file, { embedder: new HashingEmbedder({ dims: 32 }) });
+  const late = waiting.appendTrajectory(makeTrajectory(1));
+  await other.appendTrajectory(makeTrajectory(2));
+  release();
+  await assert.rejects(late, (e: unknown) => e instanceof DataError && /nothing was written.*another connection stored vectors/.test(e.message));
+  assert.equal(other.count(), 3);
+  waiting.close();
+  other.close();
+});
+
 test("re-appending the same content does not duplicate; created_at does not count", async () => {
   const b = ReplayBuffer.open(tempFile("dup.db"));
   const t = makeTrajectory(1);
@@ -451,6 +500,39 @@ test("realVersion stays while only synthetic transitions come and go, and a real
   const reader = ReplayBuffer.open(b.path, { readonly: true });
   assert.equal(b.realVersion, reader.realVersion);
   reader.close();
+  b.close();
+});
+
+test("realVersion follows evictions: real rows evicted counted out, synthetic ones leave it, and the file is not read again for it", async () => {
+  const b = ReplayBuffer.open(tempFile("real-version-evict.db"), { capacity: 40 });
+  await b.appendTrajectories(
+    Array.from({ length: 6 }, (_, i) => makeTrajectory(i, { source: "real" })),
+    { seed: true },
+  );
+  await b.appendTrajectories([makeTrajectory(10, { source: "real" }), makeTrajectory(11, { source: "real" })]); // evictable
+  const reads = () => counted.filter((q) => q.includes("source = 'real'")).length;
+  const counted: string[] = [];
+  const db = (b as unknown as { db: { prepare: (q: string) => unknown } }).db;
+  const prepare = db.prepare.bind(db);
+  db.prepare = (q: string) => (counted.push(q), prepare(q));
+  const fresh = () => {
+    const reader = ReplayBuffer.open(b.path, { readonly: true });
+    const v = reader.realVersion;
+    reader.close();
+    return v;
+  };
+  const versions = [b.realVersion];
+  assert.equal(reads(), 1);
+  // Synthetic episodes come; the oldest evictable ones go first: the two real episodes, then synthetic ones.
+  for (let i = 0; i < 12; i++) {
+    await b.appendTrajectories([makeTrajectory(100 + i, { source: "synthetic" })]);
+    assert.equal(b.realVersion, fresh());
+    versions.push(b.realVersion);
+  }
+  assert.equal(b.count({ source: "real" }), 18, "the seed's real rows stay");
+  assert.equal(new Set(versions).size, 3, "changed as each real episode went, then stayed");
+  // Read again once: when the real episode holding the largest real id went.
+  assert.equal(reads(), 2);
   b.close();
 });
 

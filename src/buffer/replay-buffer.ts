@@ -17,6 +17,7 @@ import type {
 import {
   deleteUnreferencedTexts,
   evictOldest,
+  type Evicted,
   groupStats,
   openDatabase,
   prepareStatements,
@@ -98,7 +99,7 @@ export class ReplayBuffer {
   private embedderFrozen: boolean;
   /** Only the default embedder is fitted; an embedder the caller chose is used as given. */
   private readonly fitDefaultEmbedder: boolean;
-  private readonly missingEmbedder: string | null;
+  private missingEmbedder: string | null;
   private readonly capacity: number | null;
   private readonly annThreshold: number;
   /** Transitions in the file, kept in step with writes (so searches need no count query). */
@@ -132,12 +133,7 @@ export class ReplayBuffer {
     this.searchThreadWanted = opts.searchThread ?? false;
     this.stmts = prepareStatements(db);
     const stored = this.storedEmbedder();
-    if (stored && opts.embedder && opts.embedder.id !== stored.id) {
-      throw new InvalidConfigError(
-        `buffer ${path} holds vectors from embedder "${stored.id}" (${stored.dims} dims); the given embedder is "${opts.embedder.id}" (${opts.embedder.dims} dims). ` +
-          "They cannot be mixed: use the buffer's embedder, or a new buffer.",
-      );
-    }
+    if (stored && opts.embedder && opts.embedder.id !== stored.id) throw this.otherEmbedder(stored, opts.embedder);
     this.embedderValue = opts.embedder ?? stored?.embedder ?? (stored ? null : new HashingEmbedder());
     this.embedderFrozen = stored !== null;
     this.fitDefaultEmbedder = !opts.embedder;
@@ -223,8 +219,30 @@ export class ReplayBuffer {
     return run;
   }
 
+  /**
+   * Takes the embedder another connection stored with the file's first vectors, where this one opened
+   * it before there were any: vectors of two embedders must not mix, nor a query's with the rows'.
+   */
+  private adoptStoredEmbedder(): void {
+    if (this.embedderFrozen) return;
+    const stored = this.storedEmbedder();
+    if (!stored) return;
+    if (!this.fitDefaultEmbedder && this.embedderValue && this.embedderValue.id !== stored.id) throw this.otherEmbedder(stored, this.embedderValue);
+    if (this.fitDefaultEmbedder) this.embedderValue = stored.embedder;
+    this.missingEmbedder = this.embedderValue ? null : stored.id;
+    this.embedderFrozen = true;
+  }
+
+  private otherEmbedder(stored: { id: string; dims: number }, given: Embedder): InvalidConfigError {
+    return new InvalidConfigError(
+      `buffer ${this.path} holds vectors from embedder "${stored.id}" (${stored.dims} dims); the given embedder is "${given.id}" (${given.dims} dims). ` +
+        "They cannot be mixed: use the buffer's embedder, or a new buffer.",
+    );
+  }
+
   /** Embeds the steps' (state, action) texts; identical pairs are embedded once. `fixed`: called once the embedder is (after a fit), before the steps are embedded. */
   private async embedSteps(steps: PendingStep[], mayFit: boolean, fixed?: () => void): Promise<void> {
+    this.followOtherWriters(); // another connection's first vectors fix the embedder
     const e = this.embedder;
     if (mayFit && this.fitsOn(steps.length) && e instanceof HashingEmbedder) this.embedderValue = e.fit(steps.map((s) => transitionText(s.state, s.action)));
     fixed?.();
@@ -261,6 +279,10 @@ export class ReplayBuffer {
   private writeEmbedderMeta(): void {
     if (this.embedderFrozen) return;
     const e = this.embedder;
+    // Another connection stored the first vectors after this append was embedded: not written (rolled back).
+    const stored = this.meta("embedder_id");
+    if (stored !== null && String(stored) !== e.id)
+      throw new Error(`another connection stored vectors from embedder "${String(stored)}" meanwhile; these were embedded with "${e.id}"`);
     const put = this.stmts.putMeta;
     put.run("embedder_id", e.id);
     put.run("embedder_dims", String(e.dims));
@@ -297,7 +319,7 @@ export class ReplayBuffer {
    * Writes steps and their new trajectories in one transaction. A new trajectory whose uid is
    * already stored is a duplicate: for whole trajectories its steps are skipped; online steps join it.
    */
-  private insert(steps: PendingStep[], trajectories: NewTrajectory[], online: boolean): { added: IndexedRow[]; evicted: number[]; duplicates: number } {
+  private insert(steps: PendingStep[], trajectories: NewTrajectory[], online: boolean): { added: IndexedRow[]; evicted: Evicted; duplicates: number } {
     const s = this.stmts;
     const run = this.db.transaction(() => {
       this.writeEmbedderMeta();
@@ -371,7 +393,7 @@ export class ReplayBuffer {
       }
       s.bumpGeneration.run();
       const evicted = this.evict();
-      if (evicted.length > 0) s.putMeta.run("evict_generation", this.generation());
+      if (evicted.ids.length > 0) s.putMeta.run("evict_generation", this.generation());
       return { added, evicted, duplicates: skip.size };
     });
     try {
@@ -387,11 +409,11 @@ export class ReplayBuffer {
   }
 
   /** Evicts the oldest non-seed trajectories while the buffer holds more than `capacity` transitions. */
-  private evict(): number[] {
-    if (this.capacity === null) return [];
+  private evict(): Evicted {
+    if (this.capacity === null) return { ids: [], real: [] };
     const evicted = evictOldest(this.db, this.capacity);
     // Texts only evicted rows used are deleted now and then, so capacity also bounds the file.
-    this.evictedSinceCleanup += evicted.length;
+    this.evictedSinceCleanup += evicted.ids.length;
     if (this.evictedSinceCleanup >= Math.max(1000, this.capacity / 10)) {
       deleteUnreferencedTexts(this.db);
       this.textCache = new Map();
@@ -400,19 +422,29 @@ export class ReplayBuffer {
     return evicted;
   }
 
-  /** After a commit: counts and indexes follow; rows evicted in the same transaction are not indexed. */
-  private afterCommit(added: IndexedRow[], evicted: number[]): void {
-    // The real rows' key follows an append (its real rows counted in); after a delete it is read again.
+  /**
+   * After a commit: counts and indexes follow; rows evicted in the same transaction are not indexed.
+   * `evictedReal`: which of the evicted rows were real, where known.
+   */
+  private afterCommit(added: IndexedRow[], evicted: number[], evictedReal?: number[]): void {
+    // The real rows' key follows the commit (real rows counted in and out: synthetic ones evicted
+    // leave it); read again where the real rows evicted are not known, or the largest id went.
     const k = this.realKey;
-    if (k && k.at === this.changes && evicted.length === 0) {
+    if (k && k.at === this.changes && (evicted.length === 0 || evictedReal)) {
+      const rows = { ...k.rows };
       for (const r of added)
         if (r.source === "real") {
-          k.rows.n++;
-          k.rows.max = Math.max(k.rows.max, r.id);
-          k.rows.sum += r.id;
+          rows.n++;
+          rows.max = Math.max(rows.max, r.id);
+          rows.sum += r.id;
         }
-      k.key = realRowsKey(k.rows);
-      k.at = this.changes + 1;
+      let known = true;
+      for (const id of evictedReal ?? []) {
+        known &&= id !== rows.max;
+        rows.n--;
+        rows.sum -= id;
+      }
+      if (known) this.realKey = { at: this.changes + 1, rows, key: realRowsKey(rows) };
     }
     this.changes++;
     const gone = new Set(evicted);
@@ -535,12 +567,12 @@ export class ReplayBuffer {
         fresh.map(({ uid, t }) => ({ uid, t, nSteps: t.steps.length, seed: opts.seed ?? false })),
         false,
       );
-      this.afterCommit(r.added, r.evicted);
+      this.afterCommit(r.added, r.evicted.ids, r.evicted.real);
       return {
         added: fresh.length - r.duplicates,
         duplicates: duplicates + r.duplicates,
         transitions: r.added.length,
-        evicted: r.evicted.length,
+        evicted: r.evicted.ids.length,
         usedVectors: made !== undefined,
       };
     });
@@ -623,8 +655,8 @@ export class ReplayBuffer {
     }
     await this.embedSteps(steps, false); // online batches depend on timing: they never fit the IDF
     const r = this.insert(steps, trajectories, true);
-    this.afterCommit(r.added, r.evicted);
-    const gone = new Set(r.evicted);
+    this.afterCommit(r.added, r.evicted.ids, r.evicted.real);
+    const gone = new Set(r.evicted.ids);
     return r.added.map((a) => (gone.has(a.id) ? -1 : a.id));
   }
 
@@ -842,6 +874,8 @@ export class ReplayBuffer {
    * state and action, so it finds transitions whose state or whose action resembles it.
    */
   async embedQuery(query: string | { state: string; action: string }): Promise<Float32Array> {
+    this.checkOpen();
+    this.followOtherWriters();
     const text = typeof query === "string" ? transitionText(query, query) : transitionText(query.state, query.action);
     const [v] = await this.embedder.embed([text]);
     return v;
@@ -896,6 +930,7 @@ export class ReplayBuffer {
     const v = Number(this.sql("PRAGMA data_version").pluck().get());
     if (v === this.dataVersion) return;
     this.dataVersion = v;
+    this.adoptStoredEmbedder();
     this.changes++;
     this.size = this.count();
     this.filterCounts.clear();
@@ -1067,7 +1102,7 @@ export class ReplayBuffer {
       if (filter.policies.length === 0) return 0;
       const run = this.db.transaction(() => {
         const rows = this.sql(
-          "SELECT t.id AS traj, x.id AS id FROM trajectories t JOIN transitions x ON x.trajectory_id = t.id WHERE t.seed = 0 AND t.policy IN (SELECT value FROM json_each(?))",
+          "SELECT t.id AS traj, x.id AS id, x.source AS source FROM trajectories t JOIN transitions x ON x.trajectory_id = t.id WHERE t.seed = 0 AND t.policy IN (SELECT value FROM json_each(?))",
         ).all(JSON.stringify(filter.policies)) as Row[];
         const trajectories = [...new Set(rows.map((r) => Number(r.traj)))];
         const del = this.sql("DELETE FROM trajectories WHERE id = ?");
@@ -1076,13 +1111,17 @@ export class ReplayBuffer {
           this.stmts.bumpGeneration.run();
           this.stmts.putMeta.run("evict_generation", this.generation());
         }
-        return { trajectories: trajectories.length, ids: rows.map((r) => Number(r.id)) };
+        return {
+          trajectories: trajectories.length,
+          ids: rows.map((r) => Number(r.id)),
+          real: rows.filter((r) => r.source === "real").map((r) => Number(r.id)),
+        };
       });
       const r = run.immediate();
       if (r.trajectories > 0) {
         deleteUnreferencedTexts(this.db);
         this.textCache = new Map();
-        this.afterCommit([], r.ids);
+        this.afterCommit([], r.ids, r.real);
       }
       return r.trajectories;
     });
@@ -1103,19 +1142,19 @@ export class ReplayBuffer {
           (this.db.prepare("SELECT count(*) AS n FROM transitions x JOIN trajectories t ON t.id = x.trajectory_id WHERE t.seed = 1").get() as Row).n,
         );
         const evicted = evictOldest(this.db, seed + capacity);
-        if (evicted.length > 0) {
+        if (evicted.ids.length > 0) {
           this.stmts.bumpGeneration.run();
           this.stmts.putMeta.run("evict_generation", this.generation());
         }
         return evicted;
       });
       const evicted = run.immediate();
-      if (evicted.length > 0) {
+      if (evicted.ids.length > 0) {
         deleteUnreferencedTexts(this.db);
         this.textCache = new Map();
-        this.afterCommit([], evicted);
+        this.afterCommit([], evicted.ids, evicted.real);
       }
-      return evicted.length;
+      return evicted.ids.length;
     });
   }
 

@@ -163,7 +163,7 @@ function realAnchor(
 ): SearchResult | undefined {
   const version = buffer.realVersion;
   let m = anchors.get(buffer);
-  if (!m || m.version !== version || m.size >= MEMO_MAX) anchors.set(buffer, (m = { version, answers: new Map(), size: 0 }));
+  if (!m || m.version !== version || m.size >= ANCHORS_MAX) anchors.set(buffer, (m = { version, answers: new Map(), size: 0 }));
   let byState = m.answers.get(query.state);
   if (!byState) m.answers.set(query.state, (byState = new Map()));
   const key = JSON.stringify([env, query.action, opts.k, opts.excludeTask]);
@@ -175,4 +175,6 @@ function realAnchor(
   return anchor ?? undefined;
 }
 /** Anchors per buffer (`realAnchor`), by state and then the env, action, k and task left out; null: none. */
+/** Fewer than answers (`MEMO_MAX`): anchors last a whole run, each with its query's page and a transition. */
+const ANCHORS_MAX = 10_000;
 const anchors = new WeakMap<ReplayBuffer, { version: string; answers: Map<string, Map<string, SearchResult | null>>; size: number }>();

@@ -103,8 +103,9 @@ test("the real anchor is searched once while only synthetic steps come, and agai
   const searches: { source?: string; action?: string }[] = [];
   const search = b.searchVector.bind(b);
   b.searchVector = (v, o) => (searches.push({ ...o?.filter }), search(v, o));
-  const step = (state: string, source: "real" | "synthetic", nextState: string) => ({
-    trajectoryId: `${source}:anchor`,
+  const step = (state: string, source: "real" | "synthetic", nextState: string, trajectory = `${source}:anchor`) => ({
+    policy: `${source}-anchor`,
+    trajectoryId: trajectory,
     step: 0,
     env: "webshop",
     task: { id: "t-anchor", instruction: "x" },
@@ -116,10 +117,16 @@ test("the real anchor is searched once while only synthetic steps come, and agai
     truncated: false,
     source,
   });
-  const fresh = async () => {
+  const fresh = async (q = query, o: Parameters<typeof retrieveDemos>[3] = opts, abstraction = abs) => {
     const other = ReplayBuffer.open(b.path);
-    const demos = await retrieveDemos(other, abs, query, opts);
+    const demos = await retrieveDemos(other, abstraction, q, o);
     other.close();
+    return demos;
+  };
+  /** The answer here, checked against a fresh connection's (its own memo). */
+  const checked = async (q = query, o: Parameters<typeof retrieveDemos>[3] = opts, abstraction = abs) => {
+    const demos = await retrieveDemos(b, abstraction, q, o);
+    assert.deepEqual(demos, await fresh(q, o, abstraction));
     return demos;
   };
   assert.ok(!(await retrieveDemos(b, abs, query, opts)).some((d) => d.anchor));
@@ -138,9 +145,19 @@ test("the real anchor is searched once while only synthetic steps come, and agai
   assert.equal(anchorSearches(), 2);
   assert.equal(afterReal.find((d) => d.anchor)?.nextState, marked);
   assert.deepEqual(afterReal, await fresh());
-  // Another action in the same state has its own anchor.
-  const other = await retrieveDemos(b, abs, { ...query, action: first.action }, opts);
-  assert.ok(other.every((d) => d.nextState !== marked));
+  // Another action in the same state, the same action in another state, the anchor's task left out,
+  // another env: each its own anchor.
+  assert.ok((await checked({ ...query, action: first.action })).every((d) => d.nextState !== marked));
+  const third = [...b.trajectories({ source: "real" })][7].steps[0].observation;
+  await b.appendTransitions([step(third, "real", "page: results\ninstruction: another real step", "real:anchor-2")]);
+  await checked();
+  assert.equal((await checked({ state: third, action: query.action }))[0].source, "real");
+  assert.ok(!(await checked(query, { ...opts, excludeTask: "t-anchor" })).some((d) => d.nextState === marked));
+  const elsewhere = Object.create(abs, { env: { value: "webshop-elsewhere" } }) as typeof abs;
+  assert.deepEqual(await checked(query, opts, elsewhere), []);
+  // The real step deleted: no anchor again.
+  assert.equal(await b.deleteTrajectories({ policies: ["real-anchor"] }), 2);
+  assert.ok(!(await checked()).some((d) => d.anchor));
   b.close();
 });
 
