@@ -225,7 +225,7 @@ export function* readTrajectories(db: Database.Database, filter: { env?: string;
   }
 }
 
-/** Deletes the oldest non-seed trajectories (whole) while more than `capacity` transitions remain; returns the deleted transition ids. */
+/** Deletes the oldest non-seed trajectories (whole) while more than `capacity` transitions remain; returns the deleted transitions' ids. */
 export function evictOldest(db: Database.Database, capacity: number): Evicted {
   let count = Number((db.prepare("SELECT count(*) AS n FROM transitions").get() as Row).n);
   const evicted: Evicted = { ids: [], real: [] };

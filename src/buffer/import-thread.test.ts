@@ -207,3 +207,23 @@ test("a transform's output the thread cannot read as it is (a class's own toJSON
   b.close();
   assert.deepEqual(seenAtTransform.slice(0, 3), [0, 10, 20]);
 });
+
+test("an import into a connection that opened the file empty takes the embedder another connection stored meanwhile, on the thread too", {
+  skip: availableParallelism() < 2,
+}, async () => {
+  const file = tempFile("late-import.db");
+  const late = ReplayBuffer.open(file); // opened empty
+  const first = ReplayBuffer.open(file);
+  await first.appendTrajectories(Array.from({ length: 40 }, (_, i) => makeTrajectory(i))); // fits the IDF
+  const lines = tempFile("late-import.jsonl");
+  writeFileSync(lines, `${Array.from({ length: 60 }, (_, i) => JSON.stringify(makeTrajectory(500 + i))).join("\n")}\n`);
+  const r = await importJsonl(late, lines, { thread: "wait", batch: 20 });
+  assert.equal(r.added, 60);
+  assert.ok(r.onThread > 0, "the thread's vectors were used");
+  assert.equal(late.embedder.id, first.embedder.id);
+  const step = makeTrajectory(510).steps[1];
+  const q = { state: step.observation, action: step.action };
+  assert.equal((await first.search(q, { k: 1 }))[0].transition.state, q.state);
+  late.close();
+  first.close();
+});

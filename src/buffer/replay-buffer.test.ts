@@ -59,6 +59,10 @@ test("a connection that opened the file before its first vectors takes the embed
   const plain = ReplayBuffer.open(other.path);
   await plain.appendTrajectory(makeTrajectory(1));
   await assert.rejects(other.appendTrajectory(makeTrajectory(2)), InvalidConfigError);
+  // ...and stays refused, while what it reads follows the file.
+  assert.equal(other.count(), 3);
+  await assert.rejects(other.search("page 1", { k: 1 }), InvalidConfigError);
+  await assert.rejects(other.appendTrajectory(makeTrajectory(3)), InvalidConfigError);
   other.close();
   plain.close();
   again.close();

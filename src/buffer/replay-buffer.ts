@@ -227,7 +227,14 @@ export class ReplayBuffer {
     if (this.embedderFrozen) return;
     const stored = this.storedEmbedder();
     if (!stored) return;
-    if (!this.fitDefaultEmbedder && this.embedderValue && this.embedderValue.id !== stored.id) throw this.otherEmbedder(stored, this.embedderValue);
+    const given = this.embedderValue;
+    if (!this.fitDefaultEmbedder && given && given.id !== stored.id) {
+      // Every later use fails the same way (through `embedder`), not this call alone.
+      this.embedderValue = null;
+      this.missingEmbedder = stored.id;
+      this.embedderFrozen = true;
+      throw this.otherEmbedder(stored, given);
+    }
     if (this.fitDefaultEmbedder) this.embedderValue = stored.embedder;
     this.missingEmbedder = this.embedderValue ? null : stored.id;
     this.embedderFrozen = true;
@@ -424,13 +431,13 @@ export class ReplayBuffer {
 
   /**
    * After a commit: counts and indexes follow; rows evicted in the same transaction are not indexed.
-   * `evictedReal`: which of the evicted rows were real, where known.
+   * `evictedReal`: which of the evicted rows were real.
    */
-  private afterCommit(added: IndexedRow[], evicted: number[], evictedReal?: number[]): void {
+  private afterCommit(added: IndexedRow[], evicted: number[], evictedReal: number[]): void {
     // The real rows' key follows the commit (real rows counted in and out: synthetic ones evicted
-    // leave it); read again where the real rows evicted are not known, or the largest id went.
+    // leave it); read again where the largest real id went.
     const k = this.realKey;
-    if (k && k.at === this.changes && (evicted.length === 0 || evictedReal)) {
+    if (k && k.at === this.changes) {
       const rows = { ...k.rows };
       for (const r of added)
         if (r.source === "real") {
@@ -439,7 +446,7 @@ export class ReplayBuffer {
           rows.sum += r.id;
         }
       let known = true;
-      for (const id of evictedReal ?? []) {
+      for (const id of evictedReal) {
         known &&= id !== rows.max;
         rows.n--;
         rows.sum -= id;
@@ -485,6 +492,7 @@ export class ReplayBuffer {
    */
   threadEmbedder(): ThreadEmbedder | null {
     this.checkOpen();
+    this.followOtherWriters(); // another connection's first vectors fix the embedder
     const s = this.defaultEmbedderSettings();
     return s && !this.embedderFrozen && !s.idf ? { ...s, fit: true } : s;
   }
@@ -512,6 +520,7 @@ export class ReplayBuffer {
   ): Promise<AppendResult & { usedVectors: boolean }> {
     this.checkWritable();
     return this.exclusive(async () => {
+      this.followOtherWriters(); // before `fitsOn` and the vectors' embedder are judged
       const fresh: { uid: string; t: Trajectory; row: number }[] = [];
       const seen = new Set<string>();
       let duplicates = 0;
@@ -930,13 +939,13 @@ export class ReplayBuffer {
     const v = Number(this.sql("PRAGMA data_version").pluck().get());
     if (v === this.dataVersion) return;
     this.dataVersion = v;
-    this.adoptStoredEmbedder();
     this.changes++;
     this.size = this.count();
     this.filterCounts.clear();
     this.textCache = new Map();
     this.dropCachedRows();
     this.indexes.invalidate();
+    this.adoptStoredEmbedder(); // last: it may refuse the given embedder
   }
 
   private filterCount(filter: SearchFilter): number {

@@ -174,7 +174,7 @@ function realAnchor(
   }
   return anchor ?? undefined;
 }
-/** Anchors per buffer (`realAnchor`), by state and then the env, action, k and task left out; null: none. */
 /** Fewer than answers (`MEMO_MAX`): anchors last a whole run, each with its query's page and a transition. */
 const ANCHORS_MAX = 10_000;
+/** Anchors per buffer (`realAnchor`), by state and then the env, action, k and task left out; null: none. */
 const anchors = new WeakMap<ReplayBuffer, { version: string; answers: Map<string, Map<string, SearchResult | null>>; size: number }>();
