@@ -132,12 +132,11 @@ export class ReplayBuffer {
     this.annThreshold = opts.annThreshold ?? 250_000;
     this.searchThreadWanted = opts.searchThread ?? false;
     this.stmts = prepareStatements(db);
-    const stored = this.storedEmbedder();
-    if (stored && opts.embedder && opts.embedder.id !== stored.id) throw this.otherEmbedder(stored, opts.embedder);
-    this.embedderValue = opts.embedder ?? stored?.embedder ?? (stored ? null : new HashingEmbedder());
-    this.embedderFrozen = stored !== null;
+    this.embedderValue = opts.embedder ?? new HashingEmbedder();
+    this.embedderFrozen = false;
     this.fitDefaultEmbedder = !opts.embedder;
-    this.missingEmbedder = stored && !this.embedderValue ? stored.id : null;
+    this.missingEmbedder = null;
+    this.adoptStoredEmbedder(); // the file's own, where it holds vectors
     this.indexes = new SearchIndexes(db, path, () => this.embedder.dims, this.readonly);
     this.size = this.count();
     this.dataVersion = Number(db.pragma("data_version", { simple: true }));
@@ -220,8 +219,9 @@ export class ReplayBuffer {
   }
 
   /**
-   * Takes the embedder another connection stored with the file's first vectors, where this one opened
-   * it before there were any: vectors of two embedders must not mix, nor a query's with the rows'.
+   * Takes the embedder stored with the file's first vectors: at open, and later where another
+   * connection stored them after this one opened the file: vectors of two embedders must not mix, nor
+   * a query's with the rows'. An embedder the caller gave must be that one.
    */
   private adoptStoredEmbedder(): void {
     if (this.embedderFrozen) return;
@@ -233,18 +233,14 @@ export class ReplayBuffer {
       this.embedderValue = null;
       this.missingEmbedder = stored.id;
       this.embedderFrozen = true;
-      throw this.otherEmbedder(stored, given);
+      throw new InvalidConfigError(
+        `buffer ${this.path} holds vectors from embedder "${stored.id}" (${stored.dims} dims); the given embedder is "${given.id}" (${given.dims} dims). ` +
+          "They cannot be mixed: use the buffer's embedder, or a new buffer.",
+      );
     }
     if (this.fitDefaultEmbedder) this.embedderValue = stored.embedder;
     this.missingEmbedder = this.embedderValue ? null : stored.id;
     this.embedderFrozen = true;
-  }
-
-  private otherEmbedder(stored: { id: string; dims: number }, given: Embedder): InvalidConfigError {
-    return new InvalidConfigError(
-      `buffer ${this.path} holds vectors from embedder "${stored.id}" (${stored.dims} dims); the given embedder is "${given.id}" (${given.dims} dims). ` +
-        "They cannot be mixed: use the buffer's embedder, or a new buffer.",
-    );
   }
 
   /** Embeds the steps' (state, action) texts; identical pairs are embedded once. `fixed`: called once the embedder is (after a fit), before the steps are embedded. */

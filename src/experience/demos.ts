@@ -54,11 +54,7 @@ export function retrieveDemos(
   if (!slots) byAbstraction.set(abstraction, (slots = {}));
   const slot = real ? "real" : "all";
   let m = slots[slot];
-  if (!m || m.version !== version || m.size >= MEMO_MAX) slots[slot] = m = { version, answers: new Map(), size: 0 };
-  // By the state itself first: a page is a long string, and the same string object comes back step
-  // after step (its hash kept with it), where a key made of it would be a new string to hash each time.
-  let byState = m.answers.get(query.state);
-  if (!byState) m.answers.set(query.state, (byState = new Map()));
+  if (!m || m.version !== version || m.full) slots[slot] = m = new KeptAnswers(version, MEMO_MAX);
   const key = JSON.stringify([
     query.action,
     opts.k,
@@ -70,17 +66,37 @@ export function retrieveDemos(
     opts.realOnly,
     opts.sameActionFirst,
   ]);
-  let answer = byState.get(key);
-  if (!answer) {
-    byState.set(key, (answer = search(buffer, abstraction, query, opts)));
-    m.size++;
-  }
-  return answer;
+  return m.get(query.state, key, () => search(buffer, abstraction, query, opts));
 }
 
-/** Answers of `retrieveDemos` per buffer and abstraction, for one content version (at most MEMO_MAX), by state and then the rest of the query. */
-type Answers = { version: string; answers: Map<string, Map<string, Promise<Demo[]>>>; size: number };
-const memo = new WeakMap<ReplayBuffer, WeakMap<StateAbstraction, { real?: Answers; all?: Answers }>>();
+/** Answers for one version of the buffer's content, by the query's state and then the rest of the query; at most `max`. */
+class KeptAnswers<T> {
+  private readonly answers = new Map<string, Map<string, T>>();
+  private size = 0;
+  constructor(
+    readonly version: string,
+    private readonly max: number,
+  ) {}
+  /** Full: the caller starts anew. */
+  get full(): boolean {
+    return this.size >= this.max;
+  }
+  get(state: string, key: string, make: () => T): T {
+    // By the state itself first: a page is a long string, and the same string object comes back step
+    // after step (its hash kept with it), where a key made of it would be a new string to hash each time.
+    let byState = this.answers.get(state);
+    if (!byState) this.answers.set(state, (byState = new Map()));
+    let answer = byState.get(key);
+    if (answer === undefined) {
+      byState.set(key, (answer = make()));
+      this.size++;
+    }
+    return answer;
+  }
+}
+
+/** Answers of `retrieveDemos` per buffer and abstraction (at most MEMO_MAX a version). */
+const memo = new WeakMap<ReplayBuffer, WeakMap<StateAbstraction, { real?: KeptAnswers<Promise<Demo[]>>; all?: KeptAnswers<Promise<Demo[]>> }>>();
 const MEMO_MAX = 50_000;
 
 async function search(buffer: ReplayBuffer, abstraction: StateAbstraction, query: { state: string; action: string }, opts: DemoOptions): Promise<Demo[]> {
@@ -163,18 +179,10 @@ function realAnchor(
 ): SearchResult | undefined {
   const version = buffer.realVersion;
   let m = anchors.get(buffer);
-  if (!m || m.version !== version || m.size >= ANCHORS_MAX) anchors.set(buffer, (m = { version, answers: new Map(), size: 0 }));
-  let byState = m.answers.get(query.state);
-  if (!byState) m.answers.set(query.state, (byState = new Map()));
-  const key = JSON.stringify([env, query.action, opts.k, opts.excludeTask]);
-  let anchor = byState.get(key);
-  if (anchor === undefined) {
-    byState.set(key, (anchor = find() ?? null));
-    m.size++;
-  }
-  return anchor ?? undefined;
+  if (!m || m.version !== version || m.full) anchors.set(buffer, (m = new KeptAnswers(version, ANCHORS_MAX)));
+  return m.get(query.state, JSON.stringify([env, query.action, opts.k, opts.excludeTask]), () => find() ?? null) ?? undefined;
 }
 /** Fewer than answers (`MEMO_MAX`): anchors last a whole run, each with its query's page and a transition. */
 const ANCHORS_MAX = 10_000;
 /** Anchors per buffer (`realAnchor`), by state and then the env, action, k and task left out; null: none. */
-const anchors = new WeakMap<ReplayBuffer, { version: string; answers: Map<string, Map<string, SearchResult | null>>; size: number }>();
+const anchors = new WeakMap<ReplayBuffer, KeptAnswers<SearchResult | null>>();
