@@ -62,6 +62,12 @@ export interface ExperienceModel {
   readonly usesDemos?: boolean;
   /** Whether it reads the real anchor among the demos (`DemoOptions.realAnchor`: how well real data backs the step); false spares a search per step. @default true */
   readonly readsAnchor?: boolean;
+  /**
+   * It reads only its first n demos, by score (the reasoning model's prompt): where retrieval fetches
+   * at least n by an exact search, the steps of the action's own search would come after them, and
+   * that search is left out (`DemoOptions.readsFirst`). Undefined: it reads every demo.
+   */
+  readonly readsTopDemos?: number;
   /** Whether its demos are only real recorded steps (`DemoOptions.realOnly`). @default false */
   readonly realDemosOnly?: boolean;
   /**

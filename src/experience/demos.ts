@@ -28,6 +28,13 @@ export interface DemoOptions {
    * step is searched, as without.
    */
   sameActionFirst?: number;
+  /**
+   * The caller reads no more than the first n demos (the anchor aside; the reasoning model's prompt):
+   * where searches are exact, k ≥ n and no task is left out, the same action's steps among the first
+   * n are among the k most similar of every step already, and their own search is left out (the
+   * first n are the same, up to an exact tie in score between a step of this action and another's).
+   */
+  readsFirst?: number;
 }
 
 /**
@@ -65,6 +72,7 @@ export function retrieveDemos(
     opts.realAnchor,
     opts.realOnly,
     opts.sameActionFirst,
+    opts.readsFirst,
   ]);
   return m.get(query.state, key, () => search(buffer, abstraction, query, opts));
 }
@@ -127,7 +135,13 @@ async function search(buffer: ReplayBuffer, abstraction: StateAbstraction, query
   let similar: SearchResult[];
   let sameAction: SearchResult[];
   const first = opts.sameActionFirst;
-  if (first !== undefined && opts.sameAction !== false && buffer.searchesExactly && buffer.actionSpellings(query.action, env, source) <= 1) {
+  // The first n of the merged demos are the first n of every step's k most similar (exact searches, no
+  // task left out of them): the same action's search would add none the caller reads.
+  const readsSimilarOnly = opts.readsFirst !== undefined && opts.k >= opts.readsFirst && opts.excludeTask === undefined && buffer.searchesExactly;
+  if (opts.sameAction !== false && readsSimilarOnly) {
+    similar = pick(await searchSimilar());
+    sameAction = [];
+  } else if (first !== undefined && opts.sameAction !== false && buffer.searchesExactly && buffer.actionSpellings(query.action, env, source) <= 1) {
     // A step of every action that is among the k most similar and took this action is among this
     // action's k most similar too (exact searches: by score, ties by id): where the model reads this
     // action's demos alone, the search of every step would add none it reads.

@@ -102,6 +102,11 @@ export function parseEpisodeBlock(userMessage: string): { task: string; actions:
 export class ReasoningExperienceModel implements ExperienceModel {
   readonly id: string;
   private readonly o: Required<Omit<ReasoningModelOptions, "temperature">> & { temperature?: number };
+  /** Its prompt shows the top `demos` by score, and no anchor. */
+  readonly readsAnchor = false;
+  get readsTopDemos(): number {
+    return this.o.demos;
+  }
 
   constructor(opts: ReasoningModelOptions) {
     this.o = {

@@ -3,11 +3,12 @@ import assert from "node:assert/strict";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { abstractEnv, checkEnv, type Task } from "../core/index.ts";
+import { abstractEnv, checkEnv, type ExperienceModel, type Task } from "../core/index.ts";
 import { ReplayBuffer } from "../buffer/index.ts";
 import { RandomPolicy, runEpisode } from "../envs/index.ts";
 import { OraclePolicy, RulePolicy, WebShopEnv, webshopAbstraction, webshopPageKind, webshopStartPage, webshopVerifier } from "../envs/webshop/index.ts";
-import { abstractTrajectory, EmbeddedExperienceModel, retrieveDemos, SyntheticEnv } from "./index.ts";
+import { OpenAIChatModel } from "../llm/index.ts";
+import { abstractTrajectory, EmbeddedExperienceModel, ReasoningExperienceModel, retrieveDemos, SyntheticEnv } from "./index.ts";
 
 const real = new WebShopEnv({ split: "train" });
 const abs = webshopAbstraction(real.catalogue);
@@ -299,4 +300,64 @@ test("the same action's demos first: every step is searched only where they fall
   }
   assert.equal(annAll, 2 * distinct.length, "both ways, each query");
   ann.close();
+});
+
+test("a model that reads the first n demos (the reasoning model's prompt): the same action's steps are not searched apart, and the prompt is the same", async () => {
+  const b = await seededBuffer(120);
+  let sameActionSearches = 0;
+  const search = b.searchVectorAsync.bind(b);
+  b.searchVectorAsync = (vector, opts) => {
+    if (opts?.filter?.action !== undefined) sameActionSearches++;
+    return search(vector, opts);
+  };
+  const chat = new OpenAIChatModel({ baseURL: "http://127.0.0.1:9/v1", model: "never-called" });
+  const reasoning = new ReasoningExperienceModel({ chat, abstraction: abs });
+  assert.equal(reasoning.readsTopDemos, 5);
+  assert.equal(reasoning.readsAnchor, false);
+  const queries: { state: string; action: string }[] = [];
+  for (const t of [...b.trajectories({ source: "real" })].slice(0, 40))
+    for (const s of t.steps) for (const action of new Set([s.action, ...(abs.actions(s.observation) ?? [])])) queries.push({ state: s.observation, action });
+  const task = testTasks[0];
+  let more = 0;
+  let searchedApart = 0;
+  for (const q of queries) {
+    const before = sameActionSearches;
+    const fewer = await retrieveDemos(b, abs, q, { k: 5, preferTask: task.id, readsFirst: 5 });
+    searchedApart += sameActionSearches - before;
+    const every = await retrieveDemos(b, abs, q, { k: 5, preferTask: task.id, realAnchor: true });
+    const input = { task, history: [], ...q };
+    assert.deepEqual(reasoning.messages({ ...input, demos: fewer }), reasoning.messages({ ...input, demos: every }), JSON.stringify(q));
+    if (every.length > fewer.length) more++;
+  }
+  assert.equal(searchedApart, 0);
+  assert.ok(more > queries.length / 2, `${more} of ${queries.length}: the same action's search adds demos the prompt leaves out`);
+  // A synthetic env asks so for such a model.
+  const asked: number[] = [];
+  const top: ExperienceModel = {
+    id: "reads-top-5",
+    readsTopDemos: 5,
+    readsAnchor: false,
+    predict: async (input) => {
+      asked.push(input.demos.length);
+      return { nextState: input.state, reward: 0, terminated: false, info: {} };
+    },
+  };
+  const before = sameActionSearches;
+  const env = new SyntheticEnv({ model: top, abstraction: abs, tasks: testTasks, initialState: webshopStartPage, buffer: b, record: false });
+  await runEpisode(env, new RulePolicy(), { envName: "webshop", task: testTasks[1] });
+  assert.ok(asked.length > 0 && asked.every((n) => n > 0 && n <= 5), JSON.stringify(asked));
+  assert.equal(sameActionSearches, before, "no search of the action's own steps");
+  b.close();
+  // Searched by HNSW (not exact): the same action's steps are searched too, as without.
+  const ann = ReplayBuffer.open(b.path, { annThreshold: 100 });
+  let annSameAction = 0;
+  const annSearch = ann.searchVectorAsync.bind(ann);
+  ann.searchVectorAsync = (vector, opts) => {
+    if (opts?.filter?.action !== undefined) annSameAction++;
+    return annSearch(vector, opts);
+  };
+  await retrieveDemos(ann, abs, queries[0], { k: 5, readsFirst: 5 });
+  assert.equal(annSameAction, 1);
+  ann.close();
+  chat.close();
 });

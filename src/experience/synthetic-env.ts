@@ -153,6 +153,7 @@ export class SyntheticEnv implements Env {
               sameAction: this.o.sameActionDemos,
               exact: this.o.model.exactDemos?.(this.state),
               sameActionFirst: this.o.model.sameActionFirst?.(this.state),
+              readsFirst: this.o.model.readsTopDemos,
               preferTask: task.id,
               realAnchor: this.o.model.readsAnchor !== false,
               realOnly: this.o.model.realDemosOnly,
