@@ -110,7 +110,8 @@ const CREDENTIALS = ["authorization", "cookie", "proxy-authorization"];
 export async function postJson(url: string, body: string, o: PostOptions): Promise<PostAnswer> {
   let target = new URL(url);
   let method = "POST";
-  let payload: string | undefined = body;
+  // Encoded once: its length and its bytes on the socket (and again after a 307/308) come from the one copy.
+  let payload: Buffer | undefined = Buffer.from(body);
   let headers = o.headers;
   const headersBy = performance.now() + o.headersTimeoutMs; // one deadline for the whole chain of redirects
   for (let redirects = 0; ; redirects++) {
@@ -149,7 +150,7 @@ export async function postJson(url: string, body: string, o: PostOptions): Promi
 function send(
   target: URL,
   method: string,
-  payload: string | undefined,
+  payload: Buffer | undefined,
   given: Record<string, string>,
   headersBy: number,
   o: PostOptions,
@@ -158,7 +159,7 @@ function send(
     if (o.signal?.aborted) return reject(o.signal.reason);
     const https = target.protocol === "https:";
     const headers: Record<string, string | number> = { ...given, "accept-encoding": "gzip, deflate, br" };
-    if (payload !== undefined) headers["content-length"] = Buffer.byteLength(payload);
+    if (payload !== undefined) headers["content-length"] = payload.length;
     else delete headers["content-type"];
     const req = (https ? httpsRequest : httpRequest)(target, { method, headers, agent: https ? o.agents.https : o.agents.http });
     let settled = false;
