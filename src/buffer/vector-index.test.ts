@@ -223,3 +223,50 @@ test("views searched by SIMD take rows as they come, at their int8 scale, or mak
     check();
   }
 });
+
+test("a query asked again is answered from its kept answer and the rows added since, as a fresh search would be", () => {
+  const dims = 32;
+  // 100 rows: scored in JS; 2,000: the int8 pass first, and again over the 300 rows that come (a tail past SIMD_MIN_ROWS).
+  for (const [n, more] of [
+    [100, 3],
+    [2000, 300],
+  ]) {
+    const vs = randomVectors(n + more, dims, 21);
+    const ids = vs.map((_, i) => 5 + i);
+    const idx = new ExactIndex(dims, 16);
+    const tags = (i: number) => ({ env: 1, source: 1, task: 1, action: (i % 3) + 1 });
+    for (let i = 0; i < n; i++) idx.add(ids[i], vs[i], tags(i));
+    const [q] = randomVectors(1, dims, 22);
+    const live = new Set(Array.from({ length: n }, (_, i) => i));
+    const expect = (k: number, action?: number) => naive(vs, ids, q, k, (i) => live.has(i) && (action === undefined || tags(i).action === action));
+    const ask = (k: number, action?: number) => idx.search(Float32Array.from(q), k, action === undefined ? {} : { env: 1, action }).map((c) => c.id);
+    assert.deepEqual(ask(5), expect(5));
+    assert.deepEqual(ask(4, 2), expect(4, 2));
+    const recalled = idx.recalled;
+    assert.deepEqual(ask(5), expect(5));
+    assert.equal(idx.recalled, recalled + 1, "answered from the kept answer");
+    // Rows come: the query itself (the best of all), a copy of the kept best (a tie: the lower id stays first), one far off, then others.
+    const best = naive(vs, ids, q, 1)[0] - 5;
+    vs[n] = Float32Array.from(q);
+    vs[n + 1] = Float32Array.from(vs[best]);
+    vs[n + 2] = Float32Array.from(q, (x) => -x);
+    for (let i = n; i < n + more; i++) {
+      idx.add(ids[i], vs[i], tags(i));
+      live.add(i);
+    }
+    assert.deepEqual(ask(5), expect(5));
+    assert.deepEqual(ask(4, 2), expect(4, 2));
+    assert.equal(idx.recalled, recalled + 3);
+    assert.ok(ask(5).includes(ids[n]) && ask(5).includes(ids[n + 1]));
+    // Another k is another search; a row that goes makes the view new, and the search fresh.
+    assert.deepEqual(ask(3), expect(3));
+    assert.equal(idx.recalled, recalled + 5, "the two asks of k = 5 above");
+    idx.remove([ids[n]]);
+    live.delete(n);
+    assert.deepEqual(ask(5), expect(5));
+    assert.equal(idx.recalled, recalled + 5);
+    // The action's view holds no row that went (it keeps its answer) or held one (a fresh search).
+    assert.deepEqual(ask(4, 2), expect(4, 2));
+    assert.equal(idx.recalled, recalled + (tags(n).action === 2 ? 5 : 6));
+  }
+});

@@ -191,6 +191,38 @@ export class ExactIndex {
     const view = this.view(filter);
     const count = view.count;
     if (count === 0) return [];
+    // The same query again (a group's rollouts of a task reach the same steps; a recording env asks
+    // again after a few more rows): its answer then, with the rows the view took since searched
+    // alone, is this search's answer (a view's rows only grow: a row that goes makes a new view).
+    const key = answerKey(query, k);
+    const kept = view.answers?.get(key);
+    if (kept && kept.k === k && sameBits(kept.query, query)) {
+      this.recalled++;
+      if (kept.count < count) {
+        kept.top = this.scan(view, query, k, kept.count, kept.top);
+        kept.count = count;
+      }
+      return kept.top.map((c) => ({ ...c }));
+    }
+    const top = this.scan(view, query, k, 0, []);
+    if (this.answersKept >= ANSWERS_KEPT) this.forgetAnswers();
+    (view.answers ??= new Map()).set(key, { query: Float32Array.from(query), k, count, top });
+    this.answersKept++;
+    return top.map((c) => ({ ...c }));
+  }
+
+  /** Searches answered from a kept answer (and the rows since). */
+  recalled = 0;
+  /** Answers kept over all views (`search`), at most ANSWERS_KEPT. */
+  private answersKept = 0;
+  private forgetAnswers(): void {
+    for (const views of this.views.values()) for (const v of views.values()) v.answers = undefined;
+    this.answersKept = 0;
+  }
+
+  /** The best `k` of a view's rows from `from` on and of `best` (scored rows before them). */
+  private scan(view: View, query: Float32Array, k: number, from: number, best: Candidate[]): Candidate[] {
+    const count = view.count;
     const d = this.dims;
     const idAt = (i: number) => (view.ids === null ? this.ids[i] : view.ids[i]);
     const exact = (i: number) => {
@@ -199,10 +231,16 @@ export class ExactIndex {
       for (let j = 0; j < d; j++) s += view.matrix[o + j] * query[j];
       return s;
     };
-    const heap = new TopK(k);
-    if (count < SIMD_MIN_ROWS) {
-      for (let i = 0; i < count; i++) heap.push(idAt(i), exact(i));
-      return heap.sorted();
+    const seeded = () => {
+      const top = new TopK(k);
+      for (const c of best) top.push(c.id, c.score);
+      return top;
+    };
+    const rowsLeft = count - from;
+    if (rowsLeft < SIMD_MIN_ROWS) {
+      const top = seeded();
+      for (let i = from; i < count; i++) top.push(idAt(i), exact(i));
+      return top.sorted();
     }
     // A first pass over int8 copies (usearch's SIMD brute force, a quarter of float32's memory
     // traffic) picks candidates, which are scored exactly. The result is exact: the int8 score of a
@@ -210,7 +248,8 @@ export class ExactIndex {
     // the k-th exact score beats every row left out by more than that, none of them can enter or
     // tie; else the candidates widen.
     const q = this.quantized(view);
-    const rows = q.int8.subarray(0, count * d);
+    // usearch reads a typed array from its buffer's start (a subarray's offset is lost): a tail is copied.
+    const rows = from === 0 ? q.int8.subarray(0, count * d) : q.int8.slice(from * d, count * d);
     const qScale = 127 / maxAbs(query);
     const q8 = quantize(query, qScale);
     let qErr = 0;
@@ -224,15 +263,15 @@ export class ExactIndex {
     // first: once the k-th exact score beats a match's int8 score by more than the slack, neither it
     // nor any match after it (nor any row left out) can enter, so the rest are not scored.
     const unit = q.scale * qScale;
-    for (let want = Math.min(count, 4 * k + 64); ; want = Math.min(count, want * 4)) {
+    for (let want = Math.min(rowsLeft, 4 * k + 64); ; want = Math.min(rowsLeft, want * 4)) {
       const m = usearch.exactSearch(rows, q8, d, want, "ip", 1);
-      const top = new TopK(k);
+      const top = seeded();
       for (let i = 0; i < m.keys.length; i++) {
         if (top.full && top.worst > (1 - m.distances[i]) / unit + slack) return top.sorted();
-        const r = Number(m.keys[i]);
+        const r = from + Number(m.keys[i]);
         top.push(idAt(r), exact(r));
       }
-      if (m.keys.length >= count) return top.sorted();
+      if (m.keys.length >= rowsLeft) return top.sorted();
       const leftOut = (1 - m.distances[m.keys.length - 1]) / unit;
       if (top.full && top.worst > leftOut + slack) return top.sorted();
     }
@@ -312,6 +351,8 @@ export class ExactIndex {
 /** A filter's rows' ids (null: every row, in place) and their vectors, with an int8 copy once searched by SIMD. */
 interface View {
   filter: Partial<RowTags>;
+  /** Its answers by `answerKey`: the query, k, the rows it had then (`count`) and their best. */
+  answers?: Map<number, { query: Float32Array; k: number; count: number; top: Candidate[] }>;
   /** Its rows: the first `count` of `ids` and of `matrix` (room to grow beyond). */
   count: number;
   ids: Float64Array | null;
@@ -373,6 +414,25 @@ const SIMD_MIN_ROWS = 256;
  */
 const MAX_VIEWS = 8192;
 const VIEW_ROWS_MIN = 65_536;
+
+/** Answers kept at most over an index's views (a query's copy each, 1 KB at 256 dims, and its k best). */
+const ANSWERS_KEPT = 4096;
+
+/** A hash of the query's bits and k (a kept answer is used only where its query has the same bits). */
+function answerKey(query: Float32Array, k: number): number {
+  const bits = new Int32Array(query.buffer, query.byteOffset, query.length);
+  let h = 0x811c9dc5 ^ k;
+  for (let i = 0; i < bits.length; i++) h = Math.imul(h ^ bits[i], 0x01000193);
+  return h;
+}
+
+function sameBits(a: Float32Array, b: Float32Array): boolean {
+  if (a.length !== b.length) return false;
+  const x = new Int32Array(a.buffer, a.byteOffset, a.length);
+  const y = new Int32Array(b.buffer, b.byteOffset, b.length);
+  for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return false;
+  return true;
+}
 
 /** Keeps the k best (score, id) pairs; ties prefer the lower id. */
 export class TopK {
