@@ -226,15 +226,15 @@ test("views searched by SIMD take rows as they come, at their int8 scale, or mak
 
 test("a query asked again is answered from its kept answer and the rows added since, as a fresh search would be", () => {
   const dims = 32;
-  // 100 rows: scored in JS; 2,000: the int8 pass first, and again over the 300 rows that come (a tail past SIMD_MIN_ROWS).
+  // 600 rows: the int8 pass first, the 3 rows that come then scored in JS; 2,000: the 300 that come by an int8 pass too.
   for (const [n, more] of [
-    [100, 3],
+    [600, 3],
     [2000, 300],
   ]) {
     const vs = randomVectors(n + more, dims, 21);
     const ids = vs.map((_, i) => 5 + i);
     const idx = new ExactIndex(dims, 16);
-    const tags = (i: number) => ({ env: 1, source: 1, task: 1, action: (i % 3) + 1 });
+    const tags = (i: number) => ({ env: 1, source: 1, task: 1, action: (i % 2) + 1 });
     for (let i = 0; i < n; i++) idx.add(ids[i], vs[i], tags(i));
     const [q] = randomVectors(1, dims, 22);
     const live = new Set(Array.from({ length: n }, (_, i) => i));
@@ -269,4 +269,19 @@ test("a query asked again is answered from its kept answer and the rows added si
     assert.deepEqual(ask(4, 2), expect(4, 2));
     assert.equal(idx.recalled, recalled + (tags(n).action === 2 ? 5 : 6));
   }
+  // A view of fewer rows than an int8 pass takes is scored in JS each time: nothing kept.
+  const vs = randomVectors(100, dims, 23);
+  const small = new ExactIndex(dims, 16);
+  vs.forEach((v, i) => small.add(i, v, { env: 1, source: 1, task: 1, action: 1 }));
+  small.search(vs[0], 5);
+  assert.deepEqual(
+    small.search(vs[0], 5).map((c) => c.id),
+    naive(
+      vs,
+      vs.map((_, i) => i),
+      vs[0],
+      5,
+    ),
+  );
+  assert.equal(small.recalled, 0);
 });

@@ -191,6 +191,8 @@ export class ExactIndex {
     const view = this.view(filter);
     const count = view.count;
     if (count === 0) return [];
+    // A small view is scored in JS, cheaper than keeping its answers.
+    if (count < SIMD_MIN_ROWS) return this.scan(view, query, k, 0, []);
     // The same query again (a group's rollouts of a task reach the same steps; a recording env asks
     // again after a few more rows): its answer then, with the rows the view took since searched
     // alone, is this search's answer (a view's rows only grow: a row that goes makes a new view).
