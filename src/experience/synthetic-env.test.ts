@@ -28,6 +28,25 @@ async function seededBuffer(episodes: number): Promise<ReplayBuffer> {
   return b;
 }
 
+/** Each of the first 40 real episodes' states with every action its page lists (or its own), held-out tasks' steps included. */
+function stepQueries(b: ReplayBuffer): { state: string; action: string }[] {
+  const queries: { state: string; action: string }[] = [];
+  for (const t of [...b.trajectories({ source: "real" })].slice(0, 40))
+    for (const s of t.steps) for (const action of new Set([s.action, ...(abs.actions(s.observation) ?? [])])) queries.push({ state: s.observation, action });
+  return queries;
+}
+
+/** Counts the buffer's searches whose action filter `counts` picks (undefined: every step's search). */
+function countSearches(b: ReplayBuffer, counts: (action: string | undefined) => boolean): { n: number } {
+  const c = { n: 0 };
+  const search = b.searchVectorAsync.bind(b);
+  b.searchVectorAsync = (vector, opts) => {
+    if (counts(opts?.filter?.action)) c.n++;
+    return search(vector, opts);
+  };
+  return c;
+}
+
 const buffer = await seededBuffer(600);
 const testEnv = new WebShopEnv({ split: "test" });
 const testTasks: Task[] = testEnv.tasks().slice(0, 60);
@@ -247,26 +266,18 @@ test("hybrid mode: terminal rewards come from WebShop's verifier, close to the r
 
 test("the same action's demos first: every step is searched only where they fall short, and the model predicts the same", async () => {
   const b = await seededBuffer(120);
-  let allSteps = 0;
-  const search = b.searchVectorAsync.bind(b);
-  b.searchVectorAsync = (vector, opts) => {
-    if (opts?.filter?.action === undefined) allSteps++;
-    return search(vector, opts);
-  };
-  // Each recorded step's state with every action its page lists (or its own), held-out tasks' steps included.
-  const queries: { state: string; action: string }[] = [];
-  for (const t of [...b.trajectories({ source: "real" })].slice(0, 40))
-    for (const s of t.steps) for (const action of new Set([s.action, ...(abs.actions(s.observation) ?? [])])) queries.push({ state: s.observation, action });
+  const allSteps = countSearches(b, (action) => action === undefined);
+  const queries = stepQueries(b);
   const task = testTasks[0];
   let lazySearches = 0;
   let lazy = 0;
   for (const q of queries) {
     const first = model.sameActionFirst(q.state);
     assert.equal(first, 0.2, "a text page: the same action's demos first");
-    const before = allSteps;
+    const before = allSteps.n;
     // As the synthetic env asks for the embedded model's demos: the real anchor too.
     const fewer = await retrieveDemos(b, abs, q, { k: 5, preferTask: task.id, realAnchor: true, sameActionFirst: first });
-    lazySearches += allSteps - before;
+    lazySearches += allSteps.n - before;
     const every = await retrieveDemos(b, abs, q, { k: 5, preferTask: task.id, realAnchor: true });
     if (fewer.length < every.length) lazy++;
     const input = { task, history: [], ...q };
@@ -279,51 +290,39 @@ test("the same action's demos first: every step is searched only where they fall
   const respelled = { ...t0, task: { ...t0.task, id: "respelled" }, steps: t0.steps.map((s) => ({ ...s, action: s.action.toUpperCase() })) };
   await b.appendTrajectories([respelled], { seed: true });
   const q = { state: t0.steps[0].observation, action: t0.steps[0].action };
-  const before = allSteps;
+  const before = allSteps.n;
   const fewer = await retrieveDemos(b, abs, q, { k: 5, sameActionFirst: 0.2 });
-  assert.equal(allSteps - before, 1, "the search of every step, as without");
+  assert.equal(allSteps.n - before, 1, "the search of every step, as without");
   assert.deepEqual(fewer, await retrieveDemos(b, abs, q, { k: 5 }));
   b.close();
   // Searched by HNSW (not exact, no ties by id): every step is searched, as without.
   const ann = ReplayBuffer.open(b.path, { annThreshold: 100 });
   assert.equal(ann.searchesExactly, false);
-  let annAll = 0;
-  const annSearch = ann.searchVectorAsync.bind(ann);
-  ann.searchVectorAsync = (vector, opts) => {
-    if (opts?.filter?.action === undefined) annAll++;
-    return annSearch(vector, opts);
-  };
+  const annAll = countSearches(ann, (action) => action === undefined);
   const distinct = [...new Map(queries.slice(0, 40).map((q) => [JSON.stringify(q), q])).values()];
   for (const q of distinct) {
     const fewer = await retrieveDemos(ann, abs, q, { k: 5, realAnchor: true, sameActionFirst: 0.2 });
     assert.deepEqual(fewer, await retrieveDemos(ann, abs, q, { k: 5, realAnchor: true }));
   }
-  assert.equal(annAll, 2 * distinct.length, "both ways, each query");
+  assert.equal(annAll.n, 2 * distinct.length, "both ways, each query");
   ann.close();
 });
 
 test("a model that reads the first n demos (the reasoning model's prompt): the same action's steps are not searched apart, and the prompt is the same", async () => {
   const b = await seededBuffer(120);
-  let sameActionSearches = 0;
-  const search = b.searchVectorAsync.bind(b);
-  b.searchVectorAsync = (vector, opts) => {
-    if (opts?.filter?.action !== undefined) sameActionSearches++;
-    return search(vector, opts);
-  };
+  const sameActionSearches = countSearches(b, (action) => action !== undefined);
   const chat = new OpenAIChatModel({ baseURL: "http://127.0.0.1:9/v1", model: "never-called" });
   const reasoning = new ReasoningExperienceModel({ chat, abstraction: abs });
   assert.equal(reasoning.readsTopDemos, 5);
   assert.equal(reasoning.readsAnchor, false);
-  const queries: { state: string; action: string }[] = [];
-  for (const t of [...b.trajectories({ source: "real" })].slice(0, 40))
-    for (const s of t.steps) for (const action of new Set([s.action, ...(abs.actions(s.observation) ?? [])])) queries.push({ state: s.observation, action });
+  const queries = stepQueries(b);
   const task = testTasks[0];
   let more = 0;
   let searchedApart = 0;
   for (const q of queries) {
-    const before = sameActionSearches;
+    const before = sameActionSearches.n;
     const fewer = await retrieveDemos(b, abs, q, { k: 5, preferTask: task.id, readsFirst: 5 });
-    searchedApart += sameActionSearches - before;
+    searchedApart += sameActionSearches.n - before;
     const every = await retrieveDemos(b, abs, q, { k: 5, preferTask: task.id, realAnchor: true });
     const input = { task, history: [], ...q };
     assert.deepEqual(reasoning.messages({ ...input, demos: fewer }), reasoning.messages({ ...input, demos: every }), JSON.stringify(q));
@@ -342,22 +341,17 @@ test("a model that reads the first n demos (the reasoning model's prompt): the s
       return { nextState: input.state, reward: 0, terminated: false, info: {} };
     },
   };
-  const before = sameActionSearches;
+  const before = sameActionSearches.n;
   const env = new SyntheticEnv({ model: top, abstraction: abs, tasks: testTasks, initialState: webshopStartPage, buffer: b, record: false });
   await runEpisode(env, new RulePolicy(), { envName: "webshop", task: testTasks[1] });
   assert.ok(asked.length > 0 && asked.every((n) => n > 0 && n <= 5), JSON.stringify(asked));
-  assert.equal(sameActionSearches, before, "no search of the action's own steps");
+  assert.equal(sameActionSearches.n, before, "no search of the action's own steps");
   b.close();
   // Searched by HNSW (not exact): the same action's steps are searched too, as without.
   const ann = ReplayBuffer.open(b.path, { annThreshold: 100 });
-  let annSameAction = 0;
-  const annSearch = ann.searchVectorAsync.bind(ann);
-  ann.searchVectorAsync = (vector, opts) => {
-    if (opts?.filter?.action !== undefined) annSameAction++;
-    return annSearch(vector, opts);
-  };
+  const annSameAction = countSearches(ann, (action) => action !== undefined);
   await retrieveDemos(ann, abs, queries[0], { k: 5, readsFirst: 5 });
-  assert.equal(annSameAction, 1);
+  assert.equal(annSameAction.n, 1);
   ann.close();
   chat.close();
 });
