@@ -31,8 +31,8 @@ export interface DemoOptions {
   /**
    * The caller reads no more than the first n demos (the anchor aside; the reasoning model's prompt):
    * where searches are exact, k ≥ n and no task is left out, the same action's steps among the first
-   * n are among the k most similar of every step already, and their own search is left out (the
-   * first n are the same, up to an exact tie in score between a step of this action and another's).
+   * n are among the k most similar of every step already, and their own search is left out where the
+   * first n are the same without it (no ties in score among them, n + 1 steps found).
    */
   readsFirst?: number;
 }
@@ -135,12 +135,17 @@ async function search(buffer: ReplayBuffer, abstraction: StateAbstraction, query
   let similar: SearchResult[];
   let sameAction: SearchResult[];
   const first = opts.sameActionFirst;
-  // The first n of the merged demos are the first n of every step's k most similar (exact searches, no
-  // task left out of them): the same action's search would add none the caller reads.
-  const readsSimilarOnly = opts.readsFirst !== undefined && opts.k >= opts.readsFirst && opts.excludeTask === undefined && buffer.searchesExactly;
-  if (opts.sameAction !== false && readsSimilarOnly) {
-    similar = pick(await searchSimilar());
-    sameAction = [];
+  const n = opts.readsFirst;
+  if (n !== undefined && n > 0 && opts.k >= n && opts.excludeTask === undefined && opts.sameAction !== false && first === undefined && buffer.searchesExactly) {
+    // The first n of the merge are the first n of every step's k most similar (a step of this action
+    // among them is among the action's k best too): the action's own search adds none the caller
+    // reads, unless fewer than n + 1 steps came (copies of one step crowd the candidates) or two of the
+    // first n + 1 score the same (spellings of an action embed alike), where the merge's order may
+    // differ: then it is searched too, as without.
+    const hits = await buffer.searchVectorAsync(vector, { k: Math.max(fetch, n + 1), filter: { env, source } });
+    similar = hits.slice(0, opts.k);
+    const tie = hits.slice(0, n + 1).some((h, i, a) => i > 0 && h.score === a[i - 1].score);
+    sameAction = hits.length <= n || tie ? pick(await searchSameAction()) : [];
   } else if (first !== undefined && opts.sameAction !== false && buffer.searchesExactly && buffer.actionSpellings(query.action, env, source) <= 1) {
     // A step of every action that is among the k most similar and took this action is among this
     // action's k most similar too (exact searches: by score, ties by id): where the model reads this

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { abstractEnv, checkEnv, type ExperienceModel, type Task } from "../core/index.ts";
+import { abstractEnv, checkEnv, type ExperienceModel, type StateAbstraction, type Task } from "../core/index.ts";
 import { ReplayBuffer } from "../buffer/index.ts";
 import { RandomPolicy, runEpisode } from "../envs/index.ts";
 import { OraclePolicy, RulePolicy, WebShopEnv, webshopAbstraction, webshopPageKind, webshopStartPage, webshopVerifier } from "../envs/webshop/index.ts";
@@ -353,5 +353,49 @@ test("a model that reads the first n demos (the reasoning model's prompt): the s
   await retrieveDemos(ann, abs, queries[0], { k: 5, readsFirst: 5 });
   assert.equal(annSameAction.n, 1);
   ann.close();
+  chat.close();
+});
+
+test("a model that reads the first n demos: where ties or copies of one step could change them, the same action's steps are searched too", async () => {
+  const toy = { env: "toy", abstract: (s: string) => s, actions: () => undefined, isTerminal: () => false, profile: "toy" } as unknown as StateAbstraction;
+  const page = (i: number) => `page ${i}: ${Array.from({ length: 30 }, (_, j) => `word${(i * 7 + j * 13) % 97}`).join(" ")}`;
+  const task: Task = { id: "t1", instruction: "do it" };
+  let traj = 0;
+  const step = (state: string, action: string, nextState: string, source: "real" | "synthetic" = "real") => ({
+    trajectoryId: `tr${traj++}`,
+    step: 0,
+    env: "toy",
+    task,
+    state,
+    action,
+    reward: 0,
+    nextState,
+    terminated: false,
+    truncated: false,
+    source,
+  });
+  const chat = new OpenAIChatModel({ baseURL: "http://127.0.0.1:9/v1", model: "never-called" });
+  const reasoning = new ReasoningExperienceModel({ chat, abstraction: toy });
+  const check = async (b: ReplayBuffer, q: { state: string; action: string }) => {
+    const sameAction = countSearches(b, (action) => action !== undefined);
+    const fewer = await retrieveDemos(b, toy, q, { k: 5, readsFirst: 5 });
+    assert.equal(sameAction.n, 1, "searched too");
+    const every = await retrieveDemos(b, toy, q, { k: 5 });
+    const input = { task, history: [], ...q };
+    assert.deepEqual(reasoning.messages({ ...input, demos: fewer }), reasoning.messages({ ...input, demos: every }));
+  };
+  // An action spelled another way embeds alike: the two tie, and the merge puts this action's first.
+  const spelled = ReplayBuffer.open(temp("spelled.db"));
+  await spelled.appendTransitions([step(page(1), "click[buy now]", "the other spelling")]);
+  await spelled.appendTransitions([step(page(1), "Click[Buy Now]", "the query's spelling")]);
+  for (let i = 2; i < 8; i++) await spelled.appendTransitions([step(page(i), `click[item ${i}]`, `next ${i}`)]);
+  await check(spelled, { state: page(1), action: "Click[Buy Now]" });
+  spelled.close();
+  // Thousands of copies of one step crowd the candidates (the search stops widening at 4,096): fewer than n + 1 steps come.
+  const crowded = ReplayBuffer.open(temp("crowded.db"));
+  await crowded.appendTransitions(Array.from({ length: 7000 }, () => step(page(1), "click[search]", "results", "synthetic")));
+  for (let i = 2; i < 12; i++) await crowded.appendTransitions([step(page(i), "click[back]", `back from ${i}`)]);
+  await check(crowded, { state: page(1), action: "click[back]" });
+  crowded.close();
   chat.close();
 });
