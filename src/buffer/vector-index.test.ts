@@ -268,6 +268,11 @@ test("a query asked again is answered from its kept answer and the rows added si
     // The action's view holds no row that went (it keeps its answer) or held one (a fresh search).
     assert.deepEqual(ask(4, 2), expect(4, 2));
     assert.equal(idx.recalled, recalled + (tags(n).action === 2 ? 5 : 6));
+    // A k in the hundreds (a search widened over copies of one step) is not kept.
+    const before = idx.recalled;
+    assert.deepEqual(ask(400), expect(400));
+    assert.deepEqual(ask(400), expect(400));
+    assert.equal(idx.recalled, before);
   }
   // A view of fewer rows than an int8 pass takes is scored in JS each time: nothing kept.
   const vs = randomVectors(100, dims, 23);

@@ -150,6 +150,7 @@ export class ExactIndex {
       for (const [key, v] of views)
         if (v.ids === null || matches(tags, v.filter)) {
           views.delete(key);
+          this.dropAnswers(v);
           this.viewRows -= v.ids === null ? 0 : v.count;
           this.viewCount--;
         }
@@ -201,25 +202,41 @@ export class ExactIndex {
     if (kept && kept.k === k && sameBits(kept.query, query)) {
       this.recalled++;
       if (kept.count < count) {
-        kept.top = this.scan(view, query, k, kept.count, kept.top);
+        const top = this.scan(view, query, k, kept.count, kept.top);
+        this.answersKept.candidates += top.length - kept.top.length;
+        kept.top = top;
         kept.count = count;
       }
       return kept.top.map((c) => ({ ...c }));
     }
     const top = this.scan(view, query, k, 0, []);
-    if (this.answersKept >= ANSWERS_KEPT) this.forgetAnswers();
-    (view.answers ??= new Map()).set(key, { query: Float32Array.from(query), k, count, top });
-    this.answersKept++;
+    if (k > ANSWERS_KEPT.k) return top; // a search widened over many copies of one step (a buffer's k × 4 a round): not kept
+    if (this.answersKept.answers >= ANSWERS_KEPT.answers || this.answersKept.candidates + top.length > ANSWERS_KEPT.candidates) this.forgetAnswers();
+    const answers = (view.answers ??= new Map());
+    this.dropAnswer(answers.get(key));
+    answers.set(key, { query: Float32Array.from(query), k, count, top });
+    this.answersKept.answers++;
+    this.answersKept.candidates += top.length;
     return top.map((c) => ({ ...c }));
   }
 
   /** Searches answered from a kept answer (and the rows since). */
   recalled = 0;
-  /** Answers kept over all views (`search`), at most ANSWERS_KEPT. */
-  private answersKept = 0;
+  /** Answers kept over all views (`search`), and their candidates: within ANSWERS_KEPT. */
+  private answersKept = { answers: 0, candidates: 0 };
   private forgetAnswers(): void {
     for (const views of this.views.values()) for (const v of views.values()) v.answers = undefined;
-    this.answersKept = 0;
+    this.answersKept = { answers: 0, candidates: 0 };
+  }
+  private dropAnswer(a: { top: Candidate[] } | undefined): void {
+    if (!a) return;
+    this.answersKept.answers--;
+    this.answersKept.candidates -= a.top.length;
+  }
+  /** A view goes: its answers with it. */
+  private dropAnswers(v: View): void {
+    for (const a of v.answers?.values() ?? []) this.dropAnswer(a);
+    v.answers = undefined;
   }
 
   /** The best `k` of a view's rows from `from` on and of `best` (scored rows before them). */
@@ -340,7 +357,10 @@ export class ExactIndex {
     }
     const rows = v.ids === null ? 0 : v.count;
     if (++this.viewCount > MAX_VIEWS || this.viewRows + rows > VIEW_ROWS_MIN + 2 * this.n) {
-      for (const m of this.views.values()) m.clear();
+      for (const m of this.views.values()) {
+        for (const old of m.values()) this.dropAnswers(old);
+        m.clear();
+      }
       this.viewRows = 0;
       this.viewCount = 1;
     }
@@ -417,8 +437,12 @@ const SIMD_MIN_ROWS = 256;
 const MAX_VIEWS = 8192;
 const VIEW_ROWS_MIN = 65_536;
 
-/** Answers kept at most over an index's views (a query's copy each, 1 KB at 256 dims, and its k best). */
-const ANSWERS_KEPT = 4096;
+/**
+ * Answers kept at most over an index's views (a query's copy each, 1 KB at 256 dims), their
+ * candidates (~50 B each), and the largest k kept (a search widened over thousands of copies of one
+ * step asks for k in the thousands: not kept).
+ */
+const ANSWERS_KEPT = { answers: 4096, candidates: 100_000, k: 320 };
 
 /** A hash of the query's bits and k (a kept answer is used only where its query has the same bits). */
 function answerKey(query: Float32Array, k: number): number {
