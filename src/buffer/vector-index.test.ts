@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { AnnIndex, ExactIndex, TopK } from "./vector-index.ts";
+import { AnnIndex, ExactIndex, type RowTags, TopK } from "./vector-index.ts";
 import { l2Normalize } from "./embedder.ts";
 import { Rng } from "../core/index.ts";
 
@@ -289,4 +289,76 @@ test("a query asked again is answered from its kept answer and the rows added si
     ),
   );
   assert.equal(small.recalled, 0);
+});
+
+test("kept answers, randomized: rows added and removed, copies, rows beyond the int8 scale, queries at an offset or changed after asking; every search as brute force", () => {
+  let recalled = 0;
+  for (let seed = 1; seed <= 6; seed++) {
+    const rng = new Rng(seed);
+    const dims = 8 + rng.randbelow(3) * 8;
+    const idx = new ExactIndex(dims, 16);
+    const rows = new Map<number, { v: Float32Array; t: RowTags }>();
+    let nextId = 1;
+    const rand = () => l2Normalize(Float32Array.from({ length: dims }, () => rng.random() - 0.5));
+    // Queries asked again and again: six of their own, four subarrays of one buffer at an offset.
+    const queries = Array.from({ length: 6 }, rand);
+    const shared = new Float32Array(dims * 8);
+    for (let i = 0; i < 4; i++) {
+      const q = shared.subarray(i * dims + 1, (i + 1) * dims + 1);
+      q.set(rand());
+      queries.push(q);
+    }
+    const added: Float32Array[] = [];
+    const addRow = () => {
+      const r = rng.random();
+      const v =
+        r < 0.2 && added.length > 0
+          ? Float32Array.from(added[rng.randbelow(added.length)]) // a copy: exact ties
+          : r < 0.25
+            ? Float32Array.from(queries[rng.randbelow(queries.length)])
+            : r < 0.3
+              ? Float32Array.from(rand(), (x) => x * (1 + 4 * rng.random())) // beyond the int8 scale
+              : rand();
+      added.push(v);
+      const t: RowTags = { env: 1 + rng.randbelow(2), source: 1 + rng.randbelow(2), task: 1 + rng.randbelow(3), action: 1 + rng.randbelow(3) };
+      rows.set(nextId, { v, t });
+      idx.add(nextId++, v, t);
+    };
+    const filters: Partial<RowTags>[] = [{}, { env: 1 }, { source: 1 }, { env: 2, source: 2 }, { action: 1 }, { env: 1, action: 2 }, { source: 1, action: 3 }];
+    for (let step = 0; step < 400; step++) {
+      const op = rng.random();
+      if (op < 0.25) {
+        const n = rng.random() < 0.3 ? 1 + rng.randbelow(400) : 1 + rng.randbelow(4);
+        for (let i = 0; i < n; i++) addRow();
+      } else if (op < 0.3 && rows.size > 0) {
+        const ids = [...rows.keys()];
+        const gone = Array.from({ length: 1 + rng.randbelow(5) }, () => ids[rng.randbelow(ids.length)]);
+        idx.remove(gone);
+        for (const id of gone) rows.delete(id);
+      } else if (op < 0.32) {
+        queries[rng.randbelow(queries.length)][rng.randbelow(dims)] += 0.01; // a query changed after it was asked
+      } else {
+        const q = queries[rng.randbelow(queries.length)];
+        const k = [1, 3, 5, 20, 80, 320, 1280][rng.randbelow(7)];
+        const f = filters[rng.randbelow(filters.length)];
+        const want = [...rows]
+          .filter(
+            ([, r]) =>
+              (f.env === undefined || r.t.env === f.env) &&
+              (f.source === undefined || r.t.source === f.source) &&
+              (f.action === undefined || r.t.action === f.action),
+          )
+          .map(([id, r]) => {
+            let s = 0; // the sum in the index's order, so that ties are ties
+            for (let j = 0; j < dims; j++) s += r.v[j] * q[j];
+            return { id, score: s };
+          })
+          .sort((a, b) => b.score - a.score || a.id - b.id)
+          .slice(0, k);
+        assert.deepEqual(idx.search(q, k, f), want, `seed ${seed} step ${step} k ${k} filter ${JSON.stringify(f)}`);
+      }
+    }
+    recalled += idx.recalled;
+  }
+  assert.ok(recalled > 20, `${recalled} searches answered from kept answers`);
 });
