@@ -329,6 +329,15 @@ export class ReplayBuffer {
       const rowOf = new Map<string, number>();
       const skip = new Set<string>();
       for (const nt of trajectories) {
+        if (online) {
+          // An online step mostly joins its episode's trajectory, stored with its first step: a lookup
+          // is cheaper than an insert that conflicts.
+          const found = s.findTrajectory.get(nt.uid) as Row | undefined;
+          if (found) {
+            rowOf.set(nt.uid, Number(found.id));
+            continue;
+          }
+        }
         const t = nt.t;
         const row = s.insertTrajectory.get(
           nt.uid,
