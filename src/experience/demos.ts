@@ -32,7 +32,10 @@ export interface DemoOptions {
    * The caller reads no more than the first n demos (the anchor aside; the reasoning model's prompt):
    * where searches are exact, k ≥ n and no task is left out, the same action's steps among the first
    * n are among the k most similar of every step already, and their own search is left out where the
-   * first n are the same without it (no ties in score among them, n + 1 steps found).
+   * first n are the same without it (no ties in score among them, n + 1 steps found). One difference:
+   * where thousands of copies of one step crowd the search's candidates, the merge filled the places
+   * left with this action's steps, and this search (one wider) may find the other actions' that are
+   * more similar.
    */
   readsFirst?: number;
 }
