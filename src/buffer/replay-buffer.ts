@@ -329,31 +329,25 @@ export class ReplayBuffer {
       const rowOf = new Map<string, number>();
       const skip = new Set<string>();
       for (const nt of trajectories) {
-        if (online) {
-          // An online step mostly joins its episode's trajectory, stored with its first step: a lookup
-          // is cheaper than an insert that conflicts.
-          const found = s.findTrajectory.get(nt.uid) as Row | undefined;
-          if (found) {
-            rowOf.set(nt.uid, Number(found.id));
-            continue;
-          }
-        }
         const t = nt.t;
-        const row = s.insertTrajectory.get(
-          nt.uid,
-          t.env,
-          t.task.id,
-          JSON.stringify(t.task),
-          t.source,
-          t.policy ?? null,
-          online ? 0 : t.total_reward,
-          online ? 0 : t.success ? 1 : 0,
-          online ? 0 : nt.nSteps,
-          nt.seed ? 1 : 0,
-          t.created_at,
-        ) as Row | undefined;
+        // An online step mostly joins its episode's trajectory, stored with its first step: a lookup is
+        // cheaper than an insert that conflicts. A whole trajectory already stored is a duplicate: skipped.
+        const row = ((online ? s.findTrajectory.get(nt.uid) : undefined) ??
+          s.insertTrajectory.get(
+            nt.uid,
+            t.env,
+            t.task.id,
+            JSON.stringify(t.task),
+            t.source,
+            t.policy ?? null,
+            online ? 0 : t.total_reward,
+            online ? 0 : t.success ? 1 : 0,
+            online ? 0 : nt.nSteps,
+            nt.seed ? 1 : 0,
+            t.created_at,
+          )) as Row | undefined;
         if (row) rowOf.set(nt.uid, Number(row.id));
-        else if (!online) skip.add(nt.uid);
+        else skip.add(nt.uid);
       }
       const added: IndexedRow[] = [];
       // Within a trajectory a step's state is usually the previous step's next state, and the
@@ -363,12 +357,7 @@ export class ReplayBuffer {
       let prevInstructionId = 0;
       for (const p of steps) {
         if (skip.has(p.trajectoryUid)) continue;
-        let traj = rowOf.get(p.trajectoryUid);
-        if (traj === undefined) {
-          const found = s.findTrajectory.get(p.trajectoryUid) as Row | undefined;
-          if (!found) throw new Error(`trajectory ${p.trajectoryUid} is not in the buffer (evicted?)`);
-          rowOf.set(p.trajectoryUid, (traj = Number(found.id)));
-        }
+        const traj = rowOf.get(p.trajectoryUid)!; // each step's trajectory is among `trajectories`
         const same = prev !== null && prev.trajectoryUid === p.trajectoryUid;
         const k = p.keys;
         const instructionId = same && prev!.instruction === p.instruction ? prevInstructionId : this.textId(p.instruction, k?.all, k?.at);

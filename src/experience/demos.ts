@@ -146,7 +146,7 @@ async function search(buffer: ReplayBuffer, abstraction: StateAbstraction, query
     // first n + 1 score the same (spellings of an action embed alike), where the merge's order may
     // differ: then it is searched too, as without.
     const hits = await buffer.searchVectorAsync(vector, { k: Math.max(fetch, n + 1), filter: { env, source } });
-    similar = hits.slice(0, opts.k);
+    similar = pick(hits);
     const tie = hits.slice(0, n + 1).some((h, i, a) => i > 0 && h.score === a[i - 1].score);
     sameAction = hits.length <= n || tie ? pick(await searchSameAction()) : [];
   } else if (first !== undefined && opts.sameAction !== false && buffer.searchesExactly && buffer.actionSpellings(query.action, env, source) <= 1) {
