@@ -34,6 +34,12 @@ export interface TransitionRecord extends StepFields {
   createdAt?: string;
 }
 
+/** A step announced to the buffer (`ReplayBuffer.announceStep`): it comes with `append`, or `cancel` says it will not. */
+export interface AnnouncedStep {
+  append(records: TransitionRecord[]): Promise<number[]>;
+  cancel(): void;
+}
+
 export interface SearchFilter {
   env?: string;
   source?: ExperienceSource;

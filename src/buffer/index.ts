@@ -2,6 +2,7 @@ export { ReplayBuffer } from "./replay-buffer.ts";
 export type {
   StoredTransition,
   TransitionRecord,
+  AnnouncedStep,
   SearchFilter,
   SearchOptions,
   SearchResult,

@@ -629,3 +629,66 @@ test("an action's spellings follow appends, ours and another connection's, and d
   assert.equal(b.actionSpellings("click[buy now]", "toy", "real"), 2);
   b.close();
 });
+
+test("steps on their way (announceStep): a commit waits for them and carries them all; alone, a step is committed at once; the wait is bounded", { timeout: 30_000 }, async (t) => {
+  t.mock.timers.enable({ apis: ["setTimeout"] }); // the wait's timer fires only when the test ticks it
+  const path = tempFile("group-commit.db");
+  const b = ReplayBuffer.open(path);
+  const peek = new Database(path, { readonly: true });
+  const commits = () => Number((peek.prepare("SELECT value FROM meta WHERE key = 'generation'").get() as { value: number }).value);
+  const common = { env: "toy", task: { id: "t", instruction: "i" }, source: "synthetic" as const, reward: 0, terminated: false, truncated: false };
+  const step = (ep: string) => [{ ...common, trajectoryId: ep, step: 0, state: `s ${ep}`, action: "a", nextState: `n ${ep}` }];
+  const turns = async () => {
+    for (let i = 0; i < 30; i++) await new Promise((r) => setImmediate(r));
+  };
+  const watch = (p: Promise<unknown>) => {
+    const w = { done: false };
+    void p.then(() => (w.done = true));
+    return w;
+  };
+  const c0 = commits();
+  // Alone: committed at once (no timer).
+  await b.announceStep().append(step("alone"));
+  assert.equal(commits(), c0 + 1);
+  // Two on their way: the first waits for the second, and one commit carries both.
+  const [x, y] = [b.announceStep(), b.announceStep()];
+  const px = x.append(step("x"));
+  const wx = watch(px);
+  await turns();
+  assert.equal(wx.done, false, "x waits while y is on its way");
+  await Promise.all([y.append(step("y")), px]);
+  assert.equal(commits(), c0 + 2);
+  assert.equal(b.count(), 3);
+  // One that will not come: the other is committed at once.
+  const [u, v] = [b.announceStep(), b.announceStep()];
+  const pu = u.append(step("u"));
+  const wu = watch(pu);
+  await turns();
+  assert.equal(wu.done, false);
+  v.cancel();
+  await pu;
+  v.cancel(); // twice: no effect
+  assert.equal(commits(), c0 + 3);
+  // The wait is bounded: with one still on its way, the timer commits the others.
+  const [p, q] = [b.announceStep(), b.announceStep()];
+  const pp = p.append(step("p"));
+  const wp = watch(pp);
+  await turns();
+  assert.equal(wp.done, false);
+  t.mock.timers.tick(25);
+  await pp;
+  assert.equal(commits(), c0 + 4);
+  await q.append(step("q")); // none on its way now: at once
+  assert.equal(commits(), c0 + 5);
+  assert.equal(b.count(), 6);
+  // Closed while a step waits: it is refused, and the timer writes nothing after.
+  const [r, s] = [b.announceStep(), b.announceStep()];
+  const pr = r.append(step("r"));
+  await turns();
+  b.close();
+  await assert.rejects(pr, /closed before these steps were written/);
+  t.mock.timers.tick(25);
+  s.cancel();
+  assert.equal(commits(), c0 + 5);
+  peek.close();
+});

@@ -2,6 +2,7 @@ import type Database from "better-sqlite3";
 import { existsSync, rmSync, statSync } from "node:fs";
 import { DataError, InvalidConfigError, type ExperienceSource, type Trajectory } from "../core/index.ts";
 import type {
+  AnnouncedStep,
   AppendOptions,
   AppendResult,
   BufferStats,
@@ -64,6 +65,8 @@ function slotHolds(slot: string, r: { env: string; source: string }): boolean {
 }
 /** Rows kept by id for searches (see `cachedRows`): full rows (texts and all, ~2 KB each) and their keys. */
 const ROW_CACHE_MAX = { rows: 20_000, keys: 100_000 };
+/** The longest a commit of online steps waits for steps on their way (`announceStep`). */
+const COMMIT_WAIT_MAX_MS = 25;
 
 /** A step on its way into the database. */
 interface PendingStep extends StepFields {
@@ -595,15 +598,77 @@ export class ReplayBuffer {
     this.checkWritable();
     return new Promise<number[]>((resolve, reject) => {
       this.pendingOnline.push({ records, resolve, reject });
-      if (this.pendingOnline.length === 1) setImmediate(() => void this.flushOnline());
+      this.scheduleFlush();
     });
   }
 
+  /**
+   * Says that a step is on its way to `appendTransitions` (a synthetic step whose model is still
+   * thinking). While steps are on their way, a commit of online steps waits for them, a tenth of a
+   * step's own time at most (≤ 25 ms), so that one commit carries several: a commit is most of a
+   * recorded step's CPU, whatever it carries (PostgreSQL's `commit_delay` with `commit_siblings`).
+   * With none on its way (one env stepping alone) a step is committed at once, as without this.
+   * The step goes with `append`; `cancel` says it will not come (no-op after `append`).
+   */
+  announceStep(): AnnouncedStep {
+    this.checkWritable();
+    this.onTheWay++;
+    const t0 = performance.now();
+    let open = true;
+    const arrive = () => {
+      if (!open) return false;
+      open = false;
+      this.onTheWay--;
+      return true;
+    };
+    return {
+      append: (records) => {
+        if (arrive()) {
+          const ms = performance.now() - t0;
+          this.stepMs = this.stepMs === 0 ? ms : this.stepMs + (ms - this.stepMs) / 20;
+        }
+        return this.appendTransitions(records);
+      },
+      cancel: () => {
+        if (arrive() && this.onTheWay === 0 && this.pendingOnline.length > 0) this.scheduleFlush();
+      },
+    };
+  }
+
   private pendingOnline: { records: TransitionRecord[]; resolve: (ids: number[]) => void; reject: (e: unknown) => void }[] = [];
+  /** Announced steps not yet appended. */
+  private onTheWay = 0;
+  /** A step's time from its announcement to its append, a moving average (ms). */
+  private stepMs = 0;
+  private flushTimer: ReturnType<typeof setTimeout> | undefined;
+  private flushSoon = false;
+
+  /** A flush at the next turn, or (steps on their way) after the wait; one scheduled at a time. */
+  private scheduleFlush(): void {
+    if (this.flushSoon) return;
+    if (this.onTheWay > 0) {
+      this.flushTimer ??= setTimeout(
+        () => {
+          this.flushTimer = undefined;
+          void this.flushOnline();
+        },
+        Math.min(COMMIT_WAIT_MAX_MS, this.stepMs / 10),
+      );
+      return;
+    }
+    clearTimeout(this.flushTimer);
+    this.flushTimer = undefined;
+    this.flushSoon = true;
+    setImmediate(() => {
+      this.flushSoon = false;
+      void this.flushOnline();
+    });
+  }
 
   private async flushOnline(): Promise<void> {
     const calls = this.pendingOnline;
     this.pendingOnline = [];
+    if (calls.length === 0) return;
     try {
       const ids = await this.exclusive(() => this.writeOnline(calls.flatMap((c) => c.records)));
       let i = 0;
@@ -1068,6 +1133,7 @@ export class ReplayBuffer {
     if (this.closed) return;
     const threadReading = this.searchThread?.busy ?? false;
     this.searchThread?.close();
+    clearTimeout(this.flushTimer);
     for (const c of this.pendingOnline.splice(0)) c.reject(new InvalidConfigError(`buffer ${this.path} was closed before these steps were written`));
     try {
       this.saveIndex();

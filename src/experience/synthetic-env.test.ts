@@ -399,3 +399,37 @@ test("a model that reads the first n demos: where ties or copies of one step cou
   crowded.close();
   chat.close();
 });
+
+test("recorded steps of concurrent envs share commits, and a step that fails does not hold the others' up", { timeout: 30_000 }, async (t) => {
+  t.mock.timers.enable({ apis: ["setTimeout"] }); // a step waits for a timer only if the test ticks it: none here
+  const b = await seededBuffer(30);
+  const gates: (() => void)[] = [];
+  const slow: ExperienceModel = {
+    id: "slow",
+    usesDemos: false,
+    predict: async (input) => {
+      await new Promise<void>((r) => gates.push(r));
+      return { nextState: input.state, reward: 0, terminated: false, info: { failed: "no answer" } };
+    },
+  };
+  const fast: ExperienceModel = {
+    id: "fast",
+    usesDemos: false,
+    predict: async (input) => ({ nextState: `${input.state} then ${input.action}`, reward: 0, terminated: false, info: {} }),
+  };
+  const make = (m: ExperienceModel) => new SyntheticEnv({ model: m, abstraction: abs, tasks: testTasks, initialState: webshopStartPage, buffer: b });
+  const [a, c] = [make(slow), make(fast)];
+  await a.reset({ task: testTasks[0] });
+  await c.reset({ task: testTasks[1] });
+  const before = b.count({ source: "synthetic" });
+  const sa = a.step(a.availableActions()![0]); // on its way: its model is thinking
+  let cDone = false;
+  const sc = c.step(c.availableActions()![0]).then((r) => ((cDone = true), r));
+  for (let i = 0; i < 30; i++) await new Promise((r) => setImmediate(r));
+  assert.equal(cDone, false, "c's step waits for a's to share its commit");
+  gates[0](); // a's model fails: a's step is not recorded, and c's commit goes at once
+  assert.equal((await sa).info.model_failed, "no answer");
+  assert.equal((await sc).info.model_failed, undefined);
+  assert.equal(b.count({ source: "synthetic" }), before + 1);
+  b.close();
+});

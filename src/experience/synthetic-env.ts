@@ -14,7 +14,7 @@ import {
   type Task,
   type Verifier,
 } from "../core/index.ts";
-import type { ReplayBuffer } from "../buffer/index.ts";
+import type { AnnouncedStep, ReplayBuffer } from "../buffer/index.ts";
 import { retrieveDemos } from "./demos.ts";
 
 export interface SyntheticEnvOptions {
@@ -139,7 +139,16 @@ export class SyntheticEnv implements Env {
       this.done = truncatedNow();
       return { observation: this.state, reward: 0, terminated: false, truncated: this.done, info: { invalid: true } };
     }
-    const task = this.task;
+    // Announced before the model is asked: steps recorded meanwhile may wait to share a commit with it.
+    const recording = this.o.buffer && (this.o.record ?? true) ? this.o.buffer.announceStep() : undefined;
+    try {
+      return await this.modelStep(this.task, action, truncatedNow, recording);
+    } finally {
+      recording?.cancel(); // a step not recorded (a failed or halted one, an error): none waits for it
+    }
+  }
+
+  private async modelStep(task: Task, action: string, truncatedNow: () => boolean, recording: AnnouncedStep | undefined): Promise<StepResult> {
     this.o.model.prepare?.({ task, history: this.history, state: this.state, action });
     if (this.o.buffer && this.o.model.fit) await this.o.model.fit(this.o.buffer);
     const demos =
@@ -178,8 +187,8 @@ export class SyntheticEnv implements Env {
     }
     const truncated = !terminated && truncatedNow();
     const step: HistoryStep = { state: this.state, action, nextState, reward };
-    if (this.o.buffer && (this.o.record ?? true)) {
-      await this.o.buffer.appendTransitions([
+    if (recording) {
+      await recording.append([
         {
           trajectoryId: this.episodeId,
           step: this.steps - 1,
