@@ -630,8 +630,10 @@ test("an action's spellings follow appends, ours and another connection's, and d
   b.close();
 });
 
-test("steps on their way (announceStep): a commit waits for them and carries them all; alone, a step is committed at once; the wait is bounded", { timeout: 30_000 }, async (t) => {
-  t.mock.timers.enable({ apis: ["setTimeout"] }); // the wait's timer fires only when the test ticks it
+test("steps on their way (announceStep): a step waits for them, a tenth of its own time at most (≤ 25 ms), and one commit carries them; alone, or the last to come, at once", {
+  timeout: 30_000,
+}, async (t) => {
+  t.mock.timers.enable({ apis: ["setTimeout", "Date"] }); // the waits' timers fire, and a step's time passes, only as the test ticks
   const path = tempFile("group-commit.db");
   const b = ReplayBuffer.open(path);
   const peek = new Database(path, { readonly: true });
@@ -648,10 +650,13 @@ test("steps on their way (announceStep): a commit waits for them and carries the
   };
   const c0 = commits();
   // Alone: committed at once (no timer).
-  await b.announceStep().append(step("alone"));
+  const alone = b.announceStep();
+  t.mock.timers.tick(300);
+  await alone.append(step("alone"));
   assert.equal(commits(), c0 + 1);
-  // Two on their way: the first waits for the second, and one commit carries both.
+  // Two on their way, 300 ms each: the first waits for the second, and one commit carries both.
   const [x, y] = [b.announceStep(), b.announceStep()];
+  t.mock.timers.tick(300);
   const px = x.append(step("x"));
   const wx = watch(px);
   await turns();
@@ -661,6 +666,7 @@ test("steps on their way (announceStep): a commit waits for them and carries the
   assert.equal(b.count(), 3);
   // One that will not come: the other is committed at once.
   const [u, v] = [b.announceStep(), b.announceStep()];
+  t.mock.timers.tick(300);
   const pu = u.append(step("u"));
   const wu = watch(pu);
   await turns();
@@ -669,26 +675,52 @@ test("steps on their way (announceStep): a commit waits for them and carries the
   await pu;
   v.cancel(); // twice: no effect
   assert.equal(commits(), c0 + 3);
-  // The wait is bounded: with one still on its way, the timer commits the others.
+  // A step of under 10 ms waits under 1 ms: not at all.
+  const [f, g] = [b.announceStep(), b.announceStep()];
+  t.mock.timers.tick(9);
+  await f.append(step("f"));
+  assert.equal(commits(), c0 + 4);
+  g.cancel();
+  // The wait is bounded: 25 ms for a step of 300 ms, then the timer commits with one still on its way.
   const [p, q] = [b.announceStep(), b.announceStep()];
+  t.mock.timers.tick(300);
   const pp = p.append(step("p"));
   const wp = watch(pp);
+  t.mock.timers.tick(24);
   await turns();
-  assert.equal(wp.done, false);
-  t.mock.timers.tick(25);
+  assert.equal(wp.done, false, "24 ms in");
+  t.mock.timers.tick(1);
   await pp;
-  assert.equal(commits(), c0 + 4);
-  await q.append(step("q")); // none on its way now: at once
   assert.equal(commits(), c0 + 5);
-  assert.equal(b.count(), 6);
+  await q.append(step("q")); // none on its way now: at once
+  assert.equal(commits(), c0 + 6);
+  // A tenth of its own time: a step of 50 ms waits 5 ms, and its earlier deadline takes the commit of one that waits longer.
+  const long = b.announceStep();
+  t.mock.timers.tick(300);
+  const [short, still] = [b.announceStep(), b.announceStep()];
+  t.mock.timers.tick(50);
+  const wl = watch(long.append(step("long")));
+  const ps = short.append(step("short"));
+  const ws = watch(ps);
+  t.mock.timers.tick(4);
+  await turns();
+  assert.deepEqual([wl.done, ws.done], [false, false], "4 ms in");
+  t.mock.timers.tick(1);
+  await ps;
+  await turns();
+  assert.equal(wl.done, true);
+  assert.equal(commits(), c0 + 7, "one commit for both");
+  still.cancel();
+  assert.equal(b.count(), 9);
   // Closed while a step waits: it is refused, and the timer writes nothing after.
   const [r, s] = [b.announceStep(), b.announceStep()];
+  t.mock.timers.tick(300);
   const pr = r.append(step("r"));
   await turns();
   b.close();
   await assert.rejects(pr, /closed before these steps were written/);
   t.mock.timers.tick(25);
   s.cancel();
-  assert.equal(commits(), c0 + 5);
+  assert.equal(commits(), c0 + 7);
   peek.close();
 });

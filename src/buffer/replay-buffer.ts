@@ -591,29 +591,26 @@ export class ReplayBuffer {
   /**
    * Appends single steps as they happen (online growth); their trajectory rows are made as needed.
    * Calls made in the same tick (e.g. by concurrent synthetic episodes) are committed together in
-   * one transaction; if that fails, each call is retried alone so one bad call fails only itself.
-   * Returns the new ids.
+   * one transaction, and with them any that waited for steps on their way (`announceStep`); if that
+   * fails, each call is retried alone so one bad call fails only itself. Returns the new ids.
    */
   appendTransitions(records: TransitionRecord[]): Promise<number[]> {
-    this.checkWritable();
-    return new Promise<number[]>((resolve, reject) => {
-      this.pendingOnline.push({ records, resolve, reject });
-      this.scheduleFlush();
-    });
+    return this.queueOnline(records, 0);
   }
 
   /**
-   * Says that a step is on its way to `appendTransitions` (a synthetic step whose model is still
-   * thinking). While steps are on their way, a commit of online steps waits for them, a tenth of a
-   * step's own time at most (≤ 25 ms), so that one commit carries several: a commit is most of a
-   * recorded step's CPU, whatever it carries (PostgreSQL's `commit_delay` with `commit_siblings`).
-   * With none on its way (one env stepping alone) a step is committed at once, as without this.
-   * The step goes with `append`; `cancel` says it will not come (no-op after `append`).
+   * Says that a step is on its way to the buffer (a synthetic step whose model is still thinking).
+   * A step that comes with `append` while others are on their way waits for them, a tenth of its
+   * own time since it was announced at most (≤ 25 ms; a wait under 1 ms is none), so that one
+   * commit carries several: a commit is most of a recorded step's CPU, whatever it carries
+   * (PostgreSQL's `commit_delay` with `commit_siblings`). The last one to come, or a step with
+   * none on its way (one env stepping alone), is committed at once, as `appendTransitions` is.
+   * `cancel` says the step will not come (no-op after `append`).
    */
   announceStep(): AnnouncedStep {
     this.checkWritable();
     this.onTheWay++;
-    const t0 = performance.now();
+    const t0 = Date.now(); // Date rather than performance.now: tests move it with mock timers
     let open = true;
     const arrive = () => {
       if (!open) return false;
@@ -623,37 +620,46 @@ export class ReplayBuffer {
     };
     return {
       append: (records) => {
-        if (arrive()) {
-          const ms = performance.now() - t0;
-          this.stepMs = this.stepMs === 0 ? ms : this.stepMs + (ms - this.stepMs) / 20;
-        }
-        return this.appendTransitions(records);
+        const wait = arrive() ? Math.min(COMMIT_WAIT_MAX_MS, Math.max(0, Date.now() - t0) / 10) : 0;
+        return this.queueOnline(records, wait);
       },
       cancel: () => {
-        if (arrive() && this.onTheWay === 0 && this.pendingOnline.length > 0) this.scheduleFlush();
+        if (arrive() && this.onTheWay === 0 && this.pendingOnline.length > 0) this.scheduleFlush(0);
       },
     };
+  }
+
+  private queueOnline(records: TransitionRecord[], waitMs: number): Promise<number[]> {
+    this.checkWritable();
+    return new Promise<number[]>((resolve, reject) => {
+      this.pendingOnline.push({ records, resolve, reject });
+      this.scheduleFlush(waitMs);
+    });
   }
 
   private pendingOnline: { records: TransitionRecord[]; resolve: (ids: number[]) => void; reject: (e: unknown) => void }[] = [];
   /** Announced steps not yet appended. */
   private onTheWay = 0;
-  /** A step's time from its announcement to its append, a moving average (ms). */
-  private stepMs = 0;
   private flushTimer: ReturnType<typeof setTimeout> | undefined;
+  /** When the timer fires (Date.now()). */
+  private flushAt = 0;
   private flushSoon = false;
 
-  /** A flush at the next turn, or (steps on their way) after the wait; one scheduled at a time. */
-  private scheduleFlush(): void {
+  /**
+   * A flush within `waitMs` while steps are on their way, else at the next turn; one scheduled at
+   * a time (the earliest). Node's timers round a wait under 1 ms up to 1 ms: such a wait is none.
+   */
+  private scheduleFlush(waitMs: number): void {
     if (this.flushSoon) return;
-    if (this.onTheWay > 0) {
-      this.flushTimer ??= setTimeout(
-        () => {
-          this.flushTimer = undefined;
-          void this.flushOnline();
-        },
-        Math.min(COMMIT_WAIT_MAX_MS, this.stepMs / 10),
-      );
+    if (this.onTheWay > 0 && waitMs >= 1) {
+      const at = Date.now() + waitMs;
+      if (this.flushTimer !== undefined && this.flushAt <= at) return;
+      clearTimeout(this.flushTimer);
+      this.flushAt = at;
+      this.flushTimer = setTimeout(() => {
+        this.flushTimer = undefined;
+        void this.flushOnline();
+      }, waitMs);
       return;
     }
     clearTimeout(this.flushTimer);

@@ -400,14 +400,18 @@ test("a model that reads the first n demos: where ties or copies of one step cou
   chat.close();
 });
 
-test("recorded steps of concurrent envs share commits, and a step that fails does not hold the others' up", { timeout: 30_000 }, async (t) => {
-  t.mock.timers.enable({ apis: ["setTimeout"] }); // a step waits for a timer only if the test ticks it: none here
+test("a recorded step waits for the steps on their way beside it, one that fails does not hold it up, and an env stepping alone never waits", {
+  timeout: 30_000,
+}, async (t) => {
+  t.mock.timers.enable({ apis: ["setTimeout", "Date"] }); // a wait's timer fires only if the test ticks it: never here
   const b = await seededBuffer(30);
   const gates: (() => void)[] = [];
+  const asked: string[] = [];
   const slow: ExperienceModel = {
     id: "slow",
     usesDemos: false,
     predict: async (input) => {
+      asked.push("slow");
       await new Promise<void>((r) => gates.push(r));
       return { nextState: input.state, reward: 0, terminated: false, info: { failed: "no answer" } };
     },
@@ -415,9 +419,12 @@ test("recorded steps of concurrent envs share commits, and a step that fails doe
   const fast: ExperienceModel = {
     id: "fast",
     usesDemos: false,
-    predict: async (input) => ({ nextState: `${input.state} then ${input.action}`, reward: 0, terminated: false, info: {} }),
+    predict: async (input) => {
+      asked.push("fast");
+      return { nextState: `${input.state} then ${input.action}`, reward: 0, terminated: false, info: {} };
+    },
   };
-  const make = (m: ExperienceModel) => new SyntheticEnv({ model: m, abstraction: abs, tasks: testTasks, initialState: webshopStartPage, buffer: b });
+  const make = (m: ExperienceModel, buffer = b) => new SyntheticEnv({ model: m, abstraction: abs, tasks: testTasks, initialState: webshopStartPage, buffer });
   const [a, c] = [make(slow), make(fast)];
   await a.reset({ task: testTasks[0] });
   await c.reset({ task: testTasks[1] });
@@ -425,11 +432,23 @@ test("recorded steps of concurrent envs share commits, and a step that fails doe
   const sa = a.step(a.availableActions()![0]); // on its way: its model is thinking
   let cDone = false;
   const sc = c.step(c.availableActions()![0]).then((r) => ((cDone = true), r));
+  t.mock.timers.tick(300); // c's step took 300 ms: it may wait 25 for a's
   for (let i = 0; i < 30; i++) await new Promise((r) => setImmediate(r));
-  assert.equal(cDone, false, "c's step waits for a's to share its commit");
+  assert.equal(cDone, false, "c's step waits for a's, to share its commit");
   gates[0](); // a's model fails: a's step is not recorded, and c's commit goes at once
   assert.equal((await sa).info.model_failed, "no answer");
   assert.equal((await sc).info.model_failed, undefined);
   assert.equal(b.count({ source: "synthetic" }), before + 1);
+  // Alone, a whole episode: every step committed at once (no timer fires here).
+  const alone = await runEpisode(make(fast), new RulePolicy(), { envName: "webshop", task: testTasks[2] });
+  assert.equal(b.count({ source: "synthetic" }), before + 1 + alone.steps.filter((s) => !s.info?.invalid).length);
+  // A buffer that cannot take the step: refused before the model is asked.
+  const readOnly = ReplayBuffer.open(b.path, { readonly: true });
+  const r = make(fast, readOnly);
+  await r.reset({ task: testTasks[3] });
+  const n = asked.length;
+  await assert.rejects(r.step(r.availableActions()![0]), /read-only/);
+  assert.equal(asked.length, n);
+  readOnly.close();
   b.close();
 });
