@@ -34,7 +34,7 @@ export interface TransitionRecord extends StepFields {
   createdAt?: string;
 }
 
-/** A step announced to the buffer (`ReplayBuffer.announceStep`): it comes with `append`, or `cancel` says it will not. */
+/** A step announced to the buffer (`ReplayBuffer.announceStep`): it comes with `append`, or `cancel` says it will not (exactly one of them, once). */
 export interface AnnouncedStep {
   append(records: TransitionRecord[]): Promise<number[]>;
   cancel(): void;

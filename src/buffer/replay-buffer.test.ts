@@ -648,70 +648,86 @@ test("steps on their way (announceStep): a step waits for them, a tenth of its o
     void p.then(() => (w.done = true));
     return w;
   };
+  // A step that should be committed by now (asserted, not awaited: under mocked timers a wrong wait would hang).
+  const committed = async (w: { done: boolean }, what: string) => {
+    await turns();
+    assert.equal(w.done, true, what);
+  };
   const c0 = commits();
   // Alone: committed at once (no timer).
   const alone = b.announceStep();
   t.mock.timers.tick(300);
-  await alone.append(step("alone"));
+  await committed(watch(alone.append(step("alone"))), "alone: at once");
   assert.equal(commits(), c0 + 1);
   // Two on their way, 300 ms each: the first waits for the second, and one commit carries both.
   const [x, y] = [b.announceStep(), b.announceStep()];
   t.mock.timers.tick(300);
-  const px = x.append(step("x"));
-  const wx = watch(px);
+  const wx = watch(x.append(step("x")));
   await turns();
   assert.equal(wx.done, false, "x waits while y is on its way");
-  await Promise.all([y.append(step("y")), px]);
+  const wy = watch(y.append(step("y")));
+  await committed(wx, "x, once y came");
+  await committed(wy, "y, the last to come");
   assert.equal(commits(), c0 + 2);
   assert.equal(b.count(), 3);
-  // One that will not come: the other is committed at once.
-  const [u, v] = [b.announceStep(), b.announceStep()];
+  // One that will not come: the other is committed at once, but only once none is on its way.
+  const [u, v, w3] = [b.announceStep(), b.announceStep(), b.announceStep()];
   t.mock.timers.tick(300);
-  const pu = u.append(step("u"));
-  const wu = watch(pu);
+  const wu = watch(u.append(step("u")));
   await turns();
   assert.equal(wu.done, false);
   v.cancel();
-  await pu;
+  await turns();
+  assert.equal(wu.done, false, "w3 is still on its way");
+  w3.cancel();
+  await committed(wu, "u, once none is on its way");
   v.cancel(); // twice: no effect
   assert.equal(commits(), c0 + 3);
   // A step of under 10 ms waits under 1 ms: not at all.
   const [f, g] = [b.announceStep(), b.announceStep()];
   t.mock.timers.tick(9);
-  await f.append(step("f"));
+  await committed(watch(f.append(step("f"))), "a 9 ms step: at once");
   assert.equal(commits(), c0 + 4);
   g.cancel();
   // The wait is bounded: 25 ms for a step of 300 ms, then the timer commits with one still on its way.
   const [p, q] = [b.announceStep(), b.announceStep()];
   t.mock.timers.tick(300);
-  const pp = p.append(step("p"));
-  const wp = watch(pp);
+  const wp = watch(p.append(step("p")));
   t.mock.timers.tick(24);
   await turns();
   assert.equal(wp.done, false, "24 ms in");
   t.mock.timers.tick(1);
-  await pp;
+  await committed(wp, "p, 25 ms in");
   assert.equal(commits(), c0 + 5);
-  await q.append(step("q")); // none on its way now: at once
+  await committed(watch(q.append(step("q"))), "q: none on its way, at once");
   assert.equal(commits(), c0 + 6);
-  // A tenth of its own time: a step of 50 ms waits 5 ms, and its earlier deadline takes the commit of one that waits longer.
-  const long = b.announceStep();
-  t.mock.timers.tick(300);
-  const [short, still] = [b.announceStep(), b.announceStep()];
-  t.mock.timers.tick(50);
-  const wl = watch(long.append(step("long")));
-  const ps = short.append(step("short"));
-  const ws = watch(ps);
-  t.mock.timers.tick(4);
-  await turns();
-  assert.deepEqual([wl.done, ws.done], [false, false], "4 ms in");
-  t.mock.timers.tick(1);
-  await ps;
-  await turns();
-  assert.equal(wl.done, true);
-  assert.equal(commits(), c0 + 7, "one commit for both");
-  still.cancel();
-  assert.equal(b.count(), 9);
+  // A tenth of its own time: a step of 50 ms waits 5 ms, and the earliest deadline takes the commit, whichever came first.
+  for (const shortFirst of [false, true]) {
+    const long = b.announceStep();
+    t.mock.timers.tick(300);
+    const [short, still] = [b.announceStep(), b.announceStep()];
+    t.mock.timers.tick(50);
+    const appendShort = () => watch(short.append(step(`short ${shortFirst}`)));
+    const appendLong = () => watch(long.append(step(`long ${shortFirst}`)));
+    let ws: { done: boolean };
+    let wl: { done: boolean };
+    if (shortFirst) {
+      ws = appendShort();
+      wl = appendLong();
+    } else {
+      wl = appendLong();
+      ws = appendShort();
+    }
+    t.mock.timers.tick(4);
+    await turns();
+    assert.deepEqual([wl.done, ws.done], [false, false], "4 ms in");
+    t.mock.timers.tick(1);
+    await committed(ws, "the short step, 5 ms in");
+    await committed(wl, "the long one, with it");
+    still.cancel();
+  }
+  assert.equal(commits(), c0 + 8, "one commit for each pair");
+  assert.equal(b.count(), 11);
   // Closed while a step waits: it is refused, and the timer writes nothing after.
   const [r, s] = [b.announceStep(), b.announceStep()];
   t.mock.timers.tick(300);
@@ -721,6 +737,6 @@ test("steps on their way (announceStep): a step waits for them, a tenth of its o
   await assert.rejects(pr, /closed before these steps were written/);
   t.mock.timers.tick(25);
   s.cancel();
-  assert.equal(commits(), c0 + 7);
+  assert.equal(commits(), c0 + 8);
   peek.close();
 });

@@ -602,10 +602,11 @@ export class ReplayBuffer {
    * Says that a step is on its way to the buffer (a synthetic step whose model is still thinking).
    * A step that comes with `append` while others are on their way waits for them, a tenth of its
    * own time since it was announced at most (≤ 25 ms; a wait under 1 ms is none), so that one
-   * commit carries several: a commit is most of a recorded step's CPU, whatever it carries
-   * (PostgreSQL's `commit_delay` with `commit_siblings`). The last one to come, or a step with
-   * none on its way (one env stepping alone), is committed at once, as `appendTransitions` is.
-   * `cancel` says the step will not come (no-op after `append`).
+   * commit carries several: a commit is a recorded step's largest SQL cost, and grows far slower
+   * than the steps it carries (PostgreSQL's `commit_delay` with `commit_siblings`). The last one to
+   * come, or a step with none on its way (one env stepping alone), is committed at once, as
+   * `appendTransitions` is. `cancel` says the step will not come. Call exactly one of them, once:
+   * a step left announced makes every later one wait its bound.
    */
   announceStep(): AnnouncedStep {
     this.checkWritable();
@@ -653,7 +654,9 @@ export class ReplayBuffer {
     if (this.flushSoon) return;
     if (this.onTheWay > 0 && waitMs >= 1) {
       const at = Date.now() + waitMs;
-      if (this.flushTimer !== undefined && this.flushAt <= at) return;
+      // The timer set stands if it fires first, or if it seems due further off than the bound: the
+      // clock went back, and it fires within the bound all the same.
+      if (this.flushTimer !== undefined && (this.flushAt <= at || this.flushAt - Date.now() > COMMIT_WAIT_MAX_MS)) return;
       clearTimeout(this.flushTimer);
       this.flushAt = at;
       this.flushTimer = setTimeout(() => {

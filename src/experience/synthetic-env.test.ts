@@ -436,6 +436,8 @@ test("a recorded step waits for the steps on their way beside it, one that fails
   for (let i = 0; i < 30; i++) await new Promise((r) => setImmediate(r));
   assert.equal(cDone, false, "c's step waits for a's, to share its commit");
   gates[0](); // a's model fails: a's step is not recorded, and c's commit goes at once
+  for (let i = 0; i < 30; i++) await new Promise((r) => setImmediate(r));
+  assert.equal(cDone, true, "c's step, once a's failed (asserted, not awaited: under mocked timers a wrong wait would hang)");
   assert.equal((await sa).info.model_failed, "no answer");
   assert.equal((await sc).info.model_failed, undefined);
   assert.equal(b.count({ source: "synthetic" }), before + 1);
