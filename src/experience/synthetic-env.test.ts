@@ -424,6 +424,9 @@ test("a recorded step waits for the steps on their way beside it, one that fails
       return { nextState: `${input.state} then ${input.action}`, reward: 0, terminated: false, info: {} };
     },
   };
+  const turns = async () => {
+    for (let i = 0; i < 30; i++) await new Promise((r) => setImmediate(r));
+  };
   const make = (m: ExperienceModel, buffer = b) => new SyntheticEnv({ model: m, abstraction: abs, tasks: testTasks, initialState: webshopStartPage, buffer });
   const [a, c] = [make(slow), make(fast)];
   await a.reset({ task: testTasks[0] });
@@ -433,10 +436,10 @@ test("a recorded step waits for the steps on their way beside it, one that fails
   let cDone = false;
   const sc = c.step(c.availableActions()![0]).then((r) => ((cDone = true), r));
   t.mock.timers.tick(300); // c's step took 300 ms: it may wait 25 for a's
-  for (let i = 0; i < 30; i++) await new Promise((r) => setImmediate(r));
+  await turns();
   assert.equal(cDone, false, "c's step waits for a's, to share its commit");
   gates[0](); // a's model fails: a's step is not recorded, and c's commit goes at once
-  for (let i = 0; i < 30; i++) await new Promise((r) => setImmediate(r));
+  await turns();
   assert.equal(cDone, true, "c's step, once a's failed (asserted, not awaited: under mocked timers a wrong wait would hang)");
   assert.equal((await sa).info.model_failed, "no answer");
   assert.equal((await sc).info.model_failed, undefined);

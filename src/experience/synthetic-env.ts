@@ -134,21 +134,24 @@ export class SyntheticEnv implements Env {
     if (this.closed) throw new ClosedEnvironmentError();
     if (this.done || !this.task) throw new ResetNeededError();
     this.steps++;
-    const truncatedNow = () => this.steps >= this.o.maxSteps;
     if (!this.isListed(action)) {
-      this.done = truncatedNow();
+      this.done = this.atMaxSteps();
       return { observation: this.state, reward: 0, terminated: false, truncated: this.done, info: { invalid: true } };
     }
     // Announced before the model is asked: steps recorded meanwhile may wait to share a commit with it.
     const recording = this.o.buffer && (this.o.record ?? true) ? this.o.buffer.announceStep() : undefined;
     try {
-      return await this.modelStep(this.task, action, truncatedNow, recording);
+      return await this.modelStep(this.task, action, recording);
     } finally {
       recording?.cancel(); // a step not recorded (a failed or halted one, an error): none waits for it
     }
   }
 
-  private async modelStep(task: Task, action: string, truncatedNow: () => boolean, recording: AnnouncedStep | undefined): Promise<StepResult> {
+  private atMaxSteps(): boolean {
+    return this.steps >= this.o.maxSteps;
+  }
+
+  private async modelStep(task: Task, action: string, recording: AnnouncedStep | undefined): Promise<StepResult> {
     this.o.model.prepare?.({ task, history: this.history, state: this.state, action });
     if (this.o.buffer && this.o.model.fit) await this.o.model.fit(this.o.buffer);
     const demos =
@@ -171,7 +174,7 @@ export class SyntheticEnv implements Env {
         : [];
     const prediction = await this.o.model.predict({ task, history: this.history, state: this.state, action, demos });
     if (prediction.info.failed) {
-      this.done = truncatedNow();
+      this.done = this.atMaxSteps();
       return { observation: this.state, reward: 0, terminated: false, truncated: this.done, info: { model_failed: prediction.info.failed } };
     }
     let { reward, terminated, nextState } = prediction;
@@ -185,7 +188,7 @@ export class SyntheticEnv implements Env {
       this.done = true;
       return { observation: this.state, reward: 0, terminated: true, truncated: false, info: { ...prediction.info, halted: true, model_reward: reward } };
     }
-    const truncated = !terminated && truncatedNow();
+    const truncated = !terminated && this.atMaxSteps();
     const step: HistoryStep = { state: this.state, action, nextState, reward };
     if (recording) {
       await recording.append([
