@@ -6,9 +6,12 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { ReplayBuffer } from "./replay-buffer.ts";
 import { HashingEmbedder } from "./hashing-embedder.ts";
+import { dot, l2Normalize, type Embedder } from "./embedder.ts";
+import { decodeHalf, encodeHalf } from "./float16.ts";
+import { transitionText } from "./transition-text.ts";
 import { trajectoryContentId } from "./trajectory-schema.ts";
 import { makeTrajectory, tempFile } from "../testing/index.ts";
-import { DataError, InvalidConfigError, PACKAGE_ROOT } from "../core/index.ts";
+import { DataError, InvalidConfigError, PACKAGE_ROOT, Rng } from "../core/index.ts";
 
 test("append, get, count, stats; trajectories come back as they went in", async () => {
   const b = ReplayBuffer.open(tempFile("a.db"));
@@ -559,6 +562,40 @@ test("rows a search has read are not served once they go: trimmed here, or delet
   assert.equal(await other.deleteTrajectories({ policies: ["other"] }), 1);
   other.close();
   assert.deepEqual(await episodes(), kept);
+  b.close();
+});
+
+test("HNSW-served buffers: a selective filter's scan scores as exact search does, to the bit, with dense vectors", async () => {
+  // Dense unit vectors whose components span many powers of two: even with the rows stored as f16,
+  // their products with a query do not all fit a double's 53 bits, so sums in another order differ.
+  const dense: Embedder = {
+    id: "dense-test",
+    dims: 37,
+    embed: async (texts) =>
+      texts.map((t) => {
+        const rng = new Rng([...t].reduce((h, c) => Math.imul(h ^ c.charCodeAt(0), 16777619) >>> 0, 2166136261));
+        return l2Normalize(Float32Array.from({ length: 37 }, () => (rng.random() - 0.5) * 2 ** -rng.randbelow(12)));
+      }),
+  };
+  const b = ReplayBuffer.open(tempFile("scan-dense.db"), { annThreshold: 10, embedder: dense });
+  await b.appendTrajectories(Array.from({ length: 60 }, (_, i) => makeTrajectory(i, { env: i % 10 === 0 ? "rare" : "common" })));
+  let compared = 0;
+  for (const i of [3, 20, 41]) {
+    const q = makeTrajectory(i).steps[1];
+    const query = { state: q.observation, action: q.action };
+    const scanned = await b.search(query, { k: 8, filter: { env: "rare" } });
+    const exact = await b.search(query, { k: 8, filter: { env: "rare" }, exact: true });
+    assert.deepEqual(
+      scanned.map((r) => [r.transition.id, r.score]),
+      exact.map((r) => [r.transition.id, r.score]),
+    );
+    // A score recomputed with the exported dot is the search's.
+    const [v] = await dense.embed([transitionText(query.state, query.action)]);
+    const [first] = await dense.embed([transitionText(exact[0].transition.state, exact[0].transition.action)]);
+    assert.equal(dot(Float32Array.from(decodeHalf(encodeHalf(first))), v), exact[0].score);
+    compared += scanned.length;
+  }
+  assert.equal(compared, 24);
   b.close();
 });
 

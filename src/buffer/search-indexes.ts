@@ -4,7 +4,8 @@ import type { ExperienceSource } from "../core/index.ts";
 import type { SearchFilter } from "./buffer-types.ts";
 import type { Row } from "./buffer-db.ts";
 import { decodeHalf } from "./float16.ts";
-import { AnnIndex, dot, ExactIndex, TopK, withRoom, type Candidate, type RowTags } from "./vector-index.ts";
+import { dotAt } from "./embedder.ts";
+import { AnnIndex, ExactIndex, TopK, withRoom, type Candidate, type RowTags } from "./vector-index.ts";
 
 /** A row just written, as the indexes need it. */
 export interface IndexedRow {
@@ -230,7 +231,7 @@ export class SearchIndexes {
     const top = new TopK(want);
     const d = this.dims();
     const m = scan.matrix;
-    for (let i = 0; i < scan.ids.length; i++) top.push(scan.ids[i], dot(m, i * d, vector, d));
+    for (let i = 0; i < scan.ids.length; i++) top.push(scan.ids[i], dotAt(m, i * d, vector, d));
     return top.sorted();
   }
   private readonly scans = new Map<string, Scan>();

@@ -1,4 +1,5 @@
 import { createRequire } from "node:module";
+import { dotAt } from "./embedder.ts";
 
 // usearch ships CommonJS with a native addon: load it with require.
 const require = createRequire(import.meta.url);
@@ -244,7 +245,7 @@ export class ExactIndex {
     const count = view.count;
     const d = this.dims;
     const idAt = (i: number) => (view.ids === null ? this.ids[i] : view.ids[i]);
-    const exact = (i: number) => dot(view.matrix, i * d, query, d);
+    const exact = (i: number) => dotAt(view.matrix, i * d, query, d);
     const seeded = () => {
       const top = new TopK(k);
       for (const c of best) top.push(c.id, c.score);
@@ -272,26 +273,29 @@ export class ExactIndex {
       qErr += (q8[j] - query[j] * qScale) ** 2;
       qNorm += q8[j] * q8[j];
     }
-    const slack = (q.maxError * Math.sqrt(qNorm)) / (q.scale * qScale) + Math.sqrt(qErr) / qScale;
+    // The rows' rounding against the query, and the query's against the longest row (f16 rows are
+    // not quite unit length, and an index takes rows of any length).
+    const slack = (q.maxError * Math.sqrt(qNorm)) / (q.scale * qScale) + (q.maxNorm * Math.sqrt(qErr)) / qScale;
     // usearch's "ip" distance is 1 − the dot product of the int8 vectors, and its matches come best
     // first: once the k-th exact score beats a match's int8 score by more than the slack, neither it
-    // nor any match after it (nor any row left out) can enter, so the rest are not scored.
+    // nor any match after it (nor any row left out) can enter, so the rest are not scored. The bound
+    // also allows for the distance's float32 rounding and the exact scores' own (~1e-16).
     const unit = q.scale * qScale;
+    const bound = (distance: number) => (1 - distance) / unit + slack + ((Math.abs(1 - distance) + 1) * 2 ** -23) / unit + 1e-12 * q.maxNorm;
     for (let want = Math.min(rowsLeft, 4 * k + 64); ; want = Math.min(rowsLeft, want * 4)) {
       const m = usearch.exactSearch(rows, q8, d, want, "ip", 1);
       const top = seeded();
       for (let i = 0; i < m.keys.length; i++) {
-        if (top.full && top.worst > (1 - m.distances[i]) / unit + slack) return top.sorted();
+        if (top.full && top.worst > bound(m.distances[i])) return top.sorted();
         const r = from + Number(m.keys[i]);
         top.push(idAt(r), exact(r));
       }
       if (m.keys.length >= rowsLeft) return top.sorted();
-      const leftOut = (1 - m.distances[m.keys.length - 1]) / unit;
-      if (top.full && top.worst > leftOut + slack) return top.sorted();
+      if (top.full && top.worst > bound(m.distances[m.keys.length - 1])) return top.sorted();
     }
   }
 
-  /** A view's int8 copy (one scale for the whole view) and its largest rounding error (L2, per row), made at its first search. */
+  /** A view's int8 copy (one scale for the whole view), its largest rounding error and its longest row (L2, per row), made at its first search. */
   private quantized(view: View): Quantized {
     if (!view.int8) {
       const d = this.dims;
@@ -300,12 +304,18 @@ export class ExactIndex {
       const scale = 127 / maxAbs(matrix);
       const int8 = quantize(matrix, scale);
       let maxError = 0;
+      let maxNorm = 0;
       for (let i = 0; i < count; i++) {
         let e = 0;
-        for (let j = i * d; j < (i + 1) * d; j++) e += (int8[j] - matrix[j] * scale) ** 2;
+        let n = 0;
+        for (let j = i * d; j < (i + 1) * d; j++) {
+          e += (int8[j] - matrix[j] * scale) ** 2;
+          n += matrix[j] * matrix[j];
+        }
         maxError = Math.max(maxError, Math.sqrt(e));
+        maxNorm = Math.max(maxNorm, Math.sqrt(n));
       }
-      view.int8 = { int8, scale, maxError };
+      view.int8 = { int8, scale, maxError, maxNorm };
     }
     return view.int8;
   }
@@ -381,27 +391,7 @@ interface Quantized {
   int8: Int8Array;
   scale: number;
   maxError: number;
-}
-
-/**
- * The dot product of `d` numbers of `a` from `at` with `b`, in doubles, in four running sums: a
- * search's rows scored exactly in JS (one sum's chain of additions took twice as long). Every score
- * of a row comes from here, so that equal vectors tie.
- */
-export function dot(a: Float32Array, at: number, b: Float32Array, d: number): number {
-  let s0 = 0;
-  let s1 = 0;
-  let s2 = 0;
-  let s3 = 0;
-  let j = 0;
-  for (; j + 3 < d; j += 4) {
-    s0 += a[at + j] * b[j];
-    s1 += a[at + j + 1] * b[j + 1];
-    s2 += a[at + j + 2] * b[j + 2];
-    s3 += a[at + j + 3] * b[j + 3];
-  }
-  for (; j < d; j++) s0 += a[at + j] * b[j];
-  return s0 + s1 + (s2 + s3);
+  maxNorm: number;
 }
 
 const matches = (t: RowTags, f: Partial<RowTags>) =>
@@ -422,12 +412,15 @@ function appendQuantized(q: Quantized, vector: Float32Array, i: number, d: numbe
   if (maxAbs(vector) * q.scale > 127) return false;
   q.int8 = withRoom(q.int8, (i + 1) * d);
   let e = 0;
+  let n = 0;
   for (let j = 0; j < d; j++) {
     const v = Math.round(vector[j] * q.scale);
     q.int8[i * d + j] = v;
     e += (v - vector[j] * q.scale) ** 2;
+    n += vector[j] * vector[j];
   }
   q.maxError = Math.max(q.maxError, Math.sqrt(e));
+  q.maxNorm = Math.max(q.maxNorm, Math.sqrt(n));
   return true;
 }
 /** `a` itself where it holds `length` items, else a copy with room for them (at least twice as long): rows appended one by one. */
