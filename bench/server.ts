@@ -1,7 +1,7 @@
 // `dreamgym serve` under load: real WebShop over OpenEnv WS /ws and over AgentGym HTTP, and synthetic
 // sessions against the local latency LLM server. The server is the built CLI in a child process; the
 // clients run here. Figures, never assertions.
-// Alone: `npm run bench:server [-- --seconds 10 --sessions 256 --only ws|agentgym|synthetic --synthetic-sessions 192 --cpu-prof DIR]`.
+// Alone: `npm run bench:server [-- --seconds 10 --sessions 256 --only ws|agentgym|synthetic --synthetic-sessions 192 --record --cpu-prof DIR]`.
 import { spawn } from "node:child_process";
 import { rmSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -23,6 +23,8 @@ export interface ServerBenchOptions {
   only?: "ws" | "agentgym" | "synthetic";
   /** Synthetic sessions at once. @default 3 × the LLM server's slots */
   syntheticSessions?: number;
+  /** Synthetic sessions record each step into the buffer (`serve --record`). */
+  record?: boolean;
   /** Writes the server's CPU profile (node --cpu-prof) into this folder. */
   cpuProf?: string;
 }
@@ -228,6 +230,7 @@ export async function benchServer(report: Report, opts: ServerBenchOptions = {})
         "300",
         "--max-steps",
         "15",
+        ...(opts.record ? ["--record"] : []),
       ],
       { nodeArgs },
     );
@@ -244,7 +247,7 @@ export async function benchServer(report: Report, opts: ServerBenchOptions = {})
           onClose: async (seconds) => {
             const served = (await llm.served()) - served0;
             report(
-              `server: synthetic, LLM server ${latency} ms × ${cap} slots, ${synSessions} sessions`,
+              `server: synthetic, LLM server ${latency} ms × ${cap} slots, ${synSessions} sessions${opts.record ? ", recording" : ""}`,
               `${fmt(served / seconds)} LLM requests/s = ${((100 * served) / seconds / capacity).toFixed(1)}% of its ${capacity} req/s`,
             );
           },
@@ -269,6 +272,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       only: { type: "string" },
       "synthetic-sessions": { type: "string" },
       "cpu-prof": { type: "string" },
+      record: { type: "boolean" },
     },
   });
   await benchServer((n, v) => console.log(`${n.padEnd(44)} ${v}`), {
@@ -278,5 +282,6 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     only: values.only as ServerBenchOptions["only"],
     syntheticSessions: values["synthetic-sessions"] ? Number(values["synthetic-sessions"]) : undefined,
     cpuProf: values["cpu-prof"],
+    record: values.record,
   });
 }
