@@ -26,3 +26,39 @@ test("fused nets score exactly as each net alone, and are a copy the nets' later
   assert.notEqual(new FusedScoreNets(nets).forward(x, new Float64Array(nets.length))[2], before);
   assert.throws(() => new FusedScoreNets([nets[0], new ScoreNet(dim, 4, { rng, embedScale: 0.1, outScale: 0.1 })]), /differ in shape/);
 });
+
+test("16 hidden units (the default) run unrolled: the same scores, activations and gradients as the formula summed in order, to the bit", () => {
+  const rng = new Rng(5);
+  const dim = 64;
+  const H = 16;
+  const net = new ScoreNet(dim, H, { rng, embedScale: 0.5, outScale: 0.7 });
+  for (const p of net.params()) for (let i = 0; i < p.length; i++) p[i] += (rng.random() - 0.5) * 0.3;
+  // The gradients' rows of E, as `backward` adds them (float32, feature by feature).
+  const gE = new Float32Array(dim * H);
+  const gu = new Float32Array(dim);
+  for (let t = 0; t < 40; t++) {
+    // Repeated features included: each occurrence adds.
+    const idx = Int32Array.from({ length: 1 + rng.randbelow(30) }, () => rng.randbelow(dim));
+    const x = { idx, val: Float32Array.from(idx, () => rng.random() * 2 - 1) };
+    const h = new Float64Array(H);
+    const score = net.forward(x, h);
+    const z = Float64Array.from(net.b1);
+    let want = net.b0[0];
+    for (let n = 0; n < idx.length; n++) {
+      want += x.val[n] * net.u[idx[n]];
+      for (let j = 0; j < H; j++) z[j] += x.val[n] * net.E[idx[n] * H + j];
+    }
+    for (let j = 0; j < H; j++) want += net.w[j] * Math.tanh(z[j]);
+    assert.equal(score, want, `input ${t}`);
+    assert.deepEqual([...h], [...z].map(Math.tanh), `input ${t}'s activations`);
+    const dScore = rng.random() - 0.5;
+    net.backward(x, h, dScore);
+    for (let n = 0; n < idx.length; n++) {
+      gu[idx[n]] += dScore * x.val[n];
+      for (let j = 0; j < H; j++) gE[idx[n] * H + j] += x.val[n] * (dScore * net.w[j] * (1 - h[j] * h[j]));
+    }
+  }
+  const grads = net as unknown as { gE: Float32Array; gu: Float32Array };
+  assert.deepEqual([...grads.gE], [...gE]);
+  assert.deepEqual([...grads.gu], [...gu]);
+});

@@ -61,6 +61,7 @@ export class ScoreNet {
 
   /** The score of `x`; writes the hidden activations into `h`. */
   forward(x: SparseVector, h: Float64Array): number {
+    if (this.hidden === 16) return this.forward16(x, h);
     const H = this.hidden;
     const E = this.E;
     for (let j = 0; j < H; j++) h[j] = this.b1[j];
@@ -81,6 +82,81 @@ export class ScoreNet {
     return score;
   }
 
+  /**
+   * `forward` for 16 hidden units (the default), the activations summed in locals: the generic loop
+   * loads and stores each of `h` again for every feature, and took twice as long. The same sums in
+   * the same order, so the same scores to the bit.
+   */
+  private forward16(x: SparseVector, h: Float64Array): number {
+    const E = this.E;
+    const u = this.u;
+    const b = this.b1;
+    let h0 = b[0],
+      h1 = b[1],
+      h2 = b[2],
+      h3 = b[3],
+      h4 = b[4],
+      h5 = b[5],
+      h6 = b[6],
+      h7 = b[7];
+    let h8 = b[8],
+      h9 = b[9],
+      h10 = b[10],
+      h11 = b[11],
+      h12 = b[12],
+      h13 = b[13],
+      h14 = b[14],
+      h15 = b[15];
+    let linear = this.b0[0];
+    const idx = x.idx;
+    const val = x.val;
+    for (let n = 0; n < idx.length; n++) {
+      const f = idx[n];
+      const xv = val[n];
+      linear += xv * u[f];
+      const r = f * 16;
+      h0 += xv * E[r];
+      h1 += xv * E[r + 1];
+      h2 += xv * E[r + 2];
+      h3 += xv * E[r + 3];
+      h4 += xv * E[r + 4];
+      h5 += xv * E[r + 5];
+      h6 += xv * E[r + 6];
+      h7 += xv * E[r + 7];
+      h8 += xv * E[r + 8];
+      h9 += xv * E[r + 9];
+      h10 += xv * E[r + 10];
+      h11 += xv * E[r + 11];
+      h12 += xv * E[r + 12];
+      h13 += xv * E[r + 13];
+      h14 += xv * E[r + 14];
+      h15 += xv * E[r + 15];
+    }
+    h[0] = h0;
+    h[1] = h1;
+    h[2] = h2;
+    h[3] = h3;
+    h[4] = h4;
+    h[5] = h5;
+    h[6] = h6;
+    h[7] = h7;
+    h[8] = h8;
+    h[9] = h9;
+    h[10] = h10;
+    h[11] = h11;
+    h[12] = h12;
+    h[13] = h13;
+    h[14] = h14;
+    h[15] = h15;
+    let score = linear;
+    for (let j = 0; j < 16; j++) {
+      const a = Math.tanh(h[j]);
+      h[j] = a;
+      score += this.w[j] * a;
+    }
+    return score;
+  }
+
   /** Accumulates d(loss)/d(params) given d(loss)/d(score) and the activations of `forward(x)`. */
   backward(x: SparseVector, h: Float64Array, dScore: number): void {
     if (dScore === 0) return;
@@ -92,6 +168,10 @@ export class ScoreNet {
       dz[j] = dScore * this.w[j] * (1 - h[j] * h[j]);
       this.gb1[j] += dz[j];
     }
+    if (H === 16) {
+      this.backwardRows16(x, dScore);
+      return;
+    }
     for (let n = 0; n < x.idx.length; n++) {
       const f = x.idx[n];
       const xv = x.val[n];
@@ -102,6 +182,58 @@ export class ScoreNet {
       this.gu[f] += dScore * xv;
       const row = f * H;
       for (let j = 0; j < H; j++) this.gE[row + j] += xv * dz[j];
+    }
+  }
+
+  /** `backward`'s rows of E for 16 hidden units, `dz` read once into locals (as `forward16`; the same sums). */
+  private backwardRows16(x: SparseVector, dScore: number): void {
+    const dz = this.dz;
+    const d0 = dz[0],
+      d1 = dz[1],
+      d2 = dz[2],
+      d3 = dz[3],
+      d4 = dz[4],
+      d5 = dz[5],
+      d6 = dz[6],
+      d7 = dz[7];
+    const d8 = dz[8],
+      d9 = dz[9],
+      d10 = dz[10],
+      d11 = dz[11],
+      d12 = dz[12],
+      d13 = dz[13],
+      d14 = dz[14],
+      d15 = dz[15];
+    const gE = this.gE;
+    const gu = this.gu;
+    const touched = this.touched;
+    const idx = x.idx;
+    const val = x.val;
+    for (let n = 0; n < idx.length; n++) {
+      const f = idx[n];
+      const xv = val[n];
+      if (!touched[f]) {
+        touched[f] = 1;
+        this.touchedList.push(f);
+      }
+      gu[f] += dScore * xv;
+      const r = f * 16;
+      gE[r] += xv * d0;
+      gE[r + 1] += xv * d1;
+      gE[r + 2] += xv * d2;
+      gE[r + 3] += xv * d3;
+      gE[r + 4] += xv * d4;
+      gE[r + 5] += xv * d5;
+      gE[r + 6] += xv * d6;
+      gE[r + 7] += xv * d7;
+      gE[r + 8] += xv * d8;
+      gE[r + 9] += xv * d9;
+      gE[r + 10] += xv * d10;
+      gE[r + 11] += xv * d11;
+      gE[r + 12] += xv * d12;
+      gE[r + 13] += xv * d13;
+      gE[r + 14] += xv * d14;
+      gE[r + 15] += xv * d15;
     }
   }
 
