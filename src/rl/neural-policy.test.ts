@@ -275,3 +275,48 @@ test("a step met again gets the features it got (kept, not made again); steps th
   await own.act(input, { rng });
   assert.equal(calls, 2);
 });
+
+test("act keeps a step's scores while the weights stand: a step met again scores as a fresh copy of the policy, after an update, a load, or a change through `networks`", async () => {
+  const policy = new NeuralPolicy({ dim: 512, hidden: 16, seed: 5 });
+  const task = { id: "t", instruction: "i want a red shirt under 30 dollars" };
+  const input = {
+    task,
+    observation: "page: results\n[b00001] red shirt $20\n[b00002] blue shirt $25",
+    actions: ["click[b00001]", "click[b00002]"],
+    history: [],
+  };
+  const greedy = { rng: new Rng(1), greedy: true };
+  // What a policy with these weights and nothing kept gives (its copy keeps nothing of this one's).
+  const fresh = async () => {
+    const d = await policy.clone().act(input, greedy);
+    return [d.logProb, d.value];
+  };
+  const mine = async () => {
+    const d = await policy.act(input, greedy);
+    return [d.logProb, d.value];
+  };
+  const first = await mine();
+  assert.deepEqual(await mine(), first);
+  assert.deepEqual(await fresh(), first);
+  // An update (a push towards the second action) changes the weights.
+  const records = [(await policy.act(input, greedy)).record, policy.recordFor(input, "click[b00002]")!];
+  policy.evaluate(records);
+  policy.backward({ logProbs: Float64Array.from([-1, 1]), values: Float64Array.from([0.5, 0.5]) });
+  policy.step({ learningRate: 0.05, maxGradNorm: 0 });
+  const updated = await mine();
+  assert.notDeepEqual(updated, first);
+  assert.deepEqual(updated, await fresh());
+  // Another policy's weights loaded.
+  const other = new NeuralPolicy({ dim: 512, hidden: 16, seed: 6 });
+  policy.load(other.save());
+  const loaded = await mine();
+  assert.notDeepEqual(loaded, updated);
+  assert.deepEqual(loaded, [(await other.act(input, greedy)).logProb, (await other.act(input, greedy)).value]);
+  // A weight changed through `networks` (read again after the act): every feature's linear weight, so the scores move.
+  const { actor, critic } = policy.networks;
+  for (let f = 0; f < actor.u.length; f++) actor.u[f] += f % 2 ? 0.3 : -0.3;
+  critic.b0[0] += 1;
+  const changed = await mine();
+  assert.notDeepEqual(changed, loaded);
+  assert.deepEqual(changed, await fresh());
+});

@@ -77,17 +77,40 @@ export class NeuralPolicy implements TrainablePolicy<NeuralStepRecord> {
     this.h = new Float64Array(this.hidden);
   }
 
-  /** The two networks (for inspection and gradient checks). */
+  /**
+   * The two networks (for inspection and gradient checks). `act` keeps a step's scores while the
+   * weights stand: `step` and `load` change them, and so may whoever reads this, so each read lets
+   * go of the kept scores. Change the weights through it before acting again, not after.
+   */
   get networks(): { actor: ScoreNet; critic: ScoreNet } {
+    this.weights++;
     return { actor: this.actor, critic: this.critic };
   }
+
+  /** Changes whenever the networks' weights may have changed (`step`, `load`, `networks`): `act`'s scores are kept for one value. */
+  private weights = 0;
+  /**
+   * `act`'s scores and value of a step's features (a kept `featuresOf` object) for the weights they
+   * were made with: a group's rollouts repeat each other's steps between two updates (two in three),
+   * and the same weights give the same scores.
+   */
+  private readonly scored = new WeakMap<FeaturizedStep, { weights: number; scores: number[]; value: number }>();
 
   async act(input: PolicyInput, opts: ActOptions): Promise<Decision<NeuralStepRecord>> {
     if (!input.actions || input.actions.length === 0) {
       throw new InvalidConfigError("the neural policy needs an env that lists its actions (availableActions() returned none)");
     }
     const features = this.featuresOf(input);
-    const scores = features.candidates.map((x) => this.actor.forward(x, this.h));
+    let kept = this.scored.get(features);
+    if (kept?.weights !== this.weights) {
+      kept = {
+        weights: this.weights,
+        scores: features.candidates.map((x) => this.actor.forward(x, this.h)),
+        value: this.critic.forward(features.state, this.h),
+      };
+      this.scored.set(features, kept);
+    }
+    const { scores } = kept;
     if (this.probs.length < scores.length) this.probs = new Float64Array(2 * scores.length);
     const probs = softmax(scores, this.probs.subarray(0, scores.length));
     let choice = 0;
@@ -107,7 +130,7 @@ export class NeuralPolicy implements TrainablePolicy<NeuralStepRecord> {
     return {
       action: features.actions[choice],
       logProb: Math.log(probs[choice]),
-      value: this.critic.forward(features.state, this.h),
+      value: kept.value,
       record: { features, choice },
     };
   }
@@ -223,6 +246,7 @@ export class NeuralPolicy implements TrainablePolicy<NeuralStepRecord> {
     const scale = maxGradNorm > 0 && gradNorm > maxGradNorm ? maxGradNorm / gradNorm : 1;
     this.actor.adam(learningRate, scale);
     this.critic.adam(learningRate, scale);
+    this.weights++;
     this.cache = undefined;
     return { gradNorm };
   }
@@ -270,6 +294,7 @@ export class NeuralPolicy implements TrainablePolicy<NeuralStepRecord> {
     const half = arrays.length / 2;
     this.actor.setState(arrays.slice(0, half), header.adamSteps[0]);
     this.critic.setState(arrays.slice(half), header.adamSteps[1]);
+    this.weights++;
   }
 }
 

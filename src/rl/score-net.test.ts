@@ -58,7 +58,7 @@ test("16 hidden units (the default) run unrolled: the same scores, activations a
       for (let j = 0; j < H; j++) gE[idx[n] * H + j] += x.val[n] * (dScore * net.w[j] * (1 - h[j] * h[j]));
     }
   }
-  const grads = net as unknown as { gE: Float32Array; gu: Float32Array };
-  assert.deepEqual([...grads.gE], [...gE]);
-  assert.deepEqual([...grads.gu], [...gu]);
+  const [gotE, gotU] = net.grads();
+  assert.deepEqual([...gotE], [...gE]);
+  assert.deepEqual([...gotU], [...gu]);
 });
