@@ -312,11 +312,16 @@ test("act keeps a step's scores while the weights stand: a step met again scores
   const loaded = await mine();
   assert.notDeepEqual(loaded, updated);
   assert.deepEqual(loaded, [(await other.act(input, greedy)).logProb, (await other.act(input, greedy)).value]);
-  // A weight changed through `networks` (read again after the act): every feature's linear weight, so the scores move.
+  // Weights changed through `networks`: every feature's linear weight, so the scores move. Once read,
+  // a policy keeps no scores: a change made through the same reference after a later act is seen too.
   const { actor, critic } = policy.networks;
   for (let f = 0; f < actor.u.length; f++) actor.u[f] += f % 2 ? 0.3 : -0.3;
   critic.b0[0] += 1;
   const changed = await mine();
   assert.notDeepEqual(changed, loaded);
   assert.deepEqual(changed, await fresh());
+  for (let f = 0; f < actor.u.length; f++) actor.u[f] -= f % 3 ? 0.2 : -0.4;
+  const again = await mine();
+  assert.notDeepEqual(again, changed);
+  assert.deepEqual(again, await fresh());
 });

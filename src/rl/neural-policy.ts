@@ -78,21 +78,22 @@ export class NeuralPolicy implements TrainablePolicy<NeuralStepRecord> {
   }
 
   /**
-   * The two networks (for inspection and gradient checks). `act` keeps a step's scores while the
-   * weights stand: `step` and `load` change them, and so may whoever reads this, so each read lets
-   * go of the kept scores. Change the weights through it before acting again, not after.
+   * The two networks (for inspection and gradient checks). Whoever reads them may change their
+   * weights at any time after, so reading them turns `act`'s kept scores off for this policy.
    */
   get networks(): { actor: ScoreNet; critic: ScoreNet } {
-    this.weights++;
+    this.exposed = true;
     return { actor: this.actor, critic: this.critic };
   }
 
-  /** Changes whenever the networks' weights may have changed (`step`, `load`, `networks`): `act`'s scores are kept for one value. */
+  /** Changes whenever `step` or `load` changes the weights: `act`'s scores are kept for one value of it. */
   private weights = 0;
+  /** The networks were handed out (`networks`): `act` keeps no scores. */
+  private exposed = false;
   /**
    * `act`'s scores and value of a step's features (a kept `featuresOf` object) for the weights they
    * were made with: a group's rollouts repeat each other's steps between two updates (two in three),
-   * and the same weights give the same scores.
+   * and the same weights give the same scores. Not with an env's own features, made anew each time.
    */
   private readonly scored = new WeakMap<FeaturizedStep, { weights: number; scores: number[]; value: number }>();
 
@@ -101,14 +102,15 @@ export class NeuralPolicy implements TrainablePolicy<NeuralStepRecord> {
       throw new InvalidConfigError("the neural policy needs an env that lists its actions (availableActions() returned none)");
     }
     const features = this.featuresOf(input);
-    let kept = this.scored.get(features);
+    const keeps = !this.exposed && !this.config.features;
+    let kept = keeps ? this.scored.get(features) : undefined;
     if (kept?.weights !== this.weights) {
       kept = {
         weights: this.weights,
         scores: features.candidates.map((x) => this.actor.forward(x, this.h)),
         value: this.critic.forward(features.state, this.h),
       };
-      this.scored.set(features, kept);
+      if (keeps) this.scored.set(features, kept);
     }
     const { scores } = kept;
     if (this.probs.length < scores.length) this.probs = new Float64Array(2 * scores.length);
@@ -292,9 +294,9 @@ export class NeuralPolicy implements TrainablePolicy<NeuralStepRecord> {
     if (header.lengths.length !== lengths.length || header.lengths.some((n, i) => n !== lengths[i]))
       throw new InvalidConfigError(`${source} holds arrays of other lengths (${header.lengths.join(", ")}) than a policy of its shape (${lengths.join(", ")})`);
     const half = arrays.length / 2;
+    this.weights++;
     this.actor.setState(arrays.slice(0, half), header.adamSteps[0]);
     this.critic.setState(arrays.slice(half), header.adamSteps[1]);
-    this.weights++;
   }
 }
 

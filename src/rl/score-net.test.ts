@@ -36,6 +36,9 @@ test("16 hidden units (the default) run unrolled: the same scores, activations a
   // The gradients' rows of E, as `backward` adds them (float32, feature by feature).
   const gE = new Float32Array(dim * H);
   const gu = new Float32Array(dim);
+  const gb1 = new Float32Array(H);
+  const gw = new Float32Array(H);
+  let gb0 = 0;
   for (let t = 0; t < 40; t++) {
     // Repeated features included: each occurrence adds.
     const idx = Int32Array.from({ length: 1 + rng.randbelow(30) }, () => rng.randbelow(dim));
@@ -53,6 +56,11 @@ test("16 hidden units (the default) run unrolled: the same scores, activations a
     assert.deepEqual([...h], [...z].map(Math.tanh), `input ${t}'s activations`);
     const dScore = rng.random() - 0.5;
     net.backward(x, h, dScore);
+    gb0 += dScore;
+    for (let j = 0; j < H; j++) {
+      gw[j] += dScore * h[j];
+      gb1[j] += dScore * net.w[j] * (1 - h[j] * h[j]);
+    }
     for (let n = 0; n < idx.length; n++) {
       gu[idx[n]] += dScore * x.val[n];
       for (let j = 0; j < H; j++) gE[idx[n] * H + j] += x.val[n] * (dScore * net.w[j] * (1 - h[j] * h[j]));
@@ -61,4 +69,8 @@ test("16 hidden units (the default) run unrolled: the same scores, activations a
   const [gotE, gotU] = net.grads();
   assert.deepEqual([...gotE], [...gE]);
   assert.deepEqual([...gotU], [...gu]);
+  // Every row the inputs touched is among those the norm (and Adam) go over.
+  const squares = (a: ArrayLike<number>) => Array.from(a).reduce((t, v) => t + v * v, 0);
+  const want = squares(gE) + squares(gu) + squares(gb1) + squares(gw) + Math.fround(gb0) ** 2;
+  assert.ok(Math.abs(net.gradSquaredNorm() - want) <= 1e-9 * want, `${net.gradSquaredNorm()} against ${want}`);
 });
