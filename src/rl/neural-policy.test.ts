@@ -325,3 +325,36 @@ test("act keeps a step's scores while the weights stand: a step met again scores
   assert.notDeepEqual(again, changed);
   assert.deepEqual(again, await fresh());
 });
+
+test("evaluate works out a step met again in its batch once: the same outputs and gradients as copies of it worked out apart", async () => {
+  const make = () => new NeuralPolicy({ dim: 512, hidden: 16, seed: 7 });
+  const shared = make();
+  const apart = make();
+  const task = { id: "t", instruction: "i want a red shirt under 30 dollars" };
+  const input = {
+    task,
+    observation: "page: results\n[b00001] red shirt $20\n[b00002] blue shirt $25",
+    actions: ["click[b00001]", "click[b00002]"],
+    history: [],
+  };
+  const other = { ...input, history: ["click[b00002]"] };
+  const a = shared.recordFor(input, "click[b00001]")!;
+  const b = shared.recordFor(other, "click[b00002]")!;
+  const a2 = shared.recordFor(input, "click[b00002]")!;
+  assert.equal(a2.features, a.features, "one features object for the step");
+  const records = [a, b, a2, a, b];
+  // The same records with each features object copied: nothing shared.
+  const copies = records.map((r) => ({ features: structuredClone(r.features), choice: r.choice }));
+  const outShared = shared.evaluate(records);
+  const outApart = apart.evaluate(copies);
+  assert.deepEqual(outShared, outApart);
+  const grads = {
+    logProbs: Float64Array.from([0.5, -1, 0.25, 1, 0.75]),
+    entropies: Float64Array.from([0.1, 0.2, 0.3, 0.4, 0.5]),
+    values: Float64Array.from([1, -1, 0.5, 0, 2]),
+  };
+  shared.backward(grads);
+  apart.backward(grads);
+  for (const net of ["actor", "critic"] as const)
+    shared.networks[net].grads().forEach((g, k) => assert.deepEqual([...g], [...apart.networks[net].grads()[k]], `${net} gradient ${k}`));
+});

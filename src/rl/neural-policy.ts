@@ -180,12 +180,31 @@ export class NeuralPolicy implements TrainablePolicy<NeuralStepRecord> {
     // more than 64 bytes has its own memory outside V8's heap, and one per candidate (a million in a
     // 20k-step run) made the update ~15% slower.
     const H = this.hidden;
+    // A step met again in the batch (a group's rollouts repeat each other's steps; its kept features
+    // are the same object) has the same activations and probabilities under the same weights: they
+    // are shared, as `backward` only reads them.
+    const firstOf = new Map<FeaturizedStep, number>();
     let size = 0;
-    for (const r of records) size += r.features.candidates.length * (H + 1) + H; // activations and a probability per candidate, the value head's activations
+    records.forEach((r, i) => {
+      if (firstOf.has(r.features)) return;
+      firstOf.set(r.features, i);
+      size += r.features.candidates.length * (H + 1) + H; // activations and a probability per candidate, the value head's activations
+    });
     const pool = new Float64Array(size);
     let at = 0;
     const take = (length: number) => pool.subarray(at, (at += length));
     records.forEach((r, i) => {
+      const first = firstOf.get(r.features)!;
+      if (first !== i) {
+        const probs = cache.probs[first];
+        out.logProbs[i] = Math.log(probs[r.choice]);
+        out.entropies[i] = out.entropies[first];
+        out.values[i] = out.values[first];
+        cache.probs.push(probs);
+        cache.hidden.push(cache.hidden[first]);
+        cache.valueHidden.push(cache.valueHidden[first]);
+        return;
+      }
       const hs = r.features.candidates.map(() => take(H));
       const scores = r.features.candidates.map((x, c) => this.actor.forward(x, hs[c]));
       const probs = softmax(scores, take(scores.length));
