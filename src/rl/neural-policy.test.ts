@@ -330,6 +330,8 @@ test("evaluate works out a step met again in its batch once: the same outputs an
   const make = () => new NeuralPolicy({ dim: 512, hidden: 16, seed: 7 });
   const shared = make();
   const apart = make();
+  // The critic's output weights start at zero (every value 0): set, so that values and their gradients show.
+  for (const p of [shared, apart]) p.networks.critic.w.fill(0.3);
   const task = { id: "t", instruction: "i want a red shirt under 30 dollars" };
   const input = {
     task,

@@ -157,7 +157,7 @@ export class ScoreNet {
     return score;
   }
 
-  /** Accumulates d(loss)/d(params) given d(loss)/d(score) and the activations of `forward(x)`. */
+  /** Accumulates d(loss)/d(params) given d(loss)/d(score) and the activations of `forward(x)` (read, never written: `NeuralPolicy.evaluate` shares them). */
   backward(x: SparseVector, h: Float64Array, dScore: number): void {
     if (dScore === 0) return;
     const H = this.hidden;
