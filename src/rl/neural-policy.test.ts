@@ -19,6 +19,14 @@ async function someRecords(policy: NeuralPolicy): Promise<NeuralStepRecord[]> {
   return episodes.flatMap((e) => e.steps.map((s) => s.record));
 }
 
+/** A results page of two shirts, first in its episode. */
+const shirts = () => ({
+  task: { id: "t", instruction: "i want a red shirt under 30 dollars" },
+  observation: "page: results\n[b00001] red shirt $20\n[b00002] blue shirt $25",
+  actions: ["click[b00001]", "click[b00002]"],
+  history: [] as string[],
+});
+
 test("backward matches finite differences of log-prob, entropy and value", async () => {
   const policy = new NeuralPolicy({ dim: 256, hidden: 4, seed: 3 });
   // Larger output weights than the default init, so every term has a gradient worth checking.
@@ -278,13 +286,7 @@ test("a step met again gets the features it got (kept, not made again); steps th
 
 test("act keeps a step's scores while the weights stand: a step met again scores as a fresh copy of the policy, after an update, a load, or a change through `networks`", async () => {
   const policy = new NeuralPolicy({ dim: 512, hidden: 16, seed: 5 });
-  const task = { id: "t", instruction: "i want a red shirt under 30 dollars" };
-  const input = {
-    task,
-    observation: "page: results\n[b00001] red shirt $20\n[b00002] blue shirt $25",
-    actions: ["click[b00001]", "click[b00002]"],
-    history: [],
-  };
+  const input = shirts();
   const greedy = { rng: new Rng(1), greedy: true };
   // What a policy with these weights and nothing kept gives (its copy keeps nothing of this one's).
   const fresh = async () => {
@@ -332,13 +334,7 @@ test("evaluate works out a step met again in its batch once: the same outputs an
   const apart = make();
   // The critic's output weights start at zero (every value 0): set, so that values and their gradients show.
   for (const p of [shared, apart]) p.networks.critic.w.fill(0.3);
-  const task = { id: "t", instruction: "i want a red shirt under 30 dollars" };
-  const input = {
-    task,
-    observation: "page: results\n[b00001] red shirt $20\n[b00002] blue shirt $25",
-    actions: ["click[b00001]", "click[b00002]"],
-    history: [],
-  };
+  const input = shirts();
   const other = { ...input, history: ["click[b00002]"] };
   const a = shared.recordFor(input, "click[b00001]")!;
   const b = shared.recordFor(other, "click[b00002]")!;
