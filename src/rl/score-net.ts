@@ -61,17 +61,20 @@ export class ScoreNet {
 
   /** The score of `x`; writes the hidden activations into `h`. */
   forward(x: SparseVector, h: Float64Array): number {
-    if (this.hidden === 16) return this.forward16(x, h);
     const H = this.hidden;
-    const E = this.E;
-    for (let j = 0; j < H; j++) h[j] = this.b1[j];
-    let linear = this.b0[0];
-    for (let n = 0; n < x.idx.length; n++) {
-      const f = x.idx[n];
-      const xv = x.val[n];
-      linear += xv * this.u[f];
-      const row = f * H;
-      for (let j = 0; j < H; j++) h[j] += xv * E[row + j];
+    let linear: number;
+    if (H === 16) linear = this.sums16(x, h);
+    else {
+      const E = this.E;
+      for (let j = 0; j < H; j++) h[j] = this.b1[j];
+      linear = this.b0[0];
+      for (let n = 0; n < x.idx.length; n++) {
+        const f = x.idx[n];
+        const xv = x.val[n];
+        linear += xv * this.u[f];
+        const row = f * H;
+        for (let j = 0; j < H; j++) h[j] += xv * E[row + j];
+      }
     }
     let score = linear;
     for (let j = 0; j < H; j++) {
@@ -83,11 +86,11 @@ export class ScoreNet {
   }
 
   /**
-   * `forward` for 16 hidden units (the default), the activations summed in locals: the generic loop
-   * loads and stores each of `h` again for every feature, and took twice as long. The same sums in
-   * the same order, so the same scores to the bit.
+   * `forward`'s sums for 16 hidden units (the default), into `h`, returning the linear part: the
+   * activations summed in locals (the generic loop loads and stores each of `h` again for every
+   * feature, and took twice as long). The same sums in the same order, so the same scores to the bit.
    */
-  private forward16(x: SparseVector, h: Float64Array): number {
+  private sums16(x: SparseVector, h: Float64Array): number {
     const E = this.E;
     const u = this.u;
     const b = this.b1;
@@ -148,13 +151,7 @@ export class ScoreNet {
     h[13] = h13;
     h[14] = h14;
     h[15] = h15;
-    let score = linear;
-    for (let j = 0; j < 16; j++) {
-      const a = Math.tanh(h[j]);
-      h[j] = a;
-      score += this.w[j] * a;
-    }
-    return score;
+    return linear;
   }
 
   /** Accumulates d(loss)/d(params) given d(loss)/d(score) and the activations of `forward(x)` (read, never written: `NeuralPolicy.evaluate` shares them). */
@@ -185,7 +182,7 @@ export class ScoreNet {
     }
   }
 
-  /** `backward`'s rows of E for 16 hidden units, `dz` read once into locals (as `forward16`; the same sums). */
+  /** `backward`'s rows of E for 16 hidden units, `dz` read once into locals (as `sums16`; the same sums). */
   private backwardRows16(x: SparseVector, dScore: number): void {
     const dz = this.dz;
     const d0 = dz[0],
