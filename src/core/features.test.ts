@@ -61,3 +61,33 @@ test("added vectors sum per index, as adding their names would", () => {
   merged.addVector(b.build());
   assert.deepEqual(merged.build(), both.build());
 });
+
+test("a name's index is its 32-bit FNV-1a over UTF-16 code units modulo dim, whatever kind of string holds it", () => {
+  // Trained policies and the results tables depend on these indices: they must not move.
+  const fnv1a = (s: string) => {
+    const units = Buffer.from(s, "utf16le");
+    let h = 0x811c9dc5;
+    for (let i = 0; i < units.length; i += 2) h = Math.imul(h ^ units.readUInt16LE(i), 0x01000193);
+    return h >>> 0;
+  };
+  const page = `page: item\n${"[b0123] a shirt → 12.99 ".repeat(30)}`;
+  const names = [
+    "bias|item|click", // a literal
+    ["bias", "item", "click"].join("|"), // joined
+    `${"bias|"}${String(Date.now()).slice(0, 0)}item|click`, // concatenated
+    page.slice(11, 260), // a slice of a longer, two-byte string
+    JSON.parse('"t-chosen|ünïcode|x"') as string, // parsed
+    `label-steps|${0.5 * 3}|<id>`,
+    page,
+    "",
+  ];
+  for (const dim of [16, 1 << 17])
+    for (const name of names) {
+      const byName = new FeatureBuilder(dim);
+      byName.add(name);
+      const byTemplate = new FeatureBuilder(dim);
+      byTemplate.named`${name}`;
+      assert.deepEqual([...byName.build().idx], [fnv1a(name) % dim], `add, dim ${dim}: ${name.slice(0, 30)}`);
+      assert.deepEqual([...byTemplate.build().idx], [fnv1a(name) % dim], `named, dim ${dim}: ${name.slice(0, 30)}`);
+    }
+});
