@@ -127,6 +127,34 @@ test("Buy Now ends the episode with the reference reward of the purchase", async
   await assert.rejects(env.step("click[buy now]"), ResetNeededError);
 });
 
+test("a purchase made again, in any env of the catalogue, scores as the reference reward, with info of its own", async () => {
+  const g = c.goals.findIndex((x) => !Array.isArray(x.goal_options) && Object.keys(x.goal_options).length >= 2);
+  const goal = c.goals[g];
+  const product = c.byAsin.get(goal.asin)!;
+  const price = c.prices.get(goal.asin)!;
+  const buy = async (e: WebShopEnv, options: string[]) => {
+    await e.reset({ task: webshopTask(c, g) });
+    await e.step(`search[${goal.name}]`);
+    await e.step(`click[${goal.asin}]`);
+    for (const v of options) await e.step(`click[${v}]`);
+    return e.step("click[Buy Now]");
+  };
+  const all = Object.values(goal.goal_options as Record<string, string>);
+  const other = new WebShopEnv({ split: "test" });
+  for (const options of [all, all, all.slice(0, 1), [], all.slice(0, 1), all]) {
+    for (const e of [env, other]) {
+      const r = await buy(e, options);
+      const chosen = Object.fromEntries(Object.entries(goal.goal_options as Record<string, string>).filter(([, v]) => options.includes(v)));
+      const [reward, info] = getReward(product, goal, price, chosen, { verbose: true });
+      assert.equal(r.reward, reward, `options ${options.join(", ")}`);
+      assert.deepEqual(r.info.reward_info, info);
+      (r.info.reward_info as unknown as Record<string, unknown>).r_type = -1; // a caller's change stays its own
+    }
+  }
+  assert.ok(all.length >= 2, "the goal has options to choose");
+  other.close();
+});
+
 test("episodes are truncated at maxSteps, and truncation is not termination", async () => {
   const short = new WebShopEnv({ split: "test", maxSteps: 3 });
   await short.reset({ seed: 1 });

@@ -87,6 +87,24 @@ export function resultsPage(results: readonly Product[], pageNumber: number): Pr
   return results.slice((pageNumber - 1) * PAGE_SIZE, pageNumber * PAGE_SIZE);
 }
 
+/**
+ * Rewards of purchases scored before, by goal, then product, price and options (the same numbers: the
+ * reward is a function of these alone). A group's rollouts of a task often buy alike: half of a 20k-step
+ * real-env run's 4,212 purchases repeat one, and a reward takes ~0.2 ms (fuzzy matching, title tags).
+ */
+const purchaseRewards = new WeakMap<Goal, Map<string, { product: Product; reward: number; info: RewardInfo }>>();
+
+function purchaseReward(product: Product, goal: Goal, price: number, options: Record<string, string>, goalOptionValues: boolean): [number, RewardInfo] {
+  let byGoal = purchaseRewards.get(goal);
+  if (!byGoal) purchaseRewards.set(goal, (byGoal = new Map()));
+  const key = `${product.asin}\u0000${price}\u0000${goalOptionValues}\u0000${JSON.stringify(options)}`;
+  const kept = byGoal.get(key);
+  if (kept?.product === product) return [kept.reward, { ...kept.info }];
+  const [reward, info] = getReward(product, goal, price, options, { verbose: true, goalOptionValues });
+  if (byGoal.size < 1024) byGoal.set(key, { product, reward, info: { ...info } });
+  return [reward, info];
+}
+
 interface Session {
   goal: Goal;
   goalIndex: number | null;
@@ -239,7 +257,7 @@ export class WebShopEnv implements Env {
       const asin = s.asin!;
       const product = this.catalogue.byAsin.get(asin)!;
       const price = this.catalogue.prices.get(asin)!;
-      const [reward, info] = getReward(product, s.goal, price, s.options, { verbose: true, goalOptionValues: this.goalOptionValues });
+      const [reward, info] = purchaseReward(product, s.goal, price, s.options, this.goalOptionValues);
       s.kind = "done";
       s.page = renderDonePage(asin, s.options, reward);
       return { reward, info, asin, options: { ...s.options }, price };
