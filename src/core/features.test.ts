@@ -77,6 +77,7 @@ test("a name's index is its 32-bit FNV-1a over UTF-16 code units modulo dim, wha
     `${"bias|"}${String(Date.now()).slice(0, 0)}item|click`, // concatenated
     page.slice(11, 260), // a slice of a longer, two-byte string
     JSON.parse('"t-chosen|ünïcode|x"') as string, // parsed
+    "x|😀|y", // a surrogate pair: two code units
     `label-steps|${0.5 * 3}|<id>`,
     page,
     "",

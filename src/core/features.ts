@@ -30,7 +30,7 @@ const FNV_OFFSET = 0x811c9dc5;
 
 // Called as a function, not read off each string: the names' pieces are strings of many kinds (literal,
 // joined, sliced, two-byte), and `s.length` and `s.charCodeAt` read per character went through V8's
-// megamorphic property lookup, 30% of a step's features (the same hashes).
+// megamorphic property lookup, 30% of `featurize`'s time (the same hashes).
 const charCodeAt = String.prototype.charCodeAt;
 
 /** 32-bit FNV-1a of `s`, continued from `h` (hashing two strings in turn hashes their concatenation). */

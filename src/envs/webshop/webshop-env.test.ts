@@ -128,31 +128,78 @@ test("Buy Now ends the episode with the reference reward of the purchase", async
 });
 
 test("a purchase made again, in any env of the catalogue, scores as the reference reward, with info of its own", async () => {
-  const g = c.goals.findIndex((x) => !Array.isArray(x.goal_options) && Object.keys(x.goal_options).length >= 2);
-  const goal = c.goals[g];
-  const product = c.byAsin.get(goal.asin)!;
-  const price = c.prices.get(goal.asin)!;
-  const buy = async (e: WebShopEnv, options: string[]) => {
+  // Goals with two option groups or more; a second product bought under each goal's task too.
+  const withOptions = c.goals.flatMap((x, i) => (!Array.isArray(x.goal_options) && Object.keys(x.goal_options).length >= 2 ? [i] : []));
+  // An env that compares option values, not (name, value) pairs: where the two rules differ, a kept reward of one is wrong for the other.
+  const valuesEnv = new WebShopEnv({ split: "test", goalOptionValues: true });
+  const ruleDiffers = withOptions.find((i) => {
+    const x = c.goals[i];
+    const options = x.goal_options as Record<string, string>;
+    const p = c.byAsin.get(x.asin)!;
+    return getReward(p, x, c.prices.get(x.asin)!, options) !== getReward(p, x, c.prices.get(x.asin)!, options, { goalOptionValues: true });
+  });
+  assert.ok(withOptions.length >= 2 && ruleDiffers !== undefined, "goals to buy for");
+  const other = new WebShopEnv({ split: "test" });
+  const buy = async (e: WebShopEnv, g: number, asin: string, options: string[]) => {
     await e.reset({ task: webshopTask(c, g) });
-    await e.step(`search[${goal.name}]`);
-    await e.step(`click[${goal.asin}]`);
+    await e.step(`search[${c.byAsin.get(asin)!.Title}]`);
+    await e.step(`click[${asin.toLowerCase()}]`);
     for (const v of options) await e.step(`click[${v}]`);
     return e.step("click[Buy Now]");
   };
-  const all = Object.values(goal.goal_options as Record<string, string>);
-  const other = new WebShopEnv({ split: "test" });
-  for (const options of [all, all, all.slice(0, 1), [], all.slice(0, 1), all]) {
-    for (const e of [env, other]) {
-      const r = await buy(e, options);
-      const chosen = Object.fromEntries(Object.entries(goal.goal_options as Record<string, string>).filter(([, v]) => options.includes(v)));
-      const [reward, info] = getReward(product, goal, price, chosen, { verbose: true });
-      assert.equal(r.reward, reward, `options ${options.join(", ")}`);
-      assert.deepEqual(r.info.reward_info, info);
-      (r.info.reward_info as unknown as Record<string, unknown>).r_type = -1; // a caller's change stays its own
-    }
+  let checked = 0;
+  for (const g of [withOptions[0], ruleDiffers, withOptions[0]]) {
+    const goal = c.goals[g];
+    const all = Object.values(goal.goal_options as Record<string, string>);
+    // Its own product with each choice of options, then the other goal's product (no option groups of this goal).
+    const otherAsin = c.goals[g === withOptions[0] ? ruleDiffers : withOptions[0]].asin;
+    const purchases: [string, string[]][] = [
+      [goal.asin, all],
+      [goal.asin, all.slice(0, 1)],
+      [goal.asin, []],
+      [goal.asin, all],
+      [otherAsin, []],
+    ];
+    for (const [asin, options] of purchases)
+      for (const [e, values] of [
+        [env, false],
+        [other, false],
+        [valuesEnv, true],
+      ] as const) {
+        const r = await buy(e, g, asin, options);
+        const product = c.byAsin.get(asin)!;
+        const chosen = Object.fromEntries(
+          Object.entries(goal.goal_options as Record<string, string>).filter(([, v]) => options.includes(v) && asin === goal.asin),
+        );
+        const [reward, info] = getReward(product, goal, c.prices.get(asin)!, chosen, { verbose: true, goalOptionValues: values });
+        assert.equal(r.reward, reward, `goal ${g}, ${asin}, options ${options.join(", ")}, values ${values}`);
+        assert.deepEqual(r.info.reward_info, info);
+        (r.info.reward_info as unknown as Record<string, unknown>).r_type = -1; // a caller's change stays its own
+        checked++;
+      }
   }
-  assert.ok(all.length >= 2, "the goal has options to choose");
+  assert.equal(checked, 45);
   other.close();
+  valuesEnv.close();
+});
+
+test("a goal of one's own changed in place between episodes is scored as it is now", async () => {
+  const g = c.goals.findIndex((x) => x.attributes.length >= 1);
+  const goal = structuredClone(c.goals[g]);
+  const task = { id: "own", instruction: goal.instruction_text, goal };
+  const buy = async () => {
+    await env.reset({ task });
+    await env.step(`search[${goal.name}]`);
+    await env.step(`click[${goal.asin.toLowerCase()}]`);
+    return env.step("click[Buy Now]");
+  };
+  const product = c.byAsin.get(goal.asin)!;
+  const before = await buy();
+  assert.equal(before.reward, getReward(product, goal, c.prices.get(goal.asin)!, {}));
+  goal.attributes = ["no product has this attribute, surely"];
+  const after = await buy();
+  assert.equal(after.reward, getReward(product, goal, c.prices.get(goal.asin)!, {}));
+  assert.notEqual(after.reward, before.reward);
 });
 
 test("episodes are truncated at maxSteps, and truncation is not termination", async () => {

@@ -91,17 +91,20 @@ export function resultsPage(results: readonly Product[], pageNumber: number): Pr
  * Rewards of purchases scored before, by goal, then product, price and options (the same numbers: the
  * reward is a function of these alone). A group's rollouts of a task often buy alike: half of a 20k-step
  * real-env run's 4,212 purchases repeat one, and a reward takes ~0.2 ms (fuzzy matching, title tags).
+ * A goal's own object (`WebShopTask.goal`) may be changed in place between episodes: its rewards are
+ * kept with its content, and forgotten when that differs.
  */
-const purchaseRewards = new WeakMap<Goal, Map<string, { product: Product; reward: number; info: RewardInfo }>>();
+const purchaseRewards = new WeakMap<Goal, { content: string; byPurchase: Map<string, { product: Product; reward: number; info: RewardInfo }> }>();
 
 function purchaseReward(product: Product, goal: Goal, price: number, options: Record<string, string>, goalOptionValues: boolean): [number, RewardInfo] {
-  let byGoal = purchaseRewards.get(goal);
-  if (!byGoal) purchaseRewards.set(goal, (byGoal = new Map()));
+  const content = JSON.stringify(goal);
+  let kept = purchaseRewards.get(goal);
+  if (kept?.content !== content) purchaseRewards.set(goal, (kept = { content, byPurchase: new Map() }));
   const key = `${product.asin}\u0000${price}\u0000${goalOptionValues}\u0000${JSON.stringify(options)}`;
-  const kept = byGoal.get(key);
-  if (kept?.product === product) return [kept.reward, { ...kept.info }];
+  const hit = kept.byPurchase.get(key);
+  if (hit?.product === product) return [hit.reward, { ...hit.info }];
   const [reward, info] = getReward(product, goal, price, options, { verbose: true, goalOptionValues });
-  if (byGoal.size < 1024) byGoal.set(key, { product, reward, info: { ...info } });
+  if (kept.byPurchase.size < 1024) kept.byPurchase.set(key, { product, reward, info: { ...info } });
   return [reward, info];
 }
 
