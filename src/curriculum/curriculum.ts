@@ -78,16 +78,46 @@ function near(a: Set<string>, b: Set<string>): boolean {
   return reaches(a.size - missing);
 }
 
-/** Word sets by size: a near duplicate (Jaccard ≥ 0.95) has a size within 5% of the other's, so only those sizes are compared. */
+/**
+ * The words of a set a near duplicate must share one of (prefix filtering): if two sets are near
+ * duplicates (Jaccard ≥ 0.95), each holds at least ⌈0.95·size⌉ of the other's words, so with every
+ * set's words in one fixed order, the first size − ⌈0.95·size⌉ + 1 of one set and of the other
+ * meet. Rare words first keeps the lists of sets under each word short.
+ */
+function prefixOf(w: Set<string>, frequency: ReadonlyMap<string, number>): string[] {
+  // (The 1e-9 keeps the count from rounding up past a whole number: a longer prefix is still exact.)
+  const length = w.size - Math.ceil(0.95 * w.size - 1e-9) + 1;
+  const out: string[] = [];
+  const outFrequency: number[] = [];
+  for (const x of w) {
+    // Rarest first, then by the word: x goes in before the words after it, if among the first `length`.
+    const f = frequency.get(x) ?? 0;
+    let i = out.length;
+    while (i > 0 && (outFrequency[i - 1] > f || (outFrequency[i - 1] === f && out[i - 1] > x))) i--;
+    if (i >= length) continue;
+    out.splice(i, 0, x);
+    outFrequency.splice(i, 0, f);
+    if (out.length > length) {
+      out.pop();
+      outFrequency.pop();
+    }
+  }
+  return out;
+}
+
+/** Word sets by the words of their prefixes: only sets that share one are compared. */
 class WordSets {
-  private readonly bySize = new Map<number, Set<string>[]>();
+  private readonly byWord = new Map<string, Set<string>[]>();
+  constructor(private readonly prefix: (w: Set<string>) => readonly string[]) {}
   add(w: Set<string>): void {
-    const list = this.bySize.get(w.size);
-    if (list) list.push(w);
-    else this.bySize.set(w.size, [w]);
+    for (const x of this.prefix(w)) {
+      const list = this.byWord.get(x);
+      if (list) list.push(w);
+      else this.byWord.set(x, [w]);
+    }
   }
   hasNear(w: Set<string>): boolean {
-    for (let n = Math.ceil(0.95 * w.size); n <= Math.floor(w.size / 0.95); n++) if (this.bySize.get(n)?.some((x) => near(x, w))) return true;
+    for (const x of this.prefix(w)) if (this.byWord.get(x)?.some((s) => near(s, w))) return true;
     return false;
   }
 }
@@ -114,10 +144,28 @@ export class Curriculum {
     return w;
   }
 
+  /**
+   * Each word set's prefix (see `prefixOf`), in one order for the whole run: words by how few of the
+   * reserved tasks hold them (which never change), then by the words themselves.
+   */
+  private prefixOf(w: Set<string>): readonly string[] {
+    let p = this.prefixes.get(w);
+    if (!p) {
+      if (!this.frequency) {
+        this.frequency = new Map();
+        for (const t of this.reserved) for (const x of this.wordsOf(t.instruction)) this.frequency.set(x, (this.frequency.get(x) ?? 0) + 1);
+      }
+      this.prefixes.set(w, (p = prefixOf(w, this.frequency)));
+    }
+    return p;
+  }
+  private frequency: Map<string, number> | undefined;
+  private readonly prefixes = new WeakMap<Set<string>, readonly string[]>();
+
   /** Ids, keys (with the generator's `key`) and else word sets of `tasks`, for duplicate checks. */
   private index(tasks: readonly Task[], keyOf: ((t: Task) => string | undefined) | undefined): { ids: Set<string>; keys: Set<string>; texts: WordSets } {
     const keys = new Set(keyOf ? tasks.map((t) => keyOf(t)).filter((k): k is string => k !== undefined) : []);
-    const texts = new WordSets();
+    const texts = new WordSets((w) => this.prefixOf(w));
     if (!keyOf) for (const t of tasks) texts.add(this.wordsOf(t.instruction));
     return { ids: new Set(tasks.map((t) => t.id)), keys, texts };
   }
