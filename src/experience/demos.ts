@@ -99,8 +99,16 @@ class KeptAnswers<T> {
     if (!byState) this.answers.set(state, (byState = new Map()));
     let answer = byState.get(key);
     if (answer === undefined) {
-      byState.set(key, (answer = make()));
+      const made = make();
+      byState.set(key, made);
       this.size++;
+      // A search that fails (an embedder's endpoint down for a moment) is not kept: the same query
+      // asks again rather than failing for the rest of the run.
+      if (made instanceof Promise)
+        made.catch(() => {
+          if (byState.get(key) === made) byState.delete(key);
+        });
+      answer = made;
     }
     return answer;
   }

@@ -113,6 +113,24 @@ test("retrieval answers are reused while the buffer stands still, and follow eve
   b.close();
 });
 
+test("a retrieval that fails is not kept: the same query searches again", async () => {
+  const b = await seededBuffer(20);
+  const [step] = [...b.trajectories({ source: "real" })][3].steps;
+  const query = { state: step.observation, action: step.action };
+  const search = b.searchVectorAsync.bind(b);
+  let failures = 1;
+  b.searchVectorAsync = (vector, opts) => (failures-- > 0 ? Promise.reject(new Error("embedder endpoint down")) : search(vector, opts));
+  await assert.rejects(retrieveDemos(b, abs, query, { k: 3, realOnly: true }), /endpoint down/);
+  const demos = await retrieveDemos(b, abs, query, { k: 3, realOnly: true });
+  assert.ok(demos.length > 0, "answered once the search works again");
+  assert.equal(
+    await retrieveDemos(b, abs, query, { k: 3, realOnly: true }),
+    await retrieveDemos(b, abs, query, { k: 3, realOnly: true }),
+    "a good answer is kept",
+  );
+  b.close();
+});
+
 test("the real anchor is searched once while only synthetic steps come, and again after a real one", async () => {
   const b = await seededBuffer(60);
   const [first, second] = [...b.trajectories({ source: "real" })][5].steps;
