@@ -89,6 +89,51 @@ test("an append embedded before another connection stored the first vectors is n
   other.close();
 });
 
+test("a text's id kept from before another connection's commit is not used for the text that took it since", async () => {
+  const file = tempFile("texts-race.db");
+  const inner = new HashingEmbedder({ dims: 32 });
+  // An embedder that, once armed, says it has started and waits: the other connection commits meanwhile.
+  let gate: Promise<void> | undefined;
+  let started = () => {};
+  const slow: Embedder = { id: inner.id, dims: 32, embed: async (texts) => (gate && (started(), await gate), inner.embed(texts)) };
+  const waiting = ReplayBuffer.open(file, { embedder: slow });
+  const other = ReplayBuffer.open(file, { embedder: inner });
+  const trajectory = (name: string, policy: string) => ({
+    env: "toy",
+    task: { id: name, instruction: `instr ${name}` },
+    source: "synthetic" as const,
+    policy,
+    total_reward: 0,
+    success: false,
+    created_at: "2024-01-01T00:00:00Z",
+    steps: [{ observation: `obs ${name}`, action: "a", reward: 0, next_observation: `next ${name}`, terminated: true, truncated: false }],
+  });
+  await waiting.appendTrajectories([trajectory("one", "p1")]); // its texts' ids kept by `waiting`
+  let release = () => {};
+  gate = new Promise((resolve) => (release = resolve));
+  const embedding = new Promise<void>((resolve) => (started = resolve));
+  const step = {
+    trajectoryId: "online-1",
+    step: 0,
+    env: "toy",
+    task: { id: "x", instruction: "instr one" },
+    action: "b",
+    reward: 0,
+    terminated: false,
+    truncated: false,
+  };
+  const pending = waiting.appendTransitions([{ ...step, state: "next one", nextState: "obs one", source: "synthetic" }]);
+  await embedding;
+  await other.deleteTrajectories({ policies: ["p1"] }); // its texts go, their ids free
+  await other.appendTrajectories([trajectory("two", "p2")]); // new texts, which take those ids
+  release();
+  const [id] = await pending;
+  const t = waiting.get(id)!;
+  assert.deepEqual([t.task.instruction, t.state, t.nextState], ["instr one", "next one", "obs one"]);
+  waiting.close();
+  other.close();
+});
+
 test("re-appending the same content does not duplicate; created_at does not count", async () => {
   const b = ReplayBuffer.open(tempFile("dup.db"));
   const t = makeTrajectory(1);

@@ -328,6 +328,9 @@ export class ReplayBuffer {
   private insert(steps: PendingStep[], trajectories: NewTrajectory[], online: boolean): { added: IndexedRow[]; evicted: Evicted; duplicates: number } {
     const s = this.stmts;
     const run = this.db.transaction(() => {
+      // Another connection may have committed since this append last looked (it may have waited on
+      // its embedder meanwhile): a text id kept here may have been deleted and given to another text.
+      if (Number(this.sql("PRAGMA data_version").pluck().get()) !== this.dataVersion) this.textCache = new Map();
       this.writeEmbedderMeta();
       const rowOf = new Map<string, number>();
       const skip = new Set<string>();
