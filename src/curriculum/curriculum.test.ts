@@ -146,3 +146,73 @@ test("a generated task is a near duplicate exactly when its words' Jaccard simil
   }
   assert.ok(near > 30 && near < 270, `${near} of 300 near duplicates: both answers are tested`);
 });
+
+/** Whether each of `candidates`, generated one an update in order, was dropped as a duplicate. */
+async function duplicates(reserved: Task[], candidates: Task[]): Promise<boolean[]> {
+  let next = 0;
+  const oneAtATime: TaskGenerator = { name: "list", generate: async () => ({ tasks: [candidates[next++]], infeasible: 0 }) };
+  const config = curriculumConfigSchema.parse({ varianceThreshold: 0, parentsPerIteration: 1, variantsPerParent: 1, maxGenerated: 5000 });
+  const c = new Curriculum(config, oneAtATime, reserved);
+  const out: boolean[] = [];
+  for (let i = 0; i < candidates.length; i++) out.push((await c.update([{ task: reserved[0], rewards: [0, 1] }], new Rng(0))).duplicates === 1);
+  return out;
+}
+
+test("a task one word short of another at exactly Jaccard 0.95 (20 and 19 words) is a near duplicate, whichever comes first", async () => {
+  const words = Array.from({ length: 19 }, (_, i) => `b${String(i).padStart(2, "0")}`);
+  const longer = ["a", ...words].join(" ");
+  const shorter = words.join(" ");
+  assert.deepEqual(await duplicates([{ id: "r", instruction: longer }], [{ id: "c", instruction: shorter }]), [true]);
+  assert.deepEqual(
+    await duplicates(
+      [{ id: "r", instruction: "unrelated" }],
+      [
+        { id: "c1", instruction: shorter },
+        { id: "c2", instruction: longer },
+      ],
+    ),
+    [false, true],
+  );
+});
+
+test("near duplicates at Jaccard ≥ 0.95 for word sets of 0 to 80 words in any order, up to the threshold's edge", async () => {
+  const rng = new Rng(11);
+  const word = () => `w${rng.randbelow(300)}`;
+  const words = (s: string) => new Set(s.split(" ").filter(Boolean));
+  const near = (a: Set<string>, b: Set<string>) => {
+    let inter = 0;
+    for (const w of a) if (b.has(w)) inter++;
+    const union = a.size + b.size - inter;
+    return union > 0 && 20 * inter >= 19 * union; // in integers: no rounding at the edge
+  };
+  const shuffled = <T>(xs: T[]) => {
+    for (let i = xs.length - 1; i > 0; i--) {
+      const j = rng.randbelow(i + 1);
+      [xs[i], xs[j]] = [xs[j], xs[i]];
+    }
+    return xs;
+  };
+  const reserved: Task[] = Array.from({ length: 60 }, (_, i) => ({
+    id: `r${i}`,
+    instruction: [...new Set(Array.from({ length: rng.randbelow(81) }, word))].join(" "),
+  }));
+  // Each candidate drops and adds up to ⌊n/19⌋ + 1 words of a known task, then shuffles them.
+  const candidates: Task[] = Array.from({ length: 600 }, (_, i) => {
+    const base = [...words(reserved[rng.randbelow(reserved.length)].instruction)];
+    const most = Math.floor(base.length / 19) + 1;
+    for (let k = rng.randbelow(most + 1); k > 0 && base.length > 0; k--) base.splice(rng.randbelow(base.length), 1);
+    for (let k = rng.randbelow(most + 1); k > 0; k--) base.push(word());
+    return { id: `c${i}`, instruction: shuffled([...new Set(base)]).join(" ") };
+  });
+  const got = await duplicates(reserved, candidates);
+  const known = reserved.map((t) => words(t.instruction));
+  let dropped = 0;
+  candidates.forEach((t, i) => {
+    const w = words(t.instruction);
+    const expected = known.some((k) => near(k, w));
+    assert.equal(got[i], expected, t.instruction);
+    if (expected) dropped++;
+    else known.push(w);
+  });
+  assert.ok(dropped > 60 && dropped < 540, `${dropped} of 600 dropped: both answers are tested`);
+});

@@ -79,14 +79,14 @@ function near(a: Set<string>, b: Set<string>): boolean {
 }
 
 /**
- * The words of a set a near duplicate must share one of (prefix filtering): if two sets are near
- * duplicates (Jaccard ≥ 0.95), each holds at least ⌈0.95·size⌉ of the other's words, so with every
- * set's words in one fixed order, the first size − ⌈0.95·size⌉ + 1 of one set and of the other
- * meet. Rare words first keeps the lists of sets under each word short.
+ * The words of a set a near duplicate must share one of (prefix filtering): two sets with Jaccard
+ * ≥ 0.95 share at least ⌈0.95·size⌉ words, for either set's size, so with every set's words in one
+ * fixed order, the first size − ⌈0.95·size⌉ + 1 of one set and of the other meet. Rare words first
+ * keeps the lists of sets under each word short.
  */
 function prefixOf(w: Set<string>, frequency: ReadonlyMap<string, number>): string[] {
-  // (The 1e-9 keeps the count from rounding up past a whole number: a longer prefix is still exact.)
-  const length = w.size - Math.ceil(0.95 * w.size - 1e-9) + 1;
+  // (0.95 is stored just below 0.95, so the product never rounds up past a whole number.)
+  const length = w.size - Math.ceil(0.95 * w.size) + 1;
   const out: string[] = [];
   const outFrequency: number[] = [];
   for (const x of w) {

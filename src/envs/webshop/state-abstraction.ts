@@ -25,9 +25,10 @@ function lines(kind: string, instruction: string, body: string[]): string {
   return [`page: ${kind}`, `instruction: ${instruction}`, ...body].join("\n");
 }
 
-// Each page kind in its own function: V8 optimizes `abstract` again whenever a string of another
-// representation (one- or two-byte, sliced, joined) reaches code compiled without it, and one function
-// holding every kind took ~50 ms of compiling each time, 7–8 times a run.
+// The page kinds below have a function each, apart from `abstract`: V8 optimizes a function again
+// whenever a string of another representation (one- or two-byte, sliced, joined) reaches code compiled
+// without it, and one function holding every kind was the costliest to compile again.
+
 function donePage(parts: string[]): string {
   const i = parts.indexOf("Your score (min 0.0, max 1.0)");
   const asin = parts[parts.indexOf("asin") + 1] ?? "";
