@@ -148,7 +148,7 @@ export class Curriculum {
    * Each word set's prefix (see `prefixOf`), in one order for the whole run: words by how few of the
    * reserved tasks hold them (which never change), then by the words themselves.
    */
-  private prefixOf(w: Set<string>): readonly string[] {
+  private prefix(w: Set<string>): readonly string[] {
     let p = this.prefixes.get(w);
     if (!p) {
       if (!this.frequency) {
@@ -165,7 +165,7 @@ export class Curriculum {
   /** Ids, keys (with the generator's `key`) and else word sets of `tasks`, for duplicate checks. */
   private index(tasks: readonly Task[], keyOf: ((t: Task) => string | undefined) | undefined): { ids: Set<string>; keys: Set<string>; texts: WordSets } {
     const keys = new Set(keyOf ? tasks.map((t) => keyOf(t)).filter((k): k is string => k !== undefined) : []);
-    const texts = new WordSets((w) => this.prefixOf(w));
+    const texts = new WordSets((w) => this.prefix(w));
     if (!keyOf) for (const t of tasks) texts.add(this.wordsOf(t.instruction));
     return { ids: new Set(tasks.map((t) => t.id)), keys, texts };
   }
