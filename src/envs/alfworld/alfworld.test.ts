@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { checkEnv, DataError, InvalidConfigError, Rng } from "../../core/index.ts";
 import { runEpisode } from "../rollout.ts";
-import { AlfWorldEnv } from "./alfworld-env.ts";
+import { AlfWorldEnv, LoadedGames } from "./alfworld-env.ts";
 import { AlfWorldExpert } from "./expert.ts";
 import { Game, loaderKeeps } from "./game.ts";
 import { displayNames } from "./names.ts";
@@ -31,6 +31,28 @@ test("ALFWorld's loader rule picks exactly the pack's 134 + 140 + 200 games", ()
     ["valid_unseen", "valid_seen", "valid_train"].map((split) => new AlfWorldEnv({ split: split as "valid_seen" }).tasks().length),
     [134, 140, 200],
   );
+});
+
+test("loaded games are kept up to a bound, the least lately used let go first", () => {
+  const [a, b, c] = env0
+    .tasks()
+    .slice(0, 3)
+    .map((t) => t.game);
+  const loads: string[] = [];
+  const games = new LoadedGames(2);
+  const get = (game: string) => games.get(join(root, game), () => (loads.push(game), Game.load(root, game)));
+  const first = get(a);
+  get(b);
+  assert.equal(get(a), first, "a game met again is the one kept");
+  get(c); // lets b go: a was used after it
+  assert.equal(games.size, 2);
+  assert.equal(get(a), first);
+  const again = get(b); // lets c go
+  get(c); // lets a go
+  assert.deepEqual(loads, [a, b, c, b, c]);
+  assert.equal(games.size, 2);
+  assert.equal(again.file, b);
+  assert.notEqual(get(a), first, "a game let go is loaded anew");
 });
 
 test("display names: grouped by class, the smallest id gets the highest number, basins named apart", () => {
