@@ -11,7 +11,7 @@ import { decodeHalf, encodeHalf } from "./float16.ts";
 import { transitionText } from "./transition-text.ts";
 import { trajectoryContentId } from "./trajectory-schema.ts";
 import { makeTrajectory, tempFile } from "../testing/index.ts";
-import { DataError, InvalidConfigError, PACKAGE_ROOT, Rng } from "../core/index.ts";
+import { DataError, InvalidConfigError, PACKAGE_ROOT, Rng, type Trajectory } from "../core/index.ts";
 
 test("append, get, count, stats; trajectories come back as they went in", async () => {
   const b = ReplayBuffer.open(tempFile("a.db"));
@@ -359,6 +359,33 @@ test("a batch larger than capacity: rows evicted in the same transaction are not
     assert.equal(hits.length, 6, "every stored transition, and only those");
     b.close();
   }
+});
+
+test("codes of names whose rows were evicted are let go: a long run of new actions in a bounded buffer holds them within a bound", async () => {
+  const b = ReplayBuffer.open(tempFile("codes.db"), { capacity: 53 });
+  await b.appendTrajectories([makeTrajectory(0)], { seed: true }); // 3 steps: room for one trajectory of 50 more
+  const coded = () => (b as unknown as { indexes: { namesCoded: number } }).indexes.namesCoded;
+  let most = 0;
+  let previous: Trajectory | undefined;
+  for (let i = 1; i <= 100; i++) {
+    const t = makeTrajectory(i, { task: `task ${i}`, steps: 50 });
+    t.steps.forEach((s, j) => (s.action = `search[query ${i} ${j}]`));
+    await b.appendTrajectory(t); // evicts the one before
+    // A filtered exact search (the index, and its codes, made again if dropped) finds the newest rows, not those gone.
+    const hits = await b.search(t.steps[7].observation, { k: 3, filter: { task: t.task.id, action: t.steps[7].action } });
+    assert.deepEqual(
+      hits.map((h) => [h.transition.task.id, h.transition.action]),
+      [[t.task.id, t.steps[7].action]],
+    );
+    if (previous) assert.deepEqual(await b.search("query", { k: 3, filter: { action: previous.steps[7].action } }), [], "an evicted action finds nothing");
+    previous = t;
+    most = Math.max(most, coded());
+  }
+  assert.equal(b.count(), 53);
+  // 100 tasks and 5,000 actions were coded in all: at most 4,096 beyond what the rows can hold, and one append's.
+  assert.ok(most <= 3 * 53 + 4096 + 51, `${most} names coded`);
+  assert.ok(coded() < 4096, `${coded()} names coded now`);
+  b.close();
 });
 
 test("ids are never reused after eviction", async () => {

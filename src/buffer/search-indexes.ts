@@ -7,6 +7,10 @@ import { decodeHalf } from "./float16.ts";
 import { dotAt } from "./embedder.ts";
 import { AnnIndex, ExactIndex, TopK, withRoom, type Candidate, type RowTags } from "./vector-index.ts";
 
+const newCodes = () => ({ env: new Map<string, number>(), task: new Map<string, number>(), action: new Map<string, number>() });
+/** Codes of names no row holds that may be kept before the exact index is made anew (its cost is a read of every row). */
+const STALE_CODES = 4096;
+
 /** A row just written, as the indexes need it. */
 export interface IndexedRow {
   id: number;
@@ -40,7 +44,8 @@ export class SearchIndexes {
   private exact: ExactIndex | null = null;
   private ann: AnnIndex | null = null;
   private annDirty = false;
-  private readonly codes = { env: new Map<string, number>(), task: new Map<string, number>(), action: new Map<string, number>() };
+  /** The exact index's codes for names (made as rows come, for any row since the index was built). */
+  private codes = newCodes();
 
   constructor(
     private readonly db: Database.Database,
@@ -78,9 +83,20 @@ export class SearchIndexes {
     return { env, task, action, source: filter.source === undefined ? undefined : filter.source === "real" ? 1 : 2 };
   }
 
+  /** Names with a code, rows gone or not. @internal */
+  get namesCoded(): number {
+    return this.codes.env.size + this.codes.task.size + this.codes.action.size;
+  }
+
+  /** Drops the exact index and its codes (made again from the rows at the next exact search). */
+  private dropExact(): void {
+    this.exact = null;
+    this.codes = newCodes();
+  }
+
   /** Drops the in-memory indexes (they are rebuilt from the database when next needed). */
   invalidate(): void {
-    this.exact = null;
+    this.dropExact();
     this.ann = null;
     this.annDirty = false;
     this.dropScans();
@@ -101,6 +117,10 @@ export class SearchIndexes {
         this.exact.remove(evicted);
         const v = new Float32Array(this.dims());
         for (const r of added) this.exact.add(r.id, decodeHalf(r.half, v), this.tags(r.env, r.source, r.task, r.action));
+        // Names whose rows were evicted keep their codes (a long run of free-text actions in a bounded
+        // buffer would grow them without end): once they far outnumber what the rows can hold (an
+        // env, a task and an action each), the index is made anew, with codes for its rows' names only.
+        if (this.namesCoded > 3 * this.exact.size + STALE_CODES) this.dropExact();
       }
       if (this.ann) {
         this.ann.remove(evicted);
