@@ -18,6 +18,9 @@ export interface Replayed {
   how: string;
 }
 
+/** Answers kept (then forgotten at once): ~1 KB each. */
+const ANSWERS_KEPT = 16_384;
+
 /** The task whose record is a task's own: its world's (a variant that keeps its parent's world), else its own. */
 const worldOf = (task: Task) => task.world ?? task.id;
 
@@ -184,7 +187,10 @@ export class RecordedSteps {
     const command = commandOf(input.action);
     const key = JSON.stringify([worldOf(input.task), command, state]);
     let answer = this.answers.get(key);
-    if (answer === undefined) this.answers.set(key, (answer = this.lookUp(input.task, state, command) ?? null));
+    if (answer === undefined) {
+      if (this.answers.size >= ANSWERS_KEPT) this.answers.clear(); // a long run's states have no end
+      this.answers.set(key, (answer = this.lookUp(input.task, state, command) ?? null));
+    }
     if (answer === null) return undefined;
     const here = this.place(state);
     const to = this.place(answer.nextState);
