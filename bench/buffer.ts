@@ -136,6 +136,45 @@ export async function benchBuffer(report: Report, large: boolean): Promise<void>
     c.close();
     ReplayBuffer.remove(file);
   }
+  // A bounded buffer (capacity 20k) taking synthetic episodes of new texts, one append each, past its capacity:
+  // every 2,000 rows evicted its unused texts are deleted, within an append.
+  {
+    const file = join(dir, "dreamgym-bench-bounded.db");
+    ReplayBuffer.remove(file);
+    const capacity = 20_000;
+    const b = ReplayBuffer.open(file, { capacity });
+    const episode = (i: number): Trajectory => ({
+      env: "toy",
+      task: { id: `t${i % 50}`, instruction: `find item ${i % 50}` },
+      steps: Array.from({ length: 50 }, (_, s) => ({
+        observation: `page ${s} of episode ${i}: item ${i * 7 + s}`,
+        action: `click[item ${s}]`,
+        reward: 0,
+        next_observation: `page ${s + 1} of episode ${i}: item ${i * 7 + s + 1}`,
+        terminated: false,
+        truncated: false,
+      })),
+      total_reward: 0,
+      success: false,
+      source: "synthetic",
+      policy: "bench",
+      created_at: new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString(),
+    });
+    let i = 0;
+    while (i < capacity / 50) await b.appendTrajectories([episode(i++)]);
+    const times: number[] = [];
+    for (let j = 0; j < 200; j++) {
+      const s = performance.now();
+      await b.appendTrajectories([episode(i++)]);
+      times.push(performance.now() - s);
+    }
+    report(
+      "buffer: bounded (20k), an append past capacity",
+      `p50 ${quantile(times, 0.5).toFixed(2)} ms, slowest ${Math.max(...times).toFixed(1)} ms (50 steps of new texts; the unused texts deleted every 2,000 rows evicted)`,
+    );
+    b.close();
+    ReplayBuffer.remove(file);
+  }
   // 100k: exact search.
   {
     const file = join(dir, "dreamgym-bench-100k.db");

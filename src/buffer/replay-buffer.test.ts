@@ -467,9 +467,30 @@ test("capacity bounds the file: texts only evicted transitions used are deleted"
       )
       .get() as { n: number }
   ).n;
+  // The cleanups ran with foreign keys off, and only there: every text a row names is kept, and the
+  // evictions after each cleanup still took their transitions with their trajectories (ON DELETE CASCADE).
+  const broken = db.pragma("foreign_key_check");
+  const orphans = (db.prepare("SELECT count(*) AS n FROM transitions WHERE trajectory_id NOT IN (SELECT id FROM trajectories)").get() as { n: number }).n;
   db.close();
   assert.ok(texts <= used + 1000 * 3, `texts ${texts}, used ${used}`);
   assert.ok(texts < 400 * 4, `texts ${texts} were cleaned up`);
+  assert.deepEqual(broken, []);
+  assert.equal(orphans, 0);
+
+  // `trim` cleans up too, and leaves foreign keys on for the next one.
+  const trimmed = ReplayBuffer.open(tempFile("trim-texts.db"));
+  for (let round = 0; round < 3; round++) {
+    for (let i = 0; i < 20; i++) await trimmed.appendTrajectory(makeTrajectory(1000 * round + i));
+    await trimmed.trim(6);
+    assert.equal(trimmed.count(), 6);
+  }
+  const file2 = trimmed.path;
+  trimmed.close();
+  const db2 = new Database(file2, { readonly: true });
+  assert.deepEqual(db2.pragma("foreign_key_check"), []);
+  assert.equal((db2.prepare("SELECT count(*) AS n FROM transitions").get() as { n: number }).n, 6);
+  assert.ok((db2.prepare("SELECT count(*) AS n FROM texts").get() as { n: number }).n <= 2 * 6 + 1);
+  db2.close();
 });
 
 test("deleteTrajectories removes whole trajectories by policy label, never the seed, and search forgets them", async () => {

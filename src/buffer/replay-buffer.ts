@@ -403,30 +403,49 @@ export class ReplayBuffer {
       if (evicted.ids.length > 0) s.putMeta.run("evict_generation", this.generation());
       return { added, evicted, duplicates: skip.size };
     });
+    let r: ReturnType<typeof run.immediate>;
     try {
-      const r = run.immediate();
+      r = run.immediate();
       this.embedderFrozen = true;
-      return r;
     } catch (e) {
       this.textCache = new Map(); // ids of texts written by the rolled-back transaction are void
       const msg = (e as Error).message;
       const hint = /locked|busy/i.test(msg) ? " (another process holds the file)" : "";
       throw new DataError(`append failed, nothing was written: ${msg}${hint}`, { file: this.path }, e);
     }
+    if (this.capacity !== null && this.evictedSinceCleanup >= Math.max(1000, this.capacity / 10)) this.deleteUnusedTexts();
+    return r;
   }
 
-  /** Evicts the oldest non-seed trajectories while the buffer holds more than `capacity` transitions. */
+  /**
+   * Evicts the oldest non-seed trajectories while the buffer holds more than `capacity` transitions.
+   * Texts only evicted rows used are deleted now and then (`deleteUnusedTexts`, after the commit), so
+   * capacity also bounds the file.
+   */
   private evict(): Evicted {
     if (this.capacity === null) return { ids: [], real: [] };
     const evicted = evictOldest(this.db, this.capacity);
-    // Texts only evicted rows used are deleted now and then, so capacity also bounds the file.
     this.evictedSinceCleanup += evicted.ids.length;
-    if (this.evictedSinceCleanup >= Math.max(1000, this.capacity / 10)) {
-      deleteUnreferencedTexts(this.db);
-      this.textCache = new Map();
-      this.evictedSinceCleanup = 0;
-    }
     return evicted;
+  }
+
+  /**
+   * Deletes the texts no transition uses any more, outside any transaction and with foreign keys
+   * off: it deletes only texts no row refers to, and with them on SQLite would look for rows that
+   * refer to each text deleted through every transition (the text columns have no index: seconds
+   * for a few thousand texts in a buffer of 20k rows).
+   */
+  private deleteUnusedTexts(): void {
+    try {
+      this.db.pragma("foreign_keys = OFF");
+      deleteUnreferencedTexts(this.db);
+      this.evictedSinceCleanup = 0;
+    } catch {
+      // The rows' change is written; these texts go at a later cleanup.
+    } finally {
+      this.db.pragma("foreign_keys = ON");
+      this.textCache = new Map();
+    }
   }
 
   /**
@@ -1200,8 +1219,7 @@ export class ReplayBuffer {
       });
       const r = run.immediate();
       if (r.trajectories > 0) {
-        deleteUnreferencedTexts(this.db);
-        this.textCache = new Map();
+        this.deleteUnusedTexts();
         this.afterCommit([], r.ids, r.real);
       }
       return r.trajectories;
@@ -1231,8 +1249,7 @@ export class ReplayBuffer {
       });
       const evicted = run.immediate();
       if (evicted.ids.length > 0) {
-        deleteUnreferencedTexts(this.db);
-        this.textCache = new Map();
+        this.deleteUnusedTexts();
         this.afterCommit([], evicted.ids, evicted.real);
       }
       return evicted.ids.length;
