@@ -8,7 +8,7 @@ import { dotAt } from "./embedder.ts";
 import { AnnIndex, ExactIndex, TopK, withRoom, type Candidate, type RowTags } from "./vector-index.ts";
 
 const newCodes = () => ({ env: new Map<string, number>(), task: new Map<string, number>(), action: new Map<string, number>() });
-/** Codes of names no row holds that may be kept before the exact index is made anew (its cost is a read of every row). */
+/** Codes beyond three a row (an env, a task and an action) kept before the exact index is made anew (its cost is a read of every row). */
 const STALE_CODES = 4096;
 
 /** A row just written, as the indexes need it. */

@@ -48,7 +48,7 @@ export class ExactIndex {
   readonly dims: number;
   private matrix: Float32Array;
   private ids: Float64Array;
-  private env: Uint16Array;
+  private env: Int32Array;
   private source: Uint8Array;
   private task: Int32Array;
   private action: Int32Array;
@@ -69,7 +69,7 @@ export class ExactIndex {
     this.dims = dims;
     this.matrix = new Float32Array(capacity * dims);
     this.ids = new Float64Array(capacity);
-    this.env = new Uint16Array(capacity);
+    this.env = new Int32Array(capacity);
     this.source = new Uint8Array(capacity);
     this.task = new Int32Array(capacity);
     this.action = new Int32Array(capacity);
@@ -84,13 +84,13 @@ export class ExactIndex {
     const m = new Float32Array(cap * this.dims);
     m.set(this.matrix);
     this.matrix = m;
-    const grow = <T extends Float64Array | Uint16Array | Uint8Array | Int32Array>(a: T, make: (n: number) => T): T => {
+    const grow = <T extends Float64Array | Uint8Array | Int32Array>(a: T, make: (n: number) => T): T => {
       const b = make(cap);
       b.set(a);
       return b;
     };
     this.ids = grow(this.ids, (n) => new Float64Array(n));
-    this.env = grow(this.env, (n) => new Uint16Array(n));
+    this.env = grow(this.env, (n) => new Int32Array(n));
     this.source = grow(this.source, (n) => new Uint8Array(n));
     this.task = grow(this.task, (n) => new Int32Array(n));
     this.action = grow(this.action, (n) => new Int32Array(n));

@@ -18,7 +18,7 @@ export interface Replayed {
   how: string;
 }
 
-/** Answers kept (then forgotten at once): ~1 KB each. */
+/** Answers kept (then forgotten at once): ~1–2 KB each. */
 const ANSWERS_KEPT = 16_384;
 
 /** The task whose record is a task's own: its world's (a variant that keeps its parent's world), else its own. */

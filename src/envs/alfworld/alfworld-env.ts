@@ -54,6 +54,7 @@ const withTaskLine = (intro: string, instruction: string) => intro.replace(/Your
  * Games loaded, by file, shared by the process's envs: up to `max`, the least lately used let go
  * first. A game holds ~215 KB and loads in ~2 ms. The shipped splits a run uses together (474 games)
  * stay loaded; ALFWorld's whole train split (3,553 games) would hold ~0.7 GB if none went.
+ * @internal
  */
 export class LoadedGames {
   private readonly games = new Map<string, Game>();
