@@ -4,6 +4,9 @@ import { join } from "node:path";
 import { auditTable } from "../experience/index.ts";
 import type { IterationMetrics } from "./config.ts";
 
+/** Audited iterations the report's table shows, the latest. */
+const AUDIT_ROWS = 200;
+
 /**
  * report.html for a run folder: self-contained (inline SVG, no scripts, no network) so it opens
  * anywhere. Plots training reward and success, and evaluation score and success, against
@@ -42,7 +45,9 @@ export function writeReport(runDir: string): void {
   });
   const audited = metrics.filter((m) => m.onPolicyAudit);
   const withU = metrics.filter((m) => m.uncertainty);
-  const table = auditTable(audited.map((m) => ({ iteration: m.iteration, summary: m.onPolicyAudit! })));
+  // The table's rows: the latest audits (every one is in metrics.jsonl and in `dreamgym view`).
+  const tableRows = audited.slice(-AUDIT_ROWS);
+  const table = auditTable(tableRows.map((m) => ({ iteration: m.iteration, summary: m.onPolicyAudit! })));
   const auditSection =
     audited.length === 0
       ? ""
@@ -76,7 +81,7 @@ export function writeReport(runDir: string): void {
             points: audited.map((m) => [m.iteration, m.onPolicyAudit!.returnGap ?? m.onPolicyAudit!.syntheticReturn - m.onPolicyAudit!.realReturn]),
           },
         ])}</div>
-<table class="rows"><tr>${table.header.map((h) => `<th>${escape(h)}</th>`).join("")}</tr>
+${audited.length > tableRows.length ? `<p>The last ${tableRows.length} of ${audited.length} audited iterations.</p>` : ""}<table class="rows"><tr>${table.header.map((h) => `<th>${escape(h)}</th>`).join("")}</tr>
 ${table.lines.map((l) => `<tr>${l.map((c) => `<td>${escape(c)}</td>`).join("")}</tr>`).join("\n")}</table>`;
   const uncertaintySection =
     withU.length === 0
@@ -154,11 +159,16 @@ interface Series {
 /** A line chart as inline SVG, y from min(0, lowest) to max(1, highest) (a correlation or a gap may be negative). */
 export function lineChart(title: string, xLabel: string, series: Series[], width = 520, height = 280): string {
   const pad = { l: 44, r: 12, t: 46, b: 40 };
-  const all = series.flatMap((s) => s.points);
-  const xMax = Math.max(1, ...all.map((p) => p[0]));
-  const xMin = Math.min(xMax - 1, ...all.map((p) => p[0]));
-  const yMax = Math.max(1, ...all.map((p) => p[1]));
-  const yMin = Math.min(0, ...all.map((p) => p[1]));
+  // Bounds by a loop: a long run's points are too many to spread into Math.max's arguments.
+  let [xLow, xMax, yMin, yMax] = [Infinity, 1, 0, 1];
+  for (const s of series)
+    for (const [x, y] of s.points) {
+      xLow = Math.min(xLow, x);
+      xMax = Math.max(xMax, x);
+      yMin = Math.min(yMin, y);
+      yMax = Math.max(yMax, y);
+    }
+  const xMin = Math.min(xMax - 1, xLow);
   const sx = (x: number) => pad.l + ((x - xMin) / (xMax - xMin)) * (width - pad.l - pad.r);
   const sy = (y: number) => height - pad.b - ((y - yMin) / (yMax - yMin)) * (height - pad.t - pad.b);
   const ticks = [0, 0.25, 0.5, 0.75, 1].map((f) => yMin + f * (yMax - yMin));
@@ -177,7 +187,9 @@ export function lineChart(title: string, xLabel: string, series: Series[], width
   ];
   series.forEach((s, i) => {
     if (s.points.length > 0) {
-      const d = s.points.map((p) => `${sx(p[0]).toFixed(1)},${sy(p[1]).toFixed(1)}`).join(" ");
+      const d = thinned(s.points, width)
+        .map((p) => `${sx(p[0]).toFixed(1)},${sy(p[1]).toFixed(1)}`)
+        .join(" ");
       parts.push(`<polyline fill="none" stroke="${s.color}" stroke-width="1.8" points="${d}"/>`);
       if (s.points.length <= 40)
         for (const p of s.points) parts.push(`<circle cx="${sx(p[0]).toFixed(1)}" cy="${sy(p[1]).toFixed(1)}" r="2.5" fill="${s.color}"/>`);
@@ -189,6 +201,18 @@ export function lineChart(title: string, xLabel: string, series: Series[], width
   });
   parts.push("</svg>");
   return parts.join("\n");
+}
+
+/**
+ * At most about two points a pixel of the chart's width, the first and last kept: a line of a long
+ * run's every iteration draws no more, and each point costs the file ~14 bytes.
+ */
+export function thinned(points: readonly [number, number][], width: number): readonly [number, number][] {
+  const step = Math.ceil(points.length / (2 * width));
+  if (step <= 1) return points;
+  const kept = points.filter((_, i) => i % step === 0);
+  if ((points.length - 1) % step !== 0) kept.push(points[points.length - 1]);
+  return kept;
 }
 
 function escape(s: string): string {

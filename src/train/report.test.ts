@@ -1,0 +1,64 @@
+import assert from "node:assert/strict";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { test } from "node:test";
+import { lineChart, thinned, writeReport } from "./report.ts";
+
+const polylines = (svg: string) => [...svg.matchAll(/<polyline [^>]*points="([^"]*)"/g)].map((m) => m[1].split(" "));
+
+test("a chart of a long run's every iteration: drawn with at most two points a pixel, its bounds from every point", () => {
+  const n = 300_000; // past the ~125k arguments a spread into Math.max takes on Node 20
+  const points: [number, number][] = Array.from({ length: n }, (_, i) => [i + 1, (i % 7) / 10]);
+  points[123_457][1] = 3.5; // a spike the thinned line may miss: the y axis still reaches it
+  const svg = lineChart("reward", "iteration", [{ name: "mean reward", color: "#000", points }], 520);
+  const [line] = polylines(svg);
+  assert.ok(line.length <= 2 * 520 + 1, `${line.length} points drawn`);
+  assert.match(svg, />3\.50</, "the top tick is the spike's value");
+  assert.match(svg, />300k</, "the x axis ends at the last iteration");
+
+  assert.deepEqual(thinned(points.slice(0, 1040), 520), points.slice(0, 1040), "a short line is drawn whole");
+  const kept = thinned(points.slice(0, 5001), 520);
+  assert.deepEqual([kept[0], kept.at(-1)], [points[0], points[5000]], "the first and last points stay");
+  assert.ok(kept.length <= 1041);
+});
+
+test("report.html of a run with many audits: its table shows the latest, and says so", () => {
+  const dir = mkdtempSync(join(tmpdir(), "dreamgym-report-"));
+  try {
+    writeFileSync(join(dir, "config.json"), JSON.stringify({ env: "webshop", mode: "dreamgym", algo: "grpo", evalSplit: "dev" }));
+    const audit = (i: number) => ({
+      episodes: 8,
+      skipped: 0,
+      steps: 40,
+      syntheticReturn: 0.5,
+      realReturn: 0.25 + i / 1e6,
+      syntheticSuccess: 0.5,
+      realSuccess: 0.25,
+      successAgreement: 0.75,
+      exploitationRate: 0.5,
+      divergence: { mean: 2, atStep: { 2: 8 } },
+    });
+    const lines = Array.from({ length: 1000 }, (_, k) => {
+      const iteration = k + 1;
+      return JSON.stringify({
+        iteration,
+        meanReward: 0.5,
+        success: 0.25,
+        episodes: 16,
+        realInteractions: 0,
+        syntheticInteractions: 100 * iteration,
+        wallSeconds: iteration,
+        ...(iteration % 4 === 0 ? { onPolicyAudit: audit(iteration) } : {}),
+      });
+    });
+    writeFileSync(join(dir, "metrics.jsonl"), `${lines.join("\n")}\n`);
+    writeReport(dir);
+    const html = readFileSync(join(dir, "report.html"), "utf8");
+    assert.match(html, /The last 200 of 250 audited iterations\./);
+    const rows = [...html.matchAll(/<tr><td>(\d+)<\/td>/g)].map((m) => Number(m[1]));
+    assert.deepEqual([rows.length, rows[0], rows.at(-1)], [200, 204, 1000]);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
