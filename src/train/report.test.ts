@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
-import { lineChart, thinned, writeReport } from "./report.ts";
+import { lineChart, parseMetricsLine, readMetrics, thinned, writeReport } from "./report.ts";
 
 const polylines = (svg: string) => [...svg.matchAll(/<polyline [^>]*points="([^"]*)"/g)].map((m) => m[1].split(" "));
 
@@ -58,6 +58,46 @@ test("report.html of a run with many audits: its table shows the latest, and say
     assert.match(html, /The last 200 of 250 audited iterations\./);
     const rows = [...html.matchAll(/<tr><td>(\d+)<\/td>/g)].map((m) => Number(m[1]));
     assert.deepEqual([rows.length, rows[0], rows.at(-1)], [200, 204, 1000]);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("readMetrics reads what a file gained since the last read, and reads a file anew when it was replaced, cut or changed", () => {
+  const dir = mkdtempSync(join(tmpdir(), "dreamgym-metrics-"));
+  try {
+    const file = join(dir, "metrics.jsonl");
+    const line = (i: number, extra = "") => `${JSON.stringify({ iteration: i, meanReward: i / 10, note: extra })}\n`;
+    const fresh = () =>
+      readFileSync(file, "utf8")
+        .split("\n")
+        .flatMap((l) => parseMetricsLine(l) ?? []);
+    const check = (what: string) => assert.deepEqual(readMetrics(dir), fresh(), what);
+    assert.deepEqual(readMetrics(dir), [], "no file");
+    writeFileSync(file, line(1) + line(2));
+    check("first read");
+    appendFileSync(file, line(3) + line(4).slice(0, 10));
+    check("a line being written is left out");
+    appendFileSync(file, line(4).slice(10) + line(5));
+    check("its rest came");
+    appendFileSync(file, `{"iteration": 6}`); // whole, but its newline not written yet: read, and read again later
+    check("a last line without its newline");
+    appendFileSync(file, `\n${line(7)}`);
+    check("then its newline");
+    writeFileSync(file, line(1, "resumed") + line(2, "resumed") + line(3, "resumed") + line(4, "resumed") + line(5, "resumed") + line(6, "x"));
+    check("rewritten in place, as long as before");
+    const renamed = join(dir, "metrics.next");
+    writeFileSync(renamed, line(1) + line(8));
+    renameSync(renamed, file);
+    check("replaced, shorter");
+    writeFileSync(renamed, line(1) + line(2) + line(3) + line(4) + line(9) + line(10) + line(11) + line(12));
+    renameSync(renamed, file);
+    check("replaced, longer");
+    const before = readMetrics(dir);
+    before.pop();
+    assert.equal(readMetrics(dir).length, 8, "a caller's array is its own");
+    rmSync(file);
+    assert.deepEqual(readMetrics(dir), []);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

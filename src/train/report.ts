@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from "node:fs";
+import { closeSync, existsSync, openSync, readFileSync, readSync, statSync, type Stats } from "node:fs";
 import { writeFileAtomic } from "../core/index.ts";
 import { join } from "node:path";
 import { auditTable } from "../experience/index.ts";
@@ -127,15 +127,57 @@ ${uncertaintySection}
 /**
  * The metrics of a run folder, in order. A line that is not an iteration's record (a torn last line
  * left by a kill, or a damaged one: `null`, a number, an object without its iteration) is skipped, so
- * a resume and `dreamgym view` read the rest.
+ * a resume and `dreamgym view` read the rest. The array is the caller's; its records are shared with
+ * later reads of the same file, so they are read, not changed.
  */
 export function readMetrics(runDir: string): IterationMetrics[] {
   const file = join(runDir, "metrics.jsonl");
-  if (!existsSync(file)) return [];
-  return readFileSync(file, "utf8")
-    .split("\n")
-    .flatMap((l) => parseMetricsLine(l) ?? []);
+  let st: Stats;
+  try {
+    st = statSync(file);
+  } catch {
+    readSoFar.delete(file);
+    return [];
+  }
+  // The lines read before are kept (a run's report is written at each checkpoint, and `dreamgym view`
+  // polls): a file that only grew since is read from where the last read stopped. A file replaced (a
+  // resume rewrites it: another inode or birth time), cut, or changed before that point is read again.
+  let kept = readSoFar.get(file);
+  readSoFar.delete(file);
+  if (!kept || kept.ino !== st.ino || kept.born !== st.birthtimeMs || st.size < kept.offset || !endsAlike(file, kept))
+    kept = { ino: st.ino, born: st.birthtimeMs, offset: 0, end: Buffer.alloc(0), metrics: [] };
+  if (readSoFar.size >= FILES_KEPT) readSoFar.delete(readSoFar.keys().next().value!);
+  readSoFar.set(file, kept);
+  const added = readBytes(file, kept.offset, st.size - kept.offset);
+  // Whole lines are taken in; a last line without its newline (one being written) is read, not kept.
+  const whole = added.lastIndexOf(10) + 1;
+  for (const l of added.toString("utf8", 0, whole).split("\n")) {
+    const m = parseMetricsLine(l);
+    if (m) kept.metrics.push(m);
+  }
+  kept.offset += whole;
+  if (whole > 0) kept.end = readBytes(file, Math.max(0, kept.offset - 64), Math.min(64, kept.offset));
+  const torn = parseMetricsLine(added.toString("utf8", whole));
+  return torn ? [...kept.metrics, torn] : kept.metrics.slice();
 }
+/** What `readMetrics` has read of each file, the latest used first to go past FILES_KEPT. */
+const readSoFar = new Map<string, { ino: number; born: number; offset: number; end: Buffer; metrics: IterationMetrics[] }>();
+const FILES_KEPT = 16;
+
+function readBytes(file: string, at: number, length: number): Buffer {
+  const buf = Buffer.alloc(Math.max(0, length));
+  if (buf.length === 0) return buf;
+  const fd = openSync(file, "r");
+  try {
+    return buf.subarray(0, readSync(fd, buf, 0, buf.length, at));
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Whether the file still holds, just before where the last read stopped, what that read saw there. */
+const endsAlike = (file: string, kept: { offset: number; end: Buffer }) =>
+  kept.offset === 0 || readBytes(file, kept.offset - kept.end.length, kept.end.length).equals(kept.end);
 
 /** One line of metrics.jsonl as an iteration's record; undefined for anything else (blank, damaged, not a record). */
 export function parseMetricsLine(line: string): IterationMetrics | undefined {

@@ -110,14 +110,37 @@ export class RunStore {
     return [...this.folders()].map(([id, dir]) => this.info(id, dir));
   }
 
+  /** What the runs list reads of each run's metrics, by the file's identity, size and time: a run that has not changed is not read again. */
+  private readonly metricsSeen = new Map<string, { key: string; last?: IterationMetrics; lastEval?: EvalResult; audited: boolean }>();
+
+  private metricsSummary(dir: string): { last?: IterationMetrics; lastEval?: EvalResult; audited: boolean; mtimeMs?: number } {
+    const file = join(dir, "metrics.jsonl");
+    let st;
+    try {
+      st = statSync(file);
+    } catch {
+      return { audited: false };
+    }
+    const key = `${st.ino}:${st.birthtimeMs}:${st.size}:${st.mtimeMs}`;
+    let seen = this.metricsSeen.get(dir);
+    if (seen?.key !== key) {
+      const metrics = ownMetrics(dir);
+      seen = {
+        key,
+        last: metrics.at(-1),
+        lastEval: metrics.findLast((m) => m.eval !== undefined)?.eval,
+        audited: metrics.some((m) => m.onPolicyAudit !== undefined),
+      };
+      this.metricsSeen.set(dir, seen);
+    }
+    return { ...seen, mtimeMs: st.mtimeMs };
+  }
+
   info(id: string, dir: string): RunInfo {
     const config = readJson<Record<string, unknown>>(join(dir, "config.json")) ?? {};
-    const metrics = ownMetrics(dir);
+    const { last, lastEval, audited, mtimeMs } = this.metricsSummary(dir);
     const summary = readJson<{ final?: EvalResult }>(join(dir, "summary.json"));
-    const last = metrics.at(-1);
-    const lastEval = [...metrics].reverse().find((m) => m.eval !== undefined)?.eval;
-    const metricsFile = join(dir, "metrics.jsonl");
-    const fresh = existsSync(metricsFile) && Date.now() - statSync(metricsFile).mtimeMs < RUNNING_WINDOW_MS;
+    const fresh = mtimeMs !== undefined && Date.now() - mtimeMs < RUNNING_WINDOW_MS;
     const num = (v: unknown) => (typeof v === "number" ? v : 0);
     return {
       id,
@@ -136,7 +159,7 @@ export class RunStore {
       finalEval: summary?.final !== undefined,
       status: summary ? "finished" : fresh ? "running" : "stopped",
       createdAt: String(config.createdAt ?? ""),
-      audited: metrics.some((m) => m.onPolicyAudit !== undefined),
+      audited,
       hasBuffer: existsSync(join(dir, "buffer.db")),
     };
   }
