@@ -459,6 +459,35 @@ test("synthetic mode: sessions step the embedded experience model over a buffer;
   after.close();
 });
 
+test("synthetic mode with --record and a buffer capacity: sessions' steps are recorded, the oldest recorded episodes go, the seed stays", {
+  timeout: 20_000,
+}, async () => {
+  const db = await webshopSeedBuffer(10);
+  const before = ReplayBuffer.open(db, { readonly: true });
+  const seed = before.count();
+  before.close();
+  const capacity = seed + 5;
+  const s = await startTestServer({ host: { env: "webshop", mode: "synthetic", buffer: db, split: "test", record: true, bufferCapacity: capacity } });
+  let recorded = 0;
+  try {
+    const c = await TestClient.open(s.ws);
+    for (let e = 0; e < 12; e++) {
+      await c.call({ type: "reset", data: { task_index: e } });
+      const step = await c.call({ type: "step", data: { action: "search[pillow]" } });
+      assert.equal(step.type, "observation", JSON.stringify(step));
+      recorded++;
+    }
+    await c.close();
+  } finally {
+    await s.close();
+  }
+  const after = ReplayBuffer.open(db, { readonly: true });
+  const synthetic = after.count({ env: "webshop", source: "synthetic" });
+  assert.ok(synthetic > 0 && synthetic <= 5, `${synthetic} of ${recorded} recorded steps kept`);
+  assert.equal(after.count({ env: "webshop", source: "real" }), seed, "the seed stays");
+  after.close();
+});
+
 test("graceful shutdown: open sockets get 1001, sessions close, the port is freed; a port in use is a one-line error", { timeout: 20_000 }, async () => {
   const s = await startTestServer();
   const c = await TestClient.open(s.ws);

@@ -10,6 +10,8 @@ import { cliConsole as console } from "./io.ts";
 
 /** Addresses only this machine can reach: the only ones served without a token. */
 const LOOPBACK = new Set(["127.0.0.1", "localhost", "::1"]);
+/** An option's name as typed: bufferCapacity → buffer-capacity. */
+const kebab = (name: string) => name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 
 /** The shortest bearer token accepted. */
 export const MIN_TOKEN = 16;
@@ -67,6 +69,11 @@ export function registerServe(program: Command): void {
       .option("--buffer <file>", "synthetic mode: the replay buffer that grounds the experience model")
       .option("--hybrid", "synthetic mode: terminal rewards from the real env's verifier")
       .option("--record", "synthetic mode: record each session's transitions into the buffer")
+      .option(
+        "--buffer-capacity <n>",
+        "with --record: transitions the buffer keeps, the oldest recorded episodes going first (never the imported seed); each step's search grows with the buffer (default: no bound)",
+        parseIntOption("buffer-capacity", 1),
+      )
       .option("--split <split>", "task split sessions draw from (default: the env's evaluation split in real mode, its training split in synthetic mode)")
       .option("--data <dir>", "data folder")
       .option("--max-steps <n>", "steps before truncation", parseIntOption("max-steps", 1))
@@ -109,22 +116,23 @@ export function registerServe(program: Command): void {
     if (mode !== "real" && mode !== "synthetic" && mode !== "dreamgym" && mode !== "s2r")
       throw new InvalidConfigError(`--mode must be real, synthetic, dreamgym or s2r, got "${o.mode}"`);
     if (mode === "dreamgym" || mode === "s2r") {
-      const notHere = (["record", "split"] as const).filter((k) => o[k] !== undefined);
-      if (notHere.length) throw new InvalidConfigError(`--${notHere[0]} is not for --mode ${mode}: the run keeps its own buffer and plays its own tasks`);
+      const notHere = (["record", "bufferCapacity", "split"] as const).filter((k) => o[k] !== undefined);
+      if (notHere.length)
+        throw new InvalidConfigError(`--${kebab(notHere[0])} is not for --mode ${mode}: the run keeps its own buffer and plays its own tasks`);
       if (o.observation !== "abstract") throw new InvalidConfigError(`--mode ${mode} serves abstract states (what the run's synthetic env shows)`);
       return serveRun({ ...o, mode } as ServeRunOptions, readToken(o));
     }
     const runOnly = (["run", "budget", "realBudget", "group", "tasksPerIter", "seed"] as const).filter((k) => o[k] !== undefined);
     if (runOnly.length || o.set.length)
-      throw new InvalidConfigError(
-        `--${runOnly.length ? runOnly[0].replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`) : "set"} is for a DreamGym session server: add --mode dreamgym`,
-      );
+      throw new InvalidConfigError(`--${runOnly.length ? kebab(runOnly[0]) : "set"} is for a DreamGym session server: add --mode dreamgym`);
     if (o.observation !== "abstract" && o.observation !== "raw") throw new InvalidConfigError(`--observation must be abstract or raw, got "${o.observation}"`);
     if (mode === "real") {
-      const synthOnly = (["experience", "buffer", "hybrid", "record", "cache"] as const).filter((k) => o[k] !== undefined);
-      if (synthOnly.length) throw new InvalidConfigError(`--${synthOnly[0]} is for synthetic mode: add --mode synthetic`);
+      const synthOnly = (["experience", "buffer", "hybrid", "record", "bufferCapacity", "cache"] as const).filter((k) => o[k] !== undefined);
+      if (synthOnly.length) throw new InvalidConfigError(`--${kebab(synthOnly[0])} is for synthetic mode: add --mode synthetic`);
     } else if (o.observation === "raw") {
       throw new InvalidConfigError("--observation raw is for real mode: synthetic sessions show abstract states");
+    } else if (o.bufferCapacity !== undefined && !o.record) {
+      throw new InvalidConfigError("--buffer-capacity bounds what --record adds to the buffer: add --record");
     }
     const token = readToken(o);
 
@@ -135,6 +143,7 @@ export function registerServe(program: Command): void {
       buffer: o.buffer,
       hybrid: o.hybrid,
       record: o.record,
+      bufferCapacity: o.bufferCapacity,
       split: o.split,
       ...sharedSettings(o),
     });

@@ -16,6 +16,7 @@ export interface ServeOptions {
   buffer?: string;
   hybrid?: boolean;
   record?: boolean;
+  bufferCapacity?: number;
   split?: string;
   data?: string;
   maxSteps?: number;

@@ -18,6 +18,12 @@ export interface EnvHostOptions {
   hybrid?: boolean;
   /** Synthetic mode: record each session's transitions into the buffer. @default false */
   record?: boolean;
+  /**
+   * With `record`: transitions the buffer keeps, the oldest recorded episodes evicted first (the
+   * imported seed never is). A server that records for long needs one: each step searches the buffer.
+   * @default no bound
+   */
+  bufferCapacity?: number;
   /** The task split sessions sample from. @default the env's evaluation split in real mode, its training split in synthetic mode */
   split?: string;
   dataDir?: string;
@@ -123,7 +129,7 @@ export class EnvHost {
     });
     let buffer: ReplayBuffer;
     try {
-      buffer = ReplayBuffer.open(o.buffer, { readonly: !o.record });
+      buffer = ReplayBuffer.open(o.buffer, { readonly: !o.record, capacity: o.record ? o.bufferCapacity : undefined });
       try {
         checkBufferEnv(buffer, o.buffer, o.env);
       } catch (e) {
