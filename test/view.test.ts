@@ -184,6 +184,16 @@ test("audit: a row per audited iteration and one over the kept episodes; curricu
     tree.generated,
   );
   assert.ok(tree.roots.every((r: { generation: number; instruction: string }) => r.generation === 0 && r.instruction.length > 0));
+  // Each root is a seed task, shown with its own instruction.
+  const seeds = new Map(
+    (await get("/api/episodes?src=run&run=exp/seed-3&limit=200")).body.episodes.map((e: { task: { id: string; instruction: string } }) => [
+      e.task.id,
+      e.task.instruction,
+    ]),
+  );
+  const shown = (tree.roots as { id: string; instruction: string }[]).filter((r) => seeds.has(r.id));
+  assert.ok(shown.length > 0);
+  for (const r of shown) assert.equal(r.instruction, seeds.get(r.id), r.id);
   const used = tree.roots.flatMap((r: { uses: { variance: number }[] }) => r.uses);
   assert.ok(used.length > 0 && used.some((u: { variance: number }) => u.variance > 0));
 });

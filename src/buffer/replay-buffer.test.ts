@@ -388,6 +388,17 @@ test("codes of names whose rows were evicted are let go: a long run of new actio
   b.close();
 });
 
+test("instructionOf: a task's instruction by its id, not by a task whose id holds it", async () => {
+  const b = ReplayBuffer.open(tempFile("instr.db"));
+  // Tasks 10–39 come first: an id search by substring would meet them before task 1.
+  const t = (i: number) => ({ ...makeTrajectory(i, { task: `task ${i}` }), task: { id: `task ${i}`, instruction: `instruction ${i}` } });
+  await b.appendTrajectories([...Array.from({ length: 30 }, (_, i) => t(10 + i)), t(1)]);
+  assert.equal(b.instructionOf("task 1"), "instruction 1");
+  assert.equal(b.instructionOf("task 25"), "instruction 25");
+  assert.equal(b.instructionOf("task 2"), undefined);
+  b.close();
+});
+
 test("ids are never reused after eviction", async () => {
   const b = ReplayBuffer.open(tempFile("ids.db"), { capacity: 3 });
   await b.appendTrajectory(makeTrajectory(1));

@@ -916,6 +916,15 @@ export class ReplayBuffer {
     return episodeById(this.db, id);
   }
 
+  /** The instruction of a task the buffer holds steps of (undefined: none), by the task index. */
+  instructionOf(taskId: string): string | undefined {
+    this.checkOpen();
+    const r = this.sql("SELECT ti.text AS text FROM transitions x JOIN texts ti ON ti.id = x.instruction_id WHERE x.task_id = ? LIMIT 1").get(taskId) as
+      | Row
+      | undefined;
+    return r === undefined ? undefined : String(r.text);
+  }
+
   /** Rewards of the episodes whose policy label starts with `policyPrefix`, grouped by task and label. */
   rewardsByTask(policyPrefix: string): { task: string; policy: string; rewards: number[] }[] {
     this.checkOpen();

@@ -137,7 +137,7 @@ export function createViewApp(o: ViewAppOptions): ViewApp {
     } catch (e) {
       if (!(e instanceof NotFound)) throw e;
     }
-    const seedText = (id: string) => buffer?.episodes({ task: id, limit: 20 }).episodes.find((e) => e.task.id === id)?.task.instruction;
+    const seedText = (id: string) => buffer?.instructionOf(id);
     return c.json(curriculumTree(generated, rewards, seedText));
   });
 
