@@ -488,20 +488,31 @@ test("capacity bounds the file: texts only evicted transitions used are deleted"
   assert.deepEqual(broken, []);
   assert.equal(orphans, 0);
 
-  // `trim` cleans up too, and leaves foreign keys on for the next one.
+  // `trim` cleans up too, once 1,000 rows went since the last time (the cleanup reads every row), and
+  // leaves foreign keys on for the next one.
   const trimmed = ReplayBuffer.open(tempFile("trim-texts.db"));
-  for (let round = 0; round < 3; round++) {
-    for (let i = 0; i < 20; i++) await trimmed.appendTrajectory(makeTrajectory(1000 * round + i));
+  const textsIn = () => {
+    const db2 = new Database(trimmed.path, { readonly: true });
+    try {
+      assert.deepEqual(db2.pragma("foreign_key_check"), []);
+      return (db2.prepare("SELECT count(*) AS n FROM texts").get() as { n: number }).n;
+    } finally {
+      db2.close();
+    }
+  };
+  let next = 0;
+  const round = async (n: number) => {
+    await trimmed.appendTrajectories(Array.from({ length: n }, () => makeTrajectory(10_000 + next++)));
     await trimmed.trim(6);
     assert.equal(trimmed.count(), 6);
+  };
+  await round(20); // 54 rows go: their texts stay for now
+  assert.ok(textsIn() > 50, `${textsIn()} texts`);
+  for (let r = 0; r < 3; r++) {
+    await round(400); // 1,200 rows go: the texts only they used go with them
+    assert.ok(textsIn() <= 4 * 2 + 2, `${textsIn()} texts`);
   }
-  const file2 = trimmed.path;
   trimmed.close();
-  const db2 = new Database(file2, { readonly: true });
-  assert.deepEqual(db2.pragma("foreign_key_check"), []);
-  assert.equal((db2.prepare("SELECT count(*) AS n FROM transitions").get() as { n: number }).n, 6);
-  assert.ok((db2.prepare("SELECT count(*) AS n FROM texts").get() as { n: number }).n <= 2 * 6 + 1);
-  db2.close();
 });
 
 test("deleteTrajectories removes whole trajectories by policy label, never the seed, and search forgets them", async () => {

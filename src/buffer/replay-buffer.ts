@@ -413,20 +413,29 @@ export class ReplayBuffer {
       const hint = /locked|busy/i.test(msg) ? " (another process holds the file)" : "";
       throw new DataError(`append failed, nothing was written: ${msg}${hint}`, { file: this.path }, e);
     }
-    if (this.capacity !== null && this.evictedSinceCleanup >= Math.max(1000, this.capacity / 10)) this.deleteUnusedTexts();
+    this.cleanUpTexts();
     return r;
   }
 
   /**
    * Evicts the oldest non-seed trajectories while the buffer holds more than `capacity` transitions.
-   * Texts only evicted rows used are deleted now and then (`deleteUnusedTexts`, after the commit), so
-   * capacity also bounds the file.
+   * Texts only evicted rows used go now and then, after the commit (`cleanUpTexts`), so capacity also
+   * bounds the file.
    */
   private evict(): Evicted {
     if (this.capacity === null) return { ids: [], real: [] };
     const evicted = evictOldest(this.db, this.capacity);
     this.evictedSinceCleanup += evicted.ids.length;
     return evicted;
+  }
+
+  /**
+   * Texts only evicted or deleted rows used are deleted now and then: once the rows gone since the
+   * last time reach a tenth of the buffer (at least 1,000). The deletion reads every row, so doing it
+   * at every eviction would cost in proportion to the buffer, not to what went.
+   */
+  private cleanUpTexts(): void {
+    if (this.evictedSinceCleanup >= Math.max(1000, (this.capacity ?? this.size) / 10)) this.deleteUnusedTexts();
   }
 
   /**
@@ -1228,8 +1237,9 @@ export class ReplayBuffer {
       });
       const r = run.immediate();
       if (r.trajectories > 0) {
-        this.deleteUnusedTexts();
         this.afterCommit([], r.ids, r.real);
+        this.evictedSinceCleanup += r.ids.length;
+        this.cleanUpTexts();
       }
       return r.trajectories;
     });
@@ -1258,8 +1268,9 @@ export class ReplayBuffer {
       });
       const evicted = run.immediate();
       if (evicted.ids.length > 0) {
-        this.deleteUnusedTexts();
         this.afterCommit([], evicted.ids, evicted.real);
+        this.evictedSinceCleanup += evicted.ids.length;
+        this.cleanUpTexts();
       }
       return evicted.ids.length;
     });
