@@ -515,6 +515,21 @@ test("capacity bounds the file: texts only evicted transitions used are deleted"
   trimmed.close();
 });
 
+test("the rows gone since the last text cleanup are counted in the file: a buffer reopened often still deletes unused texts", async () => {
+  const file = tempFile("reopened.db");
+  let next = 0;
+  for (let session = 0; session < 12; session++) {
+    const b = ReplayBuffer.open(file, { capacity: 30 });
+    // 100 rows a session, ~100 of them evicted: under the 1,000 that start a cleanup, in each session alone.
+    await b.appendTrajectories(Array.from({ length: 34 }, () => makeTrajectory(next++)));
+    b.close();
+  }
+  const db = new Database(file, { readonly: true });
+  const texts = (db.prepare("SELECT count(*) AS n FROM texts").get() as { n: number }).n;
+  db.close();
+  assert.ok(texts < 12 * 34 * 4, `${texts} texts: cleaned up across the sessions`);
+});
+
 test("deleteTrajectories removes whole trajectories by policy label, never the seed, and search forgets them", async () => {
   const file = tempFile("del.db");
   const b = ReplayBuffer.open(file);

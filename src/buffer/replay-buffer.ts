@@ -63,6 +63,8 @@ function slotHolds(slot: string, r: { env: string; source: string }): boolean {
   const tab = slot.indexOf("\t");
   return slot.slice(tab + 1) === r.env && (tab === 0 || slot.slice(0, tab) === r.source);
 }
+/** The meta key of the rows evicted or deleted since unused texts were last deleted (`cleanUpTexts`). */
+const ROWS_GONE = "rows_gone_since_text_cleanup";
 /** Rows kept by id for searches (see `cachedRows`): full rows (texts and all, ~2 KB each) and their keys. */
 const ROW_CACHE_MAX = { rows: 20_000, keys: 100_000 };
 /** The longest a commit of online steps waits for steps on their way (`announceStep`). */
@@ -116,7 +118,6 @@ export class ReplayBuffer {
   private changes = 0;
   /** Appends run one at a time: their checks and their transaction see each other's results. */
   private queue: Promise<unknown> = Promise.resolve();
-  private evictedSinceCleanup = 0;
   private closed = false;
   private readonly statements = new Map<string, Database.Statement>();
 
@@ -400,7 +401,10 @@ export class ReplayBuffer {
       }
       s.bumpGeneration.run();
       const evicted = this.evict();
-      if (evicted.ids.length > 0) s.putMeta.run("evict_generation", this.generation());
+      if (evicted.ids.length > 0) {
+        s.putMeta.run("evict_generation", this.generation());
+        this.countRowsGone(evicted.ids.length);
+      }
       return { added, evicted, duplicates: skip.size };
     });
     let r: ReturnType<typeof run.immediate>;
@@ -413,7 +417,6 @@ export class ReplayBuffer {
       const hint = /locked|busy/i.test(msg) ? " (another process holds the file)" : "";
       throw new DataError(`append failed, nothing was written: ${msg}${hint}`, { file: this.path }, e);
     }
-    this.cleanUpTexts();
     return r;
   }
 
@@ -424,9 +427,7 @@ export class ReplayBuffer {
    */
   private evict(): Evicted {
     if (this.capacity === null) return { ids: [], real: [] };
-    const evicted = evictOldest(this.db, this.capacity);
-    this.evictedSinceCleanup += evicted.ids.length;
-    return evicted;
+    return evictOldest(this.db, this.capacity);
   }
 
   /**
@@ -435,7 +436,12 @@ export class ReplayBuffer {
    * at every eviction would cost in proportion to the buffer, not to what went.
    */
   private cleanUpTexts(): void {
-    if (this.evictedSinceCleanup >= Math.max(1000, (this.capacity ?? this.size) / 10)) this.deleteUnusedTexts();
+    if (Number(this.meta(ROWS_GONE) ?? 0) >= Math.max(1000, (this.capacity ?? this.size) / 10)) this.deleteUnusedTexts();
+  }
+
+  /** Counts rows evicted or deleted, in the transaction that removes them: the count outlives the process, as the texts do. */
+  private countRowsGone(n: number): void {
+    this.stmts.putMeta.run(ROWS_GONE, Number(this.meta(ROWS_GONE) ?? 0) + n);
   }
 
   /**
@@ -447,8 +453,12 @@ export class ReplayBuffer {
   private deleteUnusedTexts(): void {
     try {
       this.db.pragma("foreign_keys = OFF");
-      deleteUnreferencedTexts(this.db);
-      this.evictedSinceCleanup = 0;
+      this.db
+        .transaction(() => {
+          deleteUnreferencedTexts(this.db);
+          this.stmts.putMeta.run(ROWS_GONE, 0);
+        })
+        .immediate();
     } catch {
       // The rows' change is written; these texts go at a later cleanup.
     } finally {
@@ -605,6 +615,7 @@ export class ReplayBuffer {
         false,
       );
       this.afterCommit(r.added, r.evicted.ids, r.evicted.real);
+      if (r.evicted.ids.length > 0) this.cleanUpTexts();
       return {
         added: fresh.length - r.duplicates,
         duplicates: duplicates + r.duplicates,
@@ -764,6 +775,7 @@ export class ReplayBuffer {
     await this.embedSteps(steps, false); // online batches depend on timing: they never fit the IDF
     const r = this.insert(steps, trajectories, true);
     this.afterCommit(r.added, r.evicted.ids, r.evicted.real);
+    if (r.evicted.ids.length > 0) this.cleanUpTexts();
     const gone = new Set(r.evicted.ids);
     return r.added.map((a) => (gone.has(a.id) ? -1 : a.id));
   }
@@ -923,6 +935,12 @@ export class ReplayBuffer {
   episode(id: number): { episode: EpisodeSummary; steps: StoredTransition[] } | undefined {
     this.checkOpen();
     return episodeById(this.db, id);
+  }
+
+  /** Transitions of the seed (offline data imported as such: never evicted). */
+  seedTransitions(): number {
+    this.checkOpen();
+    return Number((this.sql("SELECT count(*) AS n FROM transitions x JOIN trajectories t ON t.id = x.trajectory_id WHERE t.seed = 1").get() as Row).n);
   }
 
   /** The instruction of a task the buffer holds steps of (undefined: none), by the task index. */
@@ -1228,6 +1246,7 @@ export class ReplayBuffer {
         if (trajectories.length > 0) {
           this.stmts.bumpGeneration.run();
           this.stmts.putMeta.run("evict_generation", this.generation());
+          this.countRowsGone(rows.length);
         }
         return {
           trajectories: trajectories.length,
@@ -1238,7 +1257,6 @@ export class ReplayBuffer {
       const r = run.immediate();
       if (r.trajectories > 0) {
         this.afterCommit([], r.ids, r.real);
-        this.evictedSinceCleanup += r.ids.length;
         this.cleanUpTexts();
       }
       return r.trajectories;
@@ -1256,20 +1274,17 @@ export class ReplayBuffer {
     if (!Number.isInteger(capacity) || capacity < 0) throw new InvalidConfigError(`trim capacity must be an integer ≥ 0, got ${capacity}`);
     return this.exclusive(async () => {
       const run = this.db.transaction(() => {
-        const seed = Number(
-          (this.db.prepare("SELECT count(*) AS n FROM transitions x JOIN trajectories t ON t.id = x.trajectory_id WHERE t.seed = 1").get() as Row).n,
-        );
-        const evicted = evictOldest(this.db, seed + capacity);
+        const evicted = evictOldest(this.db, this.seedTransitions() + capacity);
         if (evicted.ids.length > 0) {
           this.stmts.bumpGeneration.run();
           this.stmts.putMeta.run("evict_generation", this.generation());
+          this.countRowsGone(evicted.ids.length);
         }
         return evicted;
       });
       const evicted = run.immediate();
       if (evicted.ids.length > 0) {
         this.afterCommit([], evicted.ids, evicted.real);
-        this.evictedSinceCleanup += evicted.ids.length;
         this.cleanUpTexts();
       }
       return evicted.ids.length;

@@ -71,7 +71,7 @@ export function registerServe(program: Command): void {
       .option("--record", "synthetic mode: record each session's transitions into the buffer")
       .option(
         "--buffer-capacity <n>",
-        "with --record: transitions the buffer keeps, the oldest recorded episodes going first (never the imported seed); each step's search grows with the buffer (default: no bound)",
+        "with --record: recorded transitions the buffer keeps besides its imported seed, the oldest episodes going first; each step searches the whole buffer (default: no bound)",
         parseIntOption("buffer-capacity", 1),
       )
       .option("--split <split>", "task split sessions draw from (default: the env's evaluation split in real mode, its training split in synthetic mode)")
@@ -116,7 +116,9 @@ export function registerServe(program: Command): void {
     if (mode !== "real" && mode !== "synthetic" && mode !== "dreamgym" && mode !== "s2r")
       throw new InvalidConfigError(`--mode must be real, synthetic, dreamgym or s2r, got "${o.mode}"`);
     if (mode === "dreamgym" || mode === "s2r") {
-      const notHere = (["record", "bufferCapacity", "split"] as const).filter((k) => o[k] !== undefined);
+      if (o.bufferCapacity !== undefined)
+        throw new InvalidConfigError(`--buffer-capacity is not for --mode ${mode}: the run keeps its own buffer, bounded by --set bufferCapacity=<n>`);
+      const notHere = (["record", "split"] as const).filter((k) => o[k] !== undefined);
       if (notHere.length)
         throw new InvalidConfigError(`--${kebab(notHere[0])} is not for --mode ${mode}: the run keeps its own buffer and plays its own tasks`);
       if (o.observation !== "abstract") throw new InvalidConfigError(`--mode ${mode} serves abstract states (what the run's synthetic env shows)`);

@@ -5,6 +5,17 @@ import { createEnv, envEntry, envTasks, hasSyntheticSupport, syntheticSupport, t
 import { createExperienceModel, isLocalExperience, SyntheticEnv, type ExperienceModelHandle } from "../experience/index.ts";
 import type { ServedRun, ServedRunInfo } from "../train/index.ts";
 
+/** A buffer's capacity that keeps `n` transitions besides its seed (undefined: no bound). */
+function capacityBesidesSeed(file: string, n: number | undefined): number | undefined {
+  if (n === undefined) return undefined;
+  const b = ReplayBuffer.open(file, { readonly: true });
+  try {
+    return b.seedTransitions() + n;
+  } finally {
+    b.close();
+  }
+}
+
 export interface EnvHostOptions {
   /** A registered env name. */
   env: string;
@@ -19,9 +30,9 @@ export interface EnvHostOptions {
   /** Synthetic mode: record each session's transitions into the buffer. @default false */
   record?: boolean;
   /**
-   * With `record`: transitions the buffer keeps, the oldest recorded episodes evicted first (the
-   * imported seed never is). A server that records for long needs one: each step searches the buffer.
-   * @default no bound
+   * With `record`: transitions the buffer keeps besides its seed (the imported data, never evicted),
+   * the oldest recorded episodes evicted first. A server that records for long needs one: each step
+   * searches the buffer. @default no bound
    */
   bufferCapacity?: number;
   /** The task split sessions sample from. @default the env's evaluation split in real mode, its training split in synthetic mode */
@@ -129,7 +140,7 @@ export class EnvHost {
     });
     let buffer: ReplayBuffer;
     try {
-      buffer = ReplayBuffer.open(o.buffer, { readonly: !o.record, capacity: o.record ? o.bufferCapacity : undefined });
+      buffer = ReplayBuffer.open(o.buffer, { readonly: !o.record, capacity: o.record ? capacityBesidesSeed(o.buffer, o.bufferCapacity) : undefined });
       try {
         checkBufferEnv(buffer, o.buffer, o.env);
       } catch (e) {

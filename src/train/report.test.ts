@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { appendFileSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdtempSync, readFileSync, renameSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
@@ -93,9 +93,22 @@ test("readMetrics reads what a file gained since the last read, and reads a file
     writeFileSync(renamed, line(1) + line(2) + line(3) + line(4) + line(9) + line(10) + line(11) + line(12));
     renameSync(renamed, file);
     check("replaced, longer");
+    // Replaced by another file whose bytes just before where the last read stopped are the same (the
+    // resume's case: its lines up to the checkpoint as they were), but not those earlier.
+    const long = "y".repeat(80);
+    writeFileSync(file, line(1, "first") + line(2, long));
+    check("a file as long as the last 64 bytes");
+    writeFileSync(renamed, line(1, "other") + line(2, long) + line(3));
+    renameSync(renamed, file);
+    check("replaced: its earlier line differs");
+    // Rewritten in place at the same size, an early line changed (an editor saving in place).
+    const text = readFileSync(file, "utf8");
+    writeFileSync(file, text.replace('"other"', '"OTHER"'));
+    utimesSync(file, new Date(), new Date(Date.now() + 5000));
+    check("rewritten at its size");
     const before = readMetrics(dir);
     before.pop();
-    assert.equal(readMetrics(dir).length, 8, "a caller's array is its own");
+    assert.equal(readMetrics(dir).length, 3, "a caller's array is its own");
     rmSync(file);
     assert.deepEqual(readMetrics(dir), []);
   } finally {

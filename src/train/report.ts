@@ -1,4 +1,4 @@
-import { closeSync, existsSync, openSync, readFileSync, readSync, statSync, type Stats } from "node:fs";
+import { closeSync, existsSync, fstatSync, openSync, readFileSync, readSync } from "node:fs";
 import { writeFileAtomic } from "../core/index.ts";
 import { join } from "node:path";
 import { auditTable } from "../experience/index.ts";
@@ -132,52 +132,56 @@ ${uncertaintySection}
  */
 export function readMetrics(runDir: string): IterationMetrics[] {
   const file = join(runDir, "metrics.jsonl");
-  let st: Stats;
+  let fd: number;
   try {
-    st = statSync(file);
+    fd = openSync(file, "r");
   } catch {
     readSoFar.delete(file);
     return [];
   }
-  // The lines read before are kept (a run's report is written at each checkpoint, and `dreamgym view`
-  // polls): a file that only grew since is read from where the last read stopped. A file replaced (a
-  // resume rewrites it: another inode or birth time), cut, or changed before that point is read again.
-  let kept = readSoFar.get(file);
-  readSoFar.delete(file);
-  if (!kept || kept.ino !== st.ino || kept.born !== st.birthtimeMs || st.size < kept.offset || !endsAlike(file, kept))
-    kept = { ino: st.ino, born: st.birthtimeMs, offset: 0, end: Buffer.alloc(0), metrics: [] };
-  if (readSoFar.size >= FILES_KEPT) readSoFar.delete(readSoFar.keys().next().value!);
-  readSoFar.set(file, kept);
-  const added = readBytes(file, kept.offset, st.size - kept.offset);
-  // Whole lines are taken in; a last line without its newline (one being written) is read, not kept.
-  const whole = added.lastIndexOf(10) + 1;
-  for (const l of added.toString("utf8", 0, whole).split("\n")) {
-    const m = parseMetricsLine(l);
-    if (m) kept.metrics.push(m);
-  }
-  kept.offset += whole;
-  if (whole > 0) kept.end = readBytes(file, Math.max(0, kept.offset - 64), Math.min(64, kept.offset));
-  const torn = parseMetricsLine(added.toString("utf8", whole));
-  return torn ? [...kept.metrics, torn] : kept.metrics.slice();
-}
-/** What `readMetrics` has read of each file, the latest used first to go past FILES_KEPT. */
-const readSoFar = new Map<string, { ino: number; born: number; offset: number; end: Buffer; metrics: IterationMetrics[] }>();
-const FILES_KEPT = 16;
-
-function readBytes(file: string, at: number, length: number): Buffer {
-  const buf = Buffer.alloc(Math.max(0, length));
-  if (buf.length === 0) return buf;
-  const fd = openSync(file, "r");
   try {
-    return buf.subarray(0, readSync(fd, buf, 0, buf.length, at));
+    // The lines read before are kept (a run's report is written at each checkpoint, and `dreamgym view`
+    // polls): a file that only grew since is read from where the last read stopped. A file replaced (a
+    // resume rewrites it: another inode or birth time), cut, rewritten at its size, or changed in the 64
+    // bytes before that point is read again whole. One open file for all of it: a rename meanwhile
+    // does not mix two files.
+    const st = fstatSync(fd);
+    let kept = readSoFar.get(file);
+    readSoFar.delete(file);
+    const grewOnly =
+      kept !== undefined &&
+      kept.ino === st.ino &&
+      kept.born === st.birthtimeMs &&
+      (st.size > kept.size || (st.size === kept.size && st.mtimeMs === kept.mtimeMs)) &&
+      readBytes(fd, kept.offset - kept.end.length, kept.end.length).equals(kept.end);
+    if (!grewOnly || !kept) kept = { ino: st.ino, born: st.birthtimeMs, size: 0, mtimeMs: 0, offset: 0, end: Buffer.alloc(0), metrics: [] };
+    if (readSoFar.size >= FILES_KEPT) readSoFar.delete(readSoFar.keys().next().value!); // the least lately read
+    readSoFar.set(file, kept);
+    const added = readBytes(fd, kept.offset, st.size - kept.offset);
+    // Whole lines are taken in; a last line without its newline (one being written) is read, not kept.
+    const whole = added.lastIndexOf(10) + 1;
+    for (const l of added.toString("utf8", 0, whole).split("\n")) {
+      const m = parseMetricsLine(l);
+      if (m) kept.metrics.push(m);
+    }
+    if (whole > 0) kept.end = Buffer.concat([kept.end, added.subarray(0, whole)]).subarray(-64);
+    kept.offset += whole;
+    kept.size = st.size;
+    kept.mtimeMs = st.mtimeMs;
+    const torn = parseMetricsLine(added.toString("utf8", whole));
+    return torn ? [...kept.metrics, torn] : kept.metrics.slice();
   } finally {
     closeSync(fd);
   }
 }
+/** What `readMetrics` has read of each file (at most FILES_KEPT files: the records stay in memory). */
+const readSoFar = new Map<string, { ino: number; born: number; size: number; mtimeMs: number; offset: number; end: Buffer; metrics: IterationMetrics[] }>();
+const FILES_KEPT = 8;
 
-/** Whether the file still holds, just before where the last read stopped, what that read saw there. */
-const endsAlike = (file: string, kept: { offset: number; end: Buffer }) =>
-  kept.offset === 0 || readBytes(file, kept.offset - kept.end.length, kept.end.length).equals(kept.end);
+function readBytes(fd: number, at: number, length: number): Buffer {
+  const buf = Buffer.alloc(Math.max(0, length));
+  return buf.length === 0 ? buf : buf.subarray(0, readSync(fd, buf, 0, buf.length, at));
+}
 
 /** One line of metrics.jsonl as an iteration's record; undefined for anything else (blank, damaged, not a record). */
 export function parseMetricsLine(line: string): IterationMetrics | undefined {

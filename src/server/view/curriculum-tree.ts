@@ -44,8 +44,7 @@ export function curriculumTree(
     const known = nodes.get(t.lineage.parent);
     if (known) known.children.push(child);
     else {
-      // A seed task's instruction is looked up once, whatever number of tasks vary it.
-      const root = nodes.get(t.lineage.parent) ?? node(t.lineage.parent, seedInstruction(t.lineage.parent) ?? "", 0, null);
+      const root = node(t.lineage.parent, seedInstruction(t.lineage.parent) ?? "", 0, null);
       if (!roots.includes(root)) roots.push(root);
       root.children.push(child);
     }
