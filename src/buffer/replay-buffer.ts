@@ -445,10 +445,11 @@ export class ReplayBuffer {
   }
 
   /**
-   * Deletes the texts no transition uses any more, outside any transaction and with foreign keys
-   * off: it deletes only texts no row refers to, and with them on SQLite would look for rows that
-   * refer to each text deleted through every transition (the text columns have no index: seconds
-   * for a few thousand texts in a buffer of 20k rows).
+   * Deletes the texts no transition uses any more, after the write that left them unused, in a
+   * transaction of its own with foreign keys off (the pragma is set outside transactions): it deletes
+   * only texts no row refers to, and with them on SQLite would look for rows that refer to each text
+   * deleted through every transition (the text columns have no index: seconds for a few thousand
+   * texts in a buffer of 20k rows).
    */
   private deleteUnusedTexts(): void {
     try {
