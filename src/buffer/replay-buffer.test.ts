@@ -567,10 +567,20 @@ test("findExact: the steps of exactly this action in exactly this state, the tas
     steps: [{ observation: "room: hall", action, reward, next_observation: `room: hall after ${action} in ${task}`, terminated: false, truncated: false }],
   });
   await b.appendTrajectories([step("a", "take gem", 1), step("b", "take gem", 2), step("c", "look", 0)]);
+  const stateIndex = () => {
+    const db = new Database(b.path, { readonly: true });
+    try {
+      return db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE name = 'transitions_state'").pluck().get();
+    } finally {
+      db.close();
+    }
+  };
+  assert.equal(stateIndex(), 0, "appends alone make no index of states");
   assert.deepEqual(
     b.findExact({ state: "room: hall", action: "take gem" }).map((t) => t.task.id),
     ["a", "b"],
   );
+  assert.equal(stateIndex(), 1, "the first exact lookup makes it");
   assert.deepEqual(
     b.findExact({ state: "room: hall", action: "take gem" }, { preferTask: "b" }).map((t) => t.task.id),
     ["b", "a"],

@@ -982,6 +982,7 @@ export class ReplayBuffer {
       key = (key + 1n) & 0x7fffffffffffffffn; // as textId probes past a colliding key
     }
     if (stateId === undefined) return [];
+    this.indexStates();
     const conds = ["x.state_id = ?", "x.action = ?"];
     const args: (string | number)[] = [stateId, query.action];
     if (opts.env !== undefined) conds.push("x.env = ?"), args.push(opts.env);
@@ -993,6 +994,22 @@ export class ReplayBuffer {
     const rows = this.sql(`${SELECT_TRANSITIONS} WHERE ${conds.join(" AND ")} ${order} LIMIT ?`).all(...args, opts.limit ?? 10) as Row[];
     return rows.map(toTransition);
   }
+
+  /**
+   * The rows by state, for `findExact`, made at its first use on a writable buffer: without it, it
+   * reads every row of the action (28 ms a call at 100k rows); with it, a write costs more (a WebShop
+   * import 5–10% slower), which buffers that never replay steps exactly need not pay.
+   */
+  private indexStates(): void {
+    if (this.statesIndexed || this.readonly) return;
+    this.statesIndexed = true;
+    try {
+      this.db.exec("CREATE INDEX IF NOT EXISTS transitions_state ON transitions(state_id)");
+    } catch {
+      // Another process holds the file: the lookup reads the action's rows, as without the index.
+    }
+  }
+  private statesIndexed = false;
 
   /** Builds the search index now instead of at the first search (HNSW for buffers above the threshold, then saved). */
   buildIndex(): void {
