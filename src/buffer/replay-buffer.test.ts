@@ -396,6 +396,10 @@ test("instructionOf: a task's instruction by its id, not by a task whose id hold
   assert.equal(b.instructionOf("task 1"), "instruction 1");
   assert.equal(b.instructionOf("task 25"), "instruction 25");
   assert.equal(b.instructionOf("task 2"), undefined);
+  const all = new Set([...b.trajectories()].map((x) => x.task.id));
+  assert.deepEqual(b.taskIds(), all);
+  assert.deepEqual(b.taskIds({ env: "toy", source: "real" }), all);
+  assert.deepEqual(b.taskIds({ source: "synthetic" }), new Set());
   b.close();
 });
 

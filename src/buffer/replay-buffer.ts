@@ -944,6 +944,19 @@ export class ReplayBuffer {
     return Number((this.sql("SELECT count(*) AS n FROM transitions x JOIN trajectories t ON t.id = x.trajectory_id WHERE t.seed = 1").get() as Row).n);
   }
 
+  /** The distinct task ids of the trajectories (of `env`, of `source`), without reading their steps. */
+  taskIds(filter: { env?: string; source?: ExperienceSource } = {}): Set<string> {
+    this.checkOpen();
+    const { where, args } = whereOf(filter);
+    return new Set(
+      (
+        this.sql(`SELECT DISTINCT task_id FROM trajectories ${where}`)
+          .pluck()
+          .all(...args) as unknown[]
+      ).map(String),
+    );
+  }
+
   /** The instruction of a task the buffer holds steps of (undefined: none), by the task index. */
   instructionOf(taskId: string): string | undefined {
     this.checkOpen();

@@ -249,10 +249,10 @@ function bufferOf(config: TrainConfig): string {
 
 /** The train-split tasks the buffer's real episodes played (`syntheticTasks` or `realTasks` "seed"), in split order; an error when there are none. */
 function seedTasks(bufferFile: string, env: string, split: readonly Task[]): Task[] {
-  const ids = new Set<string>();
   const buffer = ReplayBuffer.open(bufferFile, { readonly: true });
+  let ids: Set<string>;
   try {
-    for (const t of buffer.trajectories({ env, source: "real" })) ids.add(t.task.id);
+    ids = buffer.taskIds({ env, source: "real" });
   } finally {
     buffer.close();
   }
