@@ -396,10 +396,35 @@ test("instructionOf: a task's instruction by its id, not by a task whose id hold
   assert.equal(b.instructionOf("task 1"), "instruction 1");
   assert.equal(b.instructionOf("task 25"), "instruction 25");
   assert.equal(b.instructionOf("task 2"), undefined);
-  const all = new Set([...b.trajectories()].map((x) => x.task.id));
-  assert.deepEqual(b.taskIds(), all);
-  assert.deepEqual(b.taskIds({ env: "toy", source: "real" }), all);
-  assert.deepEqual(b.taskIds({ source: "synthetic" }), new Set());
+  // taskIds: the ids the trajectories name, read without their steps, by env and source.
+  await b.appendTrajectories([makeTrajectory(90, { task: "other env", env: "toy2" }), makeTrajectory(91, { task: "made up", source: "synthetic" })]);
+  await b.appendTransitions([
+    {
+      trajectoryId: "online",
+      step: 0,
+      env: "toy",
+      task: { id: "online task", instruction: "go" },
+      state: "s",
+      action: "a",
+      reward: 0,
+      nextState: "t",
+      terminated: false,
+      truncated: false,
+      source: "real",
+      policy: "p",
+    },
+  ]);
+  const idsOf = (filter: { env?: string; source?: "real" | "synthetic" }) => new Set([...b.trajectories(filter)].map((x) => x.task.id));
+  for (const filter of [
+    {},
+    { env: "toy" },
+    { env: "toy2" },
+    { source: "real" as const },
+    { source: "synthetic" as const },
+    { env: "toy", source: "real" as const },
+  ])
+    assert.deepEqual(b.taskIds(filter), idsOf(filter), JSON.stringify(filter));
+  assert.ok(b.taskIds({ env: "toy", source: "real" }).has("online task"));
   b.close();
 });
 

@@ -448,8 +448,8 @@ export class ReplayBuffer {
    * Deletes the texts no transition uses any more, after the write that left them unused, in a
    * transaction of its own with foreign keys off (the pragma is set outside transactions): it deletes
    * only texts no row refers to, and with them on SQLite would look for rows that refer to each text
-   * deleted through every transition (the text columns have no index: seconds for a few thousand
-   * texts in a buffer of 20k rows).
+   * deleted through every transition (the text columns are not indexed, but for states in a buffer
+   * replayed exactly: seconds for a few thousand texts in a buffer of 20k rows).
    */
   private deleteUnusedTexts(): void {
     try {
@@ -947,7 +947,7 @@ export class ReplayBuffer {
   /** The distinct task ids of the trajectories (of `env`, of `source`), without reading their steps. */
   taskIds(filter: { env?: string; source?: ExperienceSource } = {}): Set<string> {
     this.checkOpen();
-    const { where, args } = whereOf(filter);
+    const { where, args } = whereOf({ env: filter.env, source: filter.source });
     return new Set(
       (
         this.sql(`SELECT DISTINCT task_id FROM trajectories ${where}`)
@@ -1010,19 +1010,26 @@ export class ReplayBuffer {
 
   /**
    * The rows by state, for `findExact`, made at its first use on a writable buffer: without it, it
-   * reads every row of the action (28 ms a call at 100k rows); with it, a write costs more (a WebShop
-   * import 5–10% slower), which buffers that never replay steps exactly need not pay.
+   * reads every row of the action (28 ms a call at 100k rows); with it, every later write to the file
+   * costs more (a WebShop import 3–17% slower), which buffers never replayed exactly need not pay.
+   * It never waits for another writer: if the file is busy, the lookup goes on without it, and it is
+   * tried again 1,000 lookups later.
    */
   private indexStates(): void {
-    if (this.statesIndexed || this.readonly) return;
-    this.statesIndexed = true;
+    if (this.statesIndexed || this.readonly || this.db.inTransaction || --this.stateIndexWait > 0) return;
+    const timeout = this.db.pragma("busy_timeout", { simple: true }) as number;
     try {
+      this.db.pragma("busy_timeout = 0");
       this.db.exec("CREATE INDEX IF NOT EXISTS transitions_state ON transitions(state_id)");
+      this.statesIndexed = true;
     } catch {
-      // Another process holds the file: the lookup reads the action's rows, as without the index.
+      this.stateIndexWait = 1000; // another writer, or a query still open on this connection
+    } finally {
+      this.db.pragma(`busy_timeout = ${timeout}`);
     }
   }
   private statesIndexed = false;
+  private stateIndexWait = 0;
 
   /** Builds the search index now instead of at the first search (HNSW for buffers above the threshold, then saved). */
   buildIndex(): void {
