@@ -388,6 +388,32 @@ test("codes of names whose rows were evicted are let go: a long run of new actio
   b.close();
 });
 
+test("findExact's index of states is not made while another writer holds the file (no wait for it), and is made later", async () => {
+  const file = tempFile("exact-busy.db");
+  const b = ReplayBuffer.open(file);
+  await b.appendTrajectories([makeTrajectory(1), makeTrajectory(2)]);
+  const t = makeTrajectory(1).steps[0];
+  const indexed = () => {
+    const db = new Database(file, { readonly: true });
+    try {
+      return db.prepare("SELECT count(*) FROM sqlite_master WHERE name = 'transitions_state'").pluck().get() === 1;
+    } finally {
+      db.close();
+    }
+  };
+  const other = new Database(file);
+  other.exec("BEGIN IMMEDIATE"); // another writer
+  assert.equal(b.findExact({ state: t.observation, action: t.action }).length, 1, "the lookup goes on without the index");
+  other.exec("COMMIT");
+  other.close();
+  assert.equal(indexed(), false);
+  for (let i = 0; i < 999; i++) b.findExact({ state: t.observation, action: t.action });
+  assert.equal(indexed(), false, "tried again only 1,000 lookups later");
+  b.findExact({ state: t.observation, action: t.action });
+  assert.equal(indexed(), true);
+  b.close();
+});
+
 test("instructionOf: a task's instruction by its id, not by a task whose id holds it", async () => {
   const b = ReplayBuffer.open(tempFile("instr.db"));
   // Tasks 10–39 come first: an id search by substring would meet them before task 1.
