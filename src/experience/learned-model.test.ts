@@ -384,6 +384,20 @@ test("the estimate thread works out the estimates made here, with the members of
   assert.deepEqual(await predictAll(threaded), before);
   const first = threaded.estimatesOnThread;
   assert.ok(first > 0, "worked out on the thread");
+  // Its texts go by number, each once. Numbered anew (as past the memo's bound), the thread's table
+  // starts again and it still answers; a table out of step with the texts sent (a request lost on
+  // its way) makes it answer nothing, and the estimates are worked out here, the same.
+  const internals = threaded as unknown as { renumber(): void; textsSent: number };
+  internals.renumber();
+  assert.deepEqual(await predictAll(threaded), before);
+  const renumbered = threaded.estimatesOnThread;
+  assert.ok(renumbered > first, "answered on the thread after the texts were numbered anew");
+  internals.renumber();
+  const lost = threaded.estimatesOnThread;
+  internals.textsSent += 1;
+  assert.deepEqual(await predictAll(threaded), before);
+  assert.equal(threaded.estimatesOnThread, lost, "no answer from a table out of step");
+  internals.renumber();
   here.refit(held, 7);
   threaded.refit(held, 7);
   const after = await predictAll(here);
