@@ -3,12 +3,15 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { appendFileSync, cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { appendFileSync, cpSync, mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { AuditPair } from "../src/experience/index.ts";
+import { writeFileAtomic } from "../src/core/index.ts";
+import { auditTable, summarizeReplays, type AuditPair, type OnPolicyAuditSummary } from "../src/experience/index.ts";
 import { createViewApp, startServer, type RunningServer } from "../src/server/index.ts";
+import { RunStore } from "../src/server/view/run-store.ts";
+import { auditFiles, readAuditPairs, readMetrics } from "../src/train/index.ts";
 import { BIN, run } from "./helpers.ts";
 import { makeViewFixture } from "./view-fixture.ts";
 
@@ -196,6 +199,80 @@ test("audit: a row per audited iteration and one over the kept episodes; curricu
   for (const r of shown) assert.equal(r.instruction, seeds.get(r.id), r.id);
   const used = tree.roots.flatMap((r: { uses: { variance: number }[] }) => r.uses);
   assert.ok(used.length > 0 && used.some((u: { variance: number }) => u.variance > 0));
+});
+
+/** `/api/run/audit` as it was computed before its cache: every audit file read and parsed anew. */
+function auditReadAnew(dir: string) {
+  const rows: { iteration: number | "all"; summary: OnPolicyAuditSummary }[] = readMetrics(dir)
+    .filter((m) => m.onPolicyAudit !== undefined)
+    .map((m) => ({ iteration: m.iteration, summary: m.onPolicyAudit! }));
+  const pairs = auditFiles(dir).flatMap((f) => readAuditPairs(f.file).map((p) => ({ ...p, iteration: f.iteration })));
+  if (pairs.length > 0)
+    rows.push({ iteration: "all", summary: summarizeReplays(pairs.map((p) => (p.group === undefined ? p : { ...p, group: `${p.iteration}/${p.group}` }))) });
+  const heads = pairs.map(({ synthetic: _s, real: _r, ...head }) => head);
+  return JSON.parse(JSON.stringify({ ...auditTable(rows), rows, pairs: heads })) as Json;
+}
+
+test("audit: the answers of every file read anew, also after audit files are rewritten, removed, added or linked out of the run", async () => {
+  const runs = mkdtempSync(join(tmpdir(), "dreamgym-view-audit-"));
+  const dir = join(runs, "r");
+  cpSync(fx.dirs[0], dir, { recursive: true });
+  const file = (i: number) => join(dir, "audit", `iteration-${String(i).padStart(4, "0")}.jsonl`);
+  const view = await startServer({ app: createViewApp({ runs }), port: 0, host: "127.0.0.1" });
+  const audit = async () => (await (await fetch(`${view.url}/api/run/audit?run=r`)).json()) as Json;
+  const pair = async (iteration: number, index: number) =>
+    (await (await fetch(`${view.url}/api/run/audit-pair?run=r&iteration=${iteration}&index=${index}`)).json()) as Json;
+  // The same store with room for 5 heads: it drops files it read and reads them again, to the same answers.
+  const small = new RunStore(runs, { auditHeadsKept: 5 });
+  const same = async (what: string) => {
+    const expected = auditReadAnew(dir);
+    assert.deepEqual(await audit(), expected, what);
+    assert.deepEqual(await audit(), expected, `${what}, asked again`);
+    assert.deepEqual(JSON.parse(JSON.stringify(small.audit(dir))), expected, `${what}, 5 heads kept`);
+    for (const f of auditFiles(dir))
+      for (const p of readAuditPairs(f.file)) assert.deepEqual(await pair(f.iteration, p.index), { ...p, iteration: f.iteration }, what);
+    return expected;
+  };
+  try {
+    const first = await same("as trained");
+    assert.ok(first.pairs.length >= 8);
+    // Rewritten as the trainer writes (a new file renamed over it): its first pair only, which the real env now passes.
+    const [kept] = readAuditPairs(file(2));
+    writeFileAtomic(file(2), JSON.stringify({ ...kept, realSuccess: !kept.realSuccess, realReturn: kept.realReturn + 1 }) + "\n");
+    await same("a file rewritten");
+    // Rewritten in place at its size (same inode): the time tells; set, as a file system may keep whole seconds only.
+    const text = readFileSync(file(1), "utf8");
+    const flipped = text.includes('"realSuccess":false')
+      ? text.replace('"realSuccess":false', '"realSuccess":true ')
+      : text.replace('"realSuccess":true', '"realSuccess":false');
+    assert.notEqual(flipped, text);
+    writeFileSync(file(1), flipped);
+    utimesSync(file(1), new Date(2000, 0, 1), new Date(2000, 0, 1));
+    await same("a file rewritten in place at its size");
+    rmSync(file(3)); // as a resume drops those past its checkpoint
+    await same("a file removed");
+    cpSync(file(4), file(40));
+    await same("a file added");
+    // Links: one leading out of the run is not read; one inside it is.
+    const outside = mkdtempSync(join(tmpdir(), "dreamgym-view-audit-outside-"));
+    cpSync(file(4), join(outside, "iteration-0041.jsonl"));
+    symlinkSync(join(outside, "iteration-0041.jsonl"), file(41));
+    symlinkSync(file(5), file(42));
+    const linked = await audit();
+    assert.equal((await fetch(`${view.url}/api/run/audit-pair?run=r&iteration=41&index=0`)).status, 404);
+    rmSync(file(41)); // the answer, as if it were not there
+    assert.deepEqual(linked, await same("links"));
+    assert.ok(linked.pairs.some((p: { iteration: number }) => p.iteration === 42));
+    // An audit folder that leads out of the run: none of its files are read.
+    renameSync(join(dir, "audit"), join(outside, "audit"));
+    symlinkSync(join(outside, "audit"), join(dir, "audit"));
+    assert.deepEqual((await audit()).pairs, []);
+    assert.deepEqual(JSON.parse(JSON.stringify(small.audit(dir))).pairs, []);
+    rmSync(outside, { recursive: true, force: true });
+  } finally {
+    await view.close();
+    rmSync(runs, { recursive: true, force: true });
+  }
 });
 
 test("search: the demos the experience model would be given, best first", async () => {

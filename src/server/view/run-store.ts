@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, readFileSync, realpathSync, statSync } from "node:fs";
+import { existsSync, lstatSync, readdirSync, readFileSync, realpathSync, statSync } from "node:fs";
 import { dirname, join, relative, sep } from "node:path";
 import type { Task } from "../../core/index.ts";
 import { auditTable, summarizeReplays, type AuditPair, type OnPolicyAuditSummary } from "../../experience/index.ts";
@@ -30,10 +30,19 @@ export interface RunInfo {
   hasBuffer: boolean;
 }
 
+/** An audited episode as the audit table and its list show it: without its synthetic and real episodes. */
+export type AuditHead = Omit<AuditPair, "synthetic" | "real"> & { iteration: number };
+
 /** How long after its last metrics line a run without a summary still counts as training. */
 const RUNNING_WINDOW_MS = 120_000;
 /** Folders below the root searched for runs (an experiment: root/experiment/row). */
 const MAX_DEPTH = 4;
+/**
+ * Heads of audited episodes the store keeps, over all runs (~0.94 KB each in memory, measured on
+ * WebShop's; an audit file holds ~16): a run audited at the defaults (16 episodes every 5 iterations)
+ * for 15,000 iterations fits.
+ */
+const AUDIT_HEADS_KEPT = 50_000;
 
 /**
  * Whether `file` is the run folder's own: it resolves inside `dir`. A symlink from a run folder to
@@ -72,7 +81,14 @@ const ownMetrics = (dir: string) => (ownFile(dir, join(dir, "metrics.jsonl")) ? 
  */
 export class RunStore {
   private cached: { at: number; folders: Map<string, string> } | undefined;
-  constructor(readonly root: string) {}
+  private readonly auditHeadsKept: number;
+  /** `auditHeadsKept`: heads of audited episodes kept in memory, over all runs (default AUDIT_HEADS_KEPT). */
+  constructor(
+    readonly root: string,
+    o: { auditHeadsKept?: number } = {},
+  ) {
+    this.auditHeadsKept = o.auditHeadsKept ?? AUDIT_HEADS_KEPT;
+  }
 
   /** Folders holding a run (config.json with a runId), under the root, sorted by path; walked again after a second. */
   private folders(): Map<string, string> {
@@ -173,26 +189,100 @@ export class RunStore {
     return ownMetrics(dir).slice(since);
   }
 
-  /** The audited episodes of the run, by iteration (the files `audit/iteration-NNNN.jsonl`). */
-  auditPairs(dir: string, iteration?: number): (AuditPair & { iteration: number })[] {
-    return auditFiles(dir)
-      .filter((f) => (iteration === undefined || f.iteration === iteration) && ownFile(dir, f.file))
-      .flatMap((f) => readAuditPairs(f.file).map((p) => ({ ...p, iteration: f.iteration })));
+  /** What the store keeps of each audit file it read (the heads), by the file's identity, size and time; the least lately used first. */
+  private readonly auditSeen = new Map<string, { key: string; heads: readonly AuditHead[] }>();
+  private headsKept = 0;
+  /** Each run's pooled audit row, with the keys of the files it was made of. */
+  private readonly pooledSeen = new Map<string, { keys: string; summary: OnPolicyAuditSummary }>();
+
+  /**
+   * The heads of the run's audited episodes (each without its two episodes), by iteration, and a key
+   * that changes when any of them does. A file is parsed once, and again when it changes: another
+   * inode or birth time (a rewrite renames a new file over it), size or mtime. A file removed (a
+   * resume drops those past its checkpoint) is not listed, so not shown.
+   */
+  auditHeads(dir: string): { heads: AuditHead[]; keys: string } {
+    const heads: AuditHead[] = [];
+    const keys: string[] = [];
+    const files = auditFiles(dir);
+    // One realpath for the folder, not two a file: a plain file in an own folder is own; a link is followed.
+    const ownFolder = files.length > 0 && ownFile(dir, join(dir, "audit"));
+    for (const { file, iteration } of files) {
+      let st;
+      try {
+        st = lstatSync(file);
+        if (st.isSymbolicLink() ? !ownFile(dir, file) : !ownFolder) continue;
+        if (st.isSymbolicLink()) st = statSync(file);
+      } catch {
+        continue; // removed since the folder was listed
+      }
+      // Stated before it is read: a file replaced in between is kept under the older key, so read again next time.
+      const key = `${iteration}:${st.ino}:${st.birthtimeMs}:${st.size}:${st.mtimeMs}`;
+      const got = this.headsOf(file, key, iteration);
+      if (got === undefined) continue;
+      keys.push(key);
+      for (const h of got) heads.push(h);
+    }
+    return { heads, keys: keys.join(" ") };
+  }
+
+  private headsOf(file: string, key: string, iteration: number): readonly AuditHead[] | undefined {
+    const seen = this.auditSeen.get(file);
+    if (seen) {
+      this.auditSeen.delete(file);
+      this.headsKept -= seen.heads.length;
+    }
+    let heads = seen?.key === key ? seen.heads : undefined;
+    if (!heads) {
+      try {
+        heads = readAuditPairs(file).map(({ synthetic: _s, real: _r, ...head }) => ({ ...head, iteration }));
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code === "ENOENT") return undefined; // removed since it was stated
+        throw e;
+      }
+    }
+    this.auditSeen.set(file, { key, heads });
+    this.headsKept += heads.length;
+    for (const [f, old] of this.auditSeen) {
+      if (this.headsKept <= this.auditHeadsKept || f === file) break;
+      this.auditSeen.delete(f);
+      this.headsKept -= old.heads.length;
+    }
+    return heads;
+  }
+
+  /** One iteration's audited episodes, whole (the file `audit/iteration-NNNN.jsonl`; no other file is read). */
+  auditPairsOf(dir: string, iteration: number): (AuditPair & { iteration: number })[] {
+    const f = auditFiles(dir).find((a) => a.iteration === iteration);
+    if (!f || !ownFile(dir, f.file)) return [];
+    return readAuditPairs(f.file).map((p) => ({ ...p, iteration }));
   }
 
   /**
    * The on-policy audit table: a row per audited iteration (metrics.jsonl's figures) and, where the
-   * episodes were kept, one over all of them, as `dreamgym audit --run` prints it.
+   * episodes were kept, one over all of them, as `dreamgym audit --run` prints it; and the heads of
+   * those episodes.
    */
-  audit(dir: string): { header: string[]; lines: string[][]; rows: { iteration: number | "all"; summary: OnPolicyAuditSummary }[] } {
+  audit(dir: string): {
+    header: string[];
+    lines: string[][];
+    rows: { iteration: number | "all"; summary: OnPolicyAuditSummary }[];
+    pairs: AuditHead[];
+  } {
     const rows: { iteration: number | "all"; summary: OnPolicyAuditSummary }[] = ownMetrics(dir)
       .filter((m) => m.onPolicyAudit !== undefined)
       .map((m) => ({ iteration: m.iteration, summary: m.onPolicyAudit! }));
-    const pairs = this.auditPairs(dir);
-    // A group is one iteration's: its key names the iteration, so the pooled row never mixes two.
-    if (pairs.length > 0)
-      rows.push({ iteration: "all", summary: summarizeReplays(pairs.map((p) => (p.group === undefined ? p : { ...p, group: `${p.iteration}/${p.group}` }))) });
-    return { ...auditTable(rows), rows };
+    const { heads: pairs, keys } = this.auditHeads(dir);
+    if (pairs.length > 0) {
+      let pooled = this.pooledSeen.get(dir);
+      if (pooled?.keys !== keys) {
+        // A group is one iteration's: its key names the iteration, so the pooled row never mixes two.
+        pooled = { keys, summary: summarizeReplays(pairs.map((p) => (p.group === undefined ? p : { ...p, group: `${p.iteration}/${p.group}` }))) };
+        this.pooledSeen.set(dir, pooled);
+      }
+      rows.push({ iteration: "all", summary: pooled.summary });
+    }
+    return { ...auditTable(rows), rows, pairs };
   }
 
   /** The curriculum's generated tasks (the last checkpoint's pool) with their lineage. */

@@ -112,14 +112,12 @@ export function createViewApp(o: ViewAppOptions): ViewApp {
     return c.json({ since, metrics: store.metrics(runDir(c), since) });
   });
   app.get("/api/run/audit", (c) => {
-    const dir = runDir(c);
-    const pairs = store.auditPairs(dir).map(({ synthetic: _s, real: _r, ...head }) => head);
-    return c.json({ ...store.audit(dir), pairs });
+    return c.json(store.audit(runDir(c)));
   });
   app.get("/api/run/audit-pair", (c) => {
     const iteration = intParam(c, "iteration");
     const index = intParam(c, "index");
-    const pair = store.auditPairs(runDir(c), iteration).find((p) => p.index === index);
+    const pair = store.auditPairsOf(runDir(c), iteration).find((p) => p.index === index);
     if (!pair) throw new NotFound(`no audited episode ${index} of iteration ${iteration}`);
     return c.json(pair);
   });
@@ -192,7 +190,7 @@ export function createViewApp(o: ViewAppOptions): ViewApp {
     const dir = runParam ? store.dir(runParam) : undefined;
     if (m && dir && String(store.config(dir).runId) === m[1]) {
       const actions = found.steps.map((s) => s.action).join("\n");
-      const pair = store.auditPairs(dir, Number(m[2])).find(
+      const pair = store.auditPairsOf(dir, Number(m[2])).find(
         (p) =>
           p.task.id === found.episode.task.id &&
           p.synthetic.steps
