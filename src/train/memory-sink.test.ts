@@ -7,6 +7,8 @@ import { registerEnv } from "../envs/index.ts";
 import { BanditEnv } from "../testing/index.ts";
 import { makeEnvPool, makePolicy, MemorySink, readMetrics, resolveTrainConfig, train, trainingLoop, type IterationMetrics } from "./index.ts";
 import { NEW_RUN } from "./run-sink.ts";
+import { InvalidConfigError } from "../core/index.ts";
+import type { AuditPair } from "../experience/index.ts";
 
 const ENV = "sink-bandit";
 registerEnv(ENV, { create: () => new BanditEnv(5, 3), tasks: (env) => env.tasks(6) });
@@ -50,4 +52,34 @@ test("the loop writes through a sink: in memory it gives the run folder's metric
   } finally {
     await Promise.all([...pool.envs, ...evaluation.envs].map((e) => e.close()));
   }
+});
+
+test("MemorySink keeps the latest audits' episodes: 100 by default, as many as asked, or all", () => {
+  const pairs = (iteration: number) => [{ index: 0, iteration }] as unknown as AuditPair[];
+  const write = (sink: MemorySink, iterations: number[]) => {
+    for (const i of iterations) sink.writeAuditPairs(i, pairs(i));
+  };
+  const every5 = Array.from({ length: 300 }, (_, k) => 5 * (k + 1)); // 1,500 iterations audited every 5
+
+  const byDefault = new MemorySink();
+  write(byDefault, every5);
+  assert.deepEqual([...byDefault.audits.keys()], every5.slice(-100));
+  assert.deepEqual(byDefault.audits.get(1500), pairs(1500));
+
+  const three = new MemorySink("r", { auditsKept: 3 });
+  write(three, [5, 20, 25, 10, 30]); // the lowest goes, whatever the order
+  assert.deepEqual(
+    [...three.audits.keys()].sort((a, b) => a - b),
+    [20, 25, 30],
+  );
+
+  const all = new MemorySink("r", { auditsKept: Infinity });
+  write(all, every5);
+  assert.equal(all.audits.size, every5.length);
+  const none = new MemorySink("r", { auditsKept: 0 });
+  write(none, [1, 2]);
+  assert.equal(none.audits.size, 0);
+  assert.equal(none.episodeLabel(2), "neural@r#2");
+
+  for (const bad of [-1, 1.5, Number.NaN]) assert.throws(() => new MemorySink("r", { auditsKept: bad }), InvalidConfigError);
 });

@@ -1,3 +1,4 @@
+import { InvalidConfigError } from "../core/index.ts";
 import type { AuditPair } from "../experience/index.ts";
 import type { IterationMetrics } from "./config.ts";
 
@@ -15,6 +16,9 @@ export interface RunState {
   episodes: number;
   wallSeconds: number;
 }
+
+/** MemorySink's default: the audited iterations whose episodes it keeps. */
+const AUDITS_KEPT = 100;
 
 export const NEW_RUN: RunState = Object.freeze({
   iteration: 0,
@@ -44,14 +48,31 @@ export interface RunSink {
   lastCheckpoint(): number;
 }
 
-/** A sink that keeps everything in memory. */
+/**
+ * A sink that keeps the run in memory: every metrics line, the last checkpoint, and the episodes of the
+ * latest on-policy audits (`audits`, by iteration). An audit's episodes weigh ~200 KB (WebShop's: 190 KB
+ * parsed, for 16 pairs), so
+ * only the `auditsKept` latest audited iterations are kept, the older ones dropped as new ones come
+ * (default 100, ~20 MB; `Infinity`: all, growing with the run; 0: none). Their figures stay in
+ * `metrics` (`onPolicyAudit`).
+ */
 export class MemorySink implements RunSink {
   readonly where = "the in-memory run";
   readonly metrics: IterationMetrics[] = [];
+  /** The latest `auditsKept` audits' episodes, by iteration. */
   readonly audits = new Map<number, readonly AuditPair[]>();
   checkpoint?: { policy: Uint8Array; state: RunState; curriculum: unknown; trimmed: boolean };
+  readonly auditsKept: number;
 
-  constructor(private readonly runId = "memory") {}
+  constructor(
+    private readonly runId = "memory",
+    o: { auditsKept?: number } = {},
+  ) {
+    const kept = o.auditsKept ?? AUDITS_KEPT;
+    if (!(kept === Infinity || (Number.isInteger(kept) && kept >= 0)))
+      throw new InvalidConfigError(`MemorySink's auditsKept must be an integer ≥ 0 or Infinity, got ${kept}`);
+    this.auditsKept = kept;
+  }
 
   episodeLabel(iteration: number): string {
     return `neural@${this.runId}#${iteration}`;
@@ -61,6 +82,12 @@ export class MemorySink implements RunSink {
   }
   writeAuditPairs(iteration: number, pairs: readonly AuditPair[]): void {
     this.audits.set(iteration, pairs);
+    // The lowest iteration goes, whatever order they came in.
+    while (this.audits.size > this.auditsKept) {
+      let oldest = Infinity;
+      for (const i of this.audits.keys()) oldest = Math.min(oldest, i);
+      this.audits.delete(oldest);
+    }
   }
   saveCheckpoint(policy: Uint8Array, state: RunState, curriculum: unknown, trimmed = true): void {
     this.checkpoint = { policy, state: { ...state }, curriculum: structuredClone(curriculum), trimmed };
