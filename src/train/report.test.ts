@@ -20,7 +20,35 @@ test("a chart of a long run's every iteration: drawn with at most two points a p
   assert.deepEqual(thinned(points.slice(0, 1040), 520), points.slice(0, 1040), "a short line is drawn whole");
   const kept = thinned(points.slice(0, 5001), 520);
   assert.deepEqual([kept[0], kept.at(-1)], [points[0], points[5000]], "the first and last points stay");
-  assert.ok(kept.length <= 1041);
+  assert.ok(kept.length <= 1040);
+});
+
+test("a thinned line keeps each run of points' lowest and highest: a lone spike or dip is drawn, in x order", () => {
+  const points: [number, number][] = Array.from({ length: 300_000 }, (_, i) => [i + 1, 0.5 + (i % 7) / 100]);
+  points[123_457][1] = 3.5;
+  points[200_001][1] = -1;
+  for (const width of [520, 97, 2]) {
+    const kept = thinned(points, width);
+    assert.ok(kept.length <= 2 * width, `${kept.length} points for ${width} pixels`);
+    assert.ok(kept.length >= width, `${kept.length} points for ${width} pixels: a line that still shows its shape`);
+    assert.ok(kept.includes(points[123_457]), "the spike");
+    assert.ok(kept.includes(points[200_001]), "the dip");
+    assert.deepEqual([kept[0], kept.at(-1)], [points[0], points.at(-1)], "the first and last points");
+    assert.ok(
+      kept.every((p, i) => i === 0 || p[0] > kept[i - 1][0]),
+      "in x order, none twice",
+    );
+    assert.ok(
+      kept.every((p) => points[p[0] - 1] === p),
+      "points of the line, not made up",
+    );
+  }
+  // The spike at the chart's top (y 46), the dip at its bottom (y 240), both drawn.
+  const [line] = polylines(lineChart("reward", "iteration", [{ name: "mean reward", color: "#000", points }], 520));
+  assert.ok(line.some((xy) => xy.endsWith(",46.0")) && line.some((xy) => xy.endsWith(",240.0")));
+  // Short lines are drawn whole.
+  for (const n of [0, 1, 2, 3, 1040]) assert.equal(thinned(points.slice(0, n), 520).length, n);
+  assert.deepEqual(thinned(points.slice(0, 1040), 520), points.slice(0, 1040));
 });
 
 test("report.html of a run with many audits: its table shows the latest, and says so", () => {

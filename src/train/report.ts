@@ -250,14 +250,30 @@ export function lineChart(title: string, xLabel: string, series: Series[], width
 }
 
 /**
- * At most about two points a pixel of the chart's width, the first and last kept: a line of a long
- * run's every iteration draws no more, and each point costs the file ~14 bytes.
+ * At most two points a pixel of the chart's width, so a line of a long run's every iteration draws no
+ * more (each point costs the file ~14 bytes): the first and last points, and of the points between, in
+ * width − 1 runs of consecutive points, each run's lowest and highest, in their order. A spike or a dip
+ * is always drawn; a line of 2 × width points or fewer is drawn whole.
  */
 export function thinned(points: readonly [number, number][], width: number): readonly [number, number][] {
-  const step = Math.ceil(points.length / (2 * width));
-  if (step <= 1) return points;
-  const kept = points.filter((_, i) => i % step === 0);
-  if ((points.length - 1) % step !== 0) kept.push(points[points.length - 1]);
+  const buckets = Math.max(1, Math.floor(width) - 1);
+  const n = points.length;
+  if (n <= 2 * buckets + 2) return points;
+  const kept: [number, number][] = [points[0]];
+  const inner = n - 2;
+  for (let b = 0; b < buckets; b++) {
+    const lo = 1 + Math.floor((b * inner) / buckets);
+    const hi = 1 + Math.floor(((b + 1) * inner) / buckets);
+    let low = lo;
+    let high = lo;
+    for (let i = lo + 1; i < hi; i++) {
+      if (points[i][1] < points[low][1]) low = i;
+      if (points[i][1] > points[high][1]) high = i;
+    }
+    if (low === high) kept.push(points[low]);
+    else kept.push(points[Math.min(low, high)], points[Math.max(low, high)]);
+  }
+  kept.push(points[n - 1]);
   return kept;
 }
 
