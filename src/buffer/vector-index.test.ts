@@ -373,3 +373,61 @@ test("kept answers, randomized: rows added and removed, copies, rows beyond the 
   }
   assert.ok(recalled > 20, `${recalled} searches answered from kept answers`);
 });
+
+test("rows that go leave the views they were in, in place (int8 copies and action lists too): no view is made again, every search as brute force", () => {
+  const dims = 24;
+  const n = 1200; // views of hundreds of rows: the int8 pass
+  const vs = randomVectors(n, dims, 31);
+  const ids = vs.map((_, i) => 7 + i);
+  const tagsOf = (i: number) => ({ env: (i % 2) + 1, source: i < 300 ? 1 : 2, task: (i % 3) + 1, action: (i % 5) + 1 });
+  const idx = new ExactIndex(dims, 64);
+  vs.forEach((v, i) => idx.add(ids[i], v, tagsOf(i)));
+  const live = new Set(vs.map((_, i) => i));
+  const filters: Partial<RowTags>[] = [
+    {},
+    { env: 1 },
+    { source: 1 },
+    { source: 2 },
+    { env: 2, source: 2 },
+    { action: 3 },
+    { env: 1, action: 2 },
+    { source: 1, action: 4 },
+  ];
+  const queries = randomVectors(3, dims, 32);
+  const check = (label: string, asked = filters) => {
+    for (const q of queries)
+      for (const f of asked)
+        for (const k of [1, 7, 40, 1200]) // the last: every row of the view, so that one missing shows
+          assert.deepEqual(
+            idx.search(q, k, f).map((c) => c.id),
+            naive(vs, ids, q, k, (i) => live.has(i) && Object.entries(f).every(([key, want]) => tagsOf(i)[key as keyof RowTags] === want)),
+            `${label}: k ${k} filter ${JSON.stringify(f)}`,
+          );
+  };
+  check("before");
+  const made = idx.viewsMade;
+  assert.equal(made, filters.length);
+  // Synthetic rows go a few at a time (the oldest, as a bounded buffer evicts them), then the last
+  // row, a real one, and rows whose place the last row took just before.
+  const rounds = [[300, 301, 302], [303, 304, 305, 306, 307], [n - 1], [0], [n - 2, 1, 150], [299, 298, 600, 601, 602, 603]];
+  for (const gone of rounds) {
+    idx.remove(gone.map((i) => ids[i]));
+    for (const i of gone) live.delete(i);
+    check(`after removing ${gone.join(", ")}`);
+    assert.equal(idx.viewsMade, made, "the views lost their rows in place");
+  }
+  // Views made after rows went: of an action, through the action lists that followed the rows' moves.
+  check("new views", [{ action: 1 }, { env: 2, action: 5 }, { source: 2, action: 2 }, { source: 1, action: 1 }]);
+  // Rows come after rows went: the views take them as before.
+  for (const i of [300, 0, n - 1]) {
+    idx.add(ids[i], vs[i], tagsOf(i));
+    live.add(i);
+  }
+  check("after adding back");
+  assert.equal(idx.viewsMade, made + 4);
+  check(
+    "new views after adding back",
+    [1, 2, 3].flatMap((task) => [1, 2, 3, 4, 5].map((action) => ({ task, action }))),
+  );
+  assert.equal(idx.size, live.size);
+});
