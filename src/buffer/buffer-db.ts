@@ -225,13 +225,13 @@ export function* readTrajectories(db: Database.Database, filter: { env?: string;
   }
 }
 
-/** Deletes the oldest non-seed trajectories (whole) while more than `capacity` transitions remain; returns the deleted transitions' ids. */
+/** Deletes the oldest non-seed trajectories (whole) while more than `capacity` transitions remain; returns the deleted transitions. */
 export function evictOldest(db: Database.Database, capacity: number): Evicted {
   let count = Number((db.prepare("SELECT count(*) AS n FROM transitions").get() as Row).n);
-  const evicted: Evicted = { ids: [], real: [] };
+  const evicted: Evicted = { ids: [], rows: [] };
   if (count <= capacity) return evicted;
   const oldest = db.prepare("SELECT id FROM trajectories WHERE seed = 0 ORDER BY id LIMIT 256");
-  const ofTrajectory = db.prepare("SELECT id, source FROM transitions WHERE trajectory_id = ?");
+  const ofTrajectory = db.prepare("SELECT id, env, source, task_id, action FROM transitions WHERE trajectory_id = ?");
   const del = db.prepare("DELETE FROM trajectories WHERE id = ?");
   while (count > capacity) {
     const rows = oldest.all() as Row[];
@@ -242,17 +242,33 @@ export function evictOldest(db: Database.Database, capacity: number): Evicted {
       del.run(r.id);
       for (const x of steps) {
         evicted.ids.push(Number(x.id));
-        if (x.source === "real") evicted.real.push(Number(x.id));
+        evicted.rows.push(goneRow(x));
       }
       count -= steps.length;
     }
   }
   return evicted;
 }
-/** Transitions evicted: all of their ids, and those of the real ones. */
+/** A transition evicted or deleted: its id, and what search filters look at (the buffer's counts and indexes follow it out). */
+export interface GoneRow {
+  id: number;
+  env: string;
+  source: ExperienceSource;
+  task: string;
+  action: string;
+}
+/** A row of `id, env, source, task_id, action` as a `GoneRow`. */
+export const goneRow = (x: Row): GoneRow => ({
+  id: Number(x.id),
+  env: String(x.env),
+  source: x.source as ExperienceSource,
+  task: String(x.task_id),
+  action: String(x.action),
+});
+/** Transitions evicted: their ids, and the rows. */
 export interface Evicted {
   ids: number[];
-  real: number[];
+  rows: GoneRow[];
 }
 
 /** Trajectory counts by env and source: successes, mean reward, and reward 0 / partial / full. */

@@ -19,6 +19,8 @@ import {
   deleteUnreferencedTexts,
   evictOldest,
   type Evicted,
+  type GoneRow,
+  goneRow,
   groupStats,
   openDatabase,
   prepareStatements,
@@ -52,11 +54,24 @@ const SCAN_FILTER_MAX = 20_000;
  */
 const MAX_CANDIDATES = 4096;
 const spellingKey = (action: string) => action.trim().toLowerCase();
-function addSpelling(spellings: Map<string, Set<string>>, action: string): void {
+/** An action's spellings by their trimmed lowercase text, each with its rows (so that one that goes with its last row is let go). */
+type Spellings = Map<string, Map<string, number>>;
+function addSpelling(spellings: Spellings, action: string, rows = 1): void {
   const k = spellingKey(action);
-  const set = spellings.get(k);
-  if (set) set.add(action);
-  else spellings.set(k, new Set([action]));
+  const counts = spellings.get(k);
+  if (counts) counts.set(action, (counts.get(action) ?? 0) + rows);
+  else spellings.set(k, new Map([[action, rows]]));
+}
+/** A row of `action` went; false where the spellings did not count it (they are then read again). */
+function removeSpelling(spellings: Spellings, action: string): boolean {
+  const k = spellingKey(action);
+  const counts = spellings.get(k);
+  const n = counts?.get(action);
+  if (counts === undefined || n === undefined) return false;
+  if (n > 1) counts.set(action, n - 1);
+  else if (counts.size > 1) counts.delete(action);
+  else spellings.delete(k);
+  return true;
 }
 /** Whether a row is among those of a spelling slot ("source\tenv"; no source: any). */
 function slotHolds(slot: string, r: { env: string; source: string }): boolean {
@@ -112,7 +127,7 @@ export class ReplayBuffer {
   /** SQLite's data_version: it changes when another connection commits. */
   private dataVersion: number;
   private textCache = new Map<string, number>();
-  /** Rows per filter (HNSW-served searches ask), kept in step with appends; forgotten when rows go. */
+  /** Rows per filter (HNSW-served searches ask), kept in step with the rows that come and go. */
   private readonly filterCounts = new Map<string, { filter: SearchFilter; n: number }>();
   /** Bumped by every change of the content, ours or another connection's (see `version`). */
   private changes = 0;
@@ -426,7 +441,7 @@ export class ReplayBuffer {
    * bounds the file.
    */
   private evict(): Evicted {
-    if (this.capacity === null) return { ids: [], real: [] };
+    if (this.capacity === null) return { ids: [], rows: [] };
     return evictOldest(this.db, this.capacity);
   }
 
@@ -469,10 +484,14 @@ export class ReplayBuffer {
   }
 
   /**
-   * After a commit: counts and indexes follow; rows evicted in the same transaction are not indexed.
-   * `evictedReal`: which of the evicted rows were real.
+   * After a commit: counts, caches and indexes follow the rows that came (`added`) and went (`gone`,
+   * evicted or deleted); rows evicted in the same transaction are not indexed. Only what the rows that
+   * went were part of changes: a bounded buffer that records synthetic steps evicts every few steps,
+   * and its caches of real rows (the real rows' key, their keys, their spellings, the index's views of
+   * them) stay as they are (read again at every eviction, they cost 10 ms an eviction at 20k rows,
+   * 65 ms at 100k). Counts and spellings of any rows follow both ways.
    */
-  private afterCommit(added: IndexedRow[], evicted: number[], evictedReal: number[]): void {
+  private afterCommit(added: IndexedRow[], gone: GoneRow[]): void {
     // The real rows' key follows the commit (real rows counted in and out: synthetic ones evicted
     // leave it); read again where the largest real id went.
     const k = this.realKey;
@@ -485,28 +504,35 @@ export class ReplayBuffer {
           rows.sum += r.id;
         }
       let known = true;
-      for (const id of evictedReal) {
-        known &&= id !== rows.max;
-        rows.n--;
-        rows.sum -= id;
-      }
+      for (const r of gone)
+        if (r.source === "real") {
+          known &&= r.id !== rows.max;
+          rows.n--;
+          rows.sum -= r.id;
+        }
       if (known) this.realKey = { at: this.changes + 1, rows, key: realRowsKey(rows) };
     }
     this.changes++;
-    const gone = new Set(evicted);
-    const kept = gone.size > 0 ? added.filter((r) => !gone.has(r.id)) : added;
-    this.size += added.length - evicted.length;
-    if (evicted.length > 0) {
-      this.filterCounts.clear();
-      this.dropCachedRows();
-    } else {
-      for (const c of this.filterCounts.values()) for (const r of added) if (rowMatches(r, c.filter)) c.n++;
-      for (const [slot, spellings] of this.spellings) for (const r of added) if (slotHolds(slot, r)) addSpelling(spellings, r.action);
+    this.size += added.length - gone.length;
+    // Counted in, then out: a row added and evicted in one commit is in both.
+    for (const c of this.filterCounts.values()) {
+      for (const r of added) if (rowMatches(r, c.filter)) c.n++;
+      for (const r of gone) if (rowMatches(r, c.filter)) c.n--;
     }
+    for (const [slot, spellings] of this.spellings) {
+      for (const r of added) if (slotHolds(slot, r)) addSpelling(spellings, r.action);
+      for (const r of gone) if (slotHolds(slot, r) && !removeSpelling(spellings, r.action)) this.spellings.delete(slot);
+    }
+    // Rows kept by id: a row never changes, so only those that went are wrong now.
+    for (const r of gone) {
+      this.rowCache.delete(r.id);
+      this.keyCache.delete(r.id);
+    }
+    const goneIds = new Set(gone.map((r) => r.id));
     const addedIds = new Set(added.map((r) => r.id));
     this.indexes.afterWrite(
-      kept,
-      evicted.filter((id) => !addedIds.has(id)),
+      goneIds.size > 0 ? added.filter((r) => !goneIds.has(r.id)) : added,
+      addedIds.size > 0 ? gone.filter((r) => !addedIds.has(r.id)) : gone,
     );
   }
 
@@ -615,7 +641,7 @@ export class ReplayBuffer {
         fresh.map(({ uid, t }) => ({ uid, t, nSteps: t.steps.length, seed: opts.seed ?? false })),
         false,
       );
-      this.afterCommit(r.added, r.evicted.ids, r.evicted.real);
+      this.afterCommit(r.added, r.evicted.rows);
       if (r.evicted.ids.length > 0) this.cleanUpTexts();
       return {
         added: fresh.length - r.duplicates,
@@ -775,7 +801,7 @@ export class ReplayBuffer {
     }
     await this.embedSteps(steps, false); // online batches depend on timing: they never fit the IDF
     const r = this.insert(steps, trajectories, true);
-    this.afterCommit(r.added, r.evicted.ids, r.evicted.real);
+    this.afterCommit(r.added, r.evicted.rows);
     if (r.evicted.ids.length > 0) this.cleanUpTexts();
     const gone = new Set(r.evicted.ids);
     return r.added.map((a) => (gone.has(a.id) ? -1 : a.id));
@@ -792,8 +818,9 @@ export class ReplayBuffer {
 
   /**
    * Rows by id, read once: a transition row never changes after its commit and its id is never
-   * reused (AUTOINCREMENT), so only a deletion (`dropCachedRows`) makes a kept row wrong. A search's
-   * candidates recur across queries (a synthetic env asks about the same pages again and again).
+   * reused (AUTOINCREMENT), so only a deletion makes a kept row wrong (ours: `afterCommit` lets it go;
+   * another connection's: `dropCachedRows`). A search's candidates recur across queries (a synthetic
+   * env asks about the same pages again and again).
    */
   private cachedRows(cache: Map<number, Row>, max: number, ids: number[], sql: string): Map<number, Row> {
     const out = new Map<number, Row>();
@@ -831,7 +858,7 @@ export class ReplayBuffer {
   /**
    * How many ways `action` is spelled among the rows of `env` (and of `source`): the distinct recorded
    * actions that are the same text trimmed and lowercased (what models count as one action), read
-   * once per env and source and followed through appends (retrieval asks at every step).
+   * once per env and source and followed through appends and evictions (retrieval asks at every step).
    */
   actionSpellings(action: string, env: string, source?: ExperienceSource): number {
     this.checkOpen();
@@ -840,13 +867,15 @@ export class ReplayBuffer {
     let spellings = this.spellings.get(slot);
     if (!spellings) {
       spellings = new Map();
-      for (const a of this.actions({ env, source })) addSpelling(spellings, a);
+      const { where, args } = whereOf({ env, source });
+      for (const r of this.sql(`SELECT action, count(*) AS n FROM transitions ${where} GROUP BY action`).all(...args) as Row[])
+        addSpelling(spellings, String(r.action), Number(r.n));
       this.spellings.set(slot, spellings);
     }
     return spellings.get(spellingKey(action))?.size ?? 0;
   }
-  /** Per "source\tenv": each action's spellings by their trimmed lowercase text. */
-  private readonly spellings = new Map<string, Map<string, Set<string>>>();
+  /** Per "source\tenv": each action's spellings by their trimmed lowercase text, with their rows. */
+  private readonly spellings = new Map<string, Spellings>();
 
   /**
    * The keys of every real row, read in one query where they fit the key cache: searches of real rows
@@ -1276,7 +1305,7 @@ export class ReplayBuffer {
       if (filter.policies.length === 0) return 0;
       const run = this.db.transaction(() => {
         const rows = this.sql(
-          "SELECT t.id AS traj, x.id AS id, x.source AS source FROM trajectories t JOIN transitions x ON x.trajectory_id = t.id WHERE t.seed = 0 AND t.policy IN (SELECT value FROM json_each(?))",
+          "SELECT t.id AS traj, x.id, x.env, x.source, x.task_id, x.action FROM trajectories t JOIN transitions x ON x.trajectory_id = t.id WHERE t.seed = 0 AND t.policy IN (SELECT value FROM json_each(?))",
         ).all(JSON.stringify(filter.policies)) as Row[];
         const trajectories = [...new Set(rows.map((r) => Number(r.traj)))];
         const del = this.sql("DELETE FROM trajectories WHERE id = ?");
@@ -1286,15 +1315,11 @@ export class ReplayBuffer {
           this.stmts.putMeta.run("evict_generation", this.generation());
           this.countRowsGone(rows.length);
         }
-        return {
-          trajectories: trajectories.length,
-          ids: rows.map((r) => Number(r.id)),
-          real: rows.filter((r) => r.source === "real").map((r) => Number(r.id)),
-        };
+        return { trajectories: trajectories.length, gone: rows.map(goneRow) };
       });
       const r = run.immediate();
       if (r.trajectories > 0) {
-        this.afterCommit([], r.ids, r.real);
+        this.afterCommit([], r.gone);
         this.cleanUpTexts();
       }
       return r.trajectories;
@@ -1322,7 +1347,7 @@ export class ReplayBuffer {
       });
       const evicted = run.immediate();
       if (evicted.ids.length > 0) {
-        this.afterCommit([], evicted.ids, evicted.real);
+        this.afterCommit([], evicted.rows);
         this.cleanUpTexts();
       }
       return evicted.ids.length;

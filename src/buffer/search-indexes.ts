@@ -2,7 +2,7 @@ import type Database from "better-sqlite3";
 import { existsSync, renameSync } from "node:fs";
 import type { ExperienceSource } from "../core/index.ts";
 import type { SearchFilter } from "./buffer-types.ts";
-import type { Row } from "./buffer-db.ts";
+import type { GoneRow, Row } from "./buffer-db.ts";
 import { decodeHalf } from "./float16.ts";
 import { dotAt } from "./embedder.ts";
 import { AnnIndex, ExactIndex, TopK, withRoom, type Candidate, type RowTags } from "./vector-index.ts";
@@ -12,18 +12,13 @@ const newCodes = () => ({ env: new Map<string, number>(), task: new Map<string, 
 const STALE_CODES = 4096;
 
 /** A row just written, as the indexes need it. */
-export interface IndexedRow {
-  id: number;
+export interface IndexedRow extends GoneRow {
   /** Its vector as stored (f16 bytes). */
   half: Uint8Array;
-  env: string;
-  source: ExperienceSource;
-  task: string;
-  action: string;
 }
 
-/** Whether a row just written passes a search filter. */
-export const rowMatches = (r: IndexedRow, f: SearchFilter) =>
+/** Whether a row just written (or just gone) passes a search filter. */
+export const rowMatches = (r: GoneRow, f: SearchFilter) =>
   (f.env === undefined || r.env === f.env) &&
   (f.source === undefined || r.source === f.source) &&
   (f.task === undefined || r.task === f.task) &&
@@ -103,18 +98,30 @@ export class SearchIndexes {
   }
 
   /** Applies a committed write. A failure here never undoes the write: the indexes are dropped instead. */
-  afterWrite(added: IndexedRow[], evicted: number[]): void {
+  afterWrite(added: IndexedRow[], evicted: GoneRow[]): void {
     try {
-      if (evicted.length > 0) this.dropScans();
-      else
-        for (const scan of this.scans.values())
-          for (const r of added)
-            if (rowMatches(r, scan.filter)) {
-              addScanRow(scan, r.id, r.half, this.dims());
-              this.scanRows++;
+      const d = this.scans.size > 0 ? this.dims() : 0;
+      // A scan loses the rows of its filter that went (the others' rows are not in it) and takes those that came.
+      for (const [key, scan] of this.scans) {
+        for (const r of evicted)
+          if (rowMatches(r, scan.filter)) {
+            if (removeScanRow(scan, r.id, d)) this.scanRows--;
+            else {
+              this.scans.delete(key); // not as it should be: read again at its next search
+              this.scanRows -= scan.ids.length;
+              break;
             }
+          }
+        if (!this.scans.has(key)) continue;
+        for (const r of added)
+          if (rowMatches(r, scan.filter)) {
+            addScanRow(scan, r.id, r.half, d);
+            this.scanRows++;
+          }
+      }
+      const gone = evicted.map((r) => r.id);
       if (this.exact) {
-        this.exact.remove(evicted);
+        this.exact.remove(gone);
         const v = new Float32Array(this.dims());
         for (const r of added) this.exact.add(r.id, decodeHalf(r.half, v), this.tags(r.env, r.source, r.task, r.action));
         // Names whose rows were evicted keep their codes (a long run of free-text actions in a bounded
@@ -123,7 +130,7 @@ export class SearchIndexes {
         if (this.namesCoded > 3 * this.exact.size + STALE_CODES) this.dropExact();
       }
       if (this.ann) {
-        this.ann.remove(evicted);
+        this.ann.remove(gone);
         const dims = this.dims();
         const m = new Float32Array(added.length * dims);
         added.forEach((r, i) => decodeHalf(r.half, m.subarray(i * dims, (i + 1) * dims)));
@@ -234,7 +241,8 @@ export class SearchIndexes {
   /**
    * Exact candidates among the rows a filter selects (for selective filters on large buffers): read
    * from the database at the filter's first search and kept, taking the filter's new rows as they
-   * come (a synthetic env asks the same filters step after step while it records), until a row goes.
+   * come and letting go of those that go (a synthetic env asks the same filters step after step while
+   * it records, and a bounded buffer evicts every few steps).
    */
   scanCandidates(vector: Float32Array, want: number, filter: SearchFilter, where: string, args: string[]): Candidate[] {
     const key = JSON.stringify([where, args]);
@@ -276,4 +284,14 @@ function addScanRow(scan: Scan, id: number, half: Uint8Array, d: number): void {
   scan.matrix = withRoom(scan.matrix, (i + 1) * d);
   decodeHalf(half, scan.matrix.subarray(i * d, (i + 1) * d));
   scan.ids.push(id);
+}
+/** Removes a row from a scan, its last row into its place (a scan's order does not matter: ties go by id); false where it is not there. */
+function removeScanRow(scan: Scan, id: number, d: number): boolean {
+  const i = scan.ids.lastIndexOf(id);
+  if (i < 0) return false;
+  const j = scan.ids.length - 1;
+  scan.ids[i] = scan.ids[j];
+  scan.matrix.copyWithin(i * d, j * d, (j + 1) * d);
+  scan.ids.pop();
+  return true;
 }
