@@ -986,6 +986,22 @@ export class ReplayBuffer {
     );
   }
 
+  /**
+   * The total reward of each trajectory (of `env`, of `source`) that has at least one step, in the
+   * buffer's order, without reading the steps: what counting the successful ones by an env's own rule
+   * (a predicate on the total reward) needs.
+   */
+  totalRewards(filter: { env?: string; source?: ExperienceSource } = {}): number[] {
+    this.checkOpen();
+    const { where, args } = whereOf({ env: filter.env, source: filter.source });
+    const hasSteps = "EXISTS (SELECT 1 FROM transitions x WHERE x.trajectory_id = trajectories.id)";
+    return (
+      this.sql(`SELECT total_reward FROM trajectories ${where ? `${where} AND` : "WHERE"} ${hasSteps} ORDER BY id`)
+        .pluck()
+        .all(...args) as unknown[]
+    ).map(Number);
+  }
+
   /** The instruction of a task the buffer holds steps of (undefined: none), by the task index. */
   instructionOf(taskId: string): string | undefined {
     this.checkOpen();

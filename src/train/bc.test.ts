@@ -7,7 +7,9 @@ import { closing, type Trajectory } from "../core/index.ts";
 import { ReplayBuffer } from "../buffer/index.ts";
 import { createEnv, createPolicy, envTasks, runEpisode, syntheticSupport } from "../envs/index.ts";
 import { abstractTrajectory } from "../experience/index.ts";
-import { latestPolicyFile, readMetrics, resumeTraining, train, type TrainConfigInput } from "./index.ts";
+import { makeTrajectory, tempFile } from "../testing/index.ts";
+import { latestPolicyFile, readMetrics, resumeTraining, train, type TrainConfig, type TrainConfigInput } from "./index.ts";
+import { countDemonstrations } from "./bc.ts";
 
 /** `n` episodes of a scripted WebShop policy on the first tasks of a split (real data, abstract states). */
 async function play(policyName: string, split: string, n: number): Promise<Trajectory[]> {
@@ -105,4 +107,74 @@ test("mode bc refuses a buffer with no successful real episodes, and --hybrid, b
   await assert.rejects(train(join(root, "none"), { ...CONFIG }), /give --buffer/);
   await assert.rejects(train(join(root, "none"), { ...CONFIG, buffer: empty, hybrid: true }), /drop --hybrid/);
   assert.ok(!existsSync(join(root, "none")));
+});
+
+test("countDemonstrations counts by the total rewards alone what reading every real episode with its steps counted", async () => {
+  const file = tempFile("demonstrations.db");
+  const b = ReplayBuffer.open(file);
+  const withReward = (t: Trajectory, r: number) => ({ ...t, total_reward: r, success: r >= 1 });
+  await b.appendTrajectories(
+    [
+      ...Array.from({ length: 10 }, (_, i) => makeTrajectory(i)), // real: 5 successes, 5 failures
+      withReward(makeTrajectory(10), 0.7), // a success by some envs' rule only
+      withReward(makeTrajectory(11, { steps: 0 }), 1), // real and successful, with no step: no demonstration
+      withReward(makeTrajectory(12, { steps: 0 }), 0),
+      ...Array.from({ length: 4 }, (_, i) => withReward(makeTrajectory(20 + i, { source: "synthetic" }), 1)),
+      ...Array.from({ length: 3 }, (_, i) => withReward(makeTrajectory(30 + i, { env: "other" }), 1)),
+    ],
+    { seed: true },
+  );
+  // Online episodes, their total reward summed step by step: real ones (a success, a failure) and a synthetic success.
+  const online = (id: string, source: "real" | "synthetic", reward: number) =>
+    b.appendTransitions(
+      [0, 1].map((step) => ({
+        trajectoryId: id,
+        step,
+        env: "toy",
+        task: { id: "task-online", instruction: "buy it" },
+        state: `${id} page ${step}`,
+        action: step === 1 ? "click[buy now]" : "search[it]",
+        reward: step === 1 ? reward : 0,
+        nextState: `${id} page ${step + 1}`,
+        terminated: step === 1,
+        truncated: false,
+        source,
+      })),
+    );
+  await online("online-win", "real", 1);
+  await online("online-loss", "real", 0);
+  await online("online-synthetic", "synthetic", 1);
+  b.close();
+  const byReading = (env: string, isSuccess: (r: number) => boolean) => {
+    const reader = ReplayBuffer.open(file, { readonly: true });
+    try {
+      let n = 0;
+      for (const t of reader.trajectories({ env, source: "real" })) if (t.steps.length > 0 && isSuccess(t.total_reward)) n++;
+      return n;
+    } finally {
+      reader.close();
+    }
+  };
+  // The rewards it counts by: those of the episodes with steps, in the buffer's order.
+  const reader = ReplayBuffer.open(file, { readonly: true });
+  for (const filter of [{ env: "toy", source: "real" as const }, { env: "toy" }, { source: "synthetic" as const }, {}])
+    assert.deepEqual(
+      reader.totalRewards(filter),
+      [...reader.trajectories(filter)].filter((t) => t.steps.length > 0).map((t) => t.total_reward),
+      JSON.stringify(filter),
+    );
+  reader.close();
+  const rules: ((r: number) => boolean)[] = [(r) => r >= 1, (r) => r > 0.5, (r) => r <= 0, () => true];
+  for (const env of ["toy", "other", "nowhere"])
+    for (const rule of rules) assert.equal(countDemonstrations({ env } as TrainConfig, file, rule), byReading(env, rule), `${env}: ${rule.toString()}`);
+  assert.equal(
+    countDemonstrations({ env: "toy" } as TrainConfig, file, (r) => r >= 1),
+    6,
+    "5 whole episodes and 1 online",
+  );
+  assert.equal(
+    countDemonstrations({ env: "toy" } as TrainConfig, file, () => true),
+    13,
+    "every real toy episode with steps",
+  );
 });

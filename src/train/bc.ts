@@ -65,13 +65,14 @@ export async function demonstrations<R>(
   return out;
 }
 
-/** Successful real episodes of the env in a buffer (a start check of mode bc). */
+/**
+ * Successful real episodes of the env in a buffer, those with steps (a start check of mode bc): by
+ * their total rewards alone, not by reading every real episode with its steps.
+ */
 export function countDemonstrations(config: TrainConfig, bufferFile: string, isSuccess: (totalReward: number) => boolean): number {
   const buffer = ReplayBuffer.open(bufferFile, { readonly: true });
   try {
-    let n = 0;
-    for (const t of buffer.trajectories({ env: config.env, source: "real" })) if (t.steps.length > 0 && isSuccess(t.total_reward)) n++;
-    return n;
+    return buffer.totalRewards({ env: config.env, source: "real" }).filter(isSuccess).length;
   } finally {
     buffer.close();
   }
