@@ -385,18 +385,37 @@ test("the estimate thread works out the estimates made here, with the members of
   const first = threaded.estimatesOnThread;
   assert.ok(first > 0, "worked out on the thread");
   // Its texts go by number, each once. Numbered anew (as past the memo's bound), the thread's table
-  // starts again and it still answers; a table out of step with the texts sent (a request lost on
-  // its way) makes it answer nothing, and the estimates are worked out here, the same.
-  const internals = threaded as unknown as { renumber(): void; textsSent: number };
+  // starts again and it still answers. A table out of step with the texts sent (a request lost on its
+  // way) answers nothing: that request is worked out here, the table is sent again, and the thread
+  // answers the next ones; the estimates are the same throughout.
+  const internals = threaded as unknown as { renumber(): void; forgetEstimates(): void; textsSent: number };
   internals.renumber();
   assert.deepEqual(await predictAll(threaded), before);
   const renumbered = threaded.estimatesOnThread;
   assert.ok(renumbered > first, "answered on the thread after the texts were numbered anew");
   internals.renumber();
-  const lost = threaded.estimatesOnThread;
   internals.textsSent += 1;
   assert.deepEqual(await predictAll(threaded), before);
-  assert.equal(threaded.estimatesOnThread, lost, "no answer from a table out of step");
+  assert.ok(threaded.estimatesOnThread > renumbered, "answered again once the table was sent again");
+  // Started again, the thread gets the texts again; a task that does not copy (a function in it) is worked out here.
+  threaded.closeEstimateThread();
+  assert.ok(await threaded.startEstimateThread());
+  internals.forgetEstimates(); // the same numbering, asked again
+  const restarted = threaded.estimatesOnThread;
+  assert.deepEqual(await predictAll(threaded), before);
+  assert.ok(threaded.estimatesOnThread > restarted, "answered by a thread started again");
+  const odd = { ...held[0].task, id: "odd", note: () => "no copy" };
+  const oddSteps = held.slice(0, 6).map((t) => ({ task: odd, history: [], state: abstraction.abstract(t.steps[0].observation), action: t.steps[0].action }));
+  const oddBefore = threaded.estimatesOnThread;
+  for (const step of oddSteps) {
+    threaded.prepare(step);
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  for (const step of oddSteps) assert.deepEqual(threaded.estimate(step), here.estimate(step));
+  assert.equal(threaded.estimatesOnThread, oddBefore, "a task that does not copy is not answered there");
+  internals.forgetEstimates();
+  assert.deepEqual(await predictAll(threaded), before);
+  assert.ok(threaded.estimatesOnThread > oddBefore, "the others are, the same");
   internals.renumber();
   here.refit(held, 7);
   threaded.refit(held, 7);

@@ -230,7 +230,10 @@ export class LearnedExperienceModel implements ExperienceModel {
     // step's history repeats the episode's pages, ~7 KB a request in full (51 MB a 20k-step run).
     const { generation, memoEpoch, asked } = this;
     const step = { task: input.task, history: [...input.history], state: input.state, action: input.action };
-    const e = this.thread.request(this.numbered(step, generation)).then((r) => {
+    if (this.tasksHere.has(this.taskIds.get(input.task)!)) return this.kept(memoKey, this.ensemble.estimate(step));
+    const request = this.numbered(step, generation);
+    const e = this.thread.request(request).then((r) => {
+      if (r === null) this.unanswered(request);
       const e = r ?? this.ensemble.estimate(step);
       asked.delete(memoKey);
       // Kept unless the memo was emptied meanwhile: its keys' text numbers may now mean other texts.
@@ -286,6 +289,7 @@ export class LearnedExperienceModel implements ExperienceModel {
     // A model that replays its own table of recorded steps (`recorded`) asks for its estimates as it replays.
     if (this.thread || this.recorded || availableParallelism() < 2 || findEnv(this.info.env)?.builtin !== true)
       return this.thread?.ready ?? Promise.resolve(false);
+    this.sendTextsAgain(); // a thread started again has an empty table
     this.thread = new RequestThread(new URL("./estimate-thread", import.meta.url), {
       model: this.save(),
       rewards: this.rewards,
@@ -325,15 +329,37 @@ export class LearnedExperienceModel implements ExperienceModel {
   /** The task numbers whose objects the thread has; `textEpoch` counts the numberings (each empties the thread's table). */
   private tasksSent = new Set<number>();
   private textEpoch = 0;
+  /** Tasks (by number) whose estimates are worked out here: a request with the task's object went unanswered (it may not copy). */
+  private tasksHere = new Set<number>();
+  /** Times the thread's table was started again in this numbering (`unanswered`), a few at most. */
+  private resent = 0;
   /** Numbers the texts anew, from 0, with an empty memo: a kept key's numbers mean the texts they meant when it was made. */
   private renumber(): void {
     this.forgetEstimates();
     this.textIds.clear();
     this.taskIds = new WeakMap();
     this.textList = [];
+    this.tasksHere = new Set();
+    this.resent = 0;
+    this.sendTextsAgain();
+  }
+  /** The thread's table starts again (a new epoch): the next request carries every text numbered so far. */
+  private sendTextsAgain(): void {
     this.textsSent = 0;
     this.tasksSent = new Set();
     this.textEpoch++;
+  }
+  /**
+   * A request of this numbering and these members went unanswered: its message may not have reached
+   * the thread (a task that does not copy: its steps are then worked out here), and its texts with
+   * it, so the requests after would name texts the thread lacks. Its table starts again, a few times at
+   * most per numbering (each sends every text), then the thread answers nothing until the next one.
+   */
+  private unanswered(r: EstimateRequest): void {
+    if (r.epoch !== this.textEpoch || r.generation !== this.generation || this.resent >= 4) return;
+    if (r.taskObject !== undefined) this.tasksHere.add(r.task);
+    this.resent++;
+    this.sendTextsAgain();
   }
   private memoKey(input: EstimateInput): string {
     if (this.estimates.size >= ESTIMATES_KEPT || this.textIds.size >= 4 * ESTIMATES_KEPT) this.renumber();
