@@ -253,6 +253,14 @@ test("audit: the answers of every file read anew, also after audit files are rew
     await same("a file removed");
     cpSync(file(4), file(40));
     await same("a file added");
+    // A second file of one iteration (another padding of its number): its pairs are found too.
+    writeFileSync(
+      join(dir, "audit", "iteration-40.jsonl"),
+      readAuditPairs(file(40))
+        .map((p) => JSON.stringify({ ...p, index: p.index + 100 }))
+        .join("\n") + "\n",
+    );
+    await same("two files of one iteration");
     // Links: one leading out of the run is not read; one inside it is.
     const outside = mkdtempSync(join(tmpdir(), "dreamgym-view-audit-outside-"));
     cpSync(file(4), join(outside, "iteration-0041.jsonl"));

@@ -287,7 +287,7 @@ function addScanRow(scan: Scan, id: number, half: Uint8Array, d: number): void {
 }
 /** Removes a row from a scan, its last row into its place (a scan's order does not matter: ties go by id); false where it is not there. */
 function removeScanRow(scan: Scan, id: number, d: number): boolean {
-  const i = scan.ids.lastIndexOf(id);
+  const i = scan.ids.indexOf(id); // rows go oldest first: near the front
   if (i < 0) return false;
   const j = scan.ids.length - 1;
   scan.ids[i] = scan.ids[j];

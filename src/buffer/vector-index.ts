@@ -153,7 +153,8 @@ export class ExactIndex {
   private leaving(r: number, id: number, tags: RowTags): void {
     const last = this.n - 1;
     const own = this.byAction?.get(tags.action);
-    const at = own?.lastIndexOf(r) ?? -1;
+    // Searched from the front: rows go oldest first, and the oldest sit near the front (a row that goes takes the last one's place).
+    const at = own?.indexOf(r) ?? -1;
     if (own && at >= 0) {
       own[at] = own[own.length - 1];
       own.pop();
@@ -174,7 +175,7 @@ export class ExactIndex {
           if (v.int8 && r !== last) v.int8.int8.copyWithin(r * d, last * d, (last + 1) * d);
           v.count = last;
         } else if (matches(tags, v.filter)) {
-          const i = v.ids.subarray(0, v.count).lastIndexOf(id);
+          const i = v.ids.subarray(0, v.count).indexOf(id);
           if (i < 0) {
             // Not where it should be: the view goes, made again at its next search.
             views.delete(key);

@@ -198,7 +198,7 @@ export class RunStore {
   /**
    * The heads of the run's audited episodes (each without its two episodes), by iteration, and a key
    * that changes when any of them does. A file is parsed once, and again when it changes: another
-   * inode or birth time (a rewrite renames a new file over it), size or mtime. A file removed (a
+   * inode or birth time (a rewrite renames a new file over it), size, mtime or ctime. A file removed (a
    * resume drops those past its checkpoint) is not listed, so not shown.
    */
   auditHeads(dir: string): { heads: AuditHead[]; keys: string } {
@@ -217,7 +217,8 @@ export class RunStore {
         continue; // removed since the folder was listed
       }
       // Stated before it is read: a file replaced in between is kept under the older key, so read again next time.
-      const key = `${iteration}:${st.ino}:${st.birthtimeMs}:${st.size}:${st.mtimeMs}`;
+      // ctime too: a rewrite at the same size within one mtime tick, or with its mtime set back, still changes it.
+      const key = `${iteration}:${st.ino}:${st.birthtimeMs}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`;
       const got = this.headsOf(file, key, iteration);
       if (got === undefined) continue;
       keys.push(key);
@@ -251,11 +252,11 @@ export class RunStore {
     return heads;
   }
 
-  /** One iteration's audited episodes, whole (the file `audit/iteration-NNNN.jsonl`; no other file is read). */
+  /** One iteration's audited episodes, whole (its files `audit/iteration-NNNN.jsonl`, however padded; no other file is read). */
   auditPairsOf(dir: string, iteration: number): (AuditPair & { iteration: number })[] {
-    const f = auditFiles(dir).find((a) => a.iteration === iteration);
-    if (!f || !ownFile(dir, f.file)) return [];
-    return readAuditPairs(f.file).map((p) => ({ ...p, iteration }));
+    return auditFiles(dir)
+      .filter((f) => f.iteration === iteration && ownFile(dir, f.file))
+      .flatMap((f) => readAuditPairs(f.file).map((p) => ({ ...p, iteration })));
   }
 
   /**
