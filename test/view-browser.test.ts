@@ -154,6 +154,19 @@ test("dreamgym view in Chromium: runs → curves, episode → side by side with 
     assert.equal(await page.locator("[data-test=audit-table] tbody tr").count(), 8);
     assert.match(await page.locator("[data-test=audit-table] tbody tr").last().innerText(), /^all\s+28\s/);
     await shot("audit");
+    // A long run's audited episodes come a page at a time: 60 more audit files of 4 pairs each.
+    const auditDir = join(fx.dirs[0], "audit");
+    for (let i = 1001; i <= 1060; i++) cpSync(join(auditDir, "iteration-0001.jsonl"), join(auditDir, `iteration-${i}.jsonl`));
+    await page.click("[data-tab=curriculum]");
+    await page.click("[data-tab=audit]");
+    const pager = page.locator("[data-test=pairs-pager]");
+    await pager.waitFor();
+    assert.match(await pager.innerText(), /^1–200 of 268\b/);
+    assert.equal(await page.locator("[data-test=pairs-table] tbody tr").count(), 200);
+    await page.click("[data-test=pairs-next]");
+    await page.locator("[data-test=pairs-pager]", { hasText: "201–268 of 268" }).waitFor();
+    assert.equal(await page.locator("[data-test=pairs-table] tbody tr").count(), 68);
+    assert.match(await page.locator("[data-test=pairs-table] tbody tr").last().innerText(), /^1060\s/);
     // From the audit's list of episodes to a pair.
     await page.locator("[data-test=pairs-table] tbody tr").first().click();
     await page.locator("[data-test=pair]").waitFor();

@@ -166,6 +166,7 @@ test("audit: a row per audited iteration and one over the kept episodes; curricu
   const all = body.lines.at(-1);
   assert.equal(all[0], "all");
   assert.equal(Number(all[1]), body.pairs.length);
+  assert.equal(body.pairsTotal, body.pairs.length);
   assert.equal(all[body.header.indexOf("exploitation")], "100.0%", "the planted jump is exploited: every synthetic success fails for real");
   // The pooled row's groups are each one iteration's: its pairs are the iterations' pairs, no more.
   const perIteration = body.rows
@@ -220,14 +221,21 @@ test("audit: the answers of every file read anew, also after audit files are rew
   const file = (i: number) => join(dir, "audit", `iteration-${String(i).padStart(4, "0")}.jsonl`);
   const view = await startServer({ app: createViewApp({ runs }), port: 0, host: "127.0.0.1" });
   const audit = async () => (await (await fetch(`${view.url}/api/run/audit?run=r`)).json()) as Json;
+  /** The answer's first page (`/api/run/audit` pages the audited episodes, 200 a page by default). */
+  const page = (whole: Json, offset = 0, limit = 200) => ({
+    ...whole,
+    pairs: whole.pairs.slice(offset, offset + limit),
+    offset,
+    pairsTotal: whole.pairs.length,
+  });
   const pair = async (iteration: number, index: number) =>
     (await (await fetch(`${view.url}/api/run/audit-pair?run=r&iteration=${iteration}&index=${index}`)).json()) as Json;
   // The same store with room for 5 heads: it drops files it read and reads them again, to the same answers.
   const small = new RunStore(runs, { auditHeadsKept: 5 });
   const same = async (what: string) => {
     const expected = auditReadAnew(dir);
-    assert.deepEqual(await audit(), expected, what);
-    assert.deepEqual(await audit(), expected, `${what}, asked again`);
+    assert.deepEqual(await audit(), page(expected), what);
+    assert.deepEqual(await audit(), page(expected), `${what}, asked again`);
     assert.deepEqual(JSON.parse(JSON.stringify(small.audit(dir))), expected, `${what}, 5 heads kept`);
     for (const f of auditFiles(dir))
       for (const p of readAuditPairs(f.file)) assert.deepEqual(await pair(f.iteration, p.index), { ...p, iteration: f.iteration }, what);
@@ -236,6 +244,15 @@ test("audit: the answers of every file read anew, also after audit files are rew
   try {
     const first = await same("as trained");
     assert.ok(first.pairs.length >= 8);
+    // Pages of the audited episodes; a bad page is one line.
+    const paged = async (q: string) => (await (await fetch(`${view.url}/api/run/audit?run=r&${q}`)).json()) as Json;
+    assert.deepEqual(await paged("offset=3&limit=4"), page(first, 3, 4));
+    assert.deepEqual((await paged(`offset=${first.pairs.length}&limit=4`)).pairs, []);
+    for (const bad of ["limit=0", "limit=1001", "offset=-1", "limit=x"]) {
+      const r = await fetch(`${view.url}/api/run/audit?run=r&${bad}`);
+      assert.equal(r.status, 400, bad);
+      assert.match(((await r.json()) as Json).error, /limit must be 1–1000|must be a non-negative integer/, bad);
+    }
     // Rewritten as the trainer writes (a new file renamed over it): its first pair only, which the real env now passes.
     const [kept] = readAuditPairs(file(2));
     writeFileAtomic(file(2), JSON.stringify({ ...kept, realSuccess: !kept.realSuccess, realReturn: kept.realReturn + 1 }) + "\n");
@@ -266,10 +283,10 @@ test("audit: the answers of every file read anew, also after audit files are rew
     cpSync(file(4), join(outside, "iteration-0041.jsonl"));
     symlinkSync(join(outside, "iteration-0041.jsonl"), file(41));
     symlinkSync(file(5), file(42));
-    const linked = await audit();
+    const linked = (await audit()) as Json;
     assert.equal((await fetch(`${view.url}/api/run/audit-pair?run=r&iteration=41&index=0`)).status, 404);
     rmSync(file(41)); // the answer, as if it were not there
-    assert.deepEqual(linked, await same("links"));
+    assert.deepEqual(linked, page(await same("links")));
     assert.ok(linked.pairs.some((p: { iteration: number }) => p.iteration === 42));
     // An audit folder that leads out of the run: none of its files are read.
     renameSync(join(dir, "audit"), join(outside, "audit"));

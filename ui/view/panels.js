@@ -76,12 +76,17 @@ export function CurriculumView({ run }) {
   </section>`;
 }
 
+/** Audited episodes a page shows (the server's default page). */
+const AUDIT_PAGE = 200;
+
 export function AuditView({ run, openPair }) {
   const [audit, setAudit] = useState(null);
   const [error, setError] = useState(null);
+  const [offset, setOffset] = useState(0);
+  useEffect(() => setOffset(0), [run]);
   useEffect(() => {
-    if (run) api("run/audit", { run }).then(setAudit, (e) => setError(e.message));
-  }, [run]);
+    if (run) api("run/audit", { run, offset, limit: AUDIT_PAGE }).then(setAudit, (e) => setError(e.message));
+  }, [run, offset]);
   if (!run) return html`<p class="muted">open a run (Runs) to see its audits</p>`;
   if (error) return html`<p class="error">${error}</p>`;
   if (!audit) return html`<p class="muted">loading…</p>`;
@@ -98,9 +103,17 @@ export function AuditView({ run, openPair }) {
       }
     </div>
     ${
-      audit.pairs.length > 0 &&
+      audit.pairsTotal > 0 &&
       html`<div class="card">
       <h3 style="margin-top:0">audited episodes</h3>
+      ${
+        audit.pairsTotal > AUDIT_PAGE &&
+        html`<div class="controls" data-test="pairs-pager">
+        <span class="muted">${audit.offset + 1}–${audit.offset + audit.pairs.length} of ${audit.pairsTotal}</span>
+        <button disabled=${audit.offset === 0} onClick=${() => setOffset(Math.max(0, audit.offset - AUDIT_PAGE))}>← previous</button>
+        <button disabled=${audit.offset + audit.pairs.length >= audit.pairsTotal} data-test="pairs-next" onClick=${() => setOffset(audit.offset + AUDIT_PAGE)}>next →</button>
+      </div>`
+      }
       <table data-test="pairs-table"><thead><tr><th class="num">iteration</th><th class="num">#</th><th>task</th><th class="num">return syn / real</th><th>success syn / real</th><th>first divergence</th></tr></thead>
       <tbody>${audit.pairs.map(
         (p) => html`<tr class="clickable" onClick=${() => openPair({ run, iteration: p.iteration, index: p.index })}>

@@ -111,8 +111,14 @@ export function createViewApp(o: ViewAppOptions): ViewApp {
     const since = intParam(c, "since", 0);
     return c.json({ since, metrics: store.metrics(runDir(c), since) });
   });
+  // The audit table whole (a line per audited iteration) and a page of its audited episodes' heads: a
+  // long run audits tens of thousands (16 MB of JSON for 2,000 audit files, and as many table rows).
   app.get("/api/run/audit", (c) => {
-    return c.json(store.audit(runDir(c)));
+    const offset = intParam(c, "offset", 0);
+    const limit = intParam(c, "limit", AUDIT_PAGE);
+    if (limit < 1 || limit > AUDIT_PAGE_MAX) throw new InvalidConfigError(`limit must be 1–${AUDIT_PAGE_MAX}, got ${limit}`);
+    const { pairs, ...table } = store.audit(runDir(c));
+    return c.json({ ...table, pairs: pairs.slice(offset, offset + limit), offset, pairsTotal: pairs.length });
   });
   app.get("/api/run/audit-pair", (c) => {
     const iteration = intParam(c, "iteration");
@@ -243,6 +249,10 @@ function serveFile(c: Context, assets: ViewAssets) {
   if (!file) return c.json({ error: `no file ${c.req.path}` }, 404);
   return c.body(readFileSync(file), 200, { "Content-Type": CONTENT_TYPES[extname(file)] ?? "application/octet-stream", "Cache-Control": "no-cache" });
 }
+
+/** Audited episodes a page of `/api/run/audit` holds, by default and at most. */
+const AUDIT_PAGE = 200;
+const AUDIT_PAGE_MAX = 1000;
 
 function intParam(c: Context, name: string, fallback?: number): number {
   const v = c.req.query(name);
