@@ -90,6 +90,13 @@ export interface ExperienceModel {
    * the same model, so a resumed run refits again from the audits it kept.
    */
   refit?(trajectories: readonly Trajectory[], seed: number): void;
+  /**
+   * What the refits so far changed (with `loadRefitState`), for a run's checkpoint: a resumed run
+   * loads it rather than refitting again from every audit it kept, and goes on as the same model.
+   */
+  refitState?(): Uint8Array;
+  /** The state `refitState` gave, of this same model (its file); anything else is an `InvalidConfigError` naming `source`. */
+  loadRefitState?(bytes: Uint8Array, source: string): void;
 }
 
 /**

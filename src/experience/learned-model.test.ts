@@ -350,6 +350,22 @@ test("refit (Dyna): the members learn from real steps the run paid for, so the p
   const idle = load();
   assert.equal(idle.refit([], 7).steps, 0);
   assert.ok(Buffer.from(idle.save()).equals(Buffer.from(bytes)));
+  // A checkpoint's refit state: the model file loaded with it is the refit model, and refits on as it
+  // would (Adam's moments too: from the parameters alone the next refit gives another model).
+  const state = refit.refitState();
+  const resumed = load();
+  resumed.loadRefitState(state, "experience.bin");
+  assert.ok(Buffer.from(resumed.save()).equals(Buffer.from(refit.save())));
+  assert.equal(endingError(resumed), after);
+  const paramsOnly = LearnedExperienceModel.load(refit.save(), "model.bin", { abstraction });
+  for (const m of [refit, resumed, paramsOnly]) m.refit(held, 10);
+  assert.ok(Buffer.from(resumed.save()).equals(Buffer.from(refit.save())), "refit on from the state: the same model");
+  assert.ok(!Buffer.from(paramsOnly.save()).equals(Buffer.from(refit.save())), "from the parameters alone: another");
+  // Another model's state, a damaged one, another kind of file: one clear error naming the file.
+  const smaller = trainLearnedModel(buffer, { abstraction, epochs: 1, members: 2 }).model;
+  assert.throws(() => load().loadRefitState(smaller.refitState(), "other.bin"), /other\.bin is not a refit state of this learned experience model/);
+  assert.throws(() => load().loadRefitState(state.subarray(0, state.length - 8), "cut.bin"), /cut\.bin/);
+  assert.throws(() => load().loadRefitState(bytes, "model.bin"), /model\.bin is not a refit state/);
 });
 
 test("the estimate thread works out the estimates made here, with the members of each refit, and the model predicts the same", async () => {

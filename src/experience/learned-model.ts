@@ -35,6 +35,8 @@ import { PurchaseSupport, purchaseKey, TRANSITION_FEATURE_VERSION, transitionFea
  */
 const HEADS = ["end", "top", "bottom", "mid"] as const;
 const MAGIC = "DGEXPMODEL1\n";
+/** A refit model's state (`refitState`): its members' parameters and Adam's moments. */
+const REFIT_MAGIC = "DGEXPREFIT1\n";
 const FORMAT = "dreamgym-learned-experience-model";
 
 /** What training found on the held-out tasks (the ensemble's figures; `members` per member). */
@@ -470,6 +472,43 @@ export class LearnedExperienceModel implements ExperienceModel {
     this.generation++;
     this.thread?.control({ model: this.save(), generation: this.generation } satisfies EstimateThreadControl);
     return r;
+  }
+
+  /**
+   * The members' parameters and Adam's moments after the refits so far (`save` writes the parameters
+   * alone: a model loaded from it would refit on from fresh moments, to another model).
+   */
+  refitState(): Uint8Array {
+    const nets = this.members.flat();
+    return packParams(
+      REFIT_MAGIC,
+      { model: this.id, dim: this.info.dim, hidden: this.info.hidden, adamSteps: nets.map((n) => n.state().adamStep) },
+      nets.flatMap((n) => n.state().arrays),
+    );
+  }
+
+  /** The members as `refitState` left them: estimates kept go, and the estimate thread gets the members, as after a refit. */
+  loadRefitState(bytes: Uint8Array, source: string): void {
+    const nets = this.members.flat();
+    const notMine = "a refit state of this learned experience model (a run's checkpoints/experience-*.bin)";
+    const { header, arrays } = unpackParams<{ model: string; dim: number; hidden: number; adamSteps: number[] }>(bytes, REFIT_MAGIC, source, notMine);
+    const lengths = nets.flatMap((n) => n.state().arrays.map((a) => a.length));
+    const fits =
+      header.model === this.id &&
+      header.dim === this.info.dim &&
+      header.hidden === this.info.hidden &&
+      Array.isArray(header.adamSteps) &&
+      header.adamSteps.length === nets.length &&
+      header.adamSteps.every((k) => Number.isInteger(k) && k >= 0) &&
+      arrays.length === lengths.length &&
+      arrays.every((a, i) => a.length === lengths[i]);
+    if (!fits) throw new InvalidConfigError(`${source} is not ${notMine}: its shape is another model's`);
+    const per = lengths.length / nets.length;
+    nets.forEach((n, i) => n.setState(arrays.slice(i * per, (i + 1) * per), header.adamSteps[i]));
+    this.forgetEstimates();
+    this.ensemble.changed();
+    this.generation++;
+    this.thread?.control({ model: this.save(), generation: this.generation } satisfies EstimateThreadControl);
   }
 
   private refitMembers(trajectories: readonly Trajectory[], seed: number, opts: RefitOptions): { steps: number } {

@@ -176,7 +176,7 @@ export async function syntheticPool(
     generator,
     tokens: model.tokens,
     auditReplay: config.onPolicyAudit.replay === "auto" ? (support.auditReplay ?? "actions") : config.onPolicyAudit.replay,
-    ...(model.model.refit ? { refit: model.model.refit.bind(model.model) } : {}),
+    ...refitting(model.model),
     trim: async () => {
       if (config.bufferCapacity > 0) await buffer.trim(config.bufferCapacity);
     },
@@ -184,6 +184,27 @@ export async function syntheticPool(
       buffer.close();
       await model.close();
     },
+  };
+}
+
+/** A pool's refit and its state (`SyntheticPool`): the state is taken only when a refit changed the model since. */
+function refitting(m: ExperienceModel): Pick<SyntheticPool, "refit" | "takeRefitState" | "loadRefitState"> {
+  if (!m.refit) return {};
+  let changed = false;
+  const stateful = m.refitState && m.loadRefitState;
+  return {
+    refit: (trajectories, seed) => {
+      m.refit!(trajectories, seed);
+      changed = true;
+    },
+    ...(stateful && {
+      takeRefitState: () => {
+        if (!changed) return undefined;
+        changed = false;
+        return m.refitState!();
+      },
+      loadRefitState: (bytes: Uint8Array, source: string) => m.loadRefitState!(bytes, source),
+    }),
   };
 }
 

@@ -126,7 +126,7 @@ export async function trainingLoop(config: TrainConfig, parts: Parts, state: Run
     if (last || iteration % config.checkpointEvery === 0) {
       // The buffer is trimmed only on schedule, so a run extended with a larger budget holds what an uninterrupted one would.
       const onSchedule = iteration % config.checkpointEvery === 0;
-      sink.saveCheckpoint(policy.save(), state, curriculum?.toJSON(), onSchedule || synthetic === undefined);
+      sink.saveCheckpoint(policy.save(), state, curriculum?.toJSON(), onSchedule || synthetic === undefined, synthetic?.takeRefitState);
       if (onSchedule) await synthetic?.trim();
     }
     hooks.onIteration?.(m, config);

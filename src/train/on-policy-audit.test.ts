@@ -378,7 +378,8 @@ test("onPolicyAudit.refit (Dyna): a model that learns from the audit's real repl
   const root = mkdtempSync(join(tmpdir(), "dreamgym-refit-"));
   const buffer = await seedBuffer(join(root, "empty.db"), []);
   // Pays arm 1 until real steps say otherwise; then pays what the real pulls paid.
-  const learning = (): ExperienceModel & { refits: number[] } => {
+  // With `stateful`, what it learned is its refit state (a checkpoint keeps it).
+  const learning = (stateful = false): ExperienceModel & { refits: number[] } => {
     const paid = new Map<string, number>();
     const refits: number[] = [];
     return {
@@ -389,6 +390,12 @@ test("onPolicyAudit.refit (Dyna): a model that learns from the audit's real repl
         refits.push(seed);
         for (const t of trajectories) for (const s of t.steps) paid.set(s.action, s.reward);
       },
+      ...(stateful && {
+        refitState: () => new TextEncoder().encode(JSON.stringify([...paid])),
+        loadRefitState: (bytes: Uint8Array) => {
+          for (const [a, r] of JSON.parse(new TextDecoder().decode(bytes)) as [string, number][]) paid.set(a, r);
+        },
+      }),
     };
   };
   // Audits every 3 iterations: the half run below ends at iteration 8, off that schedule, where its last audit must not refit.
@@ -441,6 +448,30 @@ test("onPolicyAudit.refit (Dyna): a model that learns from the audit's real repl
     return m.iteration === 8 ? rest : { ...rest, onPolicyAudit };
   };
   assert.deepEqual(readMetrics(half).map(strip), readMetrics(dir).map(strip));
+
+  // A model with a refit state: a checkpoint keeps it (the first after a refit, then every 50 iterations),
+  // and a resume loads it and refits again only from the audits after it (those before are removed
+  // here), to the same run.
+  const stated = join(root, "stated");
+  const third = learning(true);
+  await train(stated, { ...config, budget: COMMON.budget! / 2 }, {}, { experienceModel: third });
+  const { experience } = JSON.parse(readFileSync(join(stated, "checkpoints", "latest.json"), "utf8"));
+  assert.match(experience.file, /^experience-\d+\.bin$/);
+  const after = auditFiles(stated).filter((f) => f.iteration > experience.iteration && f.iteration % 3 === 0);
+  assert.ok(experience.iteration > 0 && after.length > 0, "audits before the state and after it");
+  for (const f of auditFiles(stated)) if (f.iteration <= experience.iteration) rmSync(f.file);
+  const fourth = learning(true);
+  await resumeTraining(stated, {}, { budget: COMMON.budget }, { experienceModel: fourth });
+  assert.deepEqual(fourth.refits.slice(0, after.length), third.refits.slice(-after.length), "the audits after the state, refit again");
+  assert.deepEqual(readMetrics(stated).map(strip), readMetrics(dir).map(strip));
+  // The state a checkpoint names, gone: one clear error.
+  const lostState = join(root, "lost-state");
+  await train(lostState, { ...config, budget: COMMON.budget! / 2 }, {}, { experienceModel: learning(true) });
+  rmSync(join(lostState, "checkpoints", JSON.parse(readFileSync(join(lostState, "checkpoints", "latest.json"), "utf8")).experience.file));
+  await assert.rejects(
+    resumeTraining(lostState, {}, {}, { experienceModel: learning(true) }),
+    /refit state .*experience-\d+\.bin named by latest\.json is missing/,
+  );
 
   // A model that cannot learn from real steps is refused, in one line; so is refit where there is no audit to learn from.
   const fixed: ExperienceModel = { id: "fixed", predict: async ({ state }) => ({ nextState: state, reward: 0, terminated: true, info: {} }) };

@@ -45,6 +45,13 @@ export interface SyntheticPool extends EnvPool {
   auditReplay: "actions" | "policy";
   /** The experience model learns from real trajectories (`ExperienceModel.refit`); absent where it cannot. */
   refit?: (trajectories: readonly Trajectory[], seed: number) => void;
+  /**
+   * The model's refit state (`ExperienceModel.refitState`) if a refit changed it since it was last
+   * taken (else undefined, as where the model has none): what a checkpoint keeps of the model.
+   */
+  takeRefitState?: () => Uint8Array | undefined;
+  /** Loads a checkpoint's refit state (`ExperienceModel.loadRefitState`); absent where the model has none. */
+  loadRefitState?: (bytes: Uint8Array, source: string) => void;
   /** Evicts the oldest synthetic episodes past `bufferCapacity`. */
   trim(): Promise<void>;
   close(): Promise<void>;

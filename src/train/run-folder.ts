@@ -30,7 +30,16 @@ export interface Checkpoint {
   /** The env and mode it was trained in (absent in checkpoints from before): a resume must not go on in others. */
   env?: string;
   mode?: string;
+  /**
+   * The experience model's refit state (`ExperienceModel.refitState`: `file` in checkpoints/), where the
+   * run refits (`--refit`) a model that has one: taken at `iteration`, after `refitSteps` real steps of
+   * refits. A resume loads it and refits again only from the audits after it.
+   */
+  experience?: { file: string; iteration: number; refitSteps: number };
 }
+
+/** Iterations between two refit states a run keeps (~18 MB each for WebShop's learned model, ~20 ms to write; a resume refits from at most this many iterations' audits, ~34 ms an audit). */
+const REFIT_STATE_EVERY = 50;
 
 /**
  * The policy file of a finished run's latest checkpoint, to start other runs from it (`initPolicy`;
@@ -115,7 +124,8 @@ export class RunFolder implements RunSink {
         !Number.isInteger(latest.iteration) ||
         typeof latest.policyFile !== "string" ||
         typeof latest.state !== "object" ||
-        latest.state === null)
+        latest.state === null ||
+        (latest.experience !== undefined && !isExperienceRecord(latest.experience)))
     ) {
       throw new DataError("not a checkpoint record (iteration, policyFile, state); it may be damaged: restore it or start a new run", { file: latestFile });
     }
@@ -192,6 +202,7 @@ export class RunFolder implements RunSink {
     const checkpoints = join(dir, "checkpoints");
     if (existsSync(checkpoints)) for (const f of readdirSync(checkpoints)) if (/\.\d+\.tmp$/.test(f)) rmSync(join(checkpoints, f), { force: true });
     const folder = new RunFolder(dir, config, runId);
+    folder.experience = latest?.experience;
     // Lines after the checkpoint are replayed, so they go (and a torn last line with them). Anything
     // else missing is said, and a damaged line is kept aside, not dropped without a word.
     const upTo = latest?.iteration ?? 0;
@@ -231,6 +242,17 @@ export class RunFolder implements RunSink {
     return `neural@${this.runId}#${iteration}`;
   }
 
+  /** The checkpoint's refit state (`experience`) and its record, or undefined where it has none; a file it names and lacks is a `DataError`. */
+  checkpointRefitState(latest: Checkpoint): (NonNullable<Checkpoint["experience"]> & { bytes: Uint8Array; path: string }) | undefined {
+    if (latest.experience === undefined) return undefined;
+    const path = join(this.dir, "checkpoints", latest.experience.file);
+    if (!existsSync(path))
+      throw new DataError(`the experience model's refit state ${path} named by latest.json is missing: restore it or start a new run`, { file: path });
+    return { ...latest.experience, bytes: readFileSync(path), path };
+  }
+  /** The refit state the last checkpoint named (carried over by checkpoints that take no new one). */
+  private experience: Checkpoint["experience"];
+
   /** The saved policy bytes a checkpoint names. */
   checkpointPolicy(latest: Checkpoint): Uint8Array {
     const file = join(this.dir, "checkpoints", latest.policyFile);
@@ -248,11 +270,19 @@ export class RunFolder implements RunSink {
     appendFileSync(join(this.dir, "metrics.jsonl"), JSON.stringify(m) + "\n");
   }
 
-  /** Writes the policy, then `latest.json` pointing at it; keeps the last two policy files; refreshes the report. */
-  saveCheckpoint(policy: Uint8Array, state: RunState, curriculum: unknown, trimmed = true): void {
+  /** Writes the policy (and the refit state when due), then `latest.json` pointing at them; keeps the last two of each; refreshes the report. */
+  saveCheckpoint(policy: Uint8Array, state: RunState, curriculum: unknown, trimmed = true, refitState?: () => Uint8Array | undefined): void {
     const dir = join(this.dir, "checkpoints");
     const policyFile = `iter-${String(state.iteration).padStart(6, "0")}.policy`;
     writeFileAtomic(join(dir, policyFile), policy);
+    // A new refit state (one changed since the last taken) every REFIT_STATE_EVERY iterations, in a file of
+    // its own, named by latest.json once written; between them the last one goes on.
+    const due = this.experience === undefined || state.iteration - this.experience.iteration >= REFIT_STATE_EVERY;
+    const bytes = due ? refitState?.() : undefined;
+    if (bytes) {
+      this.experience = { file: `experience-${String(state.iteration).padStart(6, "0")}.bin`, iteration: state.iteration, refitSteps: state.realInteractions };
+      writeFileAtomic(join(dir, this.experience.file), bytes);
+    }
     const latest: Checkpoint = {
       iteration: state.iteration,
       ...(trimmed ? {} : { trimmed }),
@@ -261,13 +291,18 @@ export class RunFolder implements RunSink {
       ...(curriculum ? { curriculum } : {}),
       env: this.config.env,
       mode: this.config.mode,
+      ...(this.experience ? { experience: this.experience } : {}),
     };
     writeFileAtomic(join(dir, "latest.json"), JSON.stringify(latest, null, 2) + "\n");
-    const old = readdirSync(dir)
-      .filter((f) => /^iter-\d+\.policy$/.test(f))
-      .sort()
-      .slice(0, -2);
-    for (const f of old) rmSync(join(dir, f), { force: true });
+    // The two latest of each kind stay, and whatever latest.json names (a file of a later checkpoint
+    // than it, left by a run killed between the two writes, may be among the latest).
+    for (const kind of [/^iter-\d+\.policy$/, /^experience-\d+\.bin$/]) {
+      const old = readdirSync(dir)
+        .filter((f) => kind.test(f))
+        .sort()
+        .slice(0, -2);
+      for (const f of old) if (f !== policyFile && f !== this.experience?.file) rmSync(join(dir, f), { force: true });
+    }
     this.writeReport();
   }
 
@@ -283,6 +318,20 @@ export class RunFolder implements RunSink {
   writeReport(): void {
     writeReport(this.dir);
   }
+}
+
+function isExperienceRecord(e: unknown): boolean {
+  const r = e as Checkpoint["experience"];
+  return (
+    typeof r === "object" &&
+    r !== null &&
+    typeof r.file === "string" &&
+    /^experience-\d+\.bin$/.test(r.file) &&
+    Number.isInteger(r.iteration) &&
+    r.iteration >= 0 &&
+    Number.isInteger(r.refitSteps) &&
+    r.refitSteps >= 0
+  );
 }
 
 const auditFileName = (iteration: number) => `iteration-${String(iteration).padStart(4, "0")}.jsonl`;

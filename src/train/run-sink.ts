@@ -42,8 +42,11 @@ export interface RunSink {
   episodeLabel(iteration: number): string;
   appendMetrics(m: IterationMetrics): void;
   writeAuditPairs(iteration: number, pairs: readonly AuditPair[]): void;
-  /** `trimmed`: false for a checkpoint off schedule, whose buffer was not trimmed. */
-  saveCheckpoint(policy: Uint8Array, state: RunState, curriculum: unknown, trimmed?: boolean): void;
+  /**
+   * `trimmed`: false for a checkpoint off schedule, whose buffer was not trimmed. `refitState`: the
+   * experience model's, where a refit changed it since it was last taken (a sink takes it when it keeps one).
+   */
+  saveCheckpoint(policy: Uint8Array, state: RunState, curriculum: unknown, trimmed?: boolean, refitState?: () => Uint8Array | undefined): void;
   /** The iteration of the last checkpoint (0: none). */
   lastCheckpoint(): number;
 }
@@ -61,7 +64,7 @@ export class MemorySink implements RunSink {
   readonly metrics: IterationMetrics[] = [];
   /** The latest `auditsKept` audits' episodes, by iteration. */
   readonly audits = new Map<number, readonly AuditPair[]>();
-  checkpoint?: { policy: Uint8Array; state: RunState; curriculum: unknown; trimmed: boolean };
+  checkpoint?: { policy: Uint8Array; state: RunState; curriculum: unknown; trimmed: boolean; refitState?: Uint8Array };
   readonly auditsKept: number;
 
   constructor(
@@ -89,8 +92,9 @@ export class MemorySink implements RunSink {
       this.audits.delete(oldest);
     }
   }
-  saveCheckpoint(policy: Uint8Array, state: RunState, curriculum: unknown, trimmed = true): void {
-    this.checkpoint = { policy, state: { ...state }, curriculum: structuredClone(curriculum), trimmed };
+  saveCheckpoint(policy: Uint8Array, state: RunState, curriculum: unknown, trimmed = true, refitState?: () => Uint8Array | undefined): void {
+    const kept = refitState?.() ?? this.checkpoint?.refitState;
+    this.checkpoint = { policy, state: { ...state }, curriculum: structuredClone(curriculum), trimmed, ...(kept ? { refitState: kept } : {}) };
   }
   lastCheckpoint(): number {
     return this.checkpoint?.state.iteration ?? 0;

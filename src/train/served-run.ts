@@ -240,7 +240,7 @@ export class ServedRun {
         state,
       );
       this.folder.appendMetrics(m);
-      this.folder.saveCheckpoint(this.parts.policy.save(), state, curriculum?.toJSON(), true);
+      this.folder.saveCheckpoint(this.parts.policy.save(), state, curriculum?.toJSON(), true, synthetic?.takeRefitState);
       this.broker.checkpointed();
       await synthetic?.trim();
     }
