@@ -167,7 +167,11 @@ test("dreamgym view in Chromium: runs → curves, episode → side by side with 
     await page.locator("[data-test=pairs-pager]", { hasText: "201–268 of 268" }).waitFor();
     assert.equal(await page.locator("[data-test=pairs-table] tbody tr").count(), 68);
     assert.match(await page.locator("[data-test=pairs-table] tbody tr").last().innerText(), /^1060\s/);
-    // From the audit's list of episodes to a pair.
+    // From the audit's list of episodes to a pair, and back to the same page of the list.
+    await page.locator("[data-test=pairs-table] tbody tr").first().click();
+    await page.locator("[data-test=pair]").waitFor();
+    await page.click("[data-test=pair] button.link");
+    await page.locator("[data-test=pairs-pager]", { hasText: "201–268 of 268" }).waitFor();
     await page.locator("[data-test=pairs-table] tbody tr").first().click();
     await page.locator("[data-test=pair]").waitFor();
     assert.deepEqual(errors, []);

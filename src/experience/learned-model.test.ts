@@ -362,6 +362,8 @@ test("refit (Dyna): the members learn from real steps the run paid for, so the p
   assert.ok(Buffer.from(resumed.save()).equals(Buffer.from(refit.save())), "refit on from the state: the same model");
   assert.ok(!Buffer.from(paramsOnly.save()).equals(Buffer.from(refit.save())), "from the parameters alone: another");
   // Another model's state, a damaged one, another kind of file: one clear error naming the file.
+  const reseeded = trainLearnedModel(buffer, { abstraction, ...small, seed: 99 }).model;
+  assert.throws(() => reseeded.loadRefitState(state, "experience.bin"), /experience\.bin is a refit state of another model file than this one/);
   const smaller = trainLearnedModel(buffer, { abstraction, epochs: 1, members: 2 }).model;
   assert.throws(() => load().loadRefitState(smaller.refitState(), "other.bin"), /other\.bin is not a refit state of this learned experience model/);
   assert.throws(() => load().loadRefitState(state.subarray(0, state.length - 8), "cut.bin"), /cut\.bin/);

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { availableParallelism } from "node:os";
 import {
   deriveSeed,
@@ -358,8 +359,10 @@ export class LearnedExperienceModel implements ExperienceModel {
    * most per numbering (each sends every text), then the thread answers nothing until the next one.
    */
   private unanswered(r: EstimateRequest): void {
-    if (r.epoch !== this.textEpoch || r.generation !== this.generation || this.resent >= 4) return;
+    // A closed or stopped thread lost nothing a thread started later would need (it starts a new table).
+    if (r.epoch !== this.textEpoch || r.generation !== this.generation || !this.thread?.running) return;
     if (r.taskObject !== undefined) this.tasksHere.add(r.task);
+    if (this.resent >= 4) return;
     this.resent++;
     this.sendTextsAgain();
   }
@@ -465,6 +468,7 @@ export class LearnedExperienceModel implements ExperienceModel {
    * purchases whose pages match the real ones step for step).
    */
   refit(trajectories: readonly Trajectory[], seed: number, opts: RefitOptions = {}): { steps: number } {
+    this.origin(); // of the members before any refit
     const r = this.refitMembers(trajectories, seed, opts);
     // The members changed: estimates kept go, and the estimate thread gets the new members.
     this.forgetEstimates();
@@ -479,22 +483,35 @@ export class LearnedExperienceModel implements ExperienceModel {
    * alone: a model loaded from it would refit on from fresh moments, to another model).
    */
   refitState(): Uint8Array {
+    const origin = this.origin();
     const nets = this.members.flat();
     return packParams(
       REFIT_MAGIC,
-      { model: this.id, dim: this.info.dim, hidden: this.info.hidden, adamSteps: nets.map((n) => n.state().adamStep) },
+      { model: this.id, origin, dim: this.info.dim, hidden: this.info.hidden, adamSteps: nets.map((n) => n.state().adamStep) },
       nets.flatMap((n) => n.state().arrays),
     );
   }
+  /** A digest of the model as it was before any refit (its file's members): a refit state is of that model alone. */
+  private origin(): string {
+    this.originDigest ??= createHash("sha256").update(this.save()).digest("hex").slice(0, 32);
+    return this.originDigest;
+  }
+  private originDigest: string | undefined;
 
   /** The members as `refitState` left them: estimates kept go, and the estimate thread gets the members, as after a refit. */
   loadRefitState(bytes: Uint8Array, source: string): void {
     const nets = this.members.flat();
     const notMine = "a refit state of this learned experience model (a run's checkpoints/experience-*.bin)";
-    const { header, arrays } = unpackParams<{ model: string; dim: number; hidden: number; adamSteps: number[] }>(bytes, REFIT_MAGIC, source, notMine);
+    const { header, arrays } = unpackParams<{ model: string; origin: string; dim: number; hidden: number; adamSteps: number[] }>(
+      bytes,
+      REFIT_MAGIC,
+      source,
+      notMine,
+    );
     const lengths = nets.flatMap((n) => n.state().arrays.map((a) => a.length));
     const fits =
       header.model === this.id &&
+      typeof header.origin === "string" &&
       header.dim === this.info.dim &&
       header.hidden === this.info.hidden &&
       Array.isArray(header.adamSteps) &&
@@ -503,6 +520,8 @@ export class LearnedExperienceModel implements ExperienceModel {
       arrays.length === lengths.length &&
       arrays.every((a, i) => a.length === lengths[i]);
     if (!fits) throw new InvalidConfigError(`${source} is not ${notMine}: its shape is another model's`);
+    if (header.origin !== this.origin())
+      throw new InvalidConfigError(`${source} is a refit state of another model file than this one: restore the run's model file, or start a new run`);
     const per = lengths.length / nets.length;
     nets.forEach((n, i) => n.setState(arrays.slice(i * per, (i + 1) * per), header.adamSteps[i]));
     this.forgetEstimates();

@@ -32,10 +32,11 @@ export interface Checkpoint {
   mode?: string;
   /**
    * The experience model's refit state (`ExperienceModel.refitState`: `file` in checkpoints/), where the
-   * run refits (`--refit`) a model that has one: taken at `iteration`, after `refitSteps` real steps of
-   * refits. A resume loads it and refits again only from the audits after it.
+   * run refits (`--refit`) a model that has one: taken at `iteration`, when the run's real interactions
+   * were `realInteractions` (before a real phase, the refits' steps). A resume loads it and refits again
+   * only from the audits after it.
    */
-  experience?: { file: string; iteration: number; refitSteps: number };
+  experience?: { file: string; iteration: number; realInteractions: number };
 }
 
 /** Iterations between two refit states a run keeps (~18 MB each for WebShop's learned model, ~20 ms to write; a resume refits from at most this many iterations' audits, ~34 ms an audit). */
@@ -280,8 +281,13 @@ export class RunFolder implements RunSink {
     const due = this.experience === undefined || state.iteration - this.experience.iteration >= REFIT_STATE_EVERY;
     const bytes = due ? refitState?.() : undefined;
     if (bytes) {
-      this.experience = { file: `experience-${String(state.iteration).padStart(6, "0")}.bin`, iteration: state.iteration, refitSteps: state.realInteractions };
-      writeFileAtomic(join(dir, this.experience.file), bytes);
+      const experience = {
+        file: `experience-${String(state.iteration).padStart(6, "0")}.bin`,
+        iteration: state.iteration,
+        realInteractions: state.realInteractions,
+      };
+      writeFileAtomic(join(dir, experience.file), bytes);
+      this.experience = experience;
     }
     const latest: Checkpoint = {
       iteration: state.iteration,
@@ -329,8 +335,8 @@ function isExperienceRecord(e: unknown): boolean {
     /^experience-\d+\.bin$/.test(r.file) &&
     Number.isInteger(r.iteration) &&
     r.iteration >= 0 &&
-    Number.isInteger(r.refitSteps) &&
-    r.refitSteps >= 0
+    Number.isInteger(r.realInteractions) &&
+    r.realInteractions >= 0
   );
 }
 

@@ -221,7 +221,7 @@ export async function compose(run: RunFolder, latest: Checkpoint | undefined, gi
       // refit again from the audits after it only.
       const kept = latest && synthetic.loadRefitState ? run.checkpointRefitState(latest) : undefined;
       if (kept) synthetic.loadRefitState!(kept.bytes, kept.path);
-      let refitSteps = kept?.refitSteps ?? 0;
+      let refitSteps = kept?.realInteractions ?? 0;
       for (const f of auditFiles(run.dir))
         if (f.iteration > (kept?.iteration ?? 0) && f.iteration <= (latest?.iteration ?? 0))
           refitSteps += refitOnAudit(config, synthetic, readAuditPairs(f.file), f.iteration);

@@ -78,17 +78,37 @@ export function CurriculumView({ run }) {
 
 /** Audited episodes a page shows (the server's default page). */
 const AUDIT_PAGE = 200;
+/** Each run's page of audited episodes, kept while the page is open: back from a pair, the list is where it was. */
+const auditOffsets = new Map();
 
 export function AuditView({ run, openPair }) {
   const [audit, setAudit] = useState(null);
   const [error, setError] = useState(null);
-  const [offset, setOffset] = useState(0);
-  useEffect(() => setOffset(0), [run]);
+  const [offset, setOffsetState] = useState(() => auditOffsets.get(run) ?? 0);
+  const setOffset = (o) => {
+    auditOffsets.set(run, o);
+    setOffsetState(o);
+  };
+  useEffect(() => setOffsetState(auditOffsets.get(run) ?? 0), [run]);
   useEffect(() => {
-    if (run) api("run/audit", { run, offset, limit: AUDIT_PAGE }).then(setAudit, (e) => setError(e.message));
+    if (!run) return;
+    let live = true; // an answer to a page asked before another is not shown
+    setError(null);
+    api("run/audit", { run, offset, limit: AUDIT_PAGE }).then(
+      (a) => {
+        if (!live) return;
+        // Fewer episodes than the page starts at (a resume dropped audits): the last page.
+        if (a.pairsTotal > 0 && offset >= a.pairsTotal) setOffset(Math.floor((a.pairsTotal - 1) / AUDIT_PAGE) * AUDIT_PAGE);
+        else setAudit(a);
+      },
+      (e) => live && setError(e.message),
+    );
+    return () => {
+      live = false;
+    };
   }, [run, offset]);
   if (!run) return html`<p class="muted">open a run (Runs) to see its audits</p>`;
-  if (error) return html`<p class="error">${error}</p>`;
+  if (error && !audit) return html`<p class="error">${error}</p>`;
   if (!audit) return html`<p class="muted">loading…</p>`;
   return html`<section data-test="audit">
     <div class="card">
@@ -110,8 +130,9 @@ export function AuditView({ run, openPair }) {
         audit.pairsTotal > AUDIT_PAGE &&
         html`<div class="controls" data-test="pairs-pager">
         <span class="muted">${audit.offset + 1}–${audit.offset + audit.pairs.length} of ${audit.pairsTotal}</span>
-        <button disabled=${audit.offset === 0} onClick=${() => setOffset(Math.max(0, audit.offset - AUDIT_PAGE))}>← previous</button>
-        <button disabled=${audit.offset + audit.pairs.length >= audit.pairsTotal} data-test="pairs-next" onClick=${() => setOffset(audit.offset + AUDIT_PAGE)}>next →</button>
+        <button disabled=${offset === 0} onClick=${() => setOffset(Math.max(0, offset - AUDIT_PAGE))}>← previous</button>
+        <button disabled=${offset + AUDIT_PAGE >= audit.pairsTotal} data-test="pairs-next" onClick=${() => setOffset(offset + AUDIT_PAGE)}>next →</button>
+        ${error && html`<span class="error">${error}</span>`}
       </div>`
       }
       <table data-test="pairs-table"><thead><tr><th class="num">iteration</th><th class="num">#</th><th>task</th><th class="num">return syn / real</th><th>success syn / real</th><th>first divergence</th></tr></thead>
