@@ -470,7 +470,7 @@ test("onPolicyAudit.refit (Dyna): a model that learns from the audit's real repl
   rmSync(join(lostState, "checkpoints", JSON.parse(readFileSync(join(lostState, "checkpoints", "latest.json"), "utf8")).experience.file));
   await assert.rejects(
     resumeTraining(lostState, {}, {}, { experienceModel: learning(true) }),
-    /refit state .*experience-\d+\.bin named by latest\.json is missing/,
+    /experience-\d+\.bin: the experience model's refit state named by latest\.json is missing/,
   );
 
   // A model that cannot learn from real steps is refused, in one line; so is refit where there is no audit to learn from.

@@ -248,7 +248,7 @@ export class RunFolder implements RunSink {
     if (latest.experience === undefined) return undefined;
     const path = join(this.dir, "checkpoints", latest.experience.file);
     if (!existsSync(path))
-      throw new DataError(`the experience model's refit state ${path} named by latest.json is missing: restore it or start a new run`, { file: path });
+      throw new DataError("the experience model's refit state named by latest.json is missing: restore it or start a new run", { file: path });
     return { ...latest.experience, bytes: readFileSync(path), path };
   }
   /** The refit state the last checkpoint named (carried over by checkpoints that take no new one). */
