@@ -2,7 +2,7 @@
 // run (curriculum, buffer, audit, metrics) lives server side, and a killed server resumes its run.
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { before, test } from "node:test";
@@ -62,6 +62,14 @@ test("train --env ws://… with realTasks server trains on a served DreamGym run
       assert.ok(m.curriculum, "the curriculum scored the groups");
       assert.ok(m.onPolicyAudit, "audited every iteration");
     }
+    // Checkpointed every iteration, but the server's policy (the trainer's is the one trained) written once.
+    const checkpoints = join(dir, "server", "checkpoints");
+    assert.deepEqual(
+      readdirSync(checkpoints).filter((f) => f.endsWith(".policy")),
+      ["iter-000001.policy"],
+    );
+    assert.equal(JSON.parse(readFileSync(join(checkpoints, "latest.json"), "utf8")).iteration, summary.iterations);
+    assert.equal(JSON.parse(readFileSync(join(checkpoints, "latest.json"), "utf8")).policyFile, "iter-000001.policy");
     const buffer = ReplayBuffer.open(join(dir, "server", "buffer.db"), { readonly: true });
     const grown = buffer.count({ env: "webshop", source: "synthetic" });
     buffer.close();

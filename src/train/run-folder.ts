@@ -204,6 +204,7 @@ export class RunFolder implements RunSink {
     if (existsSync(checkpoints)) for (const f of readdirSync(checkpoints)) if (/\.\d+\.tmp$/.test(f)) rmSync(join(checkpoints, f), { force: true });
     const folder = new RunFolder(dir, config, runId);
     folder.experience = latest?.experience;
+    folder.policyFile = latest?.policyFile;
     // Lines after the checkpoint are replayed, so they go (and a torn last line with them). Anything
     // else missing is said, and a damaged line is kept aside, not dropped without a word.
     const upTo = latest?.iteration ?? 0;
@@ -253,6 +254,8 @@ export class RunFolder implements RunSink {
   }
   /** The refit state the last checkpoint named (carried over by checkpoints that take no new one). */
   private experience: Checkpoint["experience"];
+  /** The policy file the last checkpoint named. */
+  private policyFile: string | undefined;
 
   /** The saved policy bytes a checkpoint names. */
   checkpointPolicy(latest: Checkpoint): Uint8Array {
@@ -272,10 +275,15 @@ export class RunFolder implements RunSink {
   }
 
   /** Writes the policy (and the refit state when due), then `latest.json` pointing at them; keeps the last two of each; refreshes the report. */
-  saveCheckpoint(policy: Uint8Array, state: RunState, curriculum: unknown, trimmed = true, refitState?: () => Uint8Array | undefined): void {
+  saveCheckpoint(policy: Uint8Array | null, state: RunState, curriculum: unknown, trimmed = true, refitState?: () => Uint8Array | undefined): void {
     const dir = join(this.dir, "checkpoints");
-    const policyFile = `iter-${String(state.iteration).padStart(6, "0")}.policy`;
-    writeFileAtomic(join(dir, policyFile), policy);
+    // null: the policy has not changed since the last checkpoint (a served run's, whose policy is the
+    // trainer's: 13 MB and an fsync an iteration saved), whose file goes on.
+    const policyFile = policy === null && this.policyFile ? this.policyFile : `iter-${String(state.iteration).padStart(6, "0")}.policy`;
+    if (policyFile !== this.policyFile || policy !== null) {
+      if (policy === null) throw new Error("a first checkpoint needs the policy");
+      writeFileAtomic(join(dir, policyFile), policy);
+    }
     // A new refit state (one changed since the last taken) every REFIT_STATE_EVERY iterations, in a file of
     // its own, named by latest.json once written; between them the last one goes on.
     const due = this.experience === undefined || state.iteration - this.experience.iteration >= REFIT_STATE_EVERY;
@@ -300,6 +308,7 @@ export class RunFolder implements RunSink {
       ...(this.experience ? { experience: this.experience } : {}),
     };
     writeFileAtomic(join(dir, "latest.json"), JSON.stringify(latest, null, 2) + "\n");
+    this.policyFile = policyFile;
     // The two latest of each kind stay, and whatever latest.json names (a file of a later checkpoint
     // than it, left by a run killed between the two writes, may be among the latest).
     for (const kind of [/^iter-\d+\.policy$/, /^experience-\d+\.bin$/]) {

@@ -52,6 +52,8 @@ export class ServedRun {
   private readonly broker: EpisodeBroker;
   /** Steps of evaluation episodes since the last iteration's line. */
   evalSteps = 0;
+  /** Whether a checkpoint of this process wrote the (unchanging) policy. */
+  private policySaved = false;
 
   private constructor(
     readonly folder: RunFolder,
@@ -240,7 +242,9 @@ export class ServedRun {
         state,
       );
       this.folder.appendMetrics(m);
-      this.folder.saveCheckpoint(this.parts.policy.save(), state, curriculum?.toJSON(), true, synthetic?.takeRefitState);
+      // The policy is the trainer's: the server's own never changes, so its file is written once.
+      this.folder.saveCheckpoint(this.policySaved ? null : this.parts.policy.save(), state, curriculum?.toJSON(), true, synthetic?.takeRefitState);
+      this.policySaved = true;
       this.broker.checkpointed();
       await synthetic?.trim();
     }
