@@ -271,6 +271,10 @@ test("s2r trains in the synthetic env, then the real one; configs that cannot ru
     run(["train", "--resume", extended, "--budget", "300"]).stderr,
     /--budget extends a resumed real, dreamgym or s2r run .* to more steps than its budget: this run's budget is 300$/m,
   );
+  // A resume that fails before it starts (here: no data) changes nothing: the same command works once the data is back.
+  const noData = run(["train", "--resume", extended, "--budget", "600"], undefined, { ...process.env, DREAMGYM_DATA: join(root, "no-data") });
+  assert.equal(noData.status, 2, noData.stderr);
+  assert.equal(JSON.parse(readFileSync(join(extended, "config.json"), "utf8")).budget, 300);
   const longer = run(["train", "--resume", extended, "--budget", "600"]);
   assert.equal(longer.status, 0, longer.stderr);
   const trace = (d: string) =>

@@ -169,24 +169,24 @@ export class RunFolder implements RunSink {
     const audit = stored.onPolicyAudit;
     const before = typeof audit === "object" && audit !== null && !("replay" in audit) ? { onPolicyAudit: { ...audit, replay: "actions" } } : {};
     const config = resolveTrainConfig({ ...stored, ...before, ...defined }, `config of ${configFile}`);
-    // From now on the run is an S2R run, or one with the larger budget, also for a later resume.
-    if (toS2r || defined.budget !== undefined) {
-      writeFileAtomic(
-        configFile,
-        JSON.stringify(
-          {
-            ...raw,
-            mode: config.mode,
-            budget: config.budget,
-            realBudget: config.realBudget,
-            realScreen: config.realScreen,
-            realBatchAdvantage: config.realBatchAdvantage,
-          },
-          null,
-          2,
-        ) + "\n",
-      );
-    }
+    // From now on the run is an S2R run, or one with the larger budget, also for a later resume: written
+    // when the run starts (`saveConfigChanges`), so a resume that fails before (no data, a missing file)
+    // leaves the folder as it was and can be given again as it was.
+    const configChanges =
+      toS2r || defined.budget !== undefined
+        ? JSON.stringify(
+            {
+              ...raw,
+              mode: config.mode,
+              budget: config.budget,
+              realBudget: config.realBudget,
+              realScreen: config.realScreen,
+              realBatchAdvantage: config.realBatchAdvantage,
+            },
+            null,
+            2,
+          ) + "\n"
+        : undefined;
     // An edited config.json must not take the run elsewhere: its policy was trained in this env and mode
     // (a DreamGym run going on to its real phase, S2R, is the one change of mode a resume makes).
     if (latest?.env !== undefined && latest.env !== config.env) {
@@ -203,6 +203,7 @@ export class RunFolder implements RunSink {
     const checkpoints = join(dir, "checkpoints");
     if (existsSync(checkpoints)) for (const f of readdirSync(checkpoints)) if (/\.\d+\.tmp$/.test(f)) rmSync(join(checkpoints, f), { force: true });
     const folder = new RunFolder(dir, config, runId);
+    folder.configChanges = configChanges;
     folder.experience = latest?.experience;
     folder.policyFile = latest?.policyFile;
     // Lines after the checkpoint are replayed, so they go (and a torn last line with them). Anything
@@ -252,6 +253,14 @@ export class RunFolder implements RunSink {
       throw new DataError("the experience model's refit state named by latest.json is missing: restore it or start a new run", { file: path });
     return { ...latest.experience, bytes: readFileSync(path), path };
   }
+  /** A resume's changes of config.json (a larger budget, S2R's real phase), written when the run starts. */
+  private configChanges: string | undefined;
+  saveConfigChanges(): void {
+    if (this.configChanges === undefined) return;
+    writeFileAtomic(join(this.dir, "config.json"), this.configChanges);
+    this.configChanges = undefined;
+  }
+
   /** The refit state the last checkpoint named (carried over by checkpoints that take no new one). */
   private experience: Checkpoint["experience"];
   /** The policy file the last checkpoint named. */
