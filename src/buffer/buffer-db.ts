@@ -226,9 +226,9 @@ export function* readTrajectories(db: Database.Database, filter: { env?: string;
 }
 
 /** Deletes the oldest non-seed trajectories (whole) while more than `capacity` transitions remain; returns the deleted transitions. */
-export function evictOldest(db: Database.Database, capacity: number): Evicted {
+export function evictOldest(db: Database.Database, capacity: number): GoneRow[] {
   let count = Number((db.prepare("SELECT count(*) AS n FROM transitions").get() as Row).n);
-  const evicted: Evicted = { ids: [], rows: [] };
+  const evicted: GoneRow[] = [];
   if (count <= capacity) return evicted;
   const oldest = db.prepare("SELECT id FROM trajectories WHERE seed = 0 ORDER BY id LIMIT 256");
   const ofTrajectory = db.prepare("SELECT id, env, source, task_id, action FROM transitions WHERE trajectory_id = ?");
@@ -240,10 +240,7 @@ export function evictOldest(db: Database.Database, capacity: number): Evicted {
       if (count <= capacity) break;
       const steps = ofTrajectory.all(r.id) as Row[];
       del.run(r.id);
-      for (const x of steps) {
-        evicted.ids.push(Number(x.id));
-        evicted.rows.push(goneRow(x));
-      }
+      for (const x of steps) evicted.push(goneRow(x));
       count -= steps.length;
     }
   }
@@ -265,11 +262,6 @@ export const goneRow = (x: Row): GoneRow => ({
   task: String(x.task_id),
   action: String(x.action),
 });
-/** Transitions evicted: their ids, and the rows. */
-export interface Evicted {
-  ids: number[];
-  rows: GoneRow[];
-}
 
 /** Trajectory counts by env and source: successes, mean reward, and reward 0 / partial / full. */
 export function groupStats(db: Database.Database): BufferGroupStats[] {

@@ -18,7 +18,6 @@ import type {
 import {
   deleteUnreferencedTexts,
   evictOldest,
-  type Evicted,
   type GoneRow,
   goneRow,
   groupStats,
@@ -341,7 +340,7 @@ export class ReplayBuffer {
    * Writes steps and their new trajectories in one transaction. A new trajectory whose uid is
    * already stored is a duplicate: for whole trajectories its steps are skipped; online steps join it.
    */
-  private insert(steps: PendingStep[], trajectories: NewTrajectory[], online: boolean): { added: IndexedRow[]; evicted: Evicted; duplicates: number } {
+  private insert(steps: PendingStep[], trajectories: NewTrajectory[], online: boolean): { added: IndexedRow[]; evicted: GoneRow[]; duplicates: number } {
     const s = this.stmts;
     const run = this.db.transaction(() => {
       // Another connection may have committed since this append last looked (it may have waited on
@@ -416,9 +415,9 @@ export class ReplayBuffer {
       }
       s.bumpGeneration.run();
       const evicted = this.evict();
-      if (evicted.ids.length > 0) {
+      if (evicted.length > 0) {
         s.putMeta.run("evict_generation", this.generation());
-        this.countRowsGone(evicted.ids.length);
+        this.countRowsGone(evicted.length);
       }
       return { added, evicted, duplicates: skip.size };
     });
@@ -440,8 +439,8 @@ export class ReplayBuffer {
    * Texts only evicted rows used go now and then, after the commit (`cleanUpTexts`), so capacity also
    * bounds the file.
    */
-  private evict(): Evicted {
-    if (this.capacity === null) return { ids: [], rows: [] };
+  private evict(): GoneRow[] {
+    if (this.capacity === null) return [];
     return evictOldest(this.db, this.capacity);
   }
 
@@ -641,13 +640,13 @@ export class ReplayBuffer {
         fresh.map(({ uid, t }) => ({ uid, t, nSteps: t.steps.length, seed: opts.seed ?? false })),
         false,
       );
-      this.afterCommit(r.added, r.evicted.rows);
-      if (r.evicted.ids.length > 0) this.cleanUpTexts();
+      this.afterCommit(r.added, r.evicted);
+      if (r.evicted.length > 0) this.cleanUpTexts();
       return {
         added: fresh.length - r.duplicates,
         duplicates: duplicates + r.duplicates,
         transitions: r.added.length,
-        evicted: r.evicted.ids.length,
+        evicted: r.evicted.length,
         usedVectors: made !== undefined,
       };
     });
@@ -801,9 +800,9 @@ export class ReplayBuffer {
     }
     await this.embedSteps(steps, false); // online batches depend on timing: they never fit the IDF
     const r = this.insert(steps, trajectories, true);
-    this.afterCommit(r.added, r.evicted.rows);
-    if (r.evicted.ids.length > 0) this.cleanUpTexts();
-    const gone = new Set(r.evicted.ids);
+    this.afterCommit(r.added, r.evicted);
+    if (r.evicted.length > 0) this.cleanUpTexts();
+    const gone = new Set(r.evicted.map((g) => g.id));
     return r.added.map((a) => (gone.has(a.id) ? -1 : a.id));
   }
 
@@ -1354,19 +1353,19 @@ export class ReplayBuffer {
     return this.exclusive(async () => {
       const run = this.db.transaction(() => {
         const evicted = evictOldest(this.db, this.seedTransitions() + capacity);
-        if (evicted.ids.length > 0) {
+        if (evicted.length > 0) {
           this.stmts.bumpGeneration.run();
           this.stmts.putMeta.run("evict_generation", this.generation());
-          this.countRowsGone(evicted.ids.length);
+          this.countRowsGone(evicted.length);
         }
         return evicted;
       });
       const evicted = run.immediate();
-      if (evicted.ids.length > 0) {
-        this.afterCommit([], evicted.rows);
+      if (evicted.length > 0) {
+        this.afterCommit([], evicted);
         this.cleanUpTexts();
       }
-      return evicted.ids.length;
+      return evicted.length;
     });
   }
 

@@ -265,6 +265,10 @@ export class RunFolder implements RunSink {
   private experience: Checkpoint["experience"];
   /** The policy file the last checkpoint named. */
   private policyFile: string | undefined;
+  /** Whether a checkpoint names a policy file (a policy that has not changed since need not be given again). */
+  get hasPolicyFile(): boolean {
+    return this.policyFile !== undefined;
+  }
 
   /** The saved policy bytes a checkpoint names. */
   checkpointPolicy(latest: Checkpoint): Uint8Array {
@@ -288,18 +292,16 @@ export class RunFolder implements RunSink {
     const dir = join(this.dir, "checkpoints");
     // null: the policy has not changed since the last checkpoint (a served run's, whose policy is the
     // trainer's: 13 MB and an fsync an iteration saved), whose file goes on.
-    const policyFile = policy === null && this.policyFile ? this.policyFile : `iter-${String(state.iteration).padStart(6, "0")}.policy`;
-    if (policyFile !== this.policyFile || policy !== null) {
-      if (policy === null) throw new Error("a first checkpoint needs the policy");
-      writeFileAtomic(join(dir, policyFile), policy);
-    }
+    if (policy === null && this.policyFile === undefined) throw new Error("a first checkpoint needs the policy");
+    const policyFile = policy === null ? this.policyFile! : `iter-${iterationName(state.iteration)}.policy`;
+    if (policy !== null) writeFileAtomic(join(dir, policyFile), policy);
     // A new refit state (one changed since the last taken) every REFIT_STATE_EVERY iterations, in a file of
     // its own, named by latest.json once written; between them the last one goes on.
     const due = this.experience === undefined || state.iteration - this.experience.iteration >= REFIT_STATE_EVERY;
     const bytes = due ? refitState?.() : undefined;
     if (bytes) {
       const experience = {
-        file: `experience-${String(state.iteration).padStart(6, "0")}.bin`,
+        file: `experience-${iterationName(state.iteration)}.bin`,
         iteration: state.iteration,
         realInteractions: state.realInteractions,
       };
@@ -343,6 +345,9 @@ export class RunFolder implements RunSink {
     writeReport(this.dir);
   }
 }
+
+/** An iteration in a checkpoint file's name (sorted by name, they are in order). */
+const iterationName = (iteration: number) => String(iteration).padStart(6, "0");
 
 function isExperienceRecord(e: unknown): boolean {
   const r = e as Checkpoint["experience"];

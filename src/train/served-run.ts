@@ -52,8 +52,6 @@ export class ServedRun {
   private readonly broker: EpisodeBroker;
   /** Steps of evaluation episodes since the last iteration's line. */
   evalSteps = 0;
-  /** Whether a checkpoint of this process wrote the (unchanging) policy. */
-  private policySaved = false;
 
   private constructor(
     readonly folder: RunFolder,
@@ -243,8 +241,7 @@ export class ServedRun {
       );
       this.folder.appendMetrics(m);
       // The policy is the trainer's: the server's own never changes, so its file is written once.
-      this.folder.saveCheckpoint(this.policySaved ? null : this.parts.policy.save(), state, curriculum?.toJSON(), true, synthetic?.takeRefitState);
-      this.policySaved = true;
+      this.folder.saveCheckpoint(this.folder.hasPolicyFile ? null : this.parts.policy.save(), state, curriculum?.toJSON(), true, synthetic?.takeRefitState);
       this.broker.checkpointed();
       await synthetic?.trim();
     }

@@ -1,4 +1,4 @@
-import { existsSync, lstatSync, readdirSync, readFileSync, realpathSync, statSync } from "node:fs";
+import { existsSync, lstatSync, readdirSync, readFileSync, realpathSync, statSync, type Stats } from "node:fs";
 import { dirname, join, relative, sep } from "node:path";
 import type { Task } from "../../core/index.ts";
 import { auditTable, summarizeReplays, type AuditPair, type OnPolicyAuditSummary } from "../../experience/index.ts";
@@ -32,6 +32,13 @@ export interface RunInfo {
 
 /** An audited episode as the audit table and its list show it: without its synthetic and real episodes. */
 export type AuditHead = Omit<AuditPair, "synthetic" | "real"> & { iteration: number };
+
+/**
+ * What tells a file's content changed without reading it: another inode or birth time (a rewrite renames
+ * a new file over it), size, mtime, or ctime (a rewrite at the same size within one mtime tick, or with
+ * its mtime set back, still changes it).
+ */
+const fileStamp = (st: Stats) => `${st.ino}:${st.birthtimeMs}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`;
 
 /** How long after its last metrics line a run without a summary still counts as training. */
 const RUNNING_WINDOW_MS = 120_000;
@@ -137,7 +144,7 @@ export class RunStore {
     } catch {
       return { audited: false };
     }
-    const key = `${st.ino}:${st.birthtimeMs}:${st.size}:${st.mtimeMs}`;
+    const key = fileStamp(st);
     let seen = this.metricsSeen.get(dir);
     if (seen?.key !== key) {
       const metrics = ownMetrics(dir);
@@ -197,9 +204,8 @@ export class RunStore {
 
   /**
    * The heads of the run's audited episodes (each without its two episodes), by iteration, and a key
-   * that changes when any of them does. A file is parsed once, and again when it changes: another
-   * inode or birth time (a rewrite renames a new file over it), size, mtime or ctime. A file removed (a
-   * resume drops those past its checkpoint) is not listed, so not shown.
+   * that changes when any of them does. A file is parsed once, and again when it changes (`fileStamp`).
+   * A file removed (a resume drops those past its checkpoint) is not listed, so not shown.
    */
   auditHeads(dir: string): { heads: AuditHead[]; keys: string } {
     const heads: AuditHead[] = [];
@@ -217,8 +223,7 @@ export class RunStore {
         continue; // removed since the folder was listed
       }
       // Stated before it is read: a file replaced in between is kept under the older key, so read again next time.
-      // ctime too: a rewrite at the same size within one mtime tick, or with its mtime set back, still changes it.
-      const key = `${iteration}:${st.ino}:${st.birthtimeMs}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`;
+      const key = `${iteration}:${fileStamp(st)}`;
       const got = this.headsOf(file, key, iteration);
       if (got === undefined) continue;
       keys.push(key);
