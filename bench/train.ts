@@ -3,13 +3,15 @@
 // `dreamgym train` in its own process, one after the other. The data (a seed buffer of data seed 0,
 // its learned model and the BC policy) is made once into --data and kept. Prints the wall time
 // of each (training only: the final evaluation is the same for both and left out), steps/s, and
-// the ratio; timings, never assertions. Then the same DreamGym run served (`dreamgym serve --mode
-// dreamgym`) and trained through `train --env ws://… --set realTasks=server`: the session server's
-// overhead per synthetic step against the in-process run (issue 35's target: ≤ 15%).
+// the ratio; each process's CPU time, all threads (Linux), and the CPU ratio: on c cores a process
+// takes at least its CPU time / c. Timings, never assertions. Then the same DreamGym run served
+// (`dreamgym serve --mode dreamgym`) and trained through `train --env ws://… --set realTasks=server`:
+// the session server's overhead per synthetic step against the in-process run (issue 35's target:
+// ≤ 15%).
 //
 //   npm run bench:train -- [--budget 20000] [--data runs/bench-train] [--runs 1]
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { ReplayBuffer } from "../src/buffer/index.ts";
@@ -66,10 +68,26 @@ if (!existsSync(join(bcDir, "summary.json"))) {
 }
 const init = latestPolicyFile(bcDir);
 
-/** One run's training seconds (wall time less its evaluations) and steps. */
+/**
+ * CPU seconds of the child processes waited for so far, all their threads (Linux: `cutime` + `cstime`
+ * of /proc/self/stat, in clock ticks of 10 ms); undefined elsewhere.
+ */
+const childrenCpu = (): number | undefined => {
+  try {
+    const stat = readFileSync("/proc/self/stat", "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" "); // from the 3rd field on
+    return (Number(fields[13]) + Number(fields[14])) / 100;
+  } catch {
+    return undefined;
+  }
+};
+
+/** One run's training seconds (wall time less its evaluations) and steps, and its process's CPU seconds and wall time (set-up and final evaluation included). */
 const time = (name: string, extra: string[], env = "webshop") => {
   const dir = join(data, `run-${name}`);
   rmSync(dir, { recursive: true, force: true });
+  const cpu0 = childrenCpu();
+  const t0 = performance.now();
   dreamgym([
     "train",
     "--env",
@@ -91,13 +109,18 @@ const time = (name: string, extra: string[], env = "webshop") => {
     "--out",
     dir,
   ]);
+  const processSeconds = (performance.now() - t0) / 1000;
+  const cpu1 = childrenCpu();
   const m = readMetrics(dir);
   const last = m[m.length - 1];
   const evalSeconds = m.reduce((s, x) => s + x.evalSeconds, 0);
   const steps = last.realInteractions + last.syntheticInteractions;
   rmSync(dir, { recursive: true, force: true });
-  return { seconds: last.wallSeconds - evalSeconds, steps };
+  return { seconds: last.wallSeconds - evalSeconds, steps, processSeconds, cpuSeconds: cpu0 === undefined || cpu1 === undefined ? undefined : cpu1 - cpu0 };
 };
+/** A process's CPU seconds over its wall time: how many cores it kept busy. */
+const cpuOf = (r: { processSeconds: number; cpuSeconds?: number }) =>
+  r.cpuSeconds === undefined ? "" : `, process CPU ${r.cpuSeconds.toFixed(1)} s in ${r.processSeconds.toFixed(1)} s`;
 const fmt = (r: { seconds: number; steps: number }) => `${r.seconds.toFixed(1)} s (${Math.round(r.steps / r.seconds).toLocaleString("en-US")} steps/s)`;
 /** The DreamGym run served: a session server in its own process, and `train --env ws://…` as its trainer. */
 const served = async () => {
@@ -148,7 +171,8 @@ for (let i = 0; i < runs; i++) {
   const real = time("real", ["--mode", "real"]);
   const dg = time("dreamgym", ["--mode", "dreamgym", "--experience", `learned:${modelFile}`]);
   const sv = await served();
+  const cpuRatio = real.cpuSeconds && dg.cpuSeconds !== undefined ? `; CPU DreamGym / real ${(dg.cpuSeconds / real.cpuSeconds).toFixed(2)}×` : "";
   console.log(
-    `run ${i + 1}: ${budget.toLocaleString("en-US")} steps each; real-env GRPO ${fmt(real)}; DreamGym (learned model) ${fmt(dg)}; DreamGym / real ${(dg.seconds / real.seconds).toFixed(2)}×; served (serve --mode dreamgym + train --env ws://) ${fmt(sv)}, ${(100 * (sv.seconds / dg.seconds - 1)).toFixed(0)}% over in-process`,
+    `run ${i + 1}: ${budget.toLocaleString("en-US")} steps each; real-env GRPO ${fmt(real)}${cpuOf(real)}; DreamGym (learned model) ${fmt(dg)}${cpuOf(dg)}; DreamGym / real ${(dg.seconds / real.seconds).toFixed(2)}×${cpuRatio}; served (serve --mode dreamgym + train --env ws://) ${fmt(sv)}, ${(100 * (sv.seconds / dg.seconds - 1)).toFixed(0)}% over in-process`,
   );
 }
