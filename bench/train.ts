@@ -70,7 +70,7 @@ const init = latestPolicyFile(bcDir);
 
 /**
  * CPU seconds of the child processes waited for so far, all their threads (Linux: `cutime` + `cstime`
- * of /proc/self/stat, in clock ticks of 10 ms); undefined elsewhere.
+ * of /proc/self/stat, in the kernel's USER_HZ ticks, 100 a second whatever its own tick rate); undefined elsewhere.
  */
 const childrenCpu = (): number | undefined => {
   try {
@@ -118,7 +118,7 @@ const time = (name: string, extra: string[], env = "webshop") => {
   rmSync(dir, { recursive: true, force: true });
   return { seconds: last.wallSeconds - evalSeconds, steps, processSeconds, cpuSeconds: cpu0 === undefined || cpu1 === undefined ? undefined : cpu1 - cpu0 };
 };
-/** A process's CPU seconds over its wall time: how many cores it kept busy. */
+/** A process's CPU seconds and wall time, as printed (their ratio: how many cores it kept busy). */
 const cpuOf = (r: { processSeconds: number; cpuSeconds?: number }) =>
   r.cpuSeconds === undefined ? "" : `, process CPU ${r.cpuSeconds.toFixed(1)} s in ${r.processSeconds.toFixed(1)} s`;
 const fmt = (r: { seconds: number; steps: number }) => `${r.seconds.toFixed(1)} s (${Math.round(r.steps / r.seconds).toLocaleString("en-US")} steps/s)`;
