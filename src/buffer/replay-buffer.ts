@@ -415,10 +415,7 @@ export class ReplayBuffer {
       }
       s.bumpGeneration.run();
       const evicted = this.evict();
-      if (evicted.length > 0) {
-        s.putMeta.run("evict_generation", this.generation());
-        this.countRowsGone(evicted.length);
-      }
+      if (evicted.length > 0) this.rowsWent(evicted.length);
       return { added, evicted, duplicates: skip.size };
     });
     let r: ReturnType<typeof run.immediate>;
@@ -453,8 +450,13 @@ export class ReplayBuffer {
     if (Number(this.meta(ROWS_GONE) ?? 0) >= Math.max(1000, (this.capacity ?? this.size) / 10)) this.deleteUnusedTexts();
   }
 
-  /** Counts rows evicted or deleted, in the transaction that removes them: the count outlives the process, as the texts do. */
-  private countRowsGone(n: number): void {
+  /**
+   * In the transaction that evicts or deletes `n` rows (after its generation bump): other connections
+   * learn that rows went (`evict_generation`), and the rows gone since the last text clean-up are
+   * counted in the file, so the count outlives the process, as the texts do.
+   */
+  private rowsWent(n: number): void {
+    this.stmts.putMeta.run("evict_generation", this.generation());
     this.stmts.putMeta.run(ROWS_GONE, Number(this.meta(ROWS_GONE) ?? 0) + n);
   }
 
@@ -488,7 +490,8 @@ export class ReplayBuffer {
    * went were part of changes: a bounded buffer that records synthetic steps evicts every few steps,
    * and its caches of real rows (the real rows' key, their keys, their spellings, the index's views of
    * them) stay as they are (read again at every eviction, they cost 10 ms an eviction at 20k rows,
-   * 65 ms at 100k). Counts and spellings of any rows follow both ways.
+   * 65 ms at 100k). Counts and spellings of any rows follow both ways. Texts only the rows that went
+   * used are deleted now and then (`cleanUpTexts`).
    */
   private afterCommit(added: IndexedRow[], gone: GoneRow[]): void {
     // The real rows' key follows the commit (real rows counted in and out: synthetic ones evicted
@@ -533,6 +536,7 @@ export class ReplayBuffer {
       goneIds.size > 0 ? added.filter((r) => !goneIds.has(r.id)) : added,
       addedIds.size > 0 ? gone.filter((r) => !addedIds.has(r.id)) : gone,
     );
+    if (gone.length > 0) this.cleanUpTexts();
   }
 
   /**
@@ -641,7 +645,6 @@ export class ReplayBuffer {
         false,
       );
       this.afterCommit(r.added, r.evicted);
-      if (r.evicted.length > 0) this.cleanUpTexts();
       return {
         added: fresh.length - r.duplicates,
         duplicates: duplicates + r.duplicates,
@@ -801,7 +804,6 @@ export class ReplayBuffer {
     await this.embedSteps(steps, false); // online batches depend on timing: they never fit the IDF
     const r = this.insert(steps, trajectories, true);
     this.afterCommit(r.added, r.evicted);
-    if (r.evicted.length > 0) this.cleanUpTexts();
     const gone = new Set(r.evicted.map((g) => g.id));
     return r.added.map((a) => (gone.has(a.id) ? -1 : a.id));
   }
@@ -1327,16 +1329,12 @@ export class ReplayBuffer {
         for (const id of trajectories) del.run(id);
         if (trajectories.length > 0) {
           this.stmts.bumpGeneration.run();
-          this.stmts.putMeta.run("evict_generation", this.generation());
-          this.countRowsGone(rows.length);
+          this.rowsWent(rows.length);
         }
         return { trajectories: trajectories.length, gone: rows.map(goneRow) };
       });
       const r = run.immediate();
-      if (r.trajectories > 0) {
-        this.afterCommit([], r.gone);
-        this.cleanUpTexts();
-      }
+      if (r.trajectories > 0) this.afterCommit([], r.gone);
       return r.trajectories;
     });
   }
@@ -1355,16 +1353,12 @@ export class ReplayBuffer {
         const evicted = evictOldest(this.db, this.seedTransitions() + capacity);
         if (evicted.length > 0) {
           this.stmts.bumpGeneration.run();
-          this.stmts.putMeta.run("evict_generation", this.generation());
-          this.countRowsGone(evicted.length);
+          this.rowsWent(evicted.length);
         }
         return evicted;
       });
       const evicted = run.immediate();
-      if (evicted.length > 0) {
-        this.afterCommit([], evicted);
-        this.cleanUpTexts();
-      }
+      if (evicted.length > 0) this.afterCommit([], evicted);
       return evicted.length;
     });
   }

@@ -470,12 +470,16 @@ export class LearnedExperienceModel implements ExperienceModel {
   refit(trajectories: readonly Trajectory[], seed: number, opts: RefitOptions = {}): { steps: number } {
     this.origin(); // of the members before any refit
     const r = this.refitMembers(trajectories, seed, opts);
-    // The members changed: estimates kept go, and the estimate thread gets the new members.
+    this.membersChanged();
+    return r;
+  }
+
+  /** The members changed (a refit, a refit state loaded): estimates kept go, and the estimate thread gets the new members. */
+  private membersChanged(): void {
     this.forgetEstimates();
     this.ensemble.changed();
     this.generation++;
     this.thread?.control({ model: this.save(), generation: this.generation } satisfies EstimateThreadControl);
-    return r;
   }
 
   /**
@@ -524,10 +528,7 @@ export class LearnedExperienceModel implements ExperienceModel {
       throw new InvalidConfigError(`${source} is a refit state of another model file than this one: restore the run's model file, or start a new run`);
     const per = lengths.length / nets.length;
     nets.forEach((n, i) => n.setState(arrays.slice(i * per, (i + 1) * per), header.adamSteps[i]));
-    this.forgetEstimates();
-    this.ensemble.changed();
-    this.generation++;
-    this.thread?.control({ model: this.save(), generation: this.generation } satisfies EstimateThreadControl);
+    this.membersChanged();
   }
 
   private refitMembers(trajectories: readonly Trajectory[], seed: number, opts: RefitOptions): { steps: number } {

@@ -54,9 +54,8 @@ export interface RunSink {
 /**
  * A sink that keeps the run in memory: every metrics line, the last checkpoint, and the episodes of the
  * latest on-policy audits (`audits`, by iteration). An audit's episodes weigh ~200 KB (WebShop's: 190 KB
- * parsed, for 16 pairs), so
- * only the `auditsKept` latest audited iterations are kept, the older ones dropped as new ones come
- * (default 100, ~20 MB; `Infinity`: all, growing with the run; 0: none). Their figures stay in
+ * parsed, for 16 pairs), so only the `auditsKept` latest audited iterations are kept, the older ones
+ * dropped as new ones come (default 100, ~20 MB; `Infinity`: all, growing with the run; 0: none). Their figures stay in
  * `metrics` (`onPolicyAudit`).
  */
 export class MemorySink implements RunSink {
