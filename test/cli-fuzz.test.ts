@@ -42,8 +42,14 @@ interface Case {
 
 const dir = mkdtempSync(join(tmpdir(), "dreamgym-fuzz-"));
 const out = join(dir, "out"); // every case's outputs go here, under names of their own
+// The binary's runs write theirs here instead: they run beside the in-process ones, and a failed
+// command removes the new file it made, which the other run of the same case may have open.
+const outBin = join(dir, "out-bin");
 const f = (name: string) => join(dir, name);
 const o = (name: string) => join(out, name);
+/** A case's command line, or its output paths, for the binary's run (`outBin`), and its output read back. */
+const toBin = (s: string) => s.replaceAll(out, outBin);
+const fromBin = (s: string) => s.replaceAll(outBin, out);
 const DEAD_MODEL = "http://127.0.0.1:9/v1#m"; // never contacted: every case fails before
 
 /** A folder this process cannot write: chmod when not root (root ignores modes), else sysfs. */
@@ -55,6 +61,7 @@ const traj = (over: Record<string, unknown> = {}) => ({ ...makeTrajectory(1, { e
 
 before(async () => {
   mkdirSync(out);
+  mkdirSync(outBin);
   mkdirSync(f("a-folder"));
   if (readOnlyDir && !isRoot) {
     mkdirSync(readOnlyDir);
@@ -131,7 +138,7 @@ function snapshot(): Map<string, string> {
   const walk = (d: string) => {
     for (const e of readdirSync(d).sort()) {
       const p = join(d, e);
-      if (p === out || /-(wal|shm)$/.test(e)) continue;
+      if (p === out || p === outBin || /-(wal|shm)$/.test(e)) continue;
       if (statSync(p).isDirectory()) {
         m.set(p, "dir");
         if (p !== readOnlyDir) walk(p);
@@ -400,7 +407,7 @@ test("every command refuses bad input with exit 2, one line, no stack trace, no 
   const fail = (how: string, args: string[], problems: string[], r: Result) =>
     failures.push(`${how} dreamgym ${args.join(" ")}\n    ${problems.join("; ")}\n    stderr: ${JSON.stringify(r.stderr.slice(0, 600))}`);
   // The binary's cases start first and run in their own processes, beside the in-process ones.
-  const viaBinary = table.filter((c) => c.binary).map((c) => ({ c, result: spawnCli(c.args) }));
+  const viaBinary = table.filter((c) => c.binary).map((c) => ({ c, result: spawnCli(c.args.map(toBin)) }));
   const inProcess = new Map<Case, Result>();
   for (const c of table) {
     const before = processState();
@@ -412,15 +419,16 @@ test("every command refuses bad input with exit 2, one line, no stack trace, no 
     if (problems.length) fail("(in-process)", c.args, problems, r);
   }
   for (const { c, result } of viaBinary) {
-    const r = await result;
-    const problems = problemsOf(c, r);
+    const ran = await result;
+    const r = { ...ran, stdout: fromBin(ran.stdout), stderr: fromBin(ran.stderr) };
+    const problems = problemsOf({ ...c, absent: c.absent?.map(toBin) }, r);
     const mine = inProcess.get(c)!;
     if (r.status !== mine.status || r.stdout !== mine.stdout || r.stderr !== mine.stderr)
       problems.push(`the binary differs from the in-process run: ${JSON.stringify(mine).slice(0, 600)}`);
     if (problems.length) fail("(bin/dreamgym)", c.args, problems, r);
   }
   // No temporary or partial files, and the inputs are as they were.
-  const leftovers = readdirSync(out);
+  const leftovers = [...readdirSync(out), ...readdirSync(outBin).map((n) => `(binary's) ${n}`)];
   if (only) snapshotBefore = snapshot(); // a subset proves nothing about the inputs it did not run
   if (leftovers.length) failures.push(`files left in the output folder: ${leftovers.join(", ")}`);
   const now = snapshot();
