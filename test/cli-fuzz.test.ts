@@ -47,9 +47,11 @@ const out = join(dir, "out"); // every case's outputs go here, under names of th
 const outBin = join(dir, "out-bin");
 const f = (name: string) => join(dir, name);
 const o = (name: string) => join(out, name);
+/** A folder's path where it stands whole (not the start of a longer name such as `out-bin` or `outline.jsonl`). */
+const folderAt = (folder: string) => new RegExp(`${folder.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}(?![\\w.-])`, "g");
 /** A case's command line, or its output paths, for the binary's run (`outBin`), and its output read back. */
-const toBin = (s: string) => s.replaceAll(out, outBin);
-const fromBin = (s: string) => s.replaceAll(outBin, out);
+const toBin = (s: string) => s.replace(folderAt(out), () => outBin);
+const fromBin = (s: string) => s.replace(folderAt(outBin), () => out);
 const DEAD_MODEL = "http://127.0.0.1:9/v1#m"; // never contacted: every case fails before
 
 /** A folder this process cannot write: chmod when not root (root ignores modes), else sysfs. */
