@@ -1,7 +1,8 @@
 // Every command × bad inputs: each must exit 2 with one line on stderr (no stack trace, no raw
 // control bytes), and leave no output behind and no input changed. The cases run in this process,
 // one after another, through `runCli` (the entry point bin/dreamgym runs); a few of them run through
-// the binary too, which must exit and print the same (the binary is runCli with the process's streams).
+// the binary too, with outputs in a folder of their own, which must exit and print the same, that
+// folder's name aside (the binary is runCli with the process's streams).
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
@@ -41,14 +42,15 @@ interface Case {
 }
 
 const dir = mkdtempSync(join(tmpdir(), "dreamgym-fuzz-"));
-const out = join(dir, "out"); // every case's outputs go here, under names of their own
+const out = join(dir, "out"); // every in-process case's outputs go here, under names of their own
 // The binary's runs write theirs here instead: they run beside the in-process ones, and a failed
-// command removes the new file it made, which the other run of the same case may have open.
-const outBin = join(dir, "out-bin");
+// command removes the new file it made, which the other run of the same case may have open. A name
+// as long as `out`'s, so that messages cut or padded to a width come out the same.
+const outBin = join(dir, "bin");
 const f = (name: string) => join(dir, name);
 const o = (name: string) => join(out, name);
-/** A folder's path where it stands whole (not the start of a longer name such as `out-bin` or `outline.jsonl`). */
-const folderAt = (folder: string) => new RegExp(`${folder.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}(?![\\w.-])`, "g");
+/** A folder's path where it stands whole (not the start of a longer name such as `outline.jsonl` or `out.db`; before a full stop, yes). */
+const folderAt = (folder: string) => new RegExp(`${folder.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}(?![\\w-]|\\.\\w)`, "g");
 /** A case's command line, or its output paths, for the binary's run (`outBin`), and its output read back. */
 const toBin = (s: string) => s.replace(folderAt(out), () => outBin);
 const fromBin = (s: string) => s.replace(folderAt(outBin), () => out);
@@ -427,7 +429,7 @@ test("every command refuses bad input with exit 2, one line, no stack trace, no 
     const mine = inProcess.get(c)!;
     if (r.status !== mine.status || r.stdout !== mine.stdout || r.stderr !== mine.stderr)
       problems.push(`the binary differs from the in-process run: ${JSON.stringify(mine).slice(0, 600)}`);
-    if (problems.length) fail("(bin/dreamgym)", c.args, problems, r);
+    if (problems.length) fail("(bin/dreamgym)", c.args.map(toBin), problems, ran);
   }
   // No temporary or partial files, and the inputs are as they were.
   const leftovers = [...readdirSync(out), ...readdirSync(outBin).map((n) => `(binary's) ${n}`)];
