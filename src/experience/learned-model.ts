@@ -488,11 +488,11 @@ export class LearnedExperienceModel implements ExperienceModel {
    */
   refitState(): Uint8Array {
     const origin = this.origin();
-    const nets = this.members.flat();
+    const states = this.members.flat().map((n) => n.state());
     return packParams(
       REFIT_MAGIC,
-      { model: this.id, origin, dim: this.info.dim, hidden: this.info.hidden, adamSteps: nets.map((n) => n.state().adamStep) },
-      nets.flatMap((n) => n.state().arrays),
+      { model: this.id, origin, dim: this.info.dim, hidden: this.info.hidden, adamSteps: states.map((s) => s.adamStep) },
+      states.flatMap((s) => s.arrays),
     );
   }
   /** A digest of the model as it was before any refit (its file's members): a refit state is of that model alone. */

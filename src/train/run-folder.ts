@@ -322,8 +322,9 @@ export class RunFolder implements RunSink {
     this.policyFile = policyFile;
     // The two latest of each kind stay, and whatever latest.json names (a file of a later checkpoint
     // than it, left by a run killed between the two writes, may be among the latest).
+    const files = readdirSync(dir);
     for (const kind of [/^iter-\d+\.policy$/, /^experience-\d+\.bin$/]) {
-      const old = readdirSync(dir)
+      const old = files
         .filter((f) => kind.test(f))
         .sort()
         .slice(0, -2);
