@@ -1,25 +1,46 @@
 import { Command, CommanderError } from "commander";
-import { registerAudit } from "./audit-command.ts";
-import { registerModel } from "./model-command.ts";
-import { registerBufferCommands } from "./buffer-commands.ts";
-import { registerCollect } from "./collect.ts";
 import { describeError } from "./errors.ts";
 import { type CliIo, withCliRun } from "./io.ts";
-import { registerSft } from "./sft-command.ts";
-import { registerTrain } from "./train-command.ts";
-import { registerRollout } from "./rollout-command.ts";
-import { registerDemo } from "./demo-command.ts";
-import { registerEnvCommands } from "./env-commands.ts";
-import { registerServe } from "./serve-command.ts";
-import { registerView } from "./view-command.ts";
-import { registerServeSite } from "./serve-site-command.ts";
-import { registerOracleModel } from "./oracle-command.ts";
-import { registerWebArena } from "./webarena-command.ts";
 import { loadEnvModules } from "../envs/index.ts";
 import { PACKAGE_VERSION as version } from "../core/index.ts";
 
-/** The `dreamgym` program, made anew for each run (commander keeps the parsed options on it). */
-function buildProgram(io: Required<Pick<CliIo, "stdout" | "stderr">>): Command {
+type Register = (program: Command) => void;
+
+/**
+ * Each top-level command, in the order help lists them, and how to load the module that registers it.
+ * A run loads only the module of the command it names (the others' dependencies, such as the server's
+ * and the trainer's, are ~60 of the ~350 modules a start loads); help, `--version` and a name that is
+ * not here load them all, so that commander lists and suggests every command.
+ */
+export const COMMANDS: Readonly<Record<string, () => Promise<Register>>> = {
+  env: async () => (await import("./env-commands.ts")).registerEnvCommands,
+  collect: async () => (await import("./collect.ts")).registerCollect,
+  buffer: async () => (await import("./buffer-commands.ts")).registerBufferCommands,
+  audit: async () => (await import("./audit-command.ts")).registerAudit,
+  model: async () => (await import("./model-command.ts")).registerModel,
+  sft: async () => (await import("./sft-command.ts")).registerSft,
+  train: async () => (await import("./train-command.ts")).registerTrain,
+  rollout: async () => (await import("./rollout-command.ts")).registerRollout,
+  demo: async () => (await import("./demo-command.ts")).registerDemo,
+  serve: async () => (await import("./serve-command.ts")).registerServe,
+  view: async () => (await import("./view-command.ts")).registerView,
+  "serve-site": async () => (await import("./serve-site-command.ts")).registerServeSite,
+  "oracle-model": async () => (await import("./oracle-command.ts")).registerOracleModel,
+  webarena: async () => (await import("./webarena-command.ts")).registerWebArena,
+};
+
+/** The command `argv` names: its first argument that is not the program's own option (or that option's value). */
+export function commandName(argv: readonly string[]): string | undefined {
+  for (let i = 0; i < argv.length; i++) {
+    if (argv[i] === "--env-module") i++;
+    else if (!argv[i].startsWith("-")) return argv[i];
+    else if (!argv[i].startsWith("--env-module=")) return undefined; // --help, --version or a usage error: all commands
+  }
+  return undefined;
+}
+
+/** The `dreamgym` program, made anew for each run (commander keeps the parsed options on it), with `registers`' commands. */
+function buildProgram(io: Required<Pick<CliIo, "stdout" | "stderr">>, registers: readonly Register[]): Command {
   const program = new Command();
   // A terminal's width, as commander's default does for the process's streams (undefined: its default, 80).
   const width = (s: NodeJS.WritableStream) => ((s as NodeJS.WriteStream).isTTY ? (s as NodeJS.WriteStream).columns : undefined) as number;
@@ -40,20 +61,7 @@ function buildProgram(io: Required<Pick<CliIo, "stdout" | "stderr">>): Command {
       getOutHelpWidth: () => width(io.stdout),
       getErrHelpWidth: () => width(io.stderr),
     });
-  registerEnvCommands(program);
-  registerCollect(program);
-  registerBufferCommands(program);
-  registerAudit(program);
-  registerModel(program);
-  registerSft(program);
-  registerTrain(program);
-  registerRollout(program);
-  registerDemo(program);
-  registerServe(program);
-  registerView(program);
-  registerServeSite(program);
-  registerOracleModel(program);
-  registerWebArena(program);
+  for (const register of registers) register(program);
 
   // A usage error is one line that points to the command's help (not the whole help text).
   const withHelpHint = (cmd: Command, path: string): void => {
@@ -90,7 +98,11 @@ export async function runCli(argv: readonly string[], io: CliIo = { stdout: proc
   return withCliRun(io, async (run) => {
     try {
       await loadEnvModules(envModules(argv));
-      await buildProgram(io).parseAsync([...argv], { from: "user" });
+      const name = commandName(argv);
+      const loads = name !== undefined && Object.hasOwn(COMMANDS, name) ? [COMMANDS[name]] : Object.values(COMMANDS);
+      const registers: Register[] = [];
+      for (const load of loads) registers.push(await load()); // one after another: modules evaluate in the same order each run
+      await buildProgram(io, registers).parseAsync([...argv], { from: "user" });
       return run.exitCode;
     } catch (e) {
       // Help and --version exit 0; a usage error is an input error: 2, as for every bad input.

@@ -1,0 +1,51 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { Writable } from "node:stream";
+import { Command } from "commander";
+import { COMMANDS, commandName, runCli } from "./run.ts";
+
+test("each command's module registers that command and no other", async () => {
+  for (const [name, load] of Object.entries(COMMANDS)) {
+    const program = new Command();
+    (await load())(program);
+    assert.deepEqual(
+      program.commands.map((c) => c.name()),
+      [name],
+    );
+  }
+});
+
+test("the command a run names: its first argument that is not the program's own option", () => {
+  assert.equal(commandName(["train", "--env", "webshop"]), "train");
+  assert.equal(commandName(["--env-module", "vault.ts", "collect", "--out", "o.jsonl"]), "collect");
+  assert.equal(commandName(["--env-module=vault.ts", "buffer", "import"]), "buffer");
+  assert.equal(commandName(["--env-module"]), undefined);
+  for (const argv of [[], ["--help"], ["-h", "train"], ["--version"], ["--bogus", "train"]]) assert.equal(commandName(argv), undefined, argv.join(" "));
+});
+
+test("help lists every command, and an unknown one is told the nearest name", async () => {
+  const run = async (argv: string[]) => {
+    let text = "";
+    const sink = new Writable({
+      write(chunk, _encoding, done) {
+        text += String(chunk);
+        done();
+      },
+    });
+    return { status: await runCli(argv, { stdout: sink, stderr: sink }), text };
+  };
+  const help = await run(["--help"]);
+  assert.equal(help.status, 0);
+  const listed = [...help.text.matchAll(/^ {2}([a-z][a-z-]*)\b/gm)].map((m) => m[1]).filter((n) => n !== "help");
+  // The CLI's commands, each loaded only when named (a command missing from COMMANDS would be missing here).
+  const expected = ["env", "collect", "buffer", "audit", "model", "sft", "train", "rollout", "demo", "serve", "view", "serve-site", "oracle-model", "webarena"];
+  assert.deepEqual(listed, expected);
+  assert.deepEqual(Object.keys(COMMANDS), expected);
+  const typo = await run(["colect", "--env", "webshop"]);
+  assert.equal(typo.status, 2);
+  assert.match(typo.text, /unknown command 'colect'.*Did you mean collect\?/s);
+  // A command alone: its own help, as with every command loaded.
+  const one = await run(["buffer", "--help"]);
+  assert.equal(one.status, 0);
+  assert.match(one.text, /^Usage: dreamgym buffer \[options\] \[command\]/);
+});
