@@ -3,14 +3,20 @@ import assert from "node:assert/strict";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { run } from "./helpers.ts";
+import { run, setUp } from "./helpers.ts";
 
-test("audit: the embedded model on held-out real trajectories (train-seeded buffer, test-split episodes)", () => {
+test("audit: the embedded model on held-out real trajectories (train-seeded buffer, test-split episodes)", async () => {
   const dir = mkdtempSync(join(tmpdir(), "dreamgym-audit-"));
   const db = join(dir, "b.db");
-  assert.equal(run(["collect", "--env", "webshop", "--policy", "oracle", "--episodes", "300", "--split", "train", "--out", join(dir, "seed.jsonl")]).status, 0);
-  assert.equal(run(["buffer", "import", join(dir, "seed.jsonl"), "--buffer", db, "--abstract"]).status, 0);
-  assert.equal(run(["collect", "--env", "webshop", "--policy", "oracle", "--episodes", "30", "--split", "test", "--out", join(dir, "held.jsonl")]).status, 0);
+  assert.equal(
+    (await setUp(["collect", "--env", "webshop", "--policy", "oracle", "--episodes", "300", "--split", "train", "--out", join(dir, "seed.jsonl")])).status,
+    0,
+  );
+  assert.equal((await setUp(["buffer", "import", join(dir, "seed.jsonl"), "--buffer", db, "--abstract"])).status, 0);
+  assert.equal(
+    (await setUp(["collect", "--env", "webshop", "--policy", "oracle", "--episodes", "30", "--split", "test", "--out", join(dir, "held.jsonl")])).status,
+    0,
+  );
   const r = run(["audit", "--env", "webshop", "--buffer", db, "--trajectories", join(dir, "held.jsonl"), "--json"]);
   assert.equal(r.status, 0, r.stderr);
   const report = JSON.parse(r.stdout);

@@ -5,19 +5,19 @@ import assert from "node:assert/strict";
 import { existsSync, mkdirSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { run } from "./helpers.ts";
+import { run, setUp } from "./helpers.ts";
 
 const root = mkdtempSync(join(tmpdir(), "dreamgym-bufenv-cli-"));
 const file = (env: string, ext: string) => join(root, `${env}.${ext}`);
 
-before(() => {
+before(async () => {
   for (const [env, policy] of [
     ["webshop", "oracle"],
     ["alfworld", "expert"],
   ]) {
-    const c = run(["collect", "--env", env, "--policy", policy, "--episodes", "3", "--out", file(env, "jsonl")]);
+    const c = await setUp(["collect", "--env", env, "--policy", policy, "--episodes", "3", "--out", file(env, "jsonl")]);
     assert.equal(c.status, 0, c.stderr);
-    const i = run(["buffer", "import", file(env, "jsonl"), "--abstract", "--buffer", file(env, "db")]);
+    const i = await setUp(["buffer", "import", file(env, "jsonl"), "--abstract", "--buffer", file(env, "db")]);
     assert.equal(i.status, 0, i.stderr);
   }
 });
