@@ -7,6 +7,19 @@ test("analysis: Lucene-style tokens, possessives, stop words, Porter stems", () 
   assert.deepEqual(analyze("The Women's Running Shoes, and 6.76 fl oz D.O.N."), ["women", "run", "shoe", "6.76", "fl", "oz", "d.o.n"]);
   assert.deepEqual(analyze("wi-fi 1,200 l'eau"), ["wi", "fi", "1,200", "l'eau"]);
   assert.deepEqual(analyze("the and of"), []);
+  // A token's term is remembered: the same tokens again, in any case, give the same terms.
+  for (let i = 0; i < 2; i++) assert.deepEqual(analyze("Shoe's SHOES shoes The THE"), ["shoe", "shoe", "shoe"]);
+});
+
+test("a term's frequency in a document counts every occurrence, adjacent or not", () => {
+  const index = new TextSearchIndex(["red shoe red", "red red shoe", "red shoe hat"]);
+  const hits = index.search("red", 10);
+  assert.deepEqual(
+    hits.map((h) => h.doc),
+    [0, 1, 2],
+  );
+  assert.equal(hits[0].score, hits[1].score);
+  assert.ok(hits[1].score > hits[2].score);
 });
 
 test("document lengths are stored as Lucene stores them: exact below 24, lossy above", () => {

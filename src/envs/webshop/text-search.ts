@@ -51,25 +51,27 @@ const STOP_WORDS = new Set([
 const WORD = /[\p{L}\p{N}_]+(?:(?:[.'\u2019](?=[\p{L}\p{N}]))[\p{L}\p{N}_]+|(?:(?<=\p{N})[,;](?=\p{N}))[\p{N}_]+)*/gu;
 const POSSESSIVE = /['\u2019\uFF07][sS]$/;
 
-const stemCache = new Map<string, string>();
-function stem(token: string): string {
-  let s = stemCache.get(token);
-  if (s === undefined) {
+// The term of each token the tokenizer cuts (null: none, for a stop word or a bare possessive). Texts repeat
+// their words: the possessive, the case and the stem are worked out once per distinct token.
+const termOf = new Map<string, string | null>();
+function term(token: string): string | null {
+  let t = termOf.get(token);
+  if (t === undefined) {
+    const lower = token.replace(POSSESSIVE, "").toLowerCase();
     // Porter leaves tokens with digits alone in practice; the library lower-cases, which we already did.
-    s = /^[a-z]+$/.test(token) ? stemmer(token) : token;
-    if (stemCache.size < 200_000) stemCache.set(token, s);
+    t = lower === "" || STOP_WORDS.has(lower) ? null : /^[a-z]+$/.test(lower) ? stemmer(lower) : lower;
+    if (termOf.size < 200_000) termOf.set(token, t);
   }
-  return s;
+  return t;
 }
 
 /** The analyzed terms of a text, in order. */
 export function analyze(text: string): string[] {
   const out: string[] = [];
-  for (const m of text.matchAll(WORD)) {
-    let t = m[0].replace(POSSESSIVE, "").toLowerCase();
-    if (t === "" || STOP_WORDS.has(t)) continue;
-    t = stem(t);
-    out.push(t);
+  // match() with a global pattern gives the matched strings alone, without the object per match of matchAll.
+  for (const token of text.match(WORD) ?? []) {
+    const t = term(token);
+    if (t !== null) out.push(t);
   }
   return out;
 }
@@ -133,13 +135,16 @@ export class TextSearchIndex {
       const terms = analyze(text);
       lengths[doc] = terms.length;
       total += terms.length;
-      const tf = new Map<string, number>();
-      for (const t of terms) tf.set(t, (tf.get(t) ?? 0) + 1);
-      for (const [t, f] of tf) {
+      for (const t of terms) {
         let p = building.get(t);
         if (!p) building.set(t, (p = { docs: [], freqs: [] }));
-        p.docs.push(doc);
-        p.freqs.push(f);
+        // A term met before in this document ends its postings: count it there (no map of counts per document).
+        const last = p.docs.length - 1;
+        if (last >= 0 && p.docs[last] === doc) p.freqs[last]++;
+        else {
+          p.docs.push(doc);
+          p.freqs.push(1);
+        }
       }
     });
     for (const [t, p] of building) this.postings.set(t, { docs: Int32Array.from(p.docs), freqs: Float64Array.from(p.freqs) });
