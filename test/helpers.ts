@@ -1,4 +1,5 @@
-// Shared by the end-to-end CLI tests: the real `bin/dreamgym` in a child process, as a user runs it.
+// Shared by the end-to-end CLI tests: the real `bin/dreamgym` in a child process, as a user runs it, and
+// the same CLI in the test's process for the steps that only make a test's data.
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -15,10 +16,10 @@ export const run = (args: string[], input?: string, env: NodeJS.ProcessEnv = pro
 
 /**
  * `dreamgym <args>` in this process, through `runCli` (the entry point the binary runs), for the steps
- * that only make a test's data (collect, import): they write what the binary would (a run's output
- * depends on its inputs alone; cli-fuzz compares the two), without a new process's start-up and data
- * loading each time (~0.35 s of modules, ~0.3 s of WebShop's catalogue and index: ~1 s of CPU a call).
- * What a test is about still runs through `run`, as a user runs it.
+ * that only make a test's data (collect, import): they write what the binary would, timestamps aside
+ * (cli.test.ts compares a collect; cli-fuzz compares refusals), without a new process's start-up and
+ * data loading each time (~0.35 s of modules, ~0.3 s of WebShop's catalogue and index). What a test is
+ * about still runs through `run`, as a user runs it.
  */
 export async function setUp(args: string[]): Promise<{ status: number; stdout: string; stderr: string }> {
   // Loaded at the first call: the tests that never call this do not pay for the CLI's modules.

@@ -2,7 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Writable } from "node:stream";
 import { Command } from "commander";
-import { COMMANDS, commandName, runCli } from "./run.ts";
+import { COMMANDS, commandName, commandsToLoad, runCli } from "./run.ts";
 
 test("each command's module registers that command and no other", async () => {
   for (const [name, load] of Object.entries(COMMANDS)) {
@@ -20,7 +20,19 @@ test("the command a run names: its first argument that is not the program's own 
   assert.equal(commandName(["--env-module", "vault.ts", "collect", "--out", "o.jsonl"]), "collect");
   assert.equal(commandName(["--env-module=vault.ts", "buffer", "import"]), "buffer");
   assert.equal(commandName(["--env-module"]), undefined);
-  for (const argv of [[], ["--help"], ["-h", "train"], ["--version"], ["--bogus", "train"]]) assert.equal(commandName(argv), undefined, argv.join(" "));
+  for (const argv of [[], ["--help"], ["-h", "train"], ["--version"], ["-V"], ["--bogus", "train"], ["--", "train"]])
+    assert.equal(commandName(argv), undefined, argv.join(" "));
+  assert.equal(commandName(["train", "--help"]), "train");
+  assert.equal(commandName(["help", "train"]), "help");
+});
+
+test("a run loads the module of the command it names, and all of them for help, --version or an unknown name", () => {
+  assert.deepEqual(commandsToLoad(["train", "--env", "webshop"]), ["train"]);
+  assert.deepEqual(commandsToLoad(["--env-module", "vault.ts", "collect", "--help"]), ["collect"]);
+  assert.deepEqual(commandsToLoad(["serve-site", "webshop"]), ["serve-site"]);
+  const all = Object.keys(COMMANDS);
+  for (const argv of [[], ["--help"], ["--version"], ["help", "train"], ["colect"], ["toString"], ["__proto__"]])
+    assert.deepEqual(commandsToLoad(argv), all, argv.join(" "));
 });
 
 test("help lists every command, and an unknown one is told the nearest name", async () => {

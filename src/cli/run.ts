@@ -8,9 +8,10 @@ type Register = (program: Command) => void;
 
 /**
  * Each top-level command, in the order help lists them, and how to load the module that registers it.
- * A run loads only the module of the command it names (the others' dependencies, such as the server's
- * and the trainer's, are ~60 of the ~350 modules a start loads); help, `--version` and a name that is
- * not here load them all, so that commander lists and suggests every command.
+ * A run loads only the module of the command it names: it skips the other commands' modules and what
+ * only they import (the server, the trainer, the view: ~20 to ~90 of the project's ~200 modules, by
+ * command). Help, `--version` and a name that is not here load them all, so that commander lists and
+ * suggests every command.
  */
 export const COMMANDS: Readonly<Record<string, () => Promise<Register>>> = {
   env: async () => (await import("./env-commands.ts")).registerEnvCommands,
@@ -37,6 +38,12 @@ export function commandName(argv: readonly string[]): string | undefined {
     else if (!argv[i].startsWith("--env-module=")) return undefined; // --help, --version or a usage error: all commands
   }
   return undefined;
+}
+
+/** The commands whose modules a run loads: the one it names, or all of them (help, `--version`, an unknown name). */
+export function commandsToLoad(argv: readonly string[]): string[] {
+  const name = commandName(argv);
+  return name !== undefined && Object.hasOwn(COMMANDS, name) ? [name] : Object.keys(COMMANDS);
 }
 
 /** The `dreamgym` program, made anew for each run (commander keeps the parsed options on it), with `registers`' commands. */
@@ -97,11 +104,10 @@ function envModules(argv: readonly string[]): string[] {
 export async function runCli(argv: readonly string[], io: CliIo = { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin }): Promise<number> {
   return withCliRun(io, async (run) => {
     try {
-      await loadEnvModules(envModules(argv));
-      const name = commandName(argv);
-      const loads = name !== undefined && Object.hasOwn(COMMANDS, name) ? [COMMANDS[name]] : Object.values(COMMANDS);
+      // The commands' modules first, then the user's env modules, as when the commands were imported statically.
       const registers: Register[] = [];
-      for (const load of loads) registers.push(await load()); // one after another: modules evaluate in the same order each run
+      for (const name of commandsToLoad(argv)) registers.push(await COMMANDS[name]()); // one after another: the same order each run
+      await loadEnvModules(envModules(argv));
       await buildProgram(io, registers).parseAsync([...argv], { from: "user" });
       return run.exitCode;
     } catch (e) {

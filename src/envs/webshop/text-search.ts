@@ -51,7 +51,7 @@ const STOP_WORDS = new Set([
 const WORD = /[\p{L}\p{N}_]+(?:(?:[.'\u2019](?=[\p{L}\p{N}]))[\p{L}\p{N}_]+|(?:(?<=\p{N})[,;](?=\p{N}))[\p{N}_]+)*/gu;
 const POSSESSIVE = /['\u2019\uFF07][sS]$/;
 
-// The term of each token the tokenizer cuts (null: none, for a stop word or a bare possessive). Texts repeat
+// The term of each token the tokenizer cuts (null: none, for a stop word). Texts repeat
 // their words: the possessive, the case and the stem are worked out once per distinct token.
 const termOf = new Map<string, string | null>();
 function term(token: string): string | null {
