@@ -10,16 +10,16 @@ import { ReplayBuffer } from "../src/buffer/index.ts";
 import { AlfWorldEnv, AlfWorldReplay, alfworldAbstraction, parseAlfState } from "../src/envs/alfworld/index.ts";
 import { parseEpisodeBlock } from "../src/experience/index.ts";
 import { chatServer } from "../src/testing/index.ts";
-import { run, runAsync, setUp } from "./helpers.ts";
+import { run, runAsync, runInProcess } from "./helpers.ts";
 
 const root = mkdtempSync(join(tmpdir(), "dreamgym-alf-llm-"));
 const seed = join(root, "seed.db");
 const tasks = new Map(new AlfWorldEnv({ split: "valid_train" }).tasks().map((t) => [t.id, t]));
 
 before(async () => {
-  const c = await setUp(["collect", "--env", "alfworld", "--policy", "expert", "--episodes", "6", "--out", join(root, "expert.jsonl")]);
+  const c = await runInProcess(["collect", "--env", "alfworld", "--policy", "expert", "--episodes", "6", "--out", join(root, "expert.jsonl")]);
   assert.equal(c.status, 0, c.stderr);
-  const i = await setUp(["buffer", "import", join(root, "expert.jsonl"), "--abstract", "--buffer", seed]);
+  const i = await runInProcess(["buffer", "import", join(root, "expert.jsonl"), "--abstract", "--buffer", seed]);
   assert.equal(i.status, 0, i.stderr);
 });
 

@@ -3,18 +3,19 @@ import assert from "node:assert/strict";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { run, setUp } from "./helpers.ts";
+import { run, runInProcess } from "./helpers.ts";
 
 test("audit: the embedded model on held-out real trajectories (train-seeded buffer, test-split episodes)", async () => {
   const dir = mkdtempSync(join(tmpdir(), "dreamgym-audit-"));
   const db = join(dir, "b.db");
   assert.equal(
-    (await setUp(["collect", "--env", "webshop", "--policy", "oracle", "--episodes", "300", "--split", "train", "--out", join(dir, "seed.jsonl")])).status,
+    (await runInProcess(["collect", "--env", "webshop", "--policy", "oracle", "--episodes", "300", "--split", "train", "--out", join(dir, "seed.jsonl")]))
+      .status,
     0,
   );
-  assert.equal((await setUp(["buffer", "import", join(dir, "seed.jsonl"), "--buffer", db, "--abstract"])).status, 0);
+  assert.equal((await runInProcess(["buffer", "import", join(dir, "seed.jsonl"), "--buffer", db, "--abstract"])).status, 0);
   assert.equal(
-    (await setUp(["collect", "--env", "webshop", "--policy", "oracle", "--episodes", "30", "--split", "test", "--out", join(dir, "held.jsonl")])).status,
+    (await runInProcess(["collect", "--env", "webshop", "--policy", "oracle", "--episodes", "30", "--split", "test", "--out", join(dir, "held.jsonl")])).status,
     0,
   );
   const r = run(["audit", "--env", "webshop", "--buffer", db, "--trajectories", join(dir, "held.jsonl"), "--json"]);

@@ -3,13 +3,13 @@ import assert from "node:assert/strict";
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { run, setUp } from "./helpers.ts";
+import { run, runInProcess } from "./helpers.ts";
 
 test("buffer import / stats / search / export from the command line", async () => {
   const dir = mkdtempSync(join(tmpdir(), "dreamgym-buffer-cli-"));
   const data = join(dir, "oracle.jsonl");
   const db = join(dir, "b.db");
-  assert.equal((await setUp(["collect", "--env", "webshop", "--policy", "oracle", "--episodes", "30", "--out", data])).status, 0);
+  assert.equal((await runInProcess(["collect", "--env", "webshop", "--policy", "oracle", "--episodes", "30", "--out", data])).status, 0);
   writeFileSync(data, readFileSync(data, "utf8") + "{broken line\n");
   const imp = run(["buffer", "import", data, "--buffer", db, "--few-shot"]);
   assert.equal(imp.status, 0, imp.stderr);

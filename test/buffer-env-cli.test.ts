@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { existsSync, mkdirSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { run, setUp } from "./helpers.ts";
+import { run, runInProcess } from "./helpers.ts";
 
 const root = mkdtempSync(join(tmpdir(), "dreamgym-bufenv-cli-"));
 const file = (env: string, ext: string) => join(root, `${env}.${ext}`);
@@ -15,9 +15,9 @@ before(async () => {
     ["webshop", "oracle"],
     ["alfworld", "expert"],
   ]) {
-    const c = await setUp(["collect", "--env", env, "--policy", policy, "--episodes", "3", "--out", file(env, "jsonl")]);
+    const c = await runInProcess(["collect", "--env", env, "--policy", policy, "--episodes", "3", "--out", file(env, "jsonl")]);
     assert.equal(c.status, 0, c.stderr);
-    const i = await setUp(["buffer", "import", file(env, "jsonl"), "--abstract", "--buffer", file(env, "db")]);
+    const i = await runInProcess(["buffer", "import", file(env, "jsonl"), "--abstract", "--buffer", file(env, "db")]);
     assert.equal(i.status, 0, i.stderr);
   }
 });

@@ -23,12 +23,12 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Writable } from "node:stream";
 import Database from "better-sqlite3";
 import { ReplayBuffer } from "../src/buffer/index.ts";
-import { runCli } from "../src/cli/run.ts";
+// Loaded before the cases, so that the first case does not count the modules' loading in its process state.
+import "../src/cli/run.ts";
 import { makeTrajectory } from "../src/testing/index.ts";
-import { BIN } from "./helpers.ts";
+import { BIN, runInProcess } from "./helpers.ts";
 
 interface Case {
   /** The command line after `dreamgym`. */
@@ -361,27 +361,6 @@ function spawnCli(args: string[]): Promise<Result> {
     child.stderr.on("data", (d) => (stderr += d));
     child.on("close", (status) => resolve({ status, stdout, stderr }));
   });
-}
-
-/** Runs `dreamgym <args>` in this process, as the binary does (a bug, which the binary would die of, is exit 1 and its stack). */
-async function runInProcess(args: string[]): Promise<Result> {
-  const text = { stdout: "", stderr: "" };
-  const sink = (k: keyof typeof text) =>
-    new Writable({
-      write(chunk, _enc, done) {
-        text[k] += chunk;
-        done();
-      },
-    });
-  let status: number;
-  try {
-    status = await runCli(args, { stdout: sink("stdout"), stderr: sink("stderr") });
-  } catch (e) {
-    status = 1;
-    text.stderr += `${(e as Error)?.stack ?? e}\n`;
-  }
-  await new Promise((resolve) => setImmediate(resolve)); // writes still on their way
-  return { status, ...text };
 }
 
 /** What is wrong with a case's result (nothing: []). */

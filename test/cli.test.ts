@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { run, setUp } from "./helpers.ts";
+import { run, runInProcess } from "./helpers.ts";
 import { readJsonlAll, type Trajectory } from "../src/core/index.ts";
 
 test("collect writes trajectories in the documented format (docs/data-formats.md)", async () => {
@@ -24,10 +24,10 @@ test("collect writes trajectories in the documented format (docs/data-formats.md
     assert.equal(t.success, t.total_reward >= 1);
     assert.ok(!Number.isNaN(Date.parse(t.created_at)));
   }
-  // The same command through setUp (the CLI in this process, as the other tests build their data) writes the
+  // The same command through runInProcess (the CLI in this process, as the other tests build their data) writes the
   // same trajectories; only their timestamps differ.
   const here = join(mkdtempSync(join(tmpdir(), "dreamgym-cli-")), "oracle.jsonl");
-  const h = await setUp(["collect", "--env", "webshop", "--policy", "oracle", "--episodes", "12", "--split", "train", "--out", here]);
+  const h = await runInProcess(["collect", "--env", "webshop", "--policy", "oracle", "--episodes", "12", "--split", "train", "--out", here]);
   assert.equal(h.status, 0, h.stderr);
   assert.equal(h.stdout.replace(here, out), r.stdout);
   const untimed = (ts: Trajectory[]) => ts.map(({ created_at: _, ...t }) => t);

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { chatServer } from "../src/testing/index.ts";
-import { killAfterCheckpoint, metricsOf, run, runAsync, setUp } from "./helpers.ts";
+import { killAfterCheckpoint, metricsOf, run, runAsync, runInProcess } from "./helpers.ts";
 
 /** Synthetic trajectories per iteration label, and transitions in all. */
 function bufferContent(dir: string) {
@@ -26,10 +26,22 @@ test("dreamgym mode trains in the synthetic env; killed with SIGKILL and resumed
     ["oracle", "60"],
     ["random", "30"],
   ]) {
-    const r = await setUp(["collect", "--env", "webshop", "--policy", policy, "--episodes", n, "--split", "train", "--out", join(root, `${policy}.jsonl`)]);
+    const r = await runInProcess([
+      "collect",
+      "--env",
+      "webshop",
+      "--policy",
+      policy,
+      "--episodes",
+      n,
+      "--split",
+      "train",
+      "--out",
+      join(root, `${policy}.jsonl`),
+    ]);
     assert.equal(r.status, 0, r.stderr);
   }
-  const imp = await setUp(["buffer", "import", join(root, "oracle.jsonl"), join(root, "random.jsonl"), "--abstract", "--buffer", join(root, "seed.db")]);
+  const imp = await runInProcess(["buffer", "import", join(root, "oracle.jsonl"), join(root, "random.jsonl"), "--abstract", "--buffer", join(root, "seed.db")]);
   assert.equal(imp.status, 0, imp.stderr);
   const ARGS = [
     "train",
@@ -112,9 +124,9 @@ test("dreamgym mode trains in the synthetic env; killed with SIGKILL and resumed
 
 test("a reasoning model that keeps failing on some tasks: those episodes are dropped and counted, the run goes on", async () => {
   const root = mkdtempSync(join(tmpdir(), "dreamgym-dg-llm-"));
-  const r0 = await setUp(["collect", "--env", "webshop", "--policy", "oracle", "--episodes", "20", "--split", "train", "--out", join(root, "o.jsonl")]);
+  const r0 = await runInProcess(["collect", "--env", "webshop", "--policy", "oracle", "--episodes", "20", "--split", "train", "--out", join(root, "o.jsonl")]);
   assert.equal(r0.status, 0, r0.stderr);
-  assert.equal((await setUp(["buffer", "import", join(root, "o.jsonl"), "--abstract", "--buffer", join(root, "seed.db")])).status, 0);
+  assert.equal((await runInProcess(["buffer", "import", join(root, "o.jsonl"), "--abstract", "--buffer", join(root, "seed.db")])).status, 0);
   // Tasks whose instruction has an even length get malformed output on every attempt; the others
   // end the episode at once with reward 0.5 (the curriculum's task generator gets no valid tasks).
   const s = await chatServer({
@@ -175,8 +187,8 @@ test("a reasoning model that keeps failing on some tasks: those episodes are dro
 
 test("s2r trains in the synthetic env, then the real one; configs that cannot run are refused before anything is written", async () => {
   const root = mkdtempSync(join(tmpdir(), "dreamgym-s2r-"));
-  assert.equal((await setUp(["collect", "--env", "webshop", "--policy", "oracle", "--episodes", "30", "--out", join(root, "o.jsonl")])).status, 0);
-  assert.equal((await setUp(["buffer", "import", join(root, "o.jsonl"), "--abstract", "--buffer", join(root, "seed.db")])).status, 0);
+  assert.equal((await runInProcess(["collect", "--env", "webshop", "--policy", "oracle", "--episodes", "30", "--out", join(root, "o.jsonl")])).status, 0);
+  assert.equal((await runInProcess(["buffer", "import", join(root, "o.jsonl"), "--abstract", "--buffer", join(root, "seed.db")])).status, 0);
   const dir = join(root, "s2r");
   const r = run([
     "train",

@@ -6,16 +6,16 @@ import { copyFileSync, existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chatServer, type Served } from "../src/testing/index.ts";
-import { metricsOf, run, runAsync, setUp } from "./helpers.ts";
+import { metricsOf, run, runAsync, runInProcess } from "./helpers.ts";
 
 const root = mkdtempSync(join(tmpdir(), "dreamgym-endpoint-"));
 const seed = join(root, "seed.db");
 const real = join(root, "real.jsonl");
 
 before(async () => {
-  const c = await setUp(["collect", "--env", "webshop", "--policy", "oracle", "--episodes", "20", "--split", "train", "--out", real]);
+  const c = await runInProcess(["collect", "--env", "webshop", "--policy", "oracle", "--episodes", "20", "--split", "train", "--out", real]);
   assert.equal(c.status, 0, c.stderr);
-  const i = await setUp(["buffer", "import", real, "--abstract", "--buffer", seed]);
+  const i = await runInProcess(["buffer", "import", real, "--abstract", "--buffer", seed]);
   assert.equal(i.status, 0, i.stderr);
 });
 

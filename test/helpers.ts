@@ -1,5 +1,5 @@
 // Shared by the end-to-end CLI tests: the real `bin/dreamgym` in a child process, as a user runs it, and
-// the same CLI in the test's process for the steps that only make a test's data.
+// the same CLI in the test's process (the fuzz table's cases, and the steps that only make a test's data).
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -15,25 +15,33 @@ export const run = (args: string[], input?: string, env: NodeJS.ProcessEnv = pro
   spawnSync(process.execPath, [BIN, ...args], { encoding: "utf8", input, env, timeout: 300_000 });
 
 /**
- * `dreamgym <args>` in this process, through `runCli` (the entry point the binary runs), for the steps
- * that only make a test's data (collect, import): they write what the binary would, timestamps aside
- * (cli.test.ts compares a collect; cli-fuzz compares refusals), without a new process's start-up and
- * data loading each time (~0.35 s of modules, ~0.3 s of WebShop's catalogue and index). What a test is
- * about still runs through `run`, as a user runs it.
+ * `dreamgym <args>` in this process, through `runCli` (the entry point the binary runs), its output
+ * captured; a bug, which the binary would die of, is exit 1 and its stack. The CLI fuzz table runs its
+ * cases so, and the end-to-end tests the steps that only make their data (collect, import): these write
+ * what the binary would, timestamps aside (cli.test.ts compares a collect), without a new process's
+ * start-up and data loading each time (~0.35 s of modules, ~0.3 s of WebShop's catalogue and index).
+ * What a test is about still runs through `run`, as a user runs it.
  */
-export async function setUp(args: string[]): Promise<{ status: number; stdout: string; stderr: string }> {
+export async function runInProcess(args: string[]): Promise<{ status: number; stdout: string; stderr: string }> {
   // Loaded at the first call: the tests that never call this do not pay for the CLI's modules.
   const { runCli } = await import("../src/cli/run.ts");
-  const out = { stdout: "", stderr: "" };
-  const sink = (key: "stdout" | "stderr") =>
+  const text = { stdout: "", stderr: "" };
+  const sink = (key: keyof typeof text) =>
     new Writable({
       write(chunk, _encoding, done) {
-        out[key] += String(chunk);
+        text[key] += String(chunk);
         done();
       },
     });
-  const status = await runCli(args, { stdout: sink("stdout"), stderr: sink("stderr") });
-  return { status, ...out };
+  let status: number;
+  try {
+    status = await runCli(args, { stdout: sink("stdout"), stderr: sink("stderr") });
+  } catch (e) {
+    status = 1;
+    text.stderr += `${(e as Error)?.stack ?? e}\n`;
+  }
+  await new Promise((resolve) => setImmediate(resolve)); // writes still on their way
+  return { status, ...text };
 }
 
 /** As `run`, without blocking this process's event loop (a test server in this process must answer). */

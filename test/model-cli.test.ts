@@ -3,16 +3,17 @@ import assert from "node:assert/strict";
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { run, setUp } from "./helpers.ts";
+import { run, runInProcess } from "./helpers.ts";
 
 test("model train: a learned model from a buffer (same seed, same bytes), audited with --experience learned:FILE; bad inputs are one-line errors (exit 2)", async () => {
   const dir = mkdtempSync(join(tmpdir(), "dreamgym-model-"));
   const db = join(dir, "b.db");
   assert.equal(
-    (await setUp(["collect", "--env", "webshop", "--policy", "oracle", "--episodes", "150", "--split", "train", "--out", join(dir, "seed.jsonl")])).status,
+    (await runInProcess(["collect", "--env", "webshop", "--policy", "oracle", "--episodes", "150", "--split", "train", "--out", join(dir, "seed.jsonl")]))
+      .status,
     0,
   );
-  assert.equal((await setUp(["buffer", "import", join(dir, "seed.jsonl"), "--buffer", db, "--abstract"])).status, 0);
+  assert.equal((await runInProcess(["buffer", "import", join(dir, "seed.jsonl"), "--buffer", db, "--abstract"])).status, 0);
   const train = (out: string) => run(["model", "train", "--buffer", db, "--env", "webshop", "--out", out, "--epochs", "2", "--members", "2", "--seed", "1"]);
   const first = train(join(dir, "m1.bin"));
   assert.equal(first.status, 0, first.stderr);
@@ -23,7 +24,7 @@ test("model train: a learned model from a buffer (same seed, same bytes), audite
   assert.ok(!existsSync(`${join(dir, "m1.bin")}.tmp`));
 
   assert.equal(
-    (await setUp(["collect", "--env", "webshop", "--policy", "oracle", "--episodes", "10", "--split", "test", "--out", join(dir, "held.jsonl")])).status,
+    (await runInProcess(["collect", "--env", "webshop", "--policy", "oracle", "--episodes", "10", "--split", "test", "--out", join(dir, "held.jsonl")])).status,
     0,
   );
   const audit = run([

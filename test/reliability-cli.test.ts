@@ -4,7 +4,7 @@ import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, watch, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { BIN, ROOT, run, setUp } from "./helpers.ts";
+import { BIN, ROOT, run, runInProcess } from "./helpers.ts";
 
 test("--version prints package.json's version", () => {
   const r = run(["--version"]);
@@ -22,9 +22,9 @@ test("env play: an empty Enter spends no step; the prompt counts steps", () => {
 test("train: a start that fails removes only what it created, and the folder can be used again", async () => {
   const dir = mkdtempSync(join(tmpdir(), "dreamgym-start-"));
   const trajectories = join(dir, "o.jsonl");
-  assert.equal((await setUp(["collect", "--env", "webshop", "--policy", "oracle", "--episodes", "5", "--out", trajectories])).status, 0);
+  assert.equal((await runInProcess(["collect", "--env", "webshop", "--policy", "oracle", "--episodes", "5", "--out", trajectories])).status, 0);
   const seed = join(dir, "seed.db");
-  assert.equal((await setUp(["buffer", "import", trajectories, "--buffer", seed, "--abstract"])).status, 0);
+  assert.equal((await runInProcess(["buffer", "import", trajectories, "--buffer", seed, "--abstract"])).status, 0);
   // The run folder exists with the user's file and a folder where the run's buffer copy would go: the copy fails.
   const out = join(dir, "run");
   mkdirSync(join(out, "buffer.db"), { recursive: true });

@@ -4,14 +4,14 @@ import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chatServer } from "../src/testing/index.ts";
-import { runAsync, setUp } from "./helpers.ts";
+import { runAsync, runInProcess } from "./helpers.ts";
 
 test("sft build from the command line, with a teacher over the real protocol, and resume", async () => {
   const s = await chatServer({ reply: () => "Clicking the product opens its page." });
   try {
     const dir = mkdtempSync(join(tmpdir(), "dreamgym-sft-cli-"));
     const traj = join(dir, "o.jsonl");
-    assert.equal((await setUp(["collect", "--env", "webshop", "--policy", "oracle", "--episodes", "10", "--out", traj])).status, 0);
+    assert.equal((await runInProcess(["collect", "--env", "webshop", "--policy", "oracle", "--episodes", "10", "--out", traj])).status, 0);
     const steps = readFileSync(traj, "utf8")
       .trim()
       .split("\n")

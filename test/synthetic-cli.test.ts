@@ -3,14 +3,14 @@ import assert from "node:assert/strict";
 import { existsSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { run, setUp } from "./helpers.ts";
+import { run, runInProcess } from "./helpers.ts";
 import { readJsonlAll, type Trajectory } from "../src/core/index.ts";
 
 test("collect in the synthetic env: seed a buffer with abstract states, play episodes concurrently, hybrid rewards", async () => {
   const dir = mkdtempSync(join(tmpdir(), "dreamgym-syn-cli-"));
   const db = join(dir, "b.db");
-  assert.equal((await setUp(["collect", "--env", "webshop", "--policy", "oracle", "--episodes", "150", "--out", join(dir, "o.jsonl")])).status, 0);
-  const imp = await setUp(["buffer", "import", join(dir, "o.jsonl"), "--buffer", db, "--abstract"]);
+  assert.equal((await runInProcess(["collect", "--env", "webshop", "--policy", "oracle", "--episodes", "150", "--out", join(dir, "o.jsonl")])).status, 0);
+  const imp = await runInProcess(["buffer", "import", join(dir, "o.jsonl"), "--buffer", db, "--abstract"]);
   assert.equal(imp.status, 0, imp.stderr);
   const out = join(dir, "syn.jsonl");
   const r = run([
