@@ -813,7 +813,7 @@ export class ReplayBuffer {
     return r ? toTransition(r) : undefined;
   }
 
-  private rowsByIds(ids: number[]): Map<number, Row> {
+  private rowsByIds(ids: number[]): ReadonlyMap<number, Row> {
     return this.cachedRows(this.rowCache, ROW_CACHE_MAX.rows, ids, `${SELECT_TRANSITIONS} WHERE x.id IN (SELECT value FROM json_each(?))`);
   }
 
@@ -823,15 +823,16 @@ export class ReplayBuffer {
    * another connection's: `dropCachedRows`). A search's candidates recur across queries (a synthetic
    * env asks about the same pages again and again).
    */
-  private cachedRows(cache: Map<number, Row>, max: number, ids: number[], sql: string): Map<number, Row> {
+  private cachedRows(cache: Map<number, Row>, max: number, ids: number[], sql: string): ReadonlyMap<number, Row> {
+    let missing: number[] | undefined;
+    for (const id of ids) if (!cache.has(id)) (missing ??= []).push(id);
+    // All kept (most searches of a run): the cache answers for them, with no map made per search.
+    if (!missing) return cache;
     const out = new Map<number, Row>();
-    const missing: number[] = [];
     for (const id of ids) {
       const r = cache.get(id);
       if (r) out.set(id, r);
-      else missing.push(id);
     }
-    if (missing.length === 0) return out;
     if (cache.size + missing.length > max) cache.clear();
     for (const r of this.sql(sql).all(JSON.stringify(missing)) as Row[]) {
       const id = Number(r.id);
@@ -1271,7 +1272,7 @@ export class ReplayBuffer {
   }
 
   /** The small facts search needs to filter and collapse candidates. */
-  private keysByIds(ids: number[]): Map<number, Row> {
+  private keysByIds(ids: number[]): ReadonlyMap<number, Row> {
     return this.cachedRows(
       this.keyCache,
       ROW_CACHE_MAX.keys,
