@@ -77,8 +77,20 @@ export function retrieveDemos(
     opts.sameActionFirst,
     opts.readsFirst,
   ]);
-  return m.get(query.state, key, () => search(buffer, abstraction, query, opts));
+  return m.get(query.state, key, () =>
+    search(buffer, abstraction, query, opts).then((demos) => {
+      keptDemos.add(demos);
+      return demos;
+    }),
+  );
 }
+
+/**
+ * Demo lists `retrieveDemos` hands out again for the same query while the buffer's content (or its
+ * real steps) stays as it is: one list, never changed, stands for its query (a model may key what it
+ * works out from the demos on the list itself).
+ */
+export const keptDemos = new WeakSet<readonly Demo[]>();
 
 /** Answers for one version of the buffer's content, by the query's state and then the rest of the query; at most `max`. */
 class KeptAnswers<T> {
