@@ -152,6 +152,45 @@ test("a return action leads back to this episode's own earlier page, not a neigh
   assert.equal(p.terminated, false);
 });
 
+test("the kNN next state is kept with the demo list retrieval hands out for its query, never with a list of one's own", async () => {
+  const { abstraction, buffer, held } = await world;
+  const { model } = trainLearnedModel(buffer, { abstraction, ...small });
+  const knn = (model as unknown as { knn: EmbeddedExperienceModel }).knn;
+  const predict = knn.predict.bind(knn);
+  let worked = 0;
+  knn.predict = (input) => (worked++, predict(input));
+  // Held-out episodes' steps, twice over: with retrieval's own lists, and with copies of them.
+  const steps = [];
+  for (const t of held.slice(0, 12)) {
+    const history: HistoryStep[] = [];
+    for (const s of t.steps) {
+      const state = abstraction.abstract(s.observation);
+      const demos = await retrieveDemos(buffer, abstraction, { state, action: s.action }, { k: 5, realOnly: true });
+      steps.push({ task: t.task, history: [...history], state, action: s.action, demos });
+      history.push({ state, action: s.action, nextState: abstraction.abstract(s.next_observation), reward: s.reward });
+    }
+  }
+  const kept = [];
+  for (const step of [...steps, ...steps]) kept.push(await model.predict(step));
+  assert.equal(worked, steps.length, "the second time round, every kNN answer was kept");
+  const copied = [];
+  for (const step of [...steps, ...steps]) copied.push(await model.predict({ ...step, demos: [...step.demos] }));
+  assert.equal(worked, 3 * steps.length, "a list of one's own is worked out each time");
+  assert.deepEqual(kept, copied);
+  // Another task on the same list: its own answer (the instruction is written into the next page).
+  const other = { ...steps[0].task, id: "other", instruction: "i need a blue lamp" };
+  const elsewhere = await model.predict({ ...steps[0], task: other });
+  assert.equal(worked, 3 * steps.length + 1);
+  assert.deepEqual(elsewhere, await model.predict({ ...steps[0], task: other, demos: [...steps[0].demos] }));
+  // A list of one's own, changed between two asks, is read anew.
+  const mine = [...steps[0].demos];
+  const full = await model.predict({ ...steps[0], demos: mine });
+  mine.length = 0;
+  const none = await model.predict({ ...steps[0], demos: mine });
+  assert.notDeepEqual(none, full);
+  assert.equal(none.info.next_state, "unchanged (no usable demo)");
+});
+
 test("the option a group counts is its last click on this page, as the site keeps it", () => {
   const page = [
     "page: item",
