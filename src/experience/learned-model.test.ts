@@ -191,6 +191,29 @@ test("the kNN next state is kept with the demo list retrieval hands out for its 
   assert.equal(none.info.next_state, "unchanged (no usable demo)");
 });
 
+test("a step's memo key is read back only for that very step: the same history list with another step gets its own estimate", async () => {
+  const { abstraction, buffer, held } = await world;
+  const bytes = trainLearnedModel(buffer, { abstraction, ...small }).model.save();
+  const model = LearnedExperienceModel.load(bytes, "model.bin", { abstraction });
+  const t = held.map((h) => abstractTrajectory(h, abstraction)).find((h) => h.steps.length >= 3)!;
+  const [a, b, c] = t.steps;
+  const history: HistoryStep[] = [];
+  const asked: { task: typeof t.task; history: HistoryStep[]; state: string; action: string }[] = [];
+  const ask = (state: string, action: string) => {
+    asked.push({ task: t.task, history: [...history], state, action });
+    return model.estimate({ task: t.task, history, state, action });
+  };
+  const got = [ask(a.observation, a.action), ask(a.observation, b.action), ask(b.observation, a.action)];
+  history.push({ state: a.observation, action: a.action, nextState: a.next_observation, reward: a.reward });
+  got.push(ask(b.observation, b.action));
+  history[0] = { state: b.observation, action: b.action, nextState: b.next_observation, reward: b.reward }; // the same length, another step
+  got.push(ask(b.observation, b.action), ask(c.observation, c.action));
+  // Each as a model that never saw the others works it out.
+  const want = asked.map((step) => LearnedExperienceModel.load(bytes, "model.bin", { abstraction }).estimate(step));
+  assert.deepEqual(got, want);
+  assert.notDeepEqual(got[3], got[4], "the history changed in place: another estimate");
+});
+
 test("the option a group counts is its last click on this page, as the site keeps it", () => {
   const page = [
     "page: item",
