@@ -823,6 +823,8 @@ export class ReplayBuffer {
    * another connection's: `dropCachedRows`). A search's candidates recur across queries (a synthetic
    * env asks about the same pages again and again).
    */
+  // The map returned may be the cache itself (live, holding other ids too): read the asked ids from it
+  // at once, before the next call on the same cache.
   private cachedRows(cache: Map<number, Row>, max: number, ids: number[], sql: string): ReadonlyMap<number, Row> {
     let missing: number[] | undefined;
     for (const id of ids) if (!cache.has(id)) (missing ??= []).push(id);

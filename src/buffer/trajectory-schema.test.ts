@@ -49,6 +49,11 @@ test("a content id is the SHA-256 of its content's JSON, byte for byte, however 
   (odd.steps[1] as unknown as { next_observation: unknown }).next_observation = odd.steps[1].observation;
   (odd as unknown as { total_reward: unknown }).total_reward = () => 1;
   assert.equal(trajectoryContentId(odd), asDefined(odd));
+  // A hole in the steps (a library caller's sparse array) is null, as one stringify writes it.
+  const holed = makeTrajectory(4, { steps: 3 });
+  delete (holed.steps as unknown[])[1];
+  assert.equal(trajectoryContentId(holed), asDefined(holed));
+  assert.notEqual(trajectoryContentId(holed), trajectoryContentId({ ...holed, steps: holed.steps.filter(() => true) }));
   // The definition never moves: a known trajectory's id, as the one-stringify code made it (4e5c8ce).
   assert.equal(trajectoryContentId(makeTrajectory(0)), "251f40724376268a1b5fa3be31046d721eb8840b9b7e9465b40acc38522f197d");
 });

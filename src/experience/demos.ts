@@ -79,6 +79,8 @@ export function retrieveDemos(
   ]);
   return m.get(query.state, key, () =>
     search(buffer, abstraction, query, opts).then((demos) => {
+      // Every caller of this query gets this very list: frozen, so that none changes it under the others.
+      Object.freeze(demos);
       keptDemos.add(demos);
       return demos;
     }),
@@ -87,8 +89,8 @@ export function retrieveDemos(
 
 /**
  * Demo lists `retrieveDemos` hands out again for the same query while the buffer's content (or its
- * real steps) stays as it is: one list, never changed, stands for its query (a model may key what it
- * works out from the demos on the list itself).
+ * real steps) stays as it is: one frozen list stands for its query (a model may key what it works out
+ * from the demos on the list itself).
  */
 export const keptDemos = new WeakSet<readonly Demo[]>();
 

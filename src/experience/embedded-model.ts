@@ -65,6 +65,8 @@ export class EmbeddedExperienceModel implements ExperienceModel {
     return this.exactDemos(state) || webView(state) !== null ? undefined : this.minScore;
   }
 
+  // Reads the task's id and instruction, the state, the action and the demos, nothing else (the
+  // history not at all): the learned model keeps its answers by those (`LearnedExperienceModel.knnPrediction`).
   async predict({ task, state, action, demos: all }: PredictInput): Promise<Prediction> {
     // Anchors (the best real same-action transition) only tell how well real data backs the step.
     const demos = all.filter((d) => !d.anchor);

@@ -191,27 +191,38 @@ test("the kNN next state is kept with the demo list retrieval hands out for its 
   assert.equal(none.info.next_state, "unchanged (no usable demo)");
 });
 
-test("a step's memo key is read back only for that very step: the same history list with another step gets its own estimate", async () => {
+test("predict reads back the memo key prepare made only for that very step: another step on the same history list gets its own estimate", async () => {
   const { abstraction, buffer, held } = await world;
   const bytes = trainLearnedModel(buffer, { abstraction, ...small }).model.save();
   const model = LearnedExperienceModel.load(bytes, "model.bin", { abstraction });
+  assert.ok(await model.startEstimateThread(), "prepare makes keys where the thread runs");
   const t = held.map((h) => abstractTrajectory(h, abstraction)).find((h) => h.steps.length >= 3)!;
   const [a, b, c] = t.steps;
   const history: HistoryStep[] = [];
-  const asked: { task: typeof t.task; history: HistoryStep[]; state: string; action: string }[] = [];
-  const ask = (state: string, action: string) => {
-    asked.push({ task: t.task, history: [...history], state, action });
-    return model.estimate({ task: t.task, history, state, action });
+  const asked: { task: typeof t.task; history: HistoryStep[]; state: string; action: string; demos: Awaited<ReturnType<typeof retrieveDemos>> }[] = [];
+  const got = [];
+  // `prepare` told of one step, `predict` asked about another (or the same) on the same list.
+  const ask = async (told: { observation: string; action: string }, state: string, action: string, change?: () => void) => {
+    model.prepare({ task: t.task, history, state: told.observation, action: told.action });
+    change?.();
+    const demos = await retrieveDemos(buffer, abstraction, { state, action }, { k: 5, realOnly: true });
+    asked.push({ task: t.task, history: [...history], state, action, demos });
+    got.push(await model.predict({ task: t.task, history, state, action, demos }));
   };
-  const got = [ask(a.observation, a.action), ask(a.observation, b.action), ask(b.observation, a.action)];
+  await ask(a, a.observation, a.action);
+  await ask(a, a.observation, b.action);
+  await ask(a, b.observation, a.action);
   history.push({ state: a.observation, action: a.action, nextState: a.next_observation, reward: a.reward });
-  got.push(ask(b.observation, b.action));
-  history[0] = { state: b.observation, action: b.action, nextState: b.next_observation, reward: b.reward }; // the same length, another step
-  got.push(ask(b.observation, b.action), ask(c.observation, c.action));
+  await ask(b, b.observation, b.action);
+  // The same length, its last step another object, between prepare and predict.
+  await ask(b, b.observation, b.action, () => (history[0] = { state: b.observation, action: b.action, nextState: b.next_observation, reward: b.reward }));
+  await ask(c, c.observation, c.action);
+  model.closeEstimateThread();
   // Each as a model that never saw the others works it out.
-  const want = asked.map((step) => LearnedExperienceModel.load(bytes, "model.bin", { abstraction }).estimate(step));
+  const want = [];
+  for (const step of asked) want.push(await LearnedExperienceModel.load(bytes, "model.bin", { abstraction }).predict(step));
   assert.deepEqual(got, want);
-  assert.notDeepEqual(got[3], got[4], "the history changed in place: another estimate");
+  assert.notDeepEqual(got[3], got[4], "the history changed: another estimate");
 });
 
 test("the option a group counts is its last click on this page, as the site keeps it", () => {

@@ -223,8 +223,7 @@ export class LearnedExperienceModel implements ExperienceModel {
    * (`startEstimateThread`), while this thread goes on with other steps: the same estimate (the
    * thread's members are these members), and here where the thread cannot answer.
    */
-  private estimateSoon(input: EstimateInput): Estimate | Promise<Estimate> {
-    const memoKey = this.memoKey(input);
+  private estimateSoon(input: EstimateInput, memoKey = this.memoKey(input)): Estimate | Promise<Estimate> {
     const known = this.estimates.get(memoKey) ?? this.asked.get(memoKey);
     if (known) return known;
     // Worked out here until the thread is up (it loads the envs' modules while the run sets up): the same estimate, no wait.
@@ -277,7 +276,19 @@ export class LearnedExperienceModel implements ExperienceModel {
   /** With the estimate thread, a step's estimate is asked for before its demos are retrieved (they are not read). */
   prepare(input: Omit<PredictInput, "demos">): void {
     // Its failure, if any, is `predict`'s to report (it asks again).
-    if (this.thread && !this.recorded) Promise.resolve(this.estimateSoon(input)).catch(() => {});
+    if (!this.thread || this.recorded) return;
+    // Its key is made here, and read back at `predict` (a step's history makes it long).
+    const key = this.memoKey(input);
+    this.prepared.set(input.history, {
+      epoch: this.memoEpoch,
+      steps: input.history.length,
+      tail: input.history[input.history.length - 1],
+      task: input.task,
+      state: input.state,
+      action: input.action,
+      key,
+    });
+    Promise.resolve(this.estimateSoon(input, key)).catch(() => {});
   }
 
   /**
@@ -367,39 +378,31 @@ export class LearnedExperienceModel implements ExperienceModel {
     this.resent++;
     this.sendTextsAgain();
   }
-  private memoKey(input: EstimateInput): string {
-    // A step's key is asked for twice (`prepare`, then `predict`): the second time it is read back,
-    // by the episode's history (a list an episode only adds to) and what else the key is made of.
-    const last = this.lastKeys.get(input.history);
-    if (
-      last &&
-      last.epoch === this.memoEpoch &&
-      last.steps === input.history.length &&
-      last.tail === input.history[input.history.length - 1] &&
-      last.task === input.task &&
-      last.state === input.state &&
-      last.action === input.action
-    )
-      return last.key;
-    const key = this.makeMemoKey(input);
-    const tail = input.history[input.history.length - 1];
-    this.lastKeys.set(input.history, {
-      epoch: this.memoEpoch,
-      steps: input.history.length,
-      tail,
-      task: input.task,
-      state: input.state,
-      action: input.action,
-      key,
-    });
-    return key;
+  /**
+   * The memo key `prepare` made for the step `predict` now asks about, taken (once): made again, it
+   * would be the same (the same task, state and action, and the same history list at the same length,
+   * its last step the same object; an episode only adds to its history, and the steps `prepare` was
+   * told of must not change before `predict`). Undefined where the step is another.
+   */
+  private preparedKey(input: EstimateInput): string | undefined {
+    const p = this.prepared.get(input.history);
+    if (!p) return undefined;
+    this.prepared.delete(input.history);
+    const same =
+      p.epoch === this.memoEpoch &&
+      p.steps === input.history.length &&
+      p.tail === input.history[input.history.length - 1] &&
+      p.task === input.task &&
+      p.state === input.state &&
+      p.action === input.action;
+    return same ? p.key : undefined;
   }
-  /** Each episode's last memo key, by its history (see `memoKey`). */
-  private readonly lastKeys = new WeakMap<
+  /** The key `prepare` made for each episode's step, by its history (see `preparedKey`). */
+  private readonly prepared = new WeakMap<
     readonly HistoryStep[],
     { epoch: number; steps: number; tail: HistoryStep | undefined; task: object; state: string; action: string; key: string }
   >();
-  private makeMemoKey(input: EstimateInput): string {
+  private memoKey(input: EstimateInput): string {
     if (this.estimates.size >= ESTIMATES_KEPT || this.textIds.size >= 4 * ESTIMATES_KEPT) this.renumber();
     const id = (text: string) => {
       let i = this.textIds.get(text);
@@ -426,7 +429,7 @@ export class LearnedExperienceModel implements ExperienceModel {
     const base = await this.knnPrediction(input);
     // A free-text command the buffer never saw in this state stays an invalid no-op (see the embedded model).
     if (base.info.invalid) return { ...base, info: { ...base.info } };
-    const e = await this.estimateSoon(input);
+    const e = await this.estimateSoon(input, this.preparedKey(input));
     const failed = base.info.failed !== undefined;
     const back = returnTarget(this.returns, input);
     const nextState = back ?? (failed ? input.state : base.nextState);
@@ -459,8 +462,8 @@ export class LearnedExperienceModel implements ExperienceModel {
 
   /**
    * The kNN model's next state for the step. It reads the task (its id and instruction), the state,
-   * the action and the demos only, so where the demos are a list retrieval hands out again for the
-   * same query (`keptDemos`), its answer is kept with that list: a group's rollouts of one task take
+   * the action and the demos only (`EmbeddedExperienceModel.predict`), so where the demos are a list
+   * retrieval hands out again for the same query (`keptDemos`, frozen), its answer is kept with that list: a group's rollouts of one task take
    * the same steps again and again (a 20k-step WebShop run from BC: 13,403 of its 20,060 kNN answers).
    */
   private knnPrediction(input: PredictInput): Promise<Prediction> {
@@ -469,12 +472,15 @@ export class LearnedExperienceModel implements ExperienceModel {
     if (!byState) this.knnAnswers.set(input.demos, (byState = new Map()));
     let byStep = byState.get(input.state);
     if (!byStep) byState.set(input.state, (byStep = new Map()));
-    const key = `${input.action}\u0000${input.task.id}\u0000${input.task.instruction}`;
+    const key = JSON.stringify([input.action, input.task.id, input.task.instruction]);
     let answer = byStep.get(key);
     if (!answer) {
       const made = this.knn.predict(input);
       byStep.set(key, (answer = made));
-      made.catch(() => byStep.delete(key)); // not kept: asked again, it is worked out again
+      // Not kept: asked again, it is worked out again.
+      made.catch(() => {
+        if (byStep.get(key) === made) byStep.delete(key);
+      });
     }
     return answer;
   }
