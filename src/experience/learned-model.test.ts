@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { InvalidConfigError, type HistoryStep, type Policy, type Trajectory } from "../core/index.ts";
+import { InvalidConfigError, type HistoryStep, type Policy, type Prediction, type Trajectory } from "../core/index.ts";
 import { ReplayBuffer } from "../buffer/index.ts";
 import { runEpisode } from "../envs/index.ts";
 import { RandomPolicy } from "../envs/policies.ts";
@@ -200,7 +200,7 @@ test("predict reads back the memo key prepare made only for that very step: anot
   const [a, b, c] = t.steps;
   const history: HistoryStep[] = [];
   const asked: { task: typeof t.task; history: HistoryStep[]; state: string; action: string; demos: Awaited<ReturnType<typeof retrieveDemos>> }[] = [];
-  const got = [];
+  const got: Prediction[] = [];
   // `prepare` told of one step, `predict` asked about another (or the same) on the same list.
   const ask = async (told: { observation: string; action: string }, state: string, action: string, change?: () => void) => {
     model.prepare({ task: t.task, history, state: told.observation, action: told.action });
