@@ -821,10 +821,9 @@ export class ReplayBuffer {
    * Rows by id, read once: a transition row never changes after its commit and its id is never
    * reused (AUTOINCREMENT), so only a deletion makes a kept row wrong (ours: `afterCommit` lets it go;
    * another connection's: `dropCachedRows`). A search's candidates recur across queries (a synthetic
-   * env asks about the same pages again and again).
+   * env asks about the same pages again and again). The map returned may be the cache itself (live,
+   * holding other ids too): read the asked ids from it at once, before the next call on the same cache.
    */
-  // The map returned may be the cache itself (live, holding other ids too): read the asked ids from it
-  // at once, before the next call on the same cache.
   private cachedRows(cache: Map<number, Row>, max: number, ids: number[], sql: string): ReadonlyMap<number, Row> {
     let missing: number[] | undefined;
     for (const id of ids) if (!cache.has(id)) (missing ??= []).push(id);
