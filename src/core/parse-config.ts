@@ -1,4 +1,5 @@
-import { z } from "zod";
+// Types only: the core loads no package at run time (zod is the caller's, with its schema).
+import type { z } from "zod";
 import { InvalidConfigError } from "./errors.ts";
 
 /**
@@ -43,11 +44,16 @@ function allowedKeys(schema: z.ZodType, path: readonly PropertyKey[]): string[] 
 function objectShape(s: z.ZodType): Record<string, z.ZodType> | undefined {
   let t: z.ZodType = s;
   // Unwrap defaults and optionals to the object inside.
-  for (let i = 0; i < 5 && !(t instanceof z.ZodObject); i++) {
+  for (let i = 0; i < 5 && !isObject(t); i++) {
     const inner = t as unknown as { unwrap?: () => z.ZodType; def?: { innerType?: z.ZodType } };
     const next = inner.def?.innerType ?? inner.unwrap?.();
     if (!next) return undefined;
     t = next;
   }
-  return t instanceof z.ZodObject ? (t.shape as Record<string, z.ZodType>) : undefined;
+  return isObject(t) ? (t as z.ZodObject).shape : undefined;
+}
+
+/** A zod object schema, told by its definition (`instanceof` would need zod itself here). */
+function isObject(s: z.ZodType): boolean {
+  return (s as unknown as { def?: { type?: string } }).def?.type === "object";
 }
