@@ -1,5 +1,6 @@
 import { OUTCOME_REWARDS, type Demo, type ExperienceModel, type PredictInput, type Prediction, type RewardSpec, type StateAbstraction } from "../core/index.ts";
-import { clickChoice, viewAction, webView } from "../rl/index.ts";
+// Narrowly, not the rl's index (which loads the trainers and their schemas): the estimate thread loads this module.
+import { clickChoice, viewAction, webView } from "../rl/web-view.ts";
 
 export interface EmbeddedModelOptions {
   abstraction: StateAbstraction;

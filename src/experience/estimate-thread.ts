@@ -3,10 +3,13 @@
 import { workerData } from "node:worker_threads";
 import { serveRequests } from "../core/index.ts";
 import type { HistoryStep } from "../core/index.ts";
-import { Ensemble, type Estimate, type EstimateInput, type EstimateRequest, type EstimateThreadControl, type EstimateThreadData } from "./learned-model.ts";
+import { Ensemble, type Estimate, type EstimateInput, type EstimateRequest, type EstimateThreadControl, type EstimateThreadData } from "./ensemble.ts";
 
 const data = workerData as EstimateThreadData;
-let ensemble = Ensemble.read(data.model, "the estimate thread's model", data.rewards);
+// The envs (every one, with its packages) load only where the model's env has policy features to read:
+// a run's first estimates wait for this thread to be up.
+const features = data.featuresOf === undefined ? undefined : (await import("../envs/index.ts")).plugPoint(data.featuresOf, "features");
+let ensemble = Ensemble.read(data.model, "the estimate thread's model", data.rewards, features);
 let generation = data.generation;
 
 // The caller's texts and tasks by number, as its requests send them (`EstimateRequest`).
@@ -41,7 +44,7 @@ serveRequests(
   },
   (m) => {
     const c = m as EstimateThreadControl;
-    ensemble = Ensemble.read(c.model, "the estimate thread's model", data.rewards);
+    ensemble = Ensemble.read(c.model, "the estimate thread's model", data.rewards, features);
     generation = c.generation;
   },
 );

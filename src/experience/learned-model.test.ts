@@ -8,6 +8,7 @@ import { ReplayBuffer } from "../buffer/index.ts";
 import { runEpisode } from "../envs/index.ts";
 import { RandomPolicy } from "../envs/policies.ts";
 import { OraclePolicy, RulePolicy, WebShopEnv, webshopAbstraction } from "../envs/webshop/index.ts";
+import { AlfWorldEnv, AlfWorldExpert, alfworldAbstraction } from "../envs/alfworld/index.ts";
 import {
   abstractTrajectory,
   auditModel,
@@ -441,6 +442,44 @@ test("refit (Dyna): the members learn from real steps the run paid for, so the p
   assert.throws(() => load().loadRefitState(smaller.refitState(), "other.bin"), /other\.bin is not a refit state of this learned experience model/);
   assert.throws(() => load().loadRefitState(state.subarray(0, state.length - 8), "cut.bin"), /cut\.bin/);
   assert.throws(() => load().loadRefitState(bytes, "model.bin"), /model\.bin is not a refit state/);
+});
+
+test("on an env with policy features of its own (ALFWorld), the estimate thread reads them too: the same predictions", async () => {
+  // The thread loads the envs only for such an env; without its features there, its estimates would differ.
+  const env = new AlfWorldEnv({ split: "valid_train" });
+  const episodes: Trajectory[] = [];
+  for (const [i, task] of env.tasks().slice(0, 14).entries()) {
+    const policy = i % 4 === 3 ? new RandomPolicy() : new AlfWorldExpert(env);
+    episodes.push(abstractTrajectory(await runEpisode(env, policy, { envName: "alfworld", task, seed: i }), alfworldAbstraction));
+  }
+  await env.close();
+  const buffer = ReplayBuffer.open(join(mkdtempSync(join(tmpdir(), "dreamgym-learned-alf-")), "seed.db"));
+  await buffer.appendTrajectories(episodes, { seed: true });
+  const bytes = trainLearnedModel(buffer, { abstraction: alfworldAbstraction, epochs: 2, members: 2 }).model.save();
+  const here = LearnedExperienceModel.load(bytes, "model.bin", { abstraction: alfworldAbstraction });
+  const threaded = LearnedExperienceModel.load(bytes, "model.bin", { abstraction: alfworldAbstraction });
+  assert.ok(await threaded.startEstimateThread(), "the thread is up");
+  const predictAll = async (m: LearnedExperienceModel) => {
+    const out = [];
+    for (const t of episodes) {
+      const history: HistoryStep[] = [];
+      for (const s of t.steps) {
+        const step = { task: t.task, history: [...history], state: s.observation, action: s.action };
+        m.prepare(step);
+        const demos = await retrieveDemos(buffer, alfworldAbstraction, step, { k: 5, realOnly: true, sameActionFirst: m.sameActionFirst(s.observation) });
+        out.push(await m.predict({ ...step, demos }));
+        history.push({ state: s.observation, action: s.action, nextState: s.next_observation, reward: s.reward });
+      }
+    }
+    return out;
+  };
+  try {
+    assert.deepEqual(await predictAll(threaded), await predictAll(here));
+    assert.ok(threaded.estimatesOnThread > 0, "worked out on the thread");
+  } finally {
+    threaded.closeEstimateThread();
+    buffer.close();
+  }
 });
 
 test("the estimate thread works out the estimates made here, with the members of each refit, and the model predicts the same", async () => {

@@ -1,5 +1,8 @@
-import type { HistoryStep, PolicyFeatures, Task } from "../core/index.ts";
-import { bucket, contentTokens, FeatureBuilder, featurize, webView, type SparseVector } from "../rl/index.ts";
+import { bucket, FeatureBuilder, type HistoryStep, type PolicyFeatures, type SparseVector, type Task } from "../core/index.ts";
+// Narrowly, not the rl's index (which loads the trainers and their schemas): the estimate thread
+// loads this module, and a run's first estimates wait for it to be up.
+import { contentTokens, featurize } from "../rl/features.ts";
+import { webView } from "../rl/web-view.ts";
 import { elementKind } from "./embedded-model.ts";
 
 /**
