@@ -28,9 +28,9 @@ function load(): void {
 function read(db: Database.Database): NonNullable<typeof loaded> {
   // One read transaction: the key and the rows are of the same commit.
   return db.transaction(() => {
-    const key = realRowsKey(realRows(db));
-    const n = Number((db.prepare("SELECT count(*) AS n FROM transitions WHERE source = 'real'").get() as Row).n);
-    const index = new ExactIndex(dims, Math.max(1024, n));
+    const real = realRows(db);
+    const key = realRowsKey(real);
+    const index = new ExactIndex(dims, Math.max(1024, real.n));
     const codes = { env: new Map<string, number>(), task: new Map<string, number>(), action: new Map<string, number>() };
     const code = (m: Map<string, number>, k: string) => m.get(k) ?? (m.set(k, m.size + 1), m.size);
     const v = new Float32Array(dims);
