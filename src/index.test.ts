@@ -16,10 +16,16 @@ test("the root export is narrow (≤ 40 names) and each of its export lines says
     assert.ok(!(internal in root), internal);
 });
 
-/** The modules `entry` loads when it runs (its static imports, not `import type`), and the packages among them. */
-function runtimeImports(entry: string): { modules: string[]; packages: string[] } {
+/**
+ * The modules `entry` loads when it runs: its static imports, followed (not `import type`), and the
+ * packages among them; `import("…")` and `require("…")` calls are listed as they are written, not
+ * followed (a lazy load is the point of them).
+ */
+function runtimeImports(entry: string): { modules: string[]; packages: string[]; lazy: string[] } {
+  const src = join(PACKAGE_ROOT, "src") + "/";
   const modules = new Set<string>();
   const packages = new Set<string>();
+  const lazy = new Set<string>();
   const visit = (file: string) => {
     if (modules.has(file)) return;
     modules.add(file);
@@ -30,23 +36,29 @@ function runtimeImports(entry: string): { modules: string[]; packages: string[] 
       if (spec.startsWith(".")) visit(join(file, "..", spec));
       else if (!spec.startsWith("node:")) packages.add(spec);
     }
+    for (const m of text.matchAll(/\b(?:import|require)\(\s*"([^"]+)"\s*\)/g)) {
+      const spec = m[1];
+      if (spec.startsWith(".")) lazy.add(join(file, "..", spec).slice(src.length));
+      else if (!spec.startsWith("node:")) packages.add(spec); // loaded as the module runs (a native addon through `createRequire`), or lazily
+    }
   };
-  visit(join(PACKAGE_ROOT, "src", entry));
-  const src = join(PACKAGE_ROOT, "src") + "/";
-  return { modules: [...modules].map((f) => f.slice(src.length)), packages: [...packages].sort() };
+  visit(join(src, entry));
+  return { modules: [...modules].map((f) => f.slice(src.length)), packages: [...packages].sort(), lazy: [...lazy].sort() };
 }
 
 test("the core loads no package, and each helper thread loads only what it uses (a run's first steps wait for them)", () => {
   assert.deepEqual(runtimeImports("core/index.ts").packages, []);
-  const threads: [string, string[]][] = [
-    ["experience/estimate-thread.ts", ["stemmer"]],
-    ["rl/reference-thread.ts", ["stemmer"]],
-    ["buffer/real-search-thread.ts", ["better-sqlite3"]],
-    ["buffer/import-thread.ts", []],
+  const threads: [string, string[], string[]][] = [
+    // The envs only for an env with policy features of its own (their estimates read them).
+    ["experience/estimate-thread.ts", ["stemmer"], ["envs/index.ts"]],
+    ["rl/reference-thread.ts", ["stemmer"], []],
+    ["buffer/real-search-thread.ts", ["better-sqlite3", "usearch"], []],
+    ["buffer/import-thread.ts", [], []],
   ];
-  for (const [entry, packages] of threads) {
+  for (const [entry, packages, lazy] of threads) {
     const loaded = runtimeImports(entry);
     assert.deepEqual(loaded.packages, packages, entry);
+    assert.deepEqual(loaded.lazy, lazy, entry);
     // Not the envs (every env with its packages), nor a component's whole index but the core's.
     assert.deepEqual(
       loaded.modules.filter((m) => m.startsWith("envs/") || (m.endsWith("/index.ts") && m !== "core/index.ts")),

@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { InvalidConfigError, type HistoryStep, type Policy, type Prediction, type Trajectory } from "../core/index.ts";
@@ -453,12 +453,12 @@ test("on an env with policy features of its own (ALFWorld), the estimate thread 
     episodes.push(abstractTrajectory(await runEpisode(env, policy, { envName: "alfworld", task, seed: i }), alfworldAbstraction));
   }
   await env.close();
-  const buffer = ReplayBuffer.open(join(mkdtempSync(join(tmpdir(), "dreamgym-learned-alf-")), "seed.db"));
+  const dir = mkdtempSync(join(tmpdir(), "dreamgym-learned-alf-"));
+  const buffer = ReplayBuffer.open(join(dir, "seed.db"));
   await buffer.appendTrajectories(episodes, { seed: true });
   const bytes = trainLearnedModel(buffer, { abstraction: alfworldAbstraction, epochs: 2, members: 2 }).model.save();
   const here = LearnedExperienceModel.load(bytes, "model.bin", { abstraction: alfworldAbstraction });
   const threaded = LearnedExperienceModel.load(bytes, "model.bin", { abstraction: alfworldAbstraction });
-  assert.ok(await threaded.startEstimateThread(), "the thread is up");
   const predictAll = async (m: LearnedExperienceModel) => {
     const out = [];
     for (const t of episodes) {
@@ -474,11 +474,13 @@ test("on an env with policy features of its own (ALFWorld), the estimate thread 
     return out;
   };
   try {
+    assert.ok(await threaded.startEstimateThread(), "the thread is up");
     assert.deepEqual(await predictAll(threaded), await predictAll(here));
     assert.ok(threaded.estimatesOnThread > 0, "worked out on the thread");
   } finally {
     threaded.closeEstimateThread();
     buffer.close();
+    rmSync(dir, { recursive: true, force: true });
   }
 });
 

@@ -157,7 +157,7 @@ export class LearnedExperienceModel implements ExperienceModel {
   private estimateSoon(input: EstimateInput, memoKey = this.memoKey(input)): Estimate | Promise<Estimate> {
     const known = this.estimates.get(memoKey) ?? this.asked.get(memoKey);
     if (known) return known;
-    // Worked out here until the thread is up (it loads the envs' modules while the run sets up): the same estimate, no wait.
+    // Worked out here until the thread is up (~0.1 s after it starts, as the run sets up): the same estimate, no wait.
     if (!this.thread?.up) return this.kept(memoKey, this.ensemble.estimate(input)); // the key made once
     // Asked once: a group's rollouts of a task reach the same step at about the same time. The
     // step goes as the numbers of its texts (the memo key's), each text sent the first time only: a
@@ -227,7 +227,8 @@ export class LearnedExperienceModel implements ExperienceModel {
    * thread that plays the synthetic episodes goes on with other steps: a training run's DreamGym
    * iteration spent ~1.1 s of 8.4 on them (bench:train, 20k steps). Nothing where the machine has
    * one core. The thread gets the members as they are, and again after each `refit`. Until it is up
-   * (it loads the envs' modules, a few hundred milliseconds), estimates are worked out here; the
+   * (~0.1 s: it loads the ensemble's modules, and the envs only for an env with policy features of its
+   * own, whose estimates read them), estimates are worked out here; the
    * promise says when it is (true), or that it is not to be (false).
    */
   startEstimateThread(): Promise<boolean> {
