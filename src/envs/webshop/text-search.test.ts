@@ -66,3 +66,20 @@ test("WebShop's own index returns the reference's top results", () => {
     ["B07XTK3P89", "B08K7LDM7Q", "B08QVDNJC7"],
   );
 });
+
+test("the k best hits are the first k of all of them, ties included", () => {
+  // search(q, all) keeps every touched document and sorts them; a smaller k goes through the heap's
+  // replacements, which must keep the same k in the same order.
+  const c = loadCatalogue();
+  const queries = c.goals.slice(0, 150).map((g) => g.instruction_text);
+  const ties = new TextSearchIndex(Array.from({ length: 400 }, (_, i) => ["red hat", "blue hat", "red shoe", "green", "red red hat"][i % 5]));
+  for (const [index, qs] of [
+    [c.search, queries],
+    [ties, ["red", "hat", "red hat", "shoe red red", "green blue"]],
+  ] as const) {
+    for (const q of qs) {
+      const all = index.search(q, Number.POSITIVE_INFINITY);
+      for (const k of [1, 3, 10, 50, all.length - 1]) assert.deepEqual(index.search(q, k), all.slice(0, Math.max(k, 0)), `${q} at k = ${k}`);
+    }
+  }
+});

@@ -99,7 +99,8 @@ export function decodeLength(b: number): number {
 
 interface Posting {
   docs: Int32Array;
-  freqs: Float64Array;
+  /** freq · normInverse[doc] per posting: the document's part of BM25's term score, worked out once. */
+  tfNorms: Float64Array;
 }
 
 export interface SearchHit {
@@ -116,6 +117,8 @@ export class TextSearchIndex {
   /** 1 / (k1 · (1 − b + b · dl / avgdl)) per document, as Lucene caches it. */
   private readonly normInverse: Float64Array;
   private readonly scores: Float64Array;
+  /** The documents a query touched, in the order it touched them (scratch of rank). */
+  private readonly touched: Int32Array;
   /**
    * Recent queries' hits (least recently used first). A search is a pure function of the query, and
    * RL asks the same ones again and again: a GRPO group's rollouts of one task, sessions of a served env.
@@ -147,14 +150,18 @@ export class TextSearchIndex {
         }
       }
     });
-    for (const [t, p] of building) this.postings.set(t, { docs: Int32Array.from(p.docs), freqs: Float64Array.from(p.freqs) });
     const avgdl = texts.length > 0 ? Math.fround(total / texts.length) : 1;
     this.normInverse = new Float64Array(texts.length);
     for (let d = 0; d < texts.length; d++) {
       const dl = decodeLength(encodeLength(lengths[d]));
       this.normInverse[d] = Math.fround(1 / (this.k1 * (1 - this.b + (this.b * dl) / avgdl)));
     }
+    for (const [t, p] of building) {
+      const tfNorms = Float64Array.from(p.freqs, (f, i) => f * this.normInverse[p.docs[i]]);
+      this.postings.set(t, { docs: Int32Array.from(p.docs), tfNorms });
+    }
     this.scores = new Float64Array(texts.length);
+    this.touched = new Int32Array(texts.length);
   }
 
   /** Inverse document frequency as Lucene's BM25 computes it. */
@@ -184,22 +191,67 @@ export class TextSearchIndex {
   private rank(query: string, k: number): SearchHit[] {
     const qtf = new Map<string, number>();
     for (const t of analyze(query)) qtf.set(t, (qtf.get(t) ?? 0) + 1);
-    const scores = this.scores;
-    const touched: number[] = [];
+    const { scores, touched } = this;
+    let n = 0;
     for (const [term, boost] of qtf) {
       const p = this.postings.get(term);
       if (!p) continue;
       const weight = boost * this.idf(term);
-      const { docs, freqs } = p;
+      const { docs, tfNorms } = p;
       for (let i = 0; i < docs.length; i++) {
         const d = docs[i];
-        if (scores[d] === 0) touched.push(d);
-        scores[d] += weight - weight / (1 + freqs[i] * this.normInverse[d]);
+        // Every term adds a positive score: a document still at 0 is touched for the first time.
+        if (scores[d] === 0) touched[n++] = d;
+        scores[d] += weight - weight / (1 + tfNorms[i]);
       }
     }
-    const hits: SearchHit[] = touched.map((doc) => ({ doc, score: Math.fround(scores[doc]) }));
-    for (const d of touched) scores[d] = 0;
+    // The k best of the touched (score down, then document order) through a heap whose root is the
+    // worst kept: a query touches hundreds of documents and shows 50, so most never become a hit.
+    const size = !(k < n) ? n : Math.max(0, Math.floor(k));
+    const heapDoc = new Int32Array(size);
+    const heapScore = new Float64Array(size);
+    let kept = 0;
+    for (let t = 0; t < n; t++) {
+      const d = touched[t];
+      const s = Math.fround(scores[d]);
+      scores[d] = 0;
+      if (kept < size) {
+        // Sift up: the new entry rises while it is worse than its parent.
+        let i = kept++;
+        while (i > 0) {
+          const parent = (i - 1) >> 1;
+          if (!worse(s, d, heapScore[parent], heapDoc[parent])) break;
+          heapScore[i] = heapScore[parent];
+          heapDoc[i] = heapDoc[parent];
+          i = parent;
+        }
+        heapScore[i] = s;
+        heapDoc[i] = d;
+      } else if (size > 0 && worse(heapScore[0], heapDoc[0], s, d)) {
+        // Replace the root and sift down.
+        let i = 0;
+        for (;;) {
+          const l = 2 * i + 1;
+          if (l >= size) break;
+          const r = l + 1;
+          const c = r < size && worse(heapScore[r], heapDoc[r], heapScore[l], heapDoc[l]) ? r : l;
+          if (!worse(heapScore[c], heapDoc[c], s, d)) break;
+          heapScore[i] = heapScore[c];
+          heapDoc[i] = heapDoc[c];
+          i = c;
+        }
+        heapScore[i] = s;
+        heapDoc[i] = d;
+      }
+    }
+    const hits: SearchHit[] = [];
+    for (let i = 0; i < kept; i++) hits.push({ doc: heapDoc[i], score: heapScore[i] });
     hits.sort((a, b) => b.score - a.score || a.doc - b.doc);
-    return hits.length > k ? hits.slice(0, k) : hits;
+    return hits;
   }
+}
+
+/** Whether hit (s1, d1) ranks below hit (s2, d2): a lower score, or the same score and a later document. */
+function worse(s1: number, d1: number, s2: number, d2: number): boolean {
+  return s1 < s2 || (s1 === s2 && d1 > d2);
 }
