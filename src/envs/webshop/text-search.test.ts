@@ -65,6 +65,8 @@ test("WebShop's own index returns the reference's top results", () => {
     hits.slice(0, 3).map((h) => c.products[h.doc].asin),
     ["B07XTK3P89", "B08K7LDM7Q", "B08QVDNJC7"],
   );
+  // The scores to the bit, as the index gave them before its k best came from a heap (4ad8080).
+  assert.deepEqual([hits[0].score, hits[1].score, hits[49].score], [12.268683433532715, 9.884474754333496, 3.67677640914917]);
 });
 
 test("the k best hits are the first k of all of them, ties included", () => {
@@ -80,6 +82,21 @@ test("the k best hits are the first k of all of them, ties included", () => {
     for (const q of qs) {
       const all = index.search(q, Number.POSITIVE_INFINITY);
       for (const k of [1, 3, 10, 50, all.length - 1]) assert.deepEqual(index.search(q, k), all.slice(0, Math.max(k, 0)), `${q} at k = ${k}`);
+      // k as slice took it: NaN keeps all, a fraction is cut; none below 1.
+      assert.deepEqual(index.search(q, Number.NaN), all);
+      assert.deepEqual(index.search(q, 2.5), all.slice(0, 2));
+      for (const k of [0, -1]) assert.deepEqual(index.search(q, k), []);
     }
   }
+});
+
+test("BM25's k1 and b are checked; a term that adds nothing still lists its document once", () => {
+  for (const opts of [{ k1: -1 }, { k1: Number.POSITIVE_INFINITY }, { b: 1.5 }, { b: Number.NaN }])
+    assert.throws(() => new TextSearchIndex(["red"], opts), RangeError);
+  // With a huge k1 a term's share rounds to 0: each document is still a hit once.
+  const flat = new TextSearchIndex(["red hat", "red hat"], { k1: 1e17 });
+  assert.deepEqual(flat.search("red hat", 10), [
+    { doc: 0, score: 0 },
+    { doc: 1, score: 0 },
+  ]);
 });

@@ -117,8 +117,9 @@ export class TextSearchIndex {
   /** 1 / (k1 · (1 − b + b · dl / avgdl)) per document, as Lucene caches it. */
   private readonly normInverse: Float64Array;
   private readonly scores: Float64Array;
-  /** The documents a query touched, in the order it touched them (scratch of rank). */
+  /** The documents a query touched, in the order it touched them, and which they are (scratch of rank). */
   private readonly touched: Int32Array;
+  private readonly isTouched: Uint8Array;
   /**
    * Recent queries' hits (least recently used first). A search is a pure function of the query, and
    * RL asks the same ones again and again: a GRPO group's rollouts of one task, sessions of a served env.
@@ -130,6 +131,9 @@ export class TextSearchIndex {
   constructor(texts: readonly string[], opts: { k1?: number; b?: number } = {}) {
     this.k1 = opts.k1 ?? 0.9;
     this.b = opts.b ?? 0.4;
+    // Lucene's own bounds: outside them a term's score can be negative or NaN.
+    if (!(Number.isFinite(this.k1) && this.k1 >= 0)) throw new RangeError(`BM25's k1 must be a finite number ≥ 0, got ${this.k1}`);
+    if (!(this.b >= 0 && this.b <= 1)) throw new RangeError(`BM25's b must be in [0, 1], got ${this.b}`);
     this.size = texts.length;
     const building = new Map<string, { docs: number[]; freqs: number[] }>();
     const lengths = new Int32Array(texts.length);
@@ -162,6 +166,7 @@ export class TextSearchIndex {
     }
     this.scores = new Float64Array(texts.length);
     this.touched = new Int32Array(texts.length);
+    this.isTouched = new Uint8Array(texts.length);
   }
 
   /** Inverse document frequency as Lucene's BM25 computes it. */
@@ -191,7 +196,7 @@ export class TextSearchIndex {
   private rank(query: string, k: number): SearchHit[] {
     const qtf = new Map<string, number>();
     for (const t of analyze(query)) qtf.set(t, (qtf.get(t) ?? 0) + 1);
-    const { scores, touched } = this;
+    const { scores, touched, isTouched } = this;
     let n = 0;
     for (const [term, boost] of qtf) {
       const p = this.postings.get(term);
@@ -200,8 +205,10 @@ export class TextSearchIndex {
       const { docs, tfNorms } = p;
       for (let i = 0; i < docs.length; i++) {
         const d = docs[i];
-        // Every term adds a positive score: a document still at 0 is touched for the first time.
-        if (scores[d] === 0) touched[n++] = d;
+        if (isTouched[d] === 0) {
+          isTouched[d] = 1;
+          touched[n++] = d;
+        }
         scores[d] += weight - weight / (1 + tfNorms[i]);
       }
     }
@@ -215,6 +222,7 @@ export class TextSearchIndex {
       const d = touched[t];
       const s = Math.fround(scores[d]);
       scores[d] = 0;
+      isTouched[d] = 0;
       if (kept < size) {
         // Sift up: the new entry rises while it is worse than its parent.
         let i = kept++;
