@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { mkdtempSync, writeFileSync, copyFileSync } from "node:fs";
 import { tmpdir } from "node:os";
+import { createHash } from "node:crypto";
 import { Catalogue, indexedText, loadCatalogue, splitRange, PRODUCTS_FILE, ATTRIBUTES_FILE } from "./catalogue.ts";
 import { readJsonFile, DataError } from "../../core/index.ts";
 
@@ -42,6 +43,17 @@ test("6,910 synthetic goals in the reference's shuffled order, split 500 / 1,000
     'Find me double sided, machine washable decorative pillows with printing technology with size: 28" x 28", and price lower than 30.00 dollars',
   );
   assert.equal(c.goals[0].asin, "B0743JKHBV");
+});
+
+test("goals made at first use are those made at load: every goal and price as dc16267 drew them", () => {
+  // A fresh catalogue (not the shared one, whose goals the tests above already made): the goals' draws
+  // take up the price draws' generator where the prices left it, however late they are asked for.
+  const fresh = new Catalogue(c.dir, 42);
+  const digest = (v: unknown) => createHash("sha256").update(JSON.stringify(v)).digest("hex").slice(0, 16);
+  assert.equal(digest([...fresh.prices]), "e7f9eeb48215e251");
+  fresh.search.search("pillow", 5); // other work first changes nothing
+  assert.equal(digest(fresh.goals), "5678f345c072c6ca");
+  assert.equal(fresh.goals, fresh.goals, "made once");
 });
 
 test("every goal is a purchasable combination of its product's options, under its price bound", () => {

@@ -218,8 +218,9 @@ export class Catalogue {
   readonly products: Product[];
   readonly byAsin: Map<string, Product>;
   readonly prices: Map<string, number>;
-  /** Goals in the reference's shuffled order; splits are index ranges into this list. */
-  readonly goals: Goal[];
+  private goalList: Goal[] | undefined;
+  /** The price draws' generator, left where the goals' draws take it up (they are made at first use). */
+  private goalRng: Rng | undefined;
   private searchIndex: TextSearchIndex | undefined;
   readonly attributeToAsins: Map<string, Set<string>>;
 
@@ -254,10 +255,22 @@ export class Catalogue {
         this.attributeToAsins.get(a)!.add(p.asin);
       }
     }
-    const rng = new Rng(seed);
-    this.prices = productPrices(this.products, rng);
-    this.goals = syntheticGoals(this.products, this.prices, rng);
-    new Rng(GOAL_SHUFFLE_SEED).shuffle(this.goals);
+    this.goalRng = new Rng(seed);
+    this.prices = productPrices(this.products, this.goalRng);
+  }
+
+  /**
+   * Goals in the reference's shuffled order; splits are index ranges into this list. Made at first use
+   * with the draws after the prices', as if at load: an import's state abstraction reads products only.
+   */
+  get goals(): Goal[] {
+    if (!this.goalList) {
+      const goals = syntheticGoals(this.products, this.prices, this.goalRng!);
+      new Rng(GOAL_SHUFFLE_SEED).shuffle(goals);
+      this.goalList = goals;
+      this.goalRng = undefined;
+    }
+    return this.goalList;
   }
 
   /** The search index, built at the first search (an import's state abstraction reads products only). */
