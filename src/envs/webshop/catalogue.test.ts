@@ -54,6 +54,7 @@ test("goals made at first use are those made at load: every goal and price as dc
   fresh.search.search("pillow", 5); // other work first changes nothing
   assert.equal(digest(fresh.goals), "5678f345c072c6ca");
   assert.equal(fresh.goals, fresh.goals, "made once");
+  assert.equal(fresh.goalCount, fresh.goals.length);
 });
 
 test("every goal is a purchasable combination of its product's options, under its price bound", () => {
@@ -90,6 +91,16 @@ test("a corrupt or missing data file names the file and the position", () => {
   assert.throws(
     () => new Catalogue(dir, 42),
     (e: unknown) => e instanceof DataError && e.file!.endsWith(PRODUCTS_FILE) && e.line === 1 && /position/.test(e.message),
+  );
+  // A product it cannot make goals of fails the load, though goals are made at first use.
+  const noAttributes = mkdtempSync(join(tmpdir(), "dreamgym-webshop-"));
+  const attributes = readJsonFile<Record<string, { instruction?: string; instruction_attributes?: string[] }>>(join(c.dir, ATTRIBUTES_FILE));
+  Object.values(attributes).find((a) => typeof a.instruction === "string")!.instruction_attributes = [];
+  writeFileSync(join(noAttributes, ATTRIBUTES_FILE), JSON.stringify(attributes));
+  copyFileSync(join(c.dir, PRODUCTS_FILE), join(noAttributes, PRODUCTS_FILE));
+  assert.throws(
+    () => new Catalogue(noAttributes, 42),
+    (e: unknown) => e instanceof DataError && /has an instruction but no instruction_attributes/.test(e.message),
   );
   const empty = mkdtempSync(join(tmpdir(), "dreamgym-empty-"));
   assert.throws(

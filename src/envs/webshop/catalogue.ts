@@ -160,14 +160,27 @@ function productPrices(products: Product[], rng: Rng): Map<string, number> {
   return prices;
 }
 
-/** `get_synthetic_goals`: one goal per option combination of every product with an instruction. */
+/**
+ * How many goals `syntheticGoals` makes (one per option combination of every product with an
+ * instruction), without making them; a product it cannot make goals of is a DataError here, at load.
+ */
+function goalCount(products: Product[]): number {
+  let n = 0;
+  for (const p of products) {
+    if (p.instruction_text == null) continue;
+    if ((p.instruction_attributes ?? []).length === 0) throw new DataError(`product ${p.asin} has an instruction but no instruction_attributes`);
+    n += Object.values(p.options).reduce((combos, values) => combos * values.length, 1);
+  }
+  return n;
+}
+
+/** `get_synthetic_goals`: one goal per option combination of every product with an instruction (checked by `goalCount`). */
 function syntheticGoals(products: Product[], prices: Map<string, number>, rng: Rng): Goal[] {
   const goals: Goal[] = [];
   const attrCount = new Map<string, number>();
   for (const p of products) {
     if (p.instruction_text == null) continue;
-    const attributes = p.instruction_attributes ?? [];
-    if (attributes.length === 0) throw new DataError(`product ${p.asin} has an instruction but no instruction_attributes`);
+    const attributes = p.instruction_attributes!;
     const price = prices.get(p.asin) ?? 100;
     const range = PRICE_RANGE.filter((x) => x > price).slice(0, 4);
     let priceUpper = 1000000;
@@ -218,6 +231,8 @@ export class Catalogue {
   readonly products: Product[];
   readonly byAsin: Map<string, Product>;
   readonly prices: Map<string, number>;
+  /** How many goals there are (`goals.length`, known without making them). */
+  readonly goalCount: number;
   private goalList: Goal[] | undefined;
   /** The price draws' generator, left where the goals' draws take it up (they are made at first use). */
   private goalRng: Rng | undefined;
@@ -257,11 +272,13 @@ export class Catalogue {
     }
     this.goalRng = new Rng(seed);
     this.prices = productPrices(this.products, this.goalRng);
+    this.goalCount = goalCount(this.products);
   }
 
   /**
    * Goals in the reference's shuffled order; splits are index ranges into this list. Made at first use
-   * with the draws after the prices', as if at load: an import's state abstraction reads products only.
+   * with the draws after the prices', as if at load: an env made for its state abstraction (an import's)
+   * reads products only.
    */
   get goals(): Goal[] {
     if (!this.goalList) {
@@ -281,13 +298,13 @@ export class Catalogue {
 
   /** Goal indexes of a split. */
   splitIndexes(split: WebShopSplit): number[] {
-    const [lo, hi] = splitRange(split, this.goals.length);
+    const [lo, hi] = splitRange(split, this.goalCount);
     return Array.from({ length: hi - lo }, (_, i) => lo + i);
   }
 
   goal(index: number): Goal {
-    if (!Number.isInteger(index) || index < 0 || index >= this.goals.length) {
-      throw new InvalidConfigError(`goal index ${index} is out of range (0..${this.goals.length - 1})`);
+    if (!Number.isInteger(index) || index < 0 || index >= this.goalCount) {
+      throw new InvalidConfigError(`goal index ${index} is out of range (0..${this.goalCount - 1})`);
     }
     return this.goals[index];
   }
