@@ -10,7 +10,7 @@ import { webshopTask } from "./webshop-env.ts";
 export const webshopAgentGym: AgentGymSupport = {
   task(k, host) {
     const catalogue = loadCatalogue({ dataDir: host.dataDir });
-    if (k < 0 || k >= catalogue.goals.length) throw new RangeError(`session_id ${k} is out of range: WebShop has goals 0..${catalogue.goals.length - 1}`);
+    if (k < 0 || k >= catalogue.goalCount) throw new RangeError(`session_id ${k} is out of range: WebShop has goals 0..${catalogue.goalCount - 1}`);
     const own = host.indexOf(`webshop:${k}`);
     return own === undefined ? webshopTask(catalogue, k) : host.tasks[own];
   },

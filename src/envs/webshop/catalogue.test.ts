@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import { createHash } from "node:crypto";
 import { Catalogue, indexedText, loadCatalogue, splitRange, PRODUCTS_FILE, ATTRIBUTES_FILE } from "./catalogue.ts";
 import { readJsonFile, DataError } from "../../core/index.ts";
+import { createEnv, syntheticSupport } from "../index.ts";
 
 const c = loadCatalogue();
 type Entry = { id: string; contents: string; product: Record<string, unknown> };
@@ -57,6 +58,15 @@ test("goals made at first use are those made at load: every goal and price as dc
   assert.equal(fresh.goalCount, fresh.goals.length);
 });
 
+test("an env made for its state abstraction (an import's) makes no goals; its tasks do", () => {
+  const env = createEnv("webshop", { seed: 9001 }); // a seed of its own: a catalogue no other test loaded
+  const made = () => (env.catalogue as unknown as { goalList?: unknown }).goalList !== undefined;
+  syntheticSupport("webshop", env).abstraction.abstract("WebShop [SEP] Instruction: [SEP] find a lamp [SEP] Search");
+  assert.equal(made(), false);
+  assert.equal(env.tasks().length, 5410);
+  assert.equal(made(), true);
+});
+
 test("every goal is a purchasable combination of its product's options, under its price bound", () => {
   for (const g of c.goals) {
     const p = c.byAsin.get(g.asin)!;
@@ -101,6 +111,22 @@ test("a corrupt or missing data file names the file and the position", () => {
   assert.throws(
     () => new Catalogue(noAttributes, 42),
     (e: unknown) => e instanceof DataError && /has an instruction but no instruction_attributes/.test(e.message),
+  );
+  // An option entry that is not an object (the scrape's { value, image }) names the product and its group.
+  const badOption = mkdtempSync(join(tmpdir(), "dreamgym-webshop-"));
+  const withOptions = entries.find((e) => Object.keys((e.product.customization_options as object | null) ?? {}).length > 0)!;
+  const [group] = Object.keys(withOptions.product.customization_options as object);
+  const broken = entries.map((e) =>
+    e === withOptions ? { ...e, product: { ...e.product, customization_options: { ...(e.product.customization_options as object), [group]: [null] } } } : e,
+  );
+  writeFileSync(join(badOption, PRODUCTS_FILE), JSON.stringify(broken));
+  copyFileSync(join(c.dir, ATTRIBUTES_FILE), join(badOption, ATTRIBUTES_FILE));
+  assert.throws(
+    () => new Catalogue(badOption, 42),
+    (e: unknown) =>
+      e instanceof DataError &&
+      e.file!.endsWith(PRODUCTS_FILE) &&
+      e.message.endsWith(`: product ${withOptions.id}: option "${group}" has an entry that is not an object with a value`),
   );
   const empty = mkdtempSync(join(tmpdir(), "dreamgym-empty-"));
   assert.throws(

@@ -97,11 +97,14 @@ function parsePricing(raw: unknown): number[] {
     .slice(0, 2);
 }
 
-function parseOptions(raw: unknown): Record<string, string[]> {
+/** A product's option groups; an entry that is not an object (`{ value, image }`) is a DataError naming the product and the group. */
+function parseOptions(raw: unknown, asin: string, file: string): Record<string, string[]> {
   const options: Record<string, string[]> = {};
   if (!raw || typeof raw !== "object") return options;
   for (const [name, contents] of Object.entries(raw as Record<string, unknown>)) {
     if (contents == null || !Array.isArray(contents)) continue;
+    if (!contents.every((c) => c !== null && typeof c === "object"))
+      throw new DataError(`product ${asin}: option "${name}" has an entry that is not an object with a value`, { file });
     options[name.toLowerCase()] = contents.map((c) =>
       str((c as RawRecord).value)
         .trim()
@@ -113,7 +116,7 @@ function parseOptions(raw: unknown): Record<string, string[]> {
 }
 
 /** Shapes one raw scraped product as `load_products` does (human_goals = False). */
-function toProduct(p: RawRecord, attrs: Record<string, RawRecord>): Product {
+function toProduct(p: RawRecord, attrs: Record<string, RawRecord>, file: string): Product {
   const asin = str(p.asin);
   const small = p.small_description;
   const pricing = parsePricing(p.pricing);
@@ -132,7 +135,7 @@ function toProduct(p: RawRecord, attrs: Record<string, RawRecord>): Product {
     BulletPoints: Array.isArray(small) ? small.map(str) : [str(small)],
     pricing: prices,
     Price,
-    options: parseOptions(p.customization_options),
+    options: parseOptions(p.customization_options, asin, file),
     Attributes: a && Array.isArray(a.attributes) ? (a.attributes as unknown[]).map(str) : ["DUMMY_ATTR"],
     Reviews: [],
     Rating: "N.A.",
@@ -260,7 +263,7 @@ export class Catalogue {
       const asin = raw.asin;
       if (asin === "nan" || asin.length > 10 || seen.has(asin)) return;
       seen.add(asin);
-      this.products.push(toProduct(raw, attrs));
+      this.products.push(toProduct(raw, attrs, productsFile));
     });
     this.byAsin = new Map(this.products.map((p) => [p.asin, p]));
     this.attributeToAsins = new Map();
