@@ -53,10 +53,21 @@ const world = (async () => {
 })();
 
 const small = { epochs: 6, members: 3 };
+// The `small` model of the seed buffer, trained once (~0.5 s); each test loads a copy of its own from the
+// bytes (a loaded model predicts as the trained one: the round-trip test), so one test's changes stay its own.
+const trainedSmall = world.then(({ abstraction, buffer }) => {
+  const { model, validation } = trainLearnedModel(buffer, { abstraction, ...small });
+  return { bytes: model.save(), validation };
+});
+const smallModel = async (): Promise<LearnedExperienceModel> => {
+  const [{ abstraction }, { bytes }] = await Promise.all([world, trainedSmall]);
+  return LearnedExperienceModel.load(bytes, "model.bin", { abstraction });
+};
 
 test("the learned model beats the kNN model on held-out reward error (ε_R) on WebShop", async (t) => {
   const { abstraction, buffer, held } = await world;
-  const { model, validation } = trainLearnedModel(buffer, { abstraction, ...small });
+  const { validation } = await trainedSmall;
+  const model = await smallModel();
   assert.ok(validation && validation.tasks > 0 && validation.steps > 0, "tasks are held out for validation");
   const learned = await auditModel(held, { model, abstraction, buffer });
   const knn = await auditModel(held, { model: new EmbeddedExperienceModel({ abstraction }), abstraction, buffer });
@@ -135,7 +146,7 @@ test("a bad model file is one clear InvalidConfigError", async () => {
 
 test("a return action leads back to this episode's own earlier page, not a neighbour's copy", async () => {
   const { abstraction, buffer, held } = await world;
-  const { model } = trainLearnedModel(buffer, { abstraction, ...small });
+  const model = await smallModel();
   const rules = (model.info.returns ?? []).map((r) => `${r.action} ${r.from} → ${r.to}`);
   assert.ok(rules.includes("click[< prev] page: item → page: results"), `learned returns: ${rules.join("; ")}`);
   assert.ok(!rules.some((r) => r.startsWith("click[buy now]")), "buying does not return anywhere");
@@ -155,7 +166,7 @@ test("a return action leads back to this episode's own earlier page, not a neigh
 
 test("the kNN next state is kept with the demo list retrieval hands out for its query, never with a list of one's own", async () => {
   const { abstraction, buffer, held } = await world;
-  const { model } = trainLearnedModel(buffer, { abstraction, ...small });
+  const model = await smallModel();
   const knn = (model as unknown as { knn: EmbeddedExperienceModel }).knn;
   const predict = knn.predict.bind(knn);
   let worked = 0;
@@ -194,7 +205,7 @@ test("the kNN next state is kept with the demo list retrieval hands out for its 
 
 test("predict reads back the memo key prepare made only for that very step: another step on the same history list gets its own estimate", async () => {
   const { abstraction, buffer, held } = await world;
-  const bytes = trainLearnedModel(buffer, { abstraction, ...small }).model.save();
+  const { bytes } = await trainedSmall;
   const model = LearnedExperienceModel.load(bytes, "model.bin", { abstraction });
   assert.ok(await model.startEstimateThread(), "prepare makes keys where the thread runs");
   const t = held.map((h) => abstractTrajectory(h, abstraction)).find((h) => h.steps.length >= 3)!;
@@ -336,7 +347,7 @@ test("a purchase no real episode made in full (this product for this request) is
 
 test("the learned model pays the top only for purchases its data made in full: with the support taken away, none", async () => {
   const { abstraction, buffer } = await world;
-  const { model } = trainLearnedModel(buffer, { abstraction, ...small });
+  const model = await smallModel();
   assert.ok((model.info.support ?? []).length > 0, "the oracle's purchases are in the model file");
   const support = new PurchaseSupport(model.info.support);
   const members = (model as unknown as { members: ScoreNet[][] }).members;
@@ -381,7 +392,7 @@ test("dense rewards: a step pays the likeliest of top, bottom and in-between, as
 
 test("refit (Dyna): the members learn from real steps the run paid for, so the purchases they overrated are paid as the real env paid them; deterministic by seed", async () => {
   const { abstraction, buffer, held } = await world;
-  const { model } = trainLearnedModel(buffer, { abstraction, ...small });
+  const model = await smallModel();
   const bytes = model.save();
   const load = () => LearnedExperienceModel.load(bytes, "model.bin", { abstraction });
   // The ending steps of held-out goals' real episodes: what the model pays for them against what they earned.
@@ -486,7 +497,7 @@ test("on an env with policy features of its own (ALFWorld), the estimate thread 
 
 test("the estimate thread works out the estimates made here, with the members of each refit, and the model predicts the same", async () => {
   const { abstraction, buffer, held } = await world;
-  const { model } = trainLearnedModel(buffer, { abstraction, ...small });
+  const model = await smallModel();
   const bytes = model.save();
   const here = LearnedExperienceModel.load(bytes, "model.bin", { abstraction });
   const threaded = LearnedExperienceModel.load(bytes, "model.bin", { abstraction });
