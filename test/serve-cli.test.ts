@@ -7,6 +7,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { BIN, ROOT, runAsync } from "./helpers.ts";
+import { SERVE_YOUNG_GENERATION_MB, serveThreadLimits } from "../src/cli/serve-thread.ts";
 import { TestClient } from "./serve-kit.ts";
 
 /** Starts `dreamgym serve`; resolves once it prints its line (or rejects with what it said when it exits first). */
@@ -86,4 +87,53 @@ test("dreamgym serve: off loopback without a token, a missing token file, a port
   );
   oneLine(noTokenFile, /^error: cannot read --token-file .*missing: no such file/);
   oneLine(inUse, new RegExp(`^error: 127\\.0\\.0\\.1:${port} is in use: stop what holds it or choose another --port`));
+});
+
+test("serveThreadLimits: the larger young generation, unless node's command line sizes the semi-spaces", () => {
+  const larger = { maxYoungGenerationSizeMb: SERVE_YOUNG_GENERATION_MB };
+  assert.deepEqual(serveThreadLimits([]), larger);
+  assert.deepEqual(serveThreadLimits(["--max-old-space-size=4096"], "--enable-source-maps"), larger);
+  assert.deepEqual(serveThreadLimits(["--max-semi-space-size=32"]), {});
+  assert.deepEqual(serveThreadLimits([], "--enable-source-maps  --max_semi_space_size 8"), {});
+  assert.deepEqual(serveThreadLimits(["--min-semi-space-size=4"]), {});
+});
+
+test("dreamgym serve runs in a thread of its own with the larger young generation; a signal before it has a handler ends it as the signal does", {
+  timeout: 60_000,
+}, async () => {
+  const probe = ["--env-module", join(ROOT, "test", "fixtures", "thread-probe.mjs")];
+  /** The probe's line from `serve` (held there with `hold`); `signal` is sent once it is printed. */
+  const probed = (env: NodeJS.ProcessEnv, signal?: NodeJS.Signals) => {
+    const child = spawn(process.execPath, [BIN, ...probe, "serve", "--env", "webshop", "--port", "0"], { stdio: ["ignore", "pipe", "pipe"], env });
+    let stdout = "";
+    let stderr = "";
+    child.stderr.on("data", (d) => (stderr += d));
+    child.stdout.on("data", (d) => {
+      stdout += d;
+      if (stdout.includes("\n")) {
+        if (signal) child.kill(signal);
+        else if (stdout.includes("serving")) child.kill("SIGTERM");
+      }
+    });
+    return new Promise<{
+      probe: { isMainThread: boolean; resourceLimits: Record<string, number> };
+      status: number | null;
+      signal: string | null;
+      stderr: string;
+    }>((resolve) => child.on("close", (status, sig) => resolve({ probe: JSON.parse(stdout.split("\n")[0]), status, signal: sig, stderr })));
+  };
+  const [served, held, sized] = await Promise.all([
+    probed(process.env),
+    probed({ ...process.env, DREAMGYM_PROBE_HOLD: "1" }, "SIGTERM"),
+    probed({ ...process.env, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} --max-semi-space-size=8` }),
+  ]);
+  assert.equal(served.probe.isMainThread, false);
+  assert.equal(served.probe.resourceLimits.maxYoungGenerationSizeMb, SERVE_YOUNG_GENERATION_MB);
+  assert.equal(served.status, 0, served.stderr);
+  assert.match(served.stderr, /^SIGTERM: stopped \(0 open sessions closed; 0 served\)\n$/);
+  // Held in its env module, before any handler: ended by the signal, as a process without the thread would be.
+  assert.deepEqual([held.status, held.signal, held.stderr], [null, "SIGTERM", ""]);
+  assert.equal(sized.probe.isMainThread, false);
+  assert.notEqual(sized.probe.resourceLimits.maxYoungGenerationSizeMb, SERVE_YOUNG_GENERATION_MB, "node's own setting is kept");
+  assert.equal(sized.status, 0, sized.stderr);
 });

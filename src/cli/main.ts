@@ -1,10 +1,21 @@
-// The `dreamgym` binary: `runCli` with the process's streams, and the process's exit code.
-import { runCli } from "./run.ts";
+// The `dreamgym` binary: `runCli` with the process's streams, and the process's exit code. `serve`
+// runs in a thread of its own (`serve-thread.ts`: a larger young generation for the server).
+import { isMainThread } from "node:worker_threads";
+import { commandName } from "./command-name.ts";
+import { runInServeThread, takeSignalsFromMainThread } from "./serve-thread.ts";
 
 // Output piped into a program that stops reading (`| head`) ends the command quietly, as Unix tools do.
 for (const stream of [process.stdout, process.stderr]) stream.on("error", (e: NodeJS.ErrnoException) => (e.code === "EPIPE" ? process.exit(0) : undefined));
 
-const code = await runCli(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin });
+const argv = process.argv.slice(2);
+let code: number;
+if (isMainThread && commandName(argv) === "serve") {
+  code = await runInServeThread(new URL(import.meta.url), argv);
+} else {
+  if (!isMainThread) takeSignalsFromMainThread();
+  const { runCli } = await import("./run.ts");
+  code = await runCli(argv, { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin });
+}
 // A refused command exits at once, leaving what it had in flight (requests, timers); one that ran
 // to its end (0, or 130 when stopped by a signal) lets the process end when its work has drained.
 if (code === 0 || code === 130) process.exitCode = code;

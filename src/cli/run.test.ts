@@ -2,7 +2,8 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Writable } from "node:stream";
 import { Command } from "commander";
-import { COMMANDS, commandName, commandsToLoad, runCli } from "./run.ts";
+import { commandName } from "./command-name.ts";
+import { COMMANDS, commandsToLoad, runCli } from "./run.ts";
 
 test("each command's module registers that command and no other", async () => {
   for (const [name, load] of Object.entries(COMMANDS)) {

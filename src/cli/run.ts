@@ -3,6 +3,7 @@ import { describeError } from "./errors.ts";
 import { type CliIo, withCliRun } from "./io.ts";
 import { loadEnvModules } from "../envs/index.ts";
 import { PACKAGE_VERSION as version } from "../core/index.ts";
+import { commandName } from "./command-name.ts";
 
 type Register = (program: Command) => void;
 
@@ -29,16 +30,6 @@ export const COMMANDS: Readonly<Record<string, () => Promise<Register>>> = {
   "oracle-model": async () => (await import("./oracle-command.ts")).registerOracleModel,
   webarena: async () => (await import("./webarena-command.ts")).registerWebArena,
 };
-
-/** The command `argv` names: its first argument that is not the program's own option (or that option's value). */
-export function commandName(argv: readonly string[]): string | undefined {
-  for (let i = 0; i < argv.length; i++) {
-    if (argv[i] === "--env-module") i++;
-    else if (!argv[i].startsWith("-")) return argv[i];
-    else if (!argv[i].startsWith("--env-module=")) return undefined; // --help, --version or a usage error: all commands
-  }
-  return undefined;
-}
 
 /** The commands whose modules a run loads: the one it names, or all of them (help, `--version`, an unknown name). */
 export function commandsToLoad(argv: readonly string[]): string[] {
