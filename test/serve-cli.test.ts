@@ -100,40 +100,76 @@ test("serveThreadLimits: the larger young generation, unless node's command line
 
 test("dreamgym serve runs in a thread of its own with the larger young generation; a signal before it has a handler ends it as the signal does", {
   timeout: 60_000,
-}, async () => {
+}, async (t) => {
   const probe = ["--env-module", join(ROOT, "test", "fixtures", "thread-probe.mjs")];
-  /** The probe's line from `serve` (held there with `hold`); `signal` is sent once it is printed. */
+  /** `serve` with the probe: its first line and how it ended. With `signal`, held in the probe and sent `signal` once the probe printed; else SIGTERM once it serves. */
   const probed = (env: NodeJS.ProcessEnv, signal?: NodeJS.Signals) => {
     const child = spawn(process.execPath, [BIN, ...probe, "serve", "--env", "webshop", "--port", "0"], { stdio: ["ignore", "pipe", "pipe"], env });
+    t.after(() => child.kill("SIGKILL"));
     let stdout = "";
     let stderr = "";
+    let sent = false;
     child.stderr.on("data", (d) => (stderr += d));
     child.stdout.on("data", (d) => {
       stdout += d;
-      if (stdout.includes("\n")) {
-        if (signal) child.kill(signal);
-        else if (stdout.includes("serving")) child.kill("SIGTERM");
+      if (!sent && (signal ? stdout.includes("\n") : stdout.includes("serving"))) {
+        sent = true;
+        child.kill(signal ?? "SIGTERM");
       }
     });
-    return new Promise<{
-      probe: { isMainThread: boolean; resourceLimits: Record<string, number> };
-      status: number | null;
-      signal: string | null;
-      stderr: string;
-    }>((resolve) => child.on("close", (status, sig) => resolve({ probe: JSON.parse(stdout.split("\n")[0]), status, signal: sig, stderr })));
+    return new Promise<{ line: string; status: number | null; signal: string | null; stderr: string }>((resolve) =>
+      child.on("close", (status, sig) => resolve({ line: stdout.split("\n")[0], status, signal: sig, stderr })),
+    );
   };
   const [served, held, sized] = await Promise.all([
     probed(process.env),
     probed({ ...process.env, DREAMGYM_PROBE_HOLD: "1" }, "SIGTERM"),
     probed({ ...process.env, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} --max-semi-space-size=8` }),
   ]);
-  assert.equal(served.probe.isMainThread, false);
-  assert.equal(served.probe.resourceLimits.maxYoungGenerationSizeMb, SERVE_YOUNG_GENERATION_MB);
+  const thread = (r: { line: string; stderr: string }) => {
+    assert.match(r.line, /^\{"isMainThread"/, r.stderr);
+    return JSON.parse(r.line) as { isMainThread: boolean; resourceLimits: Record<string, number> };
+  };
+  assert.equal(thread(served).isMainThread, false);
+  assert.equal(thread(served).resourceLimits.maxYoungGenerationSizeMb, SERVE_YOUNG_GENERATION_MB);
   assert.equal(served.status, 0, served.stderr);
   assert.match(served.stderr, /^SIGTERM: stopped \(0 open sessions closed; 0 served\)\n$/);
   // Held in its env module, before any handler: ended by the signal, as a process without the thread would be.
   assert.deepEqual([held.status, held.signal, held.stderr], [null, "SIGTERM", ""]);
-  assert.equal(sized.probe.isMainThread, false);
-  assert.notEqual(sized.probe.resourceLimits.maxYoungGenerationSizeMb, SERVE_YOUNG_GENERATION_MB, "node's own setting is kept");
+  assert.equal(thread(sized).isMainThread, false);
+  assert.notEqual(thread(sized).resourceLimits.maxYoungGenerationSizeMb, SERVE_YOUNG_GENERATION_MB, "the thread is not given ours");
   assert.equal(sized.status, 0, sized.stderr);
+});
+
+test("the serve thread: a first signal reaches its handler, a second exits 130 from the thread (its exit handlers run); a bug exits 1 with the error as node prints it", {
+  timeout: 60_000,
+}, async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), "dreamgym-serve-thread-"));
+  const mark = join(dir, "exit.txt");
+  const run = (env: NodeJS.ProcessEnv, signals: NodeJS.Signals[] = []) => {
+    const child = spawn(process.execPath, [join(ROOT, "test", "fixtures", "signal-thread.mjs")], { stdio: ["ignore", "pipe", "pipe"], env });
+    t.after(() => child.kill("SIGKILL"));
+    let stdout = "";
+    let stderr = "";
+    let lines = 0;
+    child.stderr.on("data", (d) => (stderr += d));
+    // Each signal once the thread has printed the line before it: "waiting", then "stopping: …".
+    child.stdout.on("data", (d) => {
+      stdout += d;
+      while (lines < stdout.split("\n").length - 1) if (signals[lines++]) child.kill(signals[lines - 1]);
+    });
+    return new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) =>
+      child.on("close", (status) => resolve({ status, stdout, stderr })),
+    );
+  };
+  const [stopped, bug] = await Promise.all([
+    run({ ...process.env, DREAMGYM_EXIT_MARK: mark }, ["SIGINT", "SIGTERM"]),
+    run({ ...process.env, DREAMGYM_THREAD_BUG: "1" }),
+  ]);
+  assert.equal(stopped.status, 130, stopped.stderr);
+  assert.equal(stopped.stdout, "waiting\nstopping: SIGINT\n");
+  assert.equal(readFileSync(mark, "utf8"), "exit handlers ran: 130");
+  assert.equal(bug.status, 1);
+  assert.match(bug.stderr, /^Error: a bug in the thread\n/);
+  assert.match(bug.stderr, /code: 'E_BUG'/);
 });

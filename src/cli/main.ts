@@ -1,5 +1,6 @@
 // The `dreamgym` binary: `runCli` with the process's streams, and the process's exit code. `serve`
-// runs in a thread of its own (`serve-thread.ts`: a larger young generation for the server).
+// runs in a thread of its own (`serve-thread.ts`: a larger young generation for the server); its help
+// is printed here, where the terminal's width is known (a thread's stdout is not a terminal).
 import { isMainThread } from "node:worker_threads";
 import { commandName } from "./command-name.ts";
 import { runInServeThread, takeSignalsFromMainThread } from "./serve-thread.ts";
@@ -9,7 +10,7 @@ for (const stream of [process.stdout, process.stderr]) stream.on("error", (e: No
 
 const argv = process.argv.slice(2);
 let code: number;
-if (isMainThread && commandName(argv) === "serve") {
+if (isMainThread && commandName(argv) === "serve" && !argv.some((a) => a === "--help" || a === "-h")) {
   code = await runInServeThread(new URL(import.meta.url), argv);
 } else {
   if (!isMainThread) takeSignalsFromMainThread();

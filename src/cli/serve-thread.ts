@@ -4,10 +4,13 @@
 // 64 MB semi-spaces most die first (the collector's share of the server's busy time 9% → 3.5%:
 // docs/benchmarks.md, Server). V8 sizes an isolate's young generation when the isolate is made, so the
 // main thread's cannot be changed once the process runs; a worker's can (`resourceLimits`).
-// The process stays one process: the main thread only passes on signals and the exit code.
-import { parentPort, Worker, type ResourceLimits } from "node:worker_threads";
+// The process stays one process: the main thread passes on signals, the thread's output and its exit code.
+import { constants } from "node:os";
+import { inspect } from "node:util";
+import { parentPort, type ResourceLimits } from "node:worker_threads";
+import { startWorker } from "../core/index.ts";
 
-/** The serve thread's young generation: three semi-spaces of 64 MB (V8: two, and one for large objects). */
+/** The serve thread's young generation: 64 MB semi-spaces (V8 counts three: the two semi-spaces and the young large objects). */
 export const SERVE_YOUNG_GENERATION_MB = 192;
 
 /** The serve thread's limits: its larger young generation, unless the user set the semi-spaces' size on node's command line. */
@@ -21,15 +24,16 @@ type SignalMessage = { signal: NodeJS.Signals } | { unhandled: NodeJS.Signals };
 
 /**
  * Runs the CLI module `entry` with `argv` in the serve thread and resolves with its exit code.
- * SIGTERM and SIGINT reach the thread's own handlers (`takeSignalsFromMainThread`); a second one exits
- * the process at once (130), as a server command's second signal always has. A signal that comes
- * before the thread handles it (while it starts) ends the process as it would have without the thread.
+ * SIGTERM and SIGINT go to the thread's own handlers (`takeSignalsFromMainThread`): the first stops the
+ * server gracefully, the second exits at once (130) from the thread, so that the thread's exit handlers
+ * (a run folder's lock) still run; a third exits from here. A signal the thread has no handler for yet
+ * (it is starting) comes back and takes its default action: the process ends by it.
  */
 export function runInServeThread(entry: URL, argv: readonly string[]): Promise<number> {
-  const worker = new Worker(entry, { argv: [...argv], resourceLimits: serveThreadLimits(process.execArgv, process.env.NODE_OPTIONS) });
+  const worker = startWorker(entry, { argv: [...argv], resourceLimits: serveThreadLimits(process.execArgv, process.env.NODE_OPTIONS) });
   let signals = 0;
   const forward = (signal: NodeJS.Signals) => {
-    if (++signals > 1) process.exit(130);
+    if (++signals > 2) process.exit(130);
     worker.postMessage({ signal } satisfies SignalMessage);
   };
   const release = () => {
@@ -42,10 +46,12 @@ export function runInServeThread(entry: URL, argv: readonly string[]): Promise<n
     worker.on("message", (m: SignalMessage) => {
       if (!("unhandled" in m)) return;
       release();
-      process.kill(process.pid, m.unhandled); // its default action, now that no handler is left
+      // Its default action, now that no handler of ours is left; if another one is (a preloaded module's), the exit it would have been.
+      if (process.listenerCount(m.unhandled) > 0) process.exit(128 + constants.signals[m.unhandled]);
+      process.kill(process.pid, m.unhandled);
     });
-    // A bug's error, thrown in the thread: its stack trace, as node prints an uncaught error's (the thread exits 1).
-    worker.on("error", (e) => process.stderr.write(`${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`));
+    // A bug's error, thrown in the thread: printed as node prints an uncaught error (the thread exits 1).
+    worker.on("error", (e) => process.stderr.write(`${inspect(e)}\n`));
     worker.on("exit", (code) => {
       release();
       resolve(code);

@@ -35,7 +35,7 @@ export { FeatureBuilder, bucket } from "./features.ts";
 export type { FeaturizedStep, PolicyFeatures, SparseVector } from "./features.ts";
 export { parseNoiseKinds, pickKind, requestRng, REWARD_NOISE_KINDS, STATE_NOISE_KINDS } from "./oracle.ts";
 export type { Oracle, OracleAnswer, OracleNoise, OracleOptions, RewardNoiseKind, StateNoiseKind } from "./oracle.ts";
-export { RequestThread, serveRequests } from "./request-thread.ts";
+export { RequestThread, serveRequests, startWorker } from "./request-thread.ts";
 export {
   Agents,
   AnswerTooLargeError,

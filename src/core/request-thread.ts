@@ -1,4 +1,4 @@
-import { parentPort, Worker } from "node:worker_threads";
+import { parentPort, Worker, type WorkerOptions } from "node:worker_threads";
 
 /** Answers that took longer than this (with those before them) are sent before the rest of their batch. */
 const SLOW_ANSWER_MS = 1;
@@ -178,11 +178,14 @@ function answerOrNull<Req, Rep>(answer: (req: Req) => Rep | null, req: Req): Rep
   }
 }
 
-/** Under tsx (a module URL ending in .ts), whose loader a Node 20 worker does not inherit, the worker registers it first. */
+/** Starts the thread of `module` (its URL without the extension: .ts under tsx, .js compiled). */
 function startThread(module: URL, data: unknown): Worker {
-  const ts = import.meta.url.endsWith(".ts");
-  const entry = new URL(`${module.href}${ts ? ".ts" : ".js"}`);
-  if (!ts) return new Worker(entry, { workerData: data });
+  return startWorker(new URL(`${module.href}${import.meta.url.endsWith(".ts") ? ".ts" : ".js"}`), { workerData: data });
+}
+
+/** A worker running `entry`; under tsx (an entry ending in .ts), whose loader a Node 20 worker does not inherit, it registers tsx first. */
+export function startWorker(entry: URL, options: WorkerOptions = {}): Worker {
+  if (!entry.href.endsWith(".ts")) return new Worker(entry, options);
   const api = JSON.stringify(import.meta.resolve("tsx/esm/api"));
-  return new Worker(`import(${api}).then((tsx) => { tsx.register(); return import(${JSON.stringify(entry.href)}); })`, { eval: true, workerData: data });
+  return new Worker(`import(${api}).then((tsx) => { tsx.register(); return import(${JSON.stringify(entry.href)}); })`, { ...options, eval: true });
 }
