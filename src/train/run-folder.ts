@@ -399,23 +399,27 @@ function firstMissing(dir: string): string | null {
   return p;
 }
 
+/** The run locks this process holds, by path. */
+const locksHeld = new Set<string>();
+
 /**
  * Takes the run folder for this process (`run.lock`, holding its pid) until the returned function
  * is called or the process exits. A folder that a live process holds is refused: two processes
  * training one run would write the same metrics and checkpoints. A lock whose process is gone (a
- * killed run) is stale and taken over, and so is one whose pid another process has now (where the lock
- * holds its process's start, Linux): a container's PID 1, killed and started again, finds its own pid there.
+ * killed run) is stale and taken over, and so is one naming this process that this process does not
+ * hold: an earlier process with the same pid left it (a container's PID 1, killed and started again).
  */
 export function lockRun(dir: string): () => void {
   const file = join(dir, "run.lock");
+  const key = resolve(file);
   for (let attempt = 0; ; attempt++) {
     let fd: number;
     try {
       fd = openSync(file, "wx");
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== "EEXIST" || attempt > 0) throw e;
-      const [pid, start] = readFileSync(file, "utf8").trim().split(" ");
-      if (holds(Number(pid), start)) {
+      const pid = Number(readFileSync(file, "utf8").trim());
+      if (Number.isSafeInteger(pid) && pid > 0 && (pid === process.pid ? locksHeld.has(key) : isAlive(pid))) {
         throw new InvalidConfigError(
           `${dir} is being trained by process ${pid} now (${file}): wait for it to end, or stop it, before resuming; two processes would write the same run`,
         );
@@ -423,34 +427,19 @@ export function lockRun(dir: string): () => void {
       rmSync(file, { force: true });
       continue;
     }
-    writeSync(fd, `${[process.pid, startOf(process.pid)].filter((x) => x !== undefined).join(" ")}\n`);
+    writeSync(fd, `${process.pid}\n`);
     closeSync(fd);
+    locksHeld.add(key);
     let held = true;
     const release = () => {
       if (!held) return;
       held = false;
+      locksHeld.delete(key);
       process.off("exit", release);
       rmSync(file, { force: true });
     };
     process.on("exit", release);
     return release;
-  }
-}
-
-/** Whether process `pid`, started at `start` (as `startOf` gave it; undefined: not known), still runs. */
-function holds(pid: number, start: string | undefined): boolean {
-  if (!Number.isSafeInteger(pid) || pid <= 0 || !isAlive(pid)) return false;
-  const now = start === undefined ? undefined : startOf(pid);
-  return now === undefined || now === start; // another start: its pid was given to another process since
-}
-
-/** When process `pid` started, in clock ticks since boot (Linux: the 22nd field of /proc/PID/stat); undefined where unknown. */
-function startOf(pid: number): string | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19]; // the fields after the name start at the 3rd
-  } catch {
-    return undefined;
   }
 }
 
