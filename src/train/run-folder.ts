@@ -399,19 +399,14 @@ function firstMissing(dir: string): string | null {
   return p;
 }
 
-/** The run locks this process holds, by path. */
-const locksHeld = new Set<string>();
-
 /**
  * Takes the run folder for this process (`run.lock`, holding its pid) until the returned function
  * is called or the process exits. A folder that a live process holds is refused: two processes
  * training one run would write the same metrics and checkpoints. A lock whose process is gone (a
- * killed run) is stale and taken over, and so is one naming this process that this process does not
- * hold: an earlier process with the same pid left it (a container's PID 1, killed and started again).
+ * killed run) is stale and taken over.
  */
 export function lockRun(dir: string): () => void {
   const file = join(dir, "run.lock");
-  const key = resolve(file);
   for (let attempt = 0; ; attempt++) {
     let fd: number;
     try {
@@ -419,7 +414,7 @@ export function lockRun(dir: string): () => void {
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== "EEXIST" || attempt > 0) throw e;
       const pid = Number(readFileSync(file, "utf8").trim());
-      if (Number.isSafeInteger(pid) && pid > 0 && (pid === process.pid ? locksHeld.has(key) : isAlive(pid))) {
+      if (Number.isSafeInteger(pid) && pid > 0 && isAlive(pid)) {
         throw new InvalidConfigError(
           `${dir} is being trained by process ${pid} now (${file}): wait for it to end, or stop it, before resuming; two processes would write the same run`,
         );
@@ -429,12 +424,10 @@ export function lockRun(dir: string): () => void {
     }
     writeSync(fd, `${process.pid}\n`);
     closeSync(fd);
-    locksHeld.add(key);
     let held = true;
     const release = () => {
       if (!held) return;
       held = false;
-      locksHeld.delete(key);
       process.off("exit", release);
       rmSync(file, { force: true });
     };
