@@ -415,6 +415,12 @@ export function lockRun(dir: string): () => void {
       if ((e as NodeJS.ErrnoException).code !== "EEXIST" || attempt > 0) throw e;
       const pid = Number(readFileSync(file, "utf8").trim());
       if (Number.isSafeInteger(pid) && pid > 0 && isAlive(pid)) {
+        // This process's own pid: a pid alone cannot tell which of these holds it (a restarted container's
+        // PID 1 meets the lock its killed predecessor left), so the user is told what to check.
+        if (pid === process.pid)
+          throw new InvalidConfigError(
+            `${file} names this process's own pid (${pid}): this process trains ${dir} already, or a process in another container does, or an earlier process with this pid was killed (a container started again); if none trains it now, delete ${file}`,
+          );
         throw new InvalidConfigError(
           `${dir} is being trained by process ${pid} now (${file}): wait for it to end, or stop it, before resuming; two processes would write the same run`,
         );
