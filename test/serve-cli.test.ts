@@ -2,7 +2,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -142,10 +142,11 @@ test("dreamgym serve runs in a thread of its own with the larger young generatio
   for (const r of [ours, sized]) assert.deepEqual([r.status, r.signal, r.stderr], [null, "SIGTERM", ""]);
 });
 
-test("the serve thread: a first signal reaches its handler, a second exits 130 from the thread (its exit handlers run); a bug exits 1 with the error as node prints it", {
+test("the serve thread: a first signal reaches its handler, a second exits 130 from the thread (its exit handlers run); one before any handler ends the process as it would have; a bug exits 1 with the error as node prints it", {
   timeout: 60_000,
 }, async (t) => {
   const dir = mkdtempSync(join(tmpdir(), "dreamgym-serve-thread-"));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
   const mark = join(dir, "exit.txt");
   const run = (env: NodeJS.ProcessEnv, signals: NodeJS.Signals[] = []) => {
     const child = spawn(process.execPath, [join(ROOT, "test", "fixtures", "signal-thread.mjs")], { stdio: ["ignore", "pipe", "pipe"], env });
@@ -159,14 +160,19 @@ test("the serve thread: a first signal reaches its handler, a second exits 130 f
       stdout += d;
       while (lines < stdout.split("\n").length - 1) if (signals[lines++]) child.kill(signals[lines - 1]);
     });
-    return new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) =>
-      child.on("close", (status) => resolve({ status, stdout, stderr })),
+    return new Promise<{ status: number | null; signal: string | null; stdout: string; stderr: string }>((resolve) =>
+      child.on("close", (status, signal) => resolve({ status, signal, stdout, stderr })),
     );
   };
-  const [stopped, bug] = await Promise.all([
+  const [stopped, bug, held, heldBesideAListener] = await Promise.all([
     run({ ...process.env, DREAMGYM_EXIT_MARK: mark }, ["SIGINT", "SIGTERM"]),
     run({ ...process.env, DREAMGYM_THREAD_BUG: "1" }),
+    run({ ...process.env, DREAMGYM_THREAD_HOLD: "1" }, ["SIGTERM"]),
+    run({ ...process.env, DREAMGYM_THREAD_HOLD: "1", DREAMGYM_MAIN_LISTENER: "1" }, ["SIGTERM"]),
   ]);
+  // No handler in the thread yet: the process ends by the signal; where another listener would keep it alive, it exits as if it had (128 + 15).
+  assert.deepEqual([held.status, held.signal, held.stdout], [null, "SIGTERM", "held\n"]);
+  assert.deepEqual([heldBesideAListener.status, heldBesideAListener.signal], [143, null]);
   assert.equal(stopped.status, 130, stopped.stderr);
   assert.equal(stopped.stdout, "waiting\nstopping: SIGINT\n");
   assert.equal(readFileSync(mark, "utf8"), "exit handlers ran: 130");
