@@ -392,8 +392,7 @@ test("dense rewards: a step pays the likeliest of top, bottom and in-between, as
 
 test("refit (Dyna): the members learn from real steps the run paid for, so the purchases they overrated are paid as the real env paid them; deterministic by seed", async () => {
   const { abstraction, buffer, held } = await world;
-  const model = await smallModel();
-  const bytes = model.save();
+  const { bytes } = await trainedSmall;
   const load = () => LearnedExperienceModel.load(bytes, "model.bin", { abstraction });
   // The ending steps of held-out goals' real episodes: what the model pays for them against what they earned.
   const endingError = (m: LearnedExperienceModel) => {
@@ -497,8 +496,7 @@ test("on an env with policy features of its own (ALFWorld), the estimate thread 
 
 test("the estimate thread works out the estimates made here, with the members of each refit, and the model predicts the same", async () => {
   const { abstraction, buffer, held } = await world;
-  const model = await smallModel();
-  const bytes = model.save();
+  const { bytes } = await trainedSmall;
   const here = LearnedExperienceModel.load(bytes, "model.bin", { abstraction });
   const threaded = LearnedExperienceModel.load(bytes, "model.bin", { abstraction });
   assert.ok(await threaded.startEstimateThread(), "the thread is up");
