@@ -34,7 +34,8 @@ try {
   const run = spawnSync(process.execPath, ["--test", `--test-concurrency=${concurrency}`, ...tests], {
     cwd: root,
     stdio: "inherit",
-    env: { ...process.env, TMPDIR: tmp },
+    // The cache folder (a WebShop title's nouns, tagged once) is the run's own too: shared by its files, never the user's.
+    env: { ...process.env, TMPDIR: tmp, DREAMGYM_CACHE: join(tmp, "cache") },
   });
   process.exitCode = run.status ?? 1;
 } finally {

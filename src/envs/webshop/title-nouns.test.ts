@@ -1,6 +1,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
+import { appendFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, truncateSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import winkNLP from "wink-nlp";
@@ -35,7 +37,12 @@ test("another process that read other text first, then the titles backwards, giv
     const nouns = [...titles].reverse().map((t) => titleNouns(t)).reverse();
     process.stdout.write(JSON.stringify(nouns));
   `;
-  const child = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { encoding: "utf8", maxBuffer: 1 << 26 });
+  // Without the cache folder, which would hand it this process's nouns untagged.
+  const child = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
+    encoding: "utf8",
+    maxBuffer: 1 << 26,
+    env: { ...process.env, DREAMGYM_CACHE: "off" },
+  });
   assert.equal(child.status, 0, child.stderr);
   const there = JSON.parse(child.stdout) as string[][];
   assert.equal(there.length, titles.length);
@@ -55,4 +62,54 @@ test("each title is tagged as a fresh wink-nlp instance tags it", () => {
       .map((v) => v.toLowerCase());
     assert.deepEqual(tagNouns(titles[i]), expected, titles[i]);
   }
+});
+
+test("titles tagged in one process are read by the next from the cache folder, which then never loads the tagger; a record cut short is tagged again", () => {
+  const some = titles.filter((_, i) => i % 50 === 7);
+  const expected = some.map((t) => tagNouns(t));
+  // A process of its own each time (this one's memory would answer): the module as this test runs it, compiled or from source.
+  const ts = import.meta.url.endsWith(".ts");
+  const script = `
+    import { createRequire } from "node:module";
+    import { titleNouns } from ${JSON.stringify(new URL(`./title-nouns.${ts ? "ts" : "js"}`, import.meta.url).href)};
+    const nouns = JSON.parse(process.argv[1]).map((t) => titleNouns(t));
+    const tagger = Object.keys(createRequire(import.meta.url).cache).some((k) => k.includes("wink-eng-lite-web-model/dist"));
+    process.stdout.write(JSON.stringify({ nouns, tagger }));
+  `;
+  const tag = (env: NodeJS.ProcessEnv) => {
+    const child = spawnSync(process.execPath, [...(ts ? ["--import", "tsx"] : []), "--input-type=module", "-e", script, JSON.stringify(some)], {
+      encoding: "utf8",
+      env: { ...process.env, ...env },
+    });
+    assert.equal(child.status, 0, child.stderr);
+    return JSON.parse(child.stdout) as { nouns: string[][]; tagger: boolean };
+  };
+  const dir = join(mkdtempSync(join(tmpdir(), "dreamgym-nouns-")), "cache");
+  const first = tag({ DREAMGYM_CACHE: dir });
+  assert.deepEqual(first, { nouns: expected, tagger: true });
+  const [name] = readdirSync(dir);
+  const file = join(dir, name);
+  assert.match(name, /^webshop-title-nouns-[0-9a-f]{16}\.jsonl$/);
+  assert.equal(readFileSync(file, "utf8").split("\n").filter(Boolean).length, some.length);
+  assert.deepEqual(tag({ DREAMGYM_CACHE: dir }), { nouns: expected, tagger: false });
+  // The last record cut short (a full disk, a process killed mid-write): its title is tagged again, and kept whole after it.
+  truncateSync(file, statSync(file).size - 3);
+  assert.deepEqual(tag({ DREAMGYM_CACHE: dir }), { nouns: expected, tagger: true });
+  assert.deepEqual(tag({ DREAMGYM_CACHE: dir }), { nouns: expected, tagger: false });
+  // Lines that are not records are skipped.
+  appendFileSync(file, '\n{"not":"a record"}\n[1,2]\n\u0000');
+  assert.deepEqual(tag({ DREAMGYM_CACHE: dir }), { nouns: expected, tagger: false });
+  // DREAMGYM_CACHE=off keeps nothing, anywhere; a folder that cannot be made (under a file) is worked without.
+  const xdg = mkdtempSync(join(tmpdir(), "dreamgym-xdg-"));
+  assert.deepEqual(tag({ DREAMGYM_CACHE: "off", XDG_CACHE_HOME: xdg }), { nouns: expected, tagger: true });
+  assert.deepEqual(readdirSync(xdg), []);
+  assert.deepEqual(tag({ DREAMGYM_CACHE: join(file, "below-a-file") }), { nouns: expected, tagger: true });
+  // Without DREAMGYM_CACHE, the folder is $XDG_CACHE_HOME/dreamgym.
+  const { DREAMGYM_CACHE: _, ...rest } = process.env;
+  const child = spawnSync(process.execPath, [...(ts ? ["--import", "tsx"] : []), "--input-type=module", "-e", script, JSON.stringify(some)], {
+    encoding: "utf8",
+    env: { ...rest, XDG_CACHE_HOME: xdg },
+  });
+  assert.equal(child.status, 0, child.stderr);
+  assert.ok(existsSync(join(xdg, "dreamgym", name)), "kept under $XDG_CACHE_HOME/dreamgym");
 });

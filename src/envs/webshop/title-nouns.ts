@@ -1,6 +1,10 @@
+import { createHash } from "node:crypto";
+import { appendFileSync, mkdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
+import { join } from "node:path";
 import type winkNLPType from "wink-nlp";
 import type modelType from "wink-eng-lite-web-model";
+import { resolveCacheDir } from "../data-dir.ts";
 
 /**
  * The lower-cased nouns and proper nouns of a product title, as WebShop's `get_type_reward` takes
@@ -90,13 +94,86 @@ export function tagNouns(title: string): string[] {
   }
 }
 
+const MAX_TITLES = 50_000;
 const cache = new Map<string, string[]>();
 
+/**
+ * The nouns of `title`: remembered in this process, and kept on disk for the next ones. Loading the
+ * tagger costs a process ~0.15–0.2 s of CPU at its first purchase, and a catalogue's titles are few
+ * (1,000 in the data pack), so most processes never load it. Tags are a function of the title and
+ * of the tagger's versions alone (above), so a file per version in the cache folder
+ * (`resolveCacheDir`) holds them; processes append to it as they tag.
+ */
 export function titleNouns(title: string): string[] {
   let nouns = cache.get(title);
   if (nouns === undefined) {
-    nouns = tagNouns(title);
-    if (cache.size < 50_000) cache.set(title, nouns);
+    const file = diskCache();
+    nouns = cache.get(title);
+    if (nouns === undefined) {
+      nouns = tagNouns(title);
+      if (cache.size < MAX_TITLES) {
+        cache.set(title, nouns);
+        if (file) keep(file, title, nouns);
+      }
+    }
   }
   return nouns;
+}
+
+// Bump when tagNouns gives other nouns for a title: the cache file's name changes with it.
+const TAGGING = 1;
+let cacheFile: string | undefined | null = null; // null: not looked for yet
+
+/** Reads the cache file into `cache`, once; its path, or undefined when there is none to keep to. */
+function diskCache(): string | undefined {
+  if (cacheFile !== null) return cacheFile;
+  cacheFile = undefined;
+  const dir = resolveCacheDir();
+  if (!dir) return undefined;
+  const require = createRequire(import.meta.url);
+  const version = (name: string) => (require(`${name}/package.json`) as { version: string }).version;
+  const key = createHash("sha256")
+    .update(`${TAGGING} wink-nlp@${version("wink-nlp")} wink-eng-lite-web-model@${version("wink-eng-lite-web-model")}`)
+    .digest("hex")
+    .slice(0, 16);
+  const file = join(dir, `webshop-title-nouns-${key}.jsonl`);
+  let text = "";
+  try {
+    text = readFileSync(file, "utf8");
+  } catch {
+    // None yet, or unreadable: tag, and keep what is tagged where it can be.
+  }
+  // Each record starts a line of its own, so that one cut short (a full disk, a killed process) spoils
+  // only itself: it does not parse and is skipped, and its title is tagged again.
+  for (const line of text.split("\n")) {
+    if (cache.size >= MAX_TITLES) break;
+    if (line === "") continue;
+    let record: unknown;
+    try {
+      record = JSON.parse(line);
+    } catch {
+      continue;
+    }
+    if (
+      Array.isArray(record) &&
+      record.length === 2 &&
+      typeof record[0] === "string" &&
+      Array.isArray(record[1]) &&
+      record[1].every((n) => typeof n === "string")
+    ) {
+      cache.set(record[0], record[1] as string[]);
+    }
+  }
+  cacheFile = file;
+  return file;
+}
+
+/** Appends one title's nouns (one write, which processes appending at once do not interleave); a cache that cannot be written is worked without. */
+function keep(file: string, title: string, nouns: string[]): void {
+  try {
+    mkdirSync(join(file, ".."), { recursive: true });
+    appendFileSync(file, `\n${JSON.stringify([title, nouns])}`);
+  } catch {
+    cacheFile = undefined;
+  }
 }
