@@ -1,5 +1,4 @@
 import { existsSync, statSync } from "node:fs";
-import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { DataError, PACKAGE_ROOT } from "../core/index.ts";
 
@@ -37,17 +36,4 @@ export function resolveDataDir(opts: { dataDir?: string; subdir?: string; files?
     );
   }
   return dir;
-}
-
-/**
- * The folder for what dreamgym works out once and keeps between processes (a WebShop title's nouns):
- * `$DREAMGYM_CACHE`, else `$XDG_CACHE_HOME/dreamgym`, else `~/.cache/dreamgym`; undefined when
- * `DREAMGYM_CACHE=off`. Made by the first write; a cache that cannot be read or written is worked without.
- */
-export function resolveCacheDir(): string | undefined {
-  const set = process.env.DREAMGYM_CACHE;
-  if (set === "off") return undefined;
-  if (set) return resolve(set);
-  if (process.env.XDG_CACHE_HOME) return join(resolve(process.env.XDG_CACHE_HOME), "dreamgym");
-  return join(homedir(), ".cache", "dreamgym");
 }

@@ -1,12 +1,14 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { mkdtempSync, writeFileSync, copyFileSync } from "node:fs";
+import { mkdtempSync, writeFileSync, copyFileSync, readdirSync, readFileSync, truncateSync } from "node:fs";
+import { spawnSync } from "node:child_process";
 import { tmpdir } from "node:os";
 import { createHash } from "node:crypto";
 import { Catalogue, indexedText, loadCatalogue, splitRange, PRODUCTS_FILE, ATTRIBUTES_FILE } from "./catalogue.ts";
 import { readJsonFile, DataError } from "../../core/index.ts";
 import { createEnv, syntheticSupport } from "../index.ts";
+import { isAnalysis } from "./text-search.ts";
 
 const c = loadCatalogue();
 type Entry = { id: string; contents: string; product: Record<string, unknown> };
@@ -138,4 +140,36 @@ test("a corrupt or missing data file names the file and the position", () => {
       return true;
     },
   );
+});
+
+test("the search index's analysis is kept in the cache folder and read back by the next process; a file that does not read back whole is made again", () => {
+  const ts = import.meta.url.endsWith(".ts");
+  const script = `
+    import { loadCatalogue } from ${JSON.stringify(new URL(`./catalogue.${ts ? "ts" : "js"}`, import.meta.url).href)};
+    process.stdout.write(JSON.stringify(loadCatalogue().search.search("long sleeve shirt for men", 10)));
+  `;
+  const dir = mkdtempSync(join(tmpdir(), "dreamgym-search-cache-"));
+  const hits = () => {
+    const child = spawnSync(process.execPath, [...(ts ? ["--import", "tsx"] : []), "--input-type=module", "-e", script], {
+      encoding: "utf8",
+      env: { ...process.env, DREAMGYM_CACHE: dir },
+    });
+    assert.equal(child.status, 0, child.stderr);
+    return JSON.parse(child.stdout) as unknown;
+  };
+  const expected = c.search.search("long sleeve shirt for men", 10);
+  assert.deepEqual(hits(), expected);
+  const [name] = readdirSync(dir);
+  assert.match(name, /^webshop-search-[0-9a-f]{16}\.json$/);
+  const file = join(dir, name);
+  const kept = JSON.parse(readFileSync(file, "utf8")) as { terms: string[] };
+  assert.ok(isAnalysis(kept, c.products.length));
+  // Read back, not made again: with "shirt" renamed in the file (still whole and consistent), the query misses it.
+  kept.terms[kept.terms.indexOf("shirt")] = "shirt-renamed";
+  writeFileSync(file, JSON.stringify(kept));
+  assert.notDeepEqual(hits(), expected);
+  // Cut short (a full disk, or a file from elsewhere): made again, and kept whole.
+  truncateSync(file, 1000);
+  assert.deepEqual(hits(), expected);
+  assert.ok(isAnalysis(JSON.parse(readFileSync(file, "utf8")), c.products.length));
 });

@@ -1,7 +1,9 @@
+import { createRequire } from "node:module";
 import { join } from "node:path";
 import { DataError, describeValue, InvalidConfigError, readJsonFile, Rng } from "../../core/index.ts";
+import { cacheFile, readCache, writeCache } from "../cache-folder.ts";
 import { resolveDataDir } from "../data-dir.ts";
-import { TextSearchIndex } from "./text-search.ts";
+import { analyzeCorpus, type CorpusAnalysis, isAnalysis, TextSearchIndex } from "./text-search.ts";
 
 /** A product as WebShop's loader shapes it (the reference's field names are kept). */
 export interface Product {
@@ -295,7 +297,7 @@ export class Catalogue {
 
   /** The search index, built at the first search (an import's state abstraction reads products only). */
   get search(): TextSearchIndex {
-    this.searchIndex ??= new TextSearchIndex(this.products.map(indexedText));
+    this.searchIndex ??= new TextSearchIndex(keptAnalysis(this.products.map(indexedText)));
     return this.searchIndex;
   }
 
@@ -316,6 +318,34 @@ export class Catalogue {
 const cache = new Map<string, Catalogue>();
 
 /** Loads (once per folder and seed) the shared catalogue. */
+// Bump when analyze gives other terms for a text: the cache file's name changes with it.
+const ANALYSIS = 1;
+
+/**
+ * The search index's analysis of `texts`, kept in the cache folder for the next process: analysing a
+ * catalogue costs each process that searches it ~0.1–0.25 s of CPU (the data pack's 1,000 products),
+ * reading it back a few ms. The file is named by the texts and the analysis' versions, so it cannot be
+ * stale; one that does not read back whole and consistent is made again.
+ */
+function keptAnalysis(texts: string[]): CorpusAnalysis {
+  const require = createRequire(import.meta.url);
+  const stemmer = (require("stemmer/package.json") as { version: string }).version;
+  const file = cacheFile("webshop-search", `${ANALYSIS} stemmer@${stemmer}\0${texts.join("\0")}`, "json");
+  if (!file) return analyzeCorpus(texts);
+  const text = readCache(file);
+  if (text !== undefined) {
+    try {
+      const kept: unknown = JSON.parse(text);
+      if (isAnalysis(kept, texts.length)) return kept;
+    } catch {
+      // Not JSON: made again below.
+    }
+  }
+  const analysis = analyzeCorpus(texts);
+  writeCache(file, JSON.stringify(analysis));
+  return analysis;
+}
+
 export function loadCatalogue(opts: CatalogueOptions = {}): Catalogue {
   const seed = opts.seed ?? DEFAULT_CATALOGUE_SEED;
   if (!Number.isSafeInteger(seed)) throw new InvalidConfigError(`WebShop seed must be an integer, got ${describeValue(seed)}`);

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { analyze, decodeLength, encodeLength, TextSearchIndex } from "./text-search.ts";
+import { analyze, analyzeCorpus, decodeLength, encodeLength, isAnalysis, TextSearchIndex } from "./text-search.ts";
 import { loadCatalogue } from "./catalogue.ts";
 
 test("analysis: Lucene-style tokens, possessives, stop words, Porter stems", () => {
@@ -104,4 +104,69 @@ test("BM25's k1 and b are checked; a term that adds nothing still lists its docu
     { doc: 0, score: 0 },
     { doc: 1, score: 0 },
   ]);
+});
+
+test("an index made from its texts' analysis, read back from JSON, ranks as one made from the texts; a damaged analysis is not trusted", () => {
+  const c = loadCatalogue();
+  const texts = c.products.map((p) => `${p.Title} ${p.Description}`);
+  const analysis = analyzeCorpus(texts);
+  const kept: unknown = JSON.parse(JSON.stringify(analysis));
+  assert.ok(isAnalysis(kept, texts.length));
+  const fromTexts = new TextSearchIndex(texts);
+  const fromKept = new TextSearchIndex(kept);
+  for (const g of c.goals.slice(0, 100)) {
+    assert.deepEqual(fromKept.search(g.instruction_text, 50), fromTexts.search(g.instruction_text, 50), g.instruction_text);
+    for (const t of analyze(g.instruction_text)) assert.equal(fromKept.idf(t), fromTexts.idf(t), t);
+  }
+  // Each way a file can be damaged or belong to other texts.
+  const damaged = (change: (a: ReturnType<typeof analyzeCorpus>) => void) => {
+    const a = structuredClone(analysis);
+    change(a);
+    return isAnalysis(a, texts.length);
+  };
+  assert.equal(isAnalysis(kept, texts.length + 1), false, "another number of documents");
+  assert.equal(isAnalysis([analysis], texts.length), false);
+  assert.equal(
+    damaged((a) => a.freqs[7]++),
+    false,
+    "a count that does not sum to its document's length",
+  );
+  assert.equal(
+    damaged((a) => a.lengths[3]++),
+    false,
+    "a length its counts do not sum to",
+  );
+  assert.equal(
+    damaged((a) => {
+      const t = a.terms.findIndex((_, i) => a.offsets[i + 1] - a.offsets[i] >= 2);
+      const i = a.offsets[t];
+      [a.docs[i], a.docs[i + 1]] = [a.docs[i + 1], a.docs[i]];
+    }),
+    false,
+    "documents out of order",
+  );
+  assert.equal(
+    damaged((a) => a.docs.pop()),
+    false,
+    "cut short",
+  );
+  assert.equal(
+    damaged((a) => (a.terms[1] = a.terms[0])),
+    false,
+    "a term twice",
+  );
+  assert.equal(
+    damaged((a) => (a.offsets[2] = a.offsets[1])),
+    false,
+    "a term with no documents",
+  );
+  assert.equal(
+    damaged((a) => (a.docs[5] = 1.5)),
+    false,
+    "a document that is not a number of one",
+  );
+  assert.equal(
+    damaged(() => {}),
+    true,
+  );
 });

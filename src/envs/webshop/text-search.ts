@@ -97,10 +97,74 @@ export function decodeLength(b: number): number {
   return b < NUM_FREE_VALUES ? b : NUM_FREE_VALUES + int4ToLong(b - NUM_FREE_VALUES);
 }
 
-interface Posting {
-  docs: Int32Array;
-  /** freq · normInverse[doc] per posting: the document's part of BM25's term score, worked out once. */
-  tfNorms: Float64Array;
+/**
+ * What indexing works out from the texts alone, as plain arrays (it can be kept as JSON): each document's
+ * length in terms; the terms in the order first met; and term t's postings, `docs` and `freqs` from
+ * `offsets[t]` to `offsets[t + 1]`: the documents it is in (ascending) and its count in each.
+ */
+export interface CorpusAnalysis {
+  lengths: number[];
+  terms: string[];
+  offsets: number[];
+  docs: number[];
+  freqs: number[];
+}
+
+/** The analysis of `texts`, as the index makes it. */
+export function analyzeCorpus(texts: readonly string[]): CorpusAnalysis {
+  const building = new Map<string, { docs: number[]; freqs: number[] }>();
+  const lengths: number[] = [];
+  texts.forEach((text, doc) => {
+    const terms = analyze(text);
+    lengths.push(terms.length);
+    for (const t of terms) {
+      let p = building.get(t);
+      if (!p) building.set(t, (p = { docs: [], freqs: [] }));
+      // A term met before in this document ends its postings: count it there (no map of counts per document).
+      const last = p.docs.length - 1;
+      if (last >= 0 && p.docs[last] === doc) p.freqs[last]++;
+      else {
+        p.docs.push(doc);
+        p.freqs.push(1);
+      }
+    }
+  });
+  const analysis: CorpusAnalysis = { lengths, terms: [], offsets: [0], docs: [], freqs: [] };
+  for (const [t, p] of building) {
+    analysis.terms.push(t);
+    for (let i = 0; i < p.docs.length; i++) {
+      analysis.docs.push(p.docs[i]);
+      analysis.freqs.push(p.freqs[i]);
+    }
+    analysis.offsets.push(analysis.docs.length);
+  }
+  return analysis;
+}
+
+/**
+ * Whether `value` is an analysis of `size` documents that the index can trust: read back from a file, it
+ * must be whole and consistent (each term's documents ascending, each document's counts summing to its length).
+ */
+export function isAnalysis(value: unknown, size: number): value is CorpusAnalysis {
+  if (typeof value !== "object" || value === null) return false;
+  const { lengths, terms, offsets, docs, freqs } = value as Partial<CorpusAnalysis>;
+  if (![lengths, terms, offsets, docs, freqs].every(Array.isArray)) return false;
+  if (lengths!.length !== size || offsets!.length !== terms!.length + 1 || docs!.length !== freqs!.length || offsets![0] !== 0) return false;
+  if (offsets![terms!.length] !== docs!.length || new Set(terms).size !== terms!.length || !terms!.every((t) => typeof t === "string")) return false;
+  const counted = new Array<number>(size).fill(0);
+  for (let t = 0; t < terms!.length; t++) {
+    const start = offsets![t];
+    const end = offsets![t + 1];
+    if (!Number.isInteger(end) || end <= start) return false;
+    for (let i = start, previous = -1; i < end; i++) {
+      const d = docs![i];
+      const f = freqs![i];
+      if (!Number.isInteger(d) || d <= previous || d >= size || !Number.isInteger(f) || f < 1) return false;
+      counted[d] += f;
+      previous = d;
+    }
+  }
+  return lengths!.every((l, d) => l === counted[d]);
 }
 
 export interface SearchHit {
@@ -113,7 +177,12 @@ const RECENT_QUERIES = 2048;
 
 export class TextSearchIndex {
   readonly size: number;
-  private readonly postings = new Map<string, Posting>();
+  /** Each term's number: its postings are `docs` and `tfNorms` from `offsets[t]` to `offsets[t + 1]`. */
+  private readonly termIds = new Map<string, number>();
+  private readonly offsets: Int32Array;
+  private readonly docs: Int32Array;
+  /** freq · normInverse[doc] per posting: the document's part of BM25's term score, worked out once. */
+  private readonly tfNorms: Float64Array;
   /** 1 / (k1 · (1 − b + b · dl / avgdl)) per document, as Lucene caches it. */
   private readonly normInverse: Float64Array;
   private readonly scores: Float64Array;
@@ -128,50 +197,38 @@ export class TextSearchIndex {
   readonly k1: number;
   readonly b: number;
 
-  constructor(texts: readonly string[], opts: { k1?: number; b?: number } = {}) {
+  /** An index of `texts`, or of their analysis (`analyzeCorpus`: kept from an earlier index of the same texts). */
+  constructor(corpus: readonly string[] | CorpusAnalysis, opts: { k1?: number; b?: number } = {}) {
     this.k1 = opts.k1 ?? 0.9;
     this.b = opts.b ?? 0.4;
     // Lucene's own bounds: outside them a term's score can be negative or NaN.
     if (!(Number.isFinite(this.k1) && this.k1 >= 0)) throw new RangeError(`BM25's k1 must be a finite number ≥ 0, got ${this.k1}`);
     if (!(this.b >= 0 && this.b <= 1)) throw new RangeError(`BM25's b must be in [0, 1], got ${this.b}`);
-    this.size = texts.length;
-    const building = new Map<string, { docs: number[]; freqs: number[] }>();
-    const lengths = new Int32Array(texts.length);
+    const { lengths, terms, offsets, docs, freqs } = "terms" in corpus ? corpus : analyzeCorpus(corpus);
+    this.size = lengths.length;
     let total = 0;
-    texts.forEach((text, doc) => {
-      const terms = analyze(text);
-      lengths[doc] = terms.length;
-      total += terms.length;
-      for (const t of terms) {
-        let p = building.get(t);
-        if (!p) building.set(t, (p = { docs: [], freqs: [] }));
-        // A term met before in this document ends its postings: count it there (no map of counts per document).
-        const last = p.docs.length - 1;
-        if (last >= 0 && p.docs[last] === doc) p.freqs[last]++;
-        else {
-          p.docs.push(doc);
-          p.freqs.push(1);
-        }
-      }
-    });
-    const avgdl = texts.length > 0 ? Math.fround(total / texts.length) : 1;
-    this.normInverse = new Float64Array(texts.length);
-    for (let d = 0; d < texts.length; d++) {
+    for (const l of lengths) total += l;
+    const avgdl = this.size > 0 ? Math.fround(total / this.size) : 1;
+    this.normInverse = new Float64Array(this.size);
+    for (let d = 0; d < this.size; d++) {
       const dl = decodeLength(encodeLength(lengths[d]));
       this.normInverse[d] = Math.fround(1 / (this.k1 * (1 - this.b + (this.b * dl) / avgdl)));
     }
-    for (const [t, p] of building) {
-      const tfNorms = Float64Array.from(p.freqs, (f, i) => f * this.normInverse[p.docs[i]]);
-      this.postings.set(t, { docs: Int32Array.from(p.docs), tfNorms });
-    }
-    this.scores = new Float64Array(texts.length);
-    this.touched = new Int32Array(texts.length);
-    this.isTouched = new Uint8Array(texts.length);
+    // One array of each for all terms: a pair of typed arrays per term cost more to make than the analysis.
+    terms.forEach((t, i) => this.termIds.set(t, i));
+    this.offsets = Int32Array.from(offsets);
+    this.docs = Int32Array.from(docs);
+    this.tfNorms = new Float64Array(docs.length);
+    for (let i = 0; i < docs.length; i++) this.tfNorms[i] = freqs[i] * this.normInverse[docs[i]];
+    this.scores = new Float64Array(this.size);
+    this.touched = new Int32Array(this.size);
+    this.isTouched = new Uint8Array(this.size);
   }
 
   /** Inverse document frequency as Lucene's BM25 computes it. */
   idf(term: string): number {
-    const df = this.postings.get(term)?.docs.length ?? 0;
+    const t = this.termIds.get(term);
+    const df = t === undefined ? 0 : this.offsets[t + 1] - this.offsets[t];
     return Math.fround(Math.log(1 + (this.size - df + 0.5) / (df + 0.5)));
   }
 
@@ -196,14 +253,13 @@ export class TextSearchIndex {
   private rank(query: string, k: number): SearchHit[] {
     const qtf = new Map<string, number>();
     for (const t of analyze(query)) qtf.set(t, (qtf.get(t) ?? 0) + 1);
-    const { scores, touched, isTouched } = this;
+    const { scores, touched, isTouched, offsets, docs, tfNorms } = this;
     let n = 0;
     for (const [term, boost] of qtf) {
-      const p = this.postings.get(term);
-      if (!p) continue;
+      const t = this.termIds.get(term);
+      if (t === undefined) continue;
       const weight = boost * this.idf(term);
-      const { docs, tfNorms } = p;
-      for (let i = 0; i < docs.length; i++) {
+      for (let i = offsets[t], end = offsets[t + 1]; i < end; i++) {
         const d = docs[i];
         if (isTouched[d] === 0) {
           isTouched[d] = 1;

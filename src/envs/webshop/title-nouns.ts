@@ -1,10 +1,7 @@
-import { createHash } from "node:crypto";
-import { appendFileSync, mkdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { join } from "node:path";
 import type winkNLPType from "wink-nlp";
 import type modelType from "wink-eng-lite-web-model";
-import { resolveCacheDir } from "../data-dir.ts";
+import { appendCache, cacheFile, readCache } from "../cache-folder.ts";
 
 /**
  * The lower-cased nouns and proper nouns of a product title, as WebShop's `get_type_reward` takes
@@ -122,37 +119,27 @@ export function titleNouns(title: string): string[] {
 
 // Bump when tagNouns gives other nouns for a title: the cache file's name changes with it.
 const TAGGING = 1;
-let cacheFile: string | undefined | null = null; // null: not looked for yet
+let cached: string | undefined | null = null; // the cache file; null: not looked for yet
 
 /** Reads the cache file into `cache`, once; its path, or undefined when there is none to keep to. */
 function diskCache(): string | undefined {
-  if (cacheFile !== null) return cacheFile;
-  cacheFile = undefined;
-  const dir = resolveCacheDir();
-  if (!dir) return undefined;
+  if (cached !== null) return cached;
   const require = createRequire(import.meta.url);
   const version = (name: string) => (require(`${name}/package.json`) as { version: string }).version;
-  const key = createHash("sha256")
-    .update(`${TAGGING} wink-nlp@${version("wink-nlp")} wink-eng-lite-web-model@${version("wink-eng-lite-web-model")}`)
-    .digest("hex")
-    .slice(0, 16);
-  const file = join(dir, `webshop-title-nouns-${key}.jsonl`);
-  let text = "";
-  try {
-    text = readFileSync(file, "utf8");
-  } catch {
-    // None yet, or unreadable: tag, and keep what is tagged where it can be.
-  }
-  // Each record starts a line of its own, so that one cut short (a full disk, a killed process) spoils
-  // only itself: it does not parse and is skipped, and its title is tagged again.
-  for (const line of text.split("\n")) {
+  cached = cacheFile(
+    "webshop-title-nouns",
+    `${TAGGING} wink-nlp@${version("wink-nlp")} wink-eng-lite-web-model@${version("wink-eng-lite-web-model")}`,
+    "jsonl",
+  );
+  if (!cached) return undefined;
+  for (const line of (readCache(cached) ?? "").split("\n")) {
     if (cache.size >= MAX_TITLES) break;
     if (line === "") continue;
     let record: unknown;
     try {
       record = JSON.parse(line);
     } catch {
-      continue;
+      continue; // cut short
     }
     if (
       Array.isArray(record) &&
@@ -164,16 +151,10 @@ function diskCache(): string | undefined {
       cache.set(record[0], record[1] as string[]);
     }
   }
-  cacheFile = file;
-  return file;
+  return cached;
 }
 
-/** Appends one title's nouns (one write, which processes appending at once do not interleave); a cache that cannot be written is worked without. */
+/** Appends one title's nouns; a cache that cannot be written is not tried again. */
 function keep(file: string, title: string, nouns: string[]): void {
-  try {
-    mkdirSync(join(file, ".."), { recursive: true });
-    appendFileSync(file, `\n${JSON.stringify([title, nouns])}`);
-  } catch {
-    cacheFile = undefined;
-  }
+  if (!appendCache(file, JSON.stringify([title, nouns]))) cached = undefined;
 }
