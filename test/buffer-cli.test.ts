@@ -11,16 +11,17 @@ test("buffer import / stats / search / export from the command line", async () =
   const db = join(dir, "b.db");
   assert.equal((await runInProcess(["collect", "--env", "webshop", "--policy", "oracle", "--episodes", "30", "--out", data])).status, 0);
   writeFileSync(data, readFileSync(data, "utf8") + "{broken line\n");
+  // The file's one run of the binary for the buffer commands (the rest run in this process): an import.
   const imp = run(["buffer", "import", data, "--buffer", db, "--few-shot"]);
   assert.equal(imp.status, 0, imp.stderr);
   assert.match(imp.stdout, /30 trajectories added \(\d+ transitions\), 0 already present, 1 malformed lines/);
   assert.match(imp.stdout, /line 31: malformed line|line 31: /);
   assert.match(imp.stdout, /alfworld\.json: 24 transcripts added/);
   assert.match(imp.stdout, /react_trajectories\.jsonl: 500 trajectories added/);
-  const again = run(["buffer", "import", data, "--buffer", db]);
+  const again = await runInProcess(["buffer", "import", data, "--buffer", db]);
   assert.match(again.stdout, /0 trajectories added \(0 transitions\), 30 already present/);
 
-  const stats = run(["buffer", "stats", "--buffer", db, "--json"]);
+  const stats = await runInProcess(["buffer", "stats", "--buffer", db, "--json"]);
   assert.equal(stats.status, 0, stats.stderr);
   const s = JSON.parse(stats.stdout);
   assert.equal(s.trajectories, 30 + 60 + 500);
@@ -29,7 +30,7 @@ test("buffer import / stats / search / export from the command line", async () =
     ["alfworld", "webshop"],
   );
 
-  const search = run(["buffer", "search", "click[buy now]", "--buffer", db, "-k", "3", "--env", "webshop", "--json"]);
+  const search = await runInProcess(["buffer", "search", "click[buy now]", "--buffer", db, "-k", "3", "--env", "webshop", "--json"]);
   assert.equal(search.status, 0, search.stderr);
   const hits = JSON.parse(search.stdout);
   assert.equal(hits.length, 3);
@@ -37,31 +38,31 @@ test("buffer import / stats / search / export from the command line", async () =
   assert.equal(hits[0].transition.action.toLowerCase(), "click[buy now]");
 
   const out = join(dir, "out.jsonl");
-  const exp = run(["buffer", "export", "--buffer", db, "--out", out, "--env", "alfworld"]);
+  const exp = await runInProcess(["buffer", "export", "--buffer", db, "--out", out, "--env", "alfworld"]);
   assert.match(exp.stdout, /wrote 60 trajectories/);
   assert.equal(readFileSync(out, "utf8").trim().split("\n").length, 60);
 });
 
-test("buffer errors: corrupt file, bad source, nothing to import", () => {
+test("buffer errors: corrupt file, bad source, nothing to import", async () => {
   const dir = mkdtempSync(join(tmpdir(), "dreamgym-buffer-cli-"));
   const bad = join(dir, "bad.db");
   writeFileSync(bad, "not a database ".repeat(100));
-  const r = run(["buffer", "stats", "--buffer", bad]);
+  const r = await runInProcess(["buffer", "stats", "--buffer", bad]);
   assert.equal(r.status, 2);
   assert.match(r.stderr, /bad\.db: cannot open buffer: .*not a dreamgym buffer or is corrupt/);
   assert.equal(readFileSync(bad, "utf8"), "not a database ".repeat(100));
-  const src = run(["buffer", "search", "x", "--buffer", bad, "--source", "fake"]);
+  const src = await runInProcess(["buffer", "search", "x", "--buffer", bad, "--source", "fake"]);
   assert.equal(src.status, 2);
-  const missing = run(["buffer", "import", join(dir, "nope.jsonl"), "--buffer", join(dir, "never.db")]);
+  const missing = await runInProcess(["buffer", "import", join(dir, "nope.jsonl"), "--buffer", join(dir, "never.db")]);
   assert.equal(missing.status, 2);
   assert.match(missing.stderr, /nope\.jsonl: no such file to import/);
   assert.equal(existsSync(join(dir, "never.db")), false, "no buffer file is created for a failed import");
-  const none = run(["buffer", "import", "--buffer", join(dir, "new.db")]);
+  const none = await runInProcess(["buffer", "import", "--buffer", join(dir, "new.db")]);
   assert.equal(none.status, 2);
   assert.match(none.stderr, /give trajectory JSONL files to import, or --few-shot/);
 });
 
-test("buffer search shows control and direction characters from the data escaped, never raw (issue 34, item 15)", () => {
+test("buffer search shows control and direction characters from the data escaped, never raw (issue 34, item 15)", async () => {
   const dir = mkdtempSync(join(tmpdir(), "dreamgym-buffer-esc-"));
   const data = join(dir, "hostile.jsonl");
   const db = join(dir, "b.db");
@@ -78,16 +79,16 @@ test("buffer search shows control and direction characters from the data escaped
     data,
     JSON.stringify({ env: "webshop", task: { id: `t\u001b[31m1`, instruction: "open it" }, steps: [step], total_reward: 1, success: true }) + "\n",
   );
-  const imp = run(["buffer", "import", data, "--buffer", db]);
+  const imp = await runInProcess(["buffer", "import", data, "--buffer", db]);
   assert.equal(imp.status, 0, imp.stderr);
-  const search = run(["buffer", "search", "open", "--buffer", db]);
+  const search = await runInProcess(["buffer", "search", "open", "--buffer", db]);
   assert.equal(search.status, 0, search.stderr);
   assert.doesNotMatch(search.stdout, /[\u0000\u001b\u202e]/);
   assert.match(search.stdout, /\\u\{1b\}\[2J\\u\{0\} here \\u\{202e\}evil/);
   assert.match(search.stdout, /task t\\u\{1b\}\[31m1/);
 });
 
-test("buffer import takes success from the env's rule and the total from the steps, and says what it set right (issue 34, item 4)", () => {
+test("buffer import takes success from the env's rule and the total from the steps, and says what it set right (issue 34, item 4)", async () => {
   const dir = mkdtempSync(join(tmpdir(), "dreamgym-buffer-trust-"));
   const data = join(dir, "claims.jsonl");
   const db = join(dir, "b.db");
@@ -109,14 +110,14 @@ test("buffer import takes success from the env's rule and the total from the ste
       t("honest", [0, 1], { total_reward: 1, success: true }),
     ].join("\n") + "\n",
   );
-  const imp = run(["buffer", "import", data, "--buffer", db]);
+  const imp = await runInProcess(["buffer", "import", data, "--buffer", db]);
   assert.equal(imp.status, 0, imp.stderr);
   assert.match(imp.stdout, /2 trajectories imported with a field set right/);
   assert.match(imp.stdout, /line 1: "success" true disagrees with webshop's rule on the total reward 0: false/);
   assert.match(imp.stdout, /line 2: "total_reward" 1 disagrees with its steps' rewards \(sum 0\): recomputed as 0/);
-  const stats = JSON.parse(run(["buffer", "stats", "--buffer", db, "--json"]).stdout);
+  const stats = JSON.parse((await runInProcess(["buffer", "stats", "--buffer", db, "--json"])).stdout);
   const exported = join(dir, "out.jsonl");
-  run(["buffer", "export", "--buffer", db, "--out", exported]);
+  await runInProcess(["buffer", "export", "--buffer", db, "--out", exported]);
   const back = readFileSync(exported, "utf8")
     .trim()
     .split("\n")
