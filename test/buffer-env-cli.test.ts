@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { existsSync, mkdirSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { run, runInProcess } from "./helpers.ts";
+import { runInProcess } from "./helpers.ts";
 
 const root = mkdtempSync(join(tmpdir(), "dreamgym-bufenv-cli-"));
 const file = (env: string, ext: string) => join(root, `${env}.${ext}`);
@@ -22,7 +22,7 @@ before(async () => {
   }
 });
 
-test("every command that reads a buffer for an env refuses another env's buffer, naming both", () => {
+test("every command that reads a buffer for an env refuses another env's buffer, naming both", async () => {
   for (const [env, other] of [
     ["webshop", "alfworld"],
     ["alfworld", "webshop"],
@@ -52,8 +52,9 @@ test("every command that reads a buffer for an env refuses another env's buffer,
       "model train": ["model", "train", "--env", env, "--buffer", buffer, "--out", join(out, "model.bin")],
       audit: ["audit", "--env", env, "--trajectories", file(env, "jsonl"), "--buffer", buffer],
     };
+    // In-process: refusals, checked by their status, line and files (the commands' binary runs are in their own tests).
     for (const [name, argv] of Object.entries(commands)) {
-      const r = run(argv);
+      const r = await runInProcess(argv);
       assert.equal(r.status, 2, `${name} --env ${env}: ${r.stderr}`);
       assert.equal(r.stderr, `error: buffer ${buffer} holds ${other} trajectories, not ${env}: give a buffer of offline ${env} trajectories\n`, name);
       if (argv.includes("--out")) assert.equal(existsSync(argv.at(-1)!), false, `${name}: nothing written`);
