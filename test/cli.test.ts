@@ -33,13 +33,13 @@ test("collect writes trajectories in the documented format (docs/data-formats.md
   const untimed = (ts: Trajectory[]) => ts.map(({ created_at: _, ...t }) => t);
   assert.deepEqual(untimed(await readJsonlAll<Trajectory>(here)), untimed(trajs));
   // --append adds to the file.
-  const again = run(["collect", "--env", "webshop", "--policy", "random", "--episodes", "3", "--split", "dev", "--out", out, "--append"]);
+  const again = await runInProcess(["collect", "--env", "webshop", "--policy", "random", "--episodes", "3", "--split", "dev", "--out", out, "--append"]);
   assert.equal(again.status, 0, again.stderr);
   assert.equal(readFileSync(out, "utf8").trim().split("\n").length, 15);
 });
 
-test("env eval prints score ×100 and success rate", () => {
-  const r = run(["env", "eval", "--env", "webshop", "--policy", "oracle", "--split", "test", "--episodes", "20", "--json"]);
+test("env eval prints score ×100 and success rate", async () => {
+  const r = await runInProcess(["env", "eval", "--env", "webshop", "--policy", "oracle", "--split", "test", "--episodes", "20", "--json"]);
   assert.equal(r.status, 0, r.stderr);
   const out = JSON.parse(r.stdout);
   assert.equal(out.episodes, 20);
@@ -49,6 +49,7 @@ test("env eval prints score ×100 and success rate", () => {
 
 test("env play: a person can play in the terminal", () => {
   const input = ["search[pillow]", "3", "8", "quit"].join("\n") + "\n";
+  // A binary run: the moves come on its stdin, as a person types them.
   const r = run(["env", "play", "webshop", "--task", "0"], input);
   assert.equal(r.status, 0, r.stderr);
   assert.match(r.stdout, /Instruction:/);
@@ -56,26 +57,27 @@ test("env play: a person can play in the terminal", () => {
   assert.match(r.stdout, /1\. click\[back to search\]/);
 });
 
-test("bad input: unknown env, bad split, missing data are clear errors", () => {
-  const env = run(["env", "eval", "--env", "alfworldx", "--policy", "rule"]);
+test("bad input: unknown env, bad split, missing data are clear errors", async () => {
+  const env = await runInProcess(["env", "eval", "--env", "alfworldx", "--policy", "rule"]);
   assert.equal(env.status, 2);
   assert.match(env.stderr, /unknown environment "alfworldx" \(known: webshop, alfworld, webarena, webshop-browser, webshop-pages\)/);
-  const split = run(["env", "eval", "--env", "webshop", "--policy", "rule", "--split", "valid"]);
+  const split = await runInProcess(["env", "eval", "--env", "webshop", "--policy", "rule", "--split", "valid"]);
   assert.equal(split.status, 2);
   assert.match(split.stderr, /unknown WebShop split "valid"/);
-  const policy = run(["collect", "--env", "webshop", "--policy", "expert", "--out", "/dev/null"]);
+  const policy = await runInProcess(["collect", "--env", "webshop", "--policy", "expert", "--out", "/dev/null"]);
   assert.equal(policy.status, 2);
   assert.match(policy.stderr, /unknown policy "expert" for webshop \(known: oracle, oracle-noisy, rule, random\)/);
+  // A binary run: its own environment (DREAMGYM_DATA elsewhere), which this process must not change.
   const data = run(["env", "eval", "--env", "webshop", "--policy", "rule"], undefined, { ...process.env, DREAMGYM_DATA: "/nonexistent/data" });
   assert.equal(data.status, 2);
   assert.match(data.stderr, /data folder not found \(looked in \/nonexistent\/data; from DREAMGYM_DATA\)/);
-  const episodes = run(["collect", "--env", "webshop", "--policy", "rule", "--out", "/dev/null", "--episodes", "-3"]);
+  const episodes = await runInProcess(["collect", "--env", "webshop", "--policy", "rule", "--out", "/dev/null", "--episodes", "-3"]);
   assert.notEqual(episodes.status, 0);
   assert.match(episodes.stderr, /--episodes must be an integer/);
 });
 
 test("ALFWorld: env eval prints success per task type; collect writes expert and random trajectories", async () => {
-  const r = run(["env", "eval", "--env", "alfworld", "--policy", "expert", "--split", "valid_seen", "--json"]);
+  const r = await runInProcess(["env", "eval", "--env", "alfworld", "--policy", "expert", "--split", "valid_seen", "--json"]);
   assert.equal(r.status, 0, r.stderr);
   const out = JSON.parse(r.stdout);
   assert.equal(out.episodes, 140);
@@ -86,7 +88,7 @@ test("ALFWorld: env eval prints success per task type; collect writes expert and
     140,
   );
   const file = join(mkdtempSync(join(tmpdir(), "dreamgym-alf-")), "expert.jsonl");
-  const c = run(["collect", "--env", "alfworld", "--policy", "expert", "--episodes", "6", "--out", file]);
+  const c = await runInProcess(["collect", "--env", "alfworld", "--policy", "expert", "--episodes", "6", "--out", file]);
   assert.equal(c.status, 0, c.stderr);
   const trajs = await readJsonlAll<Trajectory>(file);
   assert.equal(trajs.length, 6);
@@ -96,7 +98,7 @@ test("ALFWorld: env eval prints success per task type; collect writes expert and
     assert.equal(t.success, true);
     assert.match(t.steps[0].observation, /^-= Welcome to TextWorld, ALFRED! =-/);
   }
-  const bad = run(["env", "eval", "--env", "alfworld", "--policy", "expert", "--split", "test"]);
+  const bad = await runInProcess(["env", "eval", "--env", "alfworld", "--policy", "expert", "--split", "test"]);
   assert.equal(bad.status, 2);
   assert.match(bad.stderr, /unknown ALFWorld split "test" \(known: valid_unseen, valid_seen, valid_train\)/);
 });
