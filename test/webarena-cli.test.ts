@@ -1,16 +1,17 @@
-// The webarena commands as a user runs them (bin/dreamgym in a child process).
+// The webarena commands as a user runs them (bin/dreamgym in a child process); the quick commands and the
+// refusals, checked by their output, status and files, run in this process (no child to start).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chatServer } from "../src/testing/index.ts";
-import { ROOT, run, runAsync } from "./helpers.ts";
+import { ROOT, run, runAsync, runInProcess } from "./helpers.ts";
 
 const DATA = process.env.DREAMGYM_DATA ?? join(ROOT, "..", "shared", "data");
 
-test("dreamgym webarena tasks: counts; a malformed task file is one line naming the file and the field, exit 2", () => {
-  const ok = run(["webarena", "tasks", "--split", "lite", "--data", DATA]);
+test("dreamgym webarena tasks: counts; a malformed task file is one line naming the file and the field, exit 2", async () => {
+  const ok = await runInProcess(["webarena", "tasks", "--split", "lite", "--data", DATA]);
   assert.equal(ok.status, 0, ok.stderr);
   assert.match(ok.stdout, /^165 tasks in webarena split lite\n  shopping: 45\n  shopping_admin: 35\n/);
   const dir = mkdtempSync(join(tmpdir(), "webarena-cli-"));
@@ -21,7 +22,7 @@ test("dreamgym webarena tasks: counts; a malformed task file is one line naming 
     tasks[40].eval.eval_types = ["program_html"];
     const file = join(dir, "webarena", "test_webarena_lite.raw.json");
     writeFileSync(file, JSON.stringify(tasks));
-    const bad = run(["webarena", "tasks", "--split", "lite", "--data", dir]);
+    const bad = await runInProcess(["webarena", "tasks", "--split", "lite", "--data", dir]);
     assert.equal(bad.status, 2);
     assert.equal(bad.stdout, "");
     const lines = bad.stderr.trim().split("\n");
@@ -32,10 +33,11 @@ test("dreamgym webarena tasks: counts; a malformed task file is one line naming 
   }
 });
 
-test("dreamgym webarena import-traces, then buffer import: the published traces in a buffer", () => {
+test("dreamgym webarena import-traces, then buffer import: the published traces in a buffer", async () => {
   const dir = mkdtempSync(join(tmpdir(), "webarena-cli-"));
   try {
     const out = join(dir, "traces.jsonl");
+    // The file's one binary run of a webarena command (the train below is train's).
     const r = run(["webarena", "import-traces", join(ROOT, "test", "fixtures", "webarena-traces"), "--out", out, "--data", DATA, "--policy", "gpt-4-cot"]);
     assert.equal(r.status, 0, r.stderr);
     assert.match(r.stdout, /^2 trajectories \(1 passed\), 5 steps → /);
@@ -48,10 +50,10 @@ test("dreamgym webarena import-traces, then buffer import: the published traces 
       lines.map((l) => l.policy),
       ["gpt-4-cot", "gpt-4-cot"],
     );
-    const b = run(["buffer", "import", out, "--buffer", join(dir, "b.db")]);
+    const b = await runInProcess(["buffer", "import", out, "--buffer", join(dir, "b.db")]);
     assert.equal(b.status, 0, b.stderr);
     assert.match(b.stdout + b.stderr, /2 trajectories|added 2|2 added/);
-    const missing = run(["webarena", "import-traces", join(dir, "nope"), "--out", join(dir, "x.jsonl")]);
+    const missing = await runInProcess(["webarena", "import-traces", join(dir, "nope"), "--out", join(dir, "x.jsonl")]);
     assert.equal(missing.status, 2);
     assert.match(missing.stderr.trim(), /nope: not a folder/);
     assert.equal(existsSync(join(dir, "x.jsonl")), false);
@@ -104,7 +106,8 @@ test("dreamgym train --mode dreamgym --env webarena --cold-start --synthetic-onl
     assert.match(r.stdout, /webarena dreamgym grpo: \d+ iterations, 0 real interactions, \d+ synthetic/);
     assert.match(r.stdout, /no evaluation \(synthetic only\)/);
     assert.ok(existsSync(join(out, "buffer.db")));
-    const noFlag = await runAsync([
+    // A refusal (exit 2, one line): in-process.
+    const noFlag = await runInProcess([
       "train",
       "--mode",
       "dreamgym",
