@@ -4,7 +4,7 @@ import { appendFileSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chatServer } from "../src/testing/index.ts";
-import { runAsync } from "./helpers.ts";
+import { runAsync, runInProcess } from "./helpers.ts";
 
 type Body = { messages: { role: string; content: string }[]; seed: number; temperature: number };
 
@@ -58,6 +58,8 @@ test("rollout: groups of LLM episodes in real WebShop, exported for a trainer, r
       "--cache",
       cache,
     ];
+    // The file's binary run of a rollout (the reruns and the refusals run in this process, which the server's
+    // replies reach as well: runInProcess does not block).
     const r = await runAsync([...args, "--out", out]);
     assert.equal(r.status, 0, r.stderr);
     const requests = s.requests.length;
@@ -104,7 +106,7 @@ test("rollout: groups of LLM episodes in real WebShop, exported for a trainer, r
     }
 
     // The same run again: answered from the cache, the same file.
-    const again = await runAsync([...args, "--out", join(dir, "again.jsonl")]);
+    const again = await runInProcess([...args, "--out", join(dir, "again.jsonl")]);
     assert.equal(again.status, 0, again.stderr);
     assert.equal(s.requests.length, requests, "no new calls");
     assert.match(again.stdout, /\(18 cached responses\)/);
@@ -112,7 +114,7 @@ test("rollout: groups of LLM episodes in real WebShop, exported for a trainer, r
 
     // One line per episode.
     const traj = join(dir, "traj.jsonl");
-    const t = await runAsync([...args, "--format", "trajectories", "--out", traj]);
+    const t = await runInProcess([...args, "--format", "trajectories", "--out", traj]);
     assert.equal(t.status, 0, t.stderr);
     assert.match(t.stdout, /wrote 6 trajectories \(3 tasks × 2 rollouts, 18 steps\)/);
     const trajs = lines(traj);
@@ -154,13 +156,13 @@ test("rollout appends whole groups as they finish: a bad --out fails before any 
       "--max-failures",
       "1",
     ];
-    const bad = await runAsync([...args, "--out", join(dir, "no-such-dir", "r.jsonl")]);
+    const bad = await runInProcess([...args, "--out", join(dir, "no-such-dir", "r.jsonl")]);
     assert.equal(bad.status, 2);
     assert.match(bad.stderr, /^error: .*no-such-dir\/r\.jsonl: --out: the folder .*no-such-dir does not exist[^\n]*\n$/);
     assert.equal(s.requests.length, 0, "no model call before the output is known to be writable");
 
     const whole = join(dir, "whole.jsonl");
-    const a = await runAsync([...args, "--out", whole]);
+    const a = await runInProcess([...args, "--out", whole]);
     assert.equal(a.status, 0, a.stderr);
     const calls = s.requests.length;
     assert.equal(calls, 4 * 2 * 3);
@@ -169,6 +171,7 @@ test("rollout appends whole groups as they finish: a bad --out fails before any 
     s.requests.length = 0;
     failFrom = 11;
     const part = join(dir, "part.jsonl");
+    // Binary runs: what a run that fails (and exits at once, its other calls in flight) leaves on disk, and a rerun after it.
     const b = await runAsync([...args, "--out", part]);
     assert.equal(b.status, 2, b.stderr);
     assert.match(b.stderr, new RegExp(`^error: LLM endpoint ${s.url}/chat/completions failed 1 call in a row; last error: .*HTTP 400[^\n]*\n$`));
@@ -187,7 +190,7 @@ test("rollout appends whole groups as they finish: a bad --out fails before any 
 
     // Other options would mix two runs in one file: refused, before any call.
     s.requests.length = 0;
-    const other = await runAsync([...args, "--seed", "7", "--out", part]);
+    const other = await runInProcess([...args, "--seed", "7", "--out", part]);
     assert.equal(other.status, 2);
     assert.match(other.stderr, /holds other output/);
     assert.equal(s.requests.length, 0);
@@ -198,13 +201,13 @@ test("rollout appends whole groups as they finish: a bad --out fails before any 
 
 test("rollout: bad options are one-line errors with status 2", async () => {
   const base = ["rollout", "--env", "webshop", "--out", "/dev/null"];
-  const format = await runAsync([...base, "--model", "http://127.0.0.1:9/v1#x", "--format", "parquet"]);
+  const format = await runInProcess([...base, "--model", "http://127.0.0.1:9/v1#x", "--format", "parquet"]);
   assert.equal(format.status, 2);
   assert.match(format.stderr, /--format must be steps or trajectories, got "parquet"/);
-  const model = await runAsync([...base, "--model", "nonsense"]);
+  const model = await runInProcess([...base, "--model", "nonsense"]);
   assert.equal(model.status, 2);
   assert.match(model.stderr, /unknown model "nonsense"/);
-  const temperature = await runAsync([...base, "--model", "http://127.0.0.1:9/v1#x", "--temperature", "hot"]);
+  const temperature = await runInProcess([...base, "--model", "http://127.0.0.1:9/v1#x", "--temperature", "hot"]);
   assert.notEqual(temperature.status, 0);
   assert.match(temperature.stderr, /--temperature must be a number/);
 });
