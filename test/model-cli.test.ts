@@ -14,12 +14,13 @@ test("model train: a learned model from a buffer (same seed, same bytes), audite
     0,
   );
   assert.equal((await runInProcess(["buffer", "import", join(dir, "seed.jsonl"), "--buffer", db, "--abstract"])).status, 0);
-  const train = (out: string) => run(["model", "train", "--buffer", db, "--env", "webshop", "--out", out, "--epochs", "2", "--members", "2", "--seed", "1"]);
-  const first = train(join(dir, "m1.bin"));
+  const train = (out: string) => ["model", "train", "--buffer", db, "--env", "webshop", "--out", out, "--epochs", "2", "--members", "2", "--seed", "1"];
+  // The file's binary run of model train; the second, in this process, must write the same bytes.
+  const first = run(train(join(dir, "m1.bin")));
   assert.equal(first.status, 0, first.stderr);
   assert.match(first.stdout, /trained 2 members on \d+ real transitions/);
   assert.match(first.stdout, /held-out tasks \/ steps/);
-  assert.equal(train(join(dir, "m2.bin")).status, 0);
+  assert.equal((await runInProcess(train(join(dir, "m2.bin")))).status, 0);
   assert.ok(readFileSync(join(dir, "m1.bin")).equals(readFileSync(join(dir, "m2.bin"))), "same buffer and seed: same bytes");
   assert.ok(!existsSync(`${join(dir, "m1.bin")}.tmp`));
 
@@ -27,7 +28,7 @@ test("model train: a learned model from a buffer (same seed, same bytes), audite
     (await runInProcess(["collect", "--env", "webshop", "--policy", "oracle", "--episodes", "10", "--split", "test", "--out", join(dir, "held.jsonl")])).status,
     0,
   );
-  const audit = run([
+  const audit = await runInProcess([
     "audit",
     "--env",
     "webshop",
@@ -66,7 +67,7 @@ test("model train: a learned model from a buffer (same seed, same bytes), audite
       join(dir, "run"),
     ],
   ]) {
-    const r = run(args);
+    const r = await runInProcess(args);
     assert.equal(r.status, 2, `${args.join(" ")}: ${r.stderr}`);
     assert.equal(r.stderr.trim().split("\n").length, 1, r.stderr);
     assert.match(r.stderr, /^error: /);
