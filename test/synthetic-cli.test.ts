@@ -13,6 +13,7 @@ test("collect in the synthetic env: seed a buffer with abstract states, play epi
   const imp = await runInProcess(["buffer", "import", join(dir, "o.jsonl"), "--buffer", db, "--abstract"]);
   assert.equal(imp.status, 0, imp.stderr);
   const out = join(dir, "syn.jsonl");
+  // The file's binary run of a synthetic collect; the stats, the hybrid collect and the refusals run in this process.
   const r = run([
     "collect",
     "--env",
@@ -40,10 +41,10 @@ test("collect in the synthetic env: seed a buffer with abstract states, play epi
     assert.equal(t.source, "synthetic");
     assert.ok(t.steps[0].observation.startsWith("page: search\ninstruction: "));
   }
-  const stats = JSON.parse(run(["buffer", "stats", "--buffer", db, "--json"]).stdout);
+  const stats = JSON.parse((await runInProcess(["buffer", "stats", "--buffer", db, "--json"])).stdout);
   const synthetic = stats.groups.find((g: { source: string }) => g.source === "synthetic");
   assert.equal(synthetic.trajectories, 12, "every synthetic episode was recorded in the buffer");
-  const hybrid = run([
+  const hybrid = await runInProcess([
     "collect",
     "--env",
     "webshop",
@@ -63,16 +64,16 @@ test("collect in the synthetic env: seed a buffer with abstract states, play epi
   assert.match(hybrid.stdout, /hybrid: verified terminal rewards/);
 });
 
-test("synthetic collect errors: no buffer, empty buffer, a policy that needs the real env", () => {
+test("synthetic collect errors: no buffer, empty buffer, a policy that needs the real env", async () => {
   const dir = mkdtempSync(join(tmpdir(), "dreamgym-syn-cli-"));
   const base = ["collect", "--env", "webshop", "--experience", "default", "--episodes", "2", "--out", join(dir, "x.jsonl")];
-  const noBuffer = run([...base, "--policy", "rule"]);
+  const noBuffer = await runInProcess([...base, "--policy", "rule"]);
   assert.equal(noBuffer.status, 2);
   assert.match(noBuffer.stderr, /--experience needs --buffer/);
-  const missing = run([...base, "--policy", "rule", "--buffer", join(dir, "none.db")]);
+  const missing = await runInProcess([...base, "--policy", "rule", "--buffer", join(dir, "none.db")]);
   assert.equal(missing.status, 2);
   assert.match(missing.stderr, /none\.db does not exist; the embedded model needs offline webshop trajectories/);
   assert.equal(existsSync(join(dir, "none.db")), false);
-  const oracle = run([...base, "--policy", "oracle", "--buffer", join(dir, "none.db")]);
+  const oracle = await runInProcess([...base, "--policy", "oracle", "--buffer", join(dir, "none.db")]);
   assert.equal(oracle.status, 2);
 });
