@@ -4,7 +4,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chatServer } from "../src/testing/index.ts";
-import { runAsync } from "./helpers.ts";
+import { runAsync, runInProcess } from "./helpers.ts";
 
 /** A synthetic WebShop episode as a run stores it: search, open an item, buy. */
 const episode = (i: number, instruction: string) => {
@@ -40,6 +40,8 @@ test("audit --judge: a chat model over the OpenAI protocol scores a file's synth
         : '{"consistency": 9, "diversity": 5, "informativeness": 6, "hallucination": 2, "rationale": "ok"}',
   });
   try {
+    // The file's binary run of audit --judge; the --json rerun and the refusal run in this process (which does
+    // not block: the server here answers).
     const r = await runAsync(["audit", "--judge", `${server.url}#judge`, "--trajectories", file, "--cache", join(dir, "cache.db")]);
     assert.equal(r.status, 0, r.stderr);
     assert.match(r.stdout, /LLM judge .*#judge on 3 of 3 synthetic webshop trajectories/);
@@ -50,7 +52,7 @@ test("audit --judge: a chat model over the OpenAI protocol scores a file's synth
     // The real trajectory is not judged; WebShop's state format is in the prompt.
     assert.ok(server.requests.every((b) => !(b.messages as { content: string }[])[1].content.includes("a real one")));
     assert.match((server.requests[0].messages as { content: string }[])[0].content, /search\[<query>\]/);
-    const json = await runAsync([
+    const json = await runInProcess([
       "audit",
       "--judge",
       `${server.url}#judge`,
@@ -67,7 +69,7 @@ test("audit --judge: a chat model over the OpenAI protocol scores a file's synth
     assert.equal(report.trajectories, 2);
     assert.equal(report.available, 3);
     assert.equal(report.judged + report.failed, 2);
-    const both = await runAsync(["audit", "--judge", `${server.url}#judge`, "--trajectories", file, "--buffer", join(dir, "b.db")]);
+    const both = await runInProcess(["audit", "--judge", `${server.url}#judge`, "--trajectories", file, "--buffer", join(dir, "b.db")]);
     assert.equal(both.status, 2);
     assert.match(both.stderr, /one of --run DIR, --buffer B.db or --trajectories/);
   } finally {
