@@ -18,6 +18,7 @@ test("audit: the embedded model on held-out real trajectories (train-seeded buff
     (await runInProcess(["collect", "--env", "webshop", "--policy", "oracle", "--episodes", "30", "--split", "test", "--out", join(dir, "held.jsonl")])).status,
     0,
   );
+  // The file's binary run of audit; the table and the refusal run in this process.
   const r = run(["audit", "--env", "webshop", "--buffer", db, "--trajectories", join(dir, "held.jsonl"), "--json"]);
   assert.equal(r.status, 0, r.stderr);
   const report = JSON.parse(r.stdout);
@@ -28,9 +29,9 @@ test("audit: the embedded model on held-out real trajectories (train-seeded buff
   assert.ok(report.elementF1 > 0.6);
   const s = report.success;
   assert.ok(s.truePositive + s.falsePositive + s.falseNegative + s.trueNegative >= 30, "every real ending step is scored");
-  const table = run(["audit", "--env", "webshop", "--buffer", db, "--trajectories", join(dir, "held.jsonl"), "--limit", "3"]);
+  const table = await runInProcess(["audit", "--env", "webshop", "--buffer", db, "--trajectories", join(dir, "held.jsonl"), "--limit", "3"]);
   assert.match(table.stdout, /ε_R: reward error rate/);
-  const missing = run(["audit", "--env", "webshop", "--trajectories", join(dir, "held.jsonl")]);
+  const missing = await runInProcess(["audit", "--env", "webshop", "--trajectories", join(dir, "held.jsonl")]);
   assert.equal(missing.status, 2);
   assert.match(missing.stderr, /needs --buffer/);
 });
