@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { IterationMetrics } from "../src/train/index.ts";
-import { killAfterCheckpoint, metricsOf, run } from "./helpers.ts";
+import { killAfterCheckpoint, metricsOf, run, runInProcess } from "./helpers.ts";
 
 const ARGS = [
   "train",
@@ -69,7 +69,8 @@ test("train writes a run folder; a run killed with SIGKILL resumes to the same r
   const killed = join(root, "killed");
   await killAfterCheckpoint(ARGS, killed, 4);
   assert.ok(!existsSync(join(killed, "summary.json")), "the run was killed before it finished");
-  const refused = run(["train", "--resume", killed, "--seed", "9"]);
+  // Refusals run in this process: refused before anything starts, they need no child process's start-up.
+  const refused = await runInProcess(["train", "--resume", killed, "--seed", "9"]);
   assert.equal(refused.status, 2);
   assert.match(refused.stderr, /--resume continues a run with its own config; drop --seed/);
   const resumed = run(["train", "--resume", killed]);
@@ -80,13 +81,26 @@ test("train writes a run folder; a run killed with SIGKILL resumes to the same r
   assert.deepEqual(final(killed), final(whole));
 
   // The folder is not reused by accident.
-  const again = run([...ARGS, "--out", whole]);
+  const again = await runInProcess([...ARGS, "--out", whole]);
   assert.equal(again.status, 2);
   assert.match(again.stderr, /already holds a run; resume it with --resume/);
 });
 
-test("train names every bad config key with what is allowed", () => {
-  const r = run(["train", "--algo", "sac", "--set", "grpo.clipRange=3", "--set", "ppo.bogus=1", "--set", "policy.hidden=0", "--out", join(tmpdir(), "never")]);
+// Config errors, refused before anything starts: in this process, with no child process's start-up.
+test("train names every bad config key with what is allowed", async () => {
+  const r = await runInProcess([
+    "train",
+    "--algo",
+    "sac",
+    "--set",
+    "grpo.clipRange=3",
+    "--set",
+    "ppo.bogus=1",
+    "--set",
+    "policy.hidden=0",
+    "--out",
+    join(tmpdir(), "never"),
+  ]);
   assert.equal(r.status, 2);
   assert.match(r.stderr, /algo: "sac" is not allowed \(allowed: "grpo", "ppo"\)/);
   assert.match(r.stderr, /grpo\.clipRange: 3 is out of range \(must be <=1\)/);
@@ -96,10 +110,10 @@ test("train names every bad config key with what is allowed", () => {
   );
   assert.match(r.stderr, /policy\.hidden: 0 is out of range \(must be >=1\)/);
   const out = join(mkdtempSync(join(tmpdir(), "dreamgym-train-")), "x");
-  const env = run(["train", "--env", "nowhere", "--budget", "10", "--out", out]);
+  const env = await runInProcess(["train", "--env", "nowhere", "--budget", "10", "--out", out]);
   assert.equal(env.status, 2);
   assert.match(env.stderr, /unknown environment "nowhere" \(known: webshop/);
-  const split = run(["train", "--budget", "10", "--set", "evalSplit=tset", "--out", out]);
+  const split = await runInProcess(["train", "--budget", "10", "--set", "evalSplit=tset", "--out", out]);
   assert.equal(split.status, 2);
   assert.match(split.stderr, /unknown WebShop split "tset" \(known: /);
   assert.ok(!existsSync(out), "nothing is written for a config that cannot run");
