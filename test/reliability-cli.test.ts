@@ -29,13 +29,15 @@ test("train: a start that fails removes only what it created, and the folder can
   const out = join(dir, "run");
   mkdirSync(join(out, "buffer.db"), { recursive: true });
   writeFileSync(join(out, "mine.txt"), "keep\n");
-  const r = run(["train", "--mode", "dreamgym", "--buffer", seed, "--budget", "50", "--out", out]);
+  // The failed starts run in this process: refused before training starts (no thread, lock or signal
+  // handler yet), they need no child process's start-up; the run that trains is a process of its own.
+  const r = await runInProcess(["train", "--mode", "dreamgym", "--buffer", seed, "--budget", "50", "--out", out]);
   assert.equal(r.status, 2);
   assert.match(r.stderr, /^error: cannot copy .*buffer\.db.*EISDIR/);
   assert.deepEqual(readdirSync(out).sort(), ["buffer.db", "mine.txt"]);
   // A failed start in a new folder leaves no folder; the same --out then starts (not "already holds a run").
   const fresh = join(dir, "runs", "fresh");
-  const bad = run(["train", "--mode", "real", "--budget", "50", "--set", `initPolicy=${trajectories}`, "--out", fresh]);
+  const bad = await runInProcess(["train", "--mode", "real", "--budget", "50", "--set", `initPolicy=${trajectories}`, "--out", fresh]);
   assert.equal(bad.status, 2);
   assert.equal(existsSync(join(dir, "runs")), false);
   const good = run(["train", "--mode", "real", "--budget", "50", "--tasks-per-iter", "2", "--group", "2", "--final-eval-tasks", "3", "--out", fresh]);
@@ -43,18 +45,20 @@ test("train: a start that fails removes only what it created, and the folder can
   assert.match(good.stdout, /final evaluation on 3 test tasks/);
 });
 
-test("buffer stats reports the integrity check; collect --append keeps what was there when it fails", () => {
+// Quick commands and a refusal, checked by their output and files: in this process (the same runCli),
+// with no child process's start-up each.
+test("buffer stats reports the integrity check; collect --append keeps what was there when it fails", async () => {
   const dir = mkdtempSync(join(tmpdir(), "dreamgym-rel-"));
   const file = join(dir, "o.jsonl");
-  assert.equal(run(["collect", "--env", "webshop", "--policy", "rule", "--episodes", "3", "--out", file]).status, 0);
+  assert.equal((await runInProcess(["collect", "--env", "webshop", "--policy", "rule", "--episodes", "3", "--out", file])).status, 0);
   const db = join(dir, "b.db");
-  assert.equal(run(["buffer", "import", file, "--buffer", db]).status, 0);
-  const s = run(["buffer", "stats", "--buffer", db, "--json"]);
+  assert.equal((await runInProcess(["buffer", "import", file, "--buffer", db])).status, 0);
+  const s = await runInProcess(["buffer", "stats", "--buffer", db, "--json"]);
   assert.equal(s.status, 0, s.stderr);
   assert.equal(JSON.parse(s.stdout).integrity, "ok");
   // A failing append (a bad option value is caught before; an unknown policy after the file is checked) leaves the file as it was.
   const before = readFileSync(file, "utf8");
-  const r = run(["collect", "--env", "webshop", "--policy", "nobody", "--episodes", "3", "--out", file, "--append"]);
+  const r = await runInProcess(["collect", "--env", "webshop", "--policy", "nobody", "--episodes", "3", "--out", file, "--append"]);
   assert.equal(r.status, 2);
   assert.equal(readFileSync(file, "utf8"), before);
 });
@@ -87,7 +91,7 @@ test("collect stopped with SIGINT keeps the episodes it played, whole, and leave
   assert.match(stderr, new RegExp(`stopped by SIGINT after ${lines.length} of 1000000 episodes`));
 });
 
-test("NaN stops training: a diverging run exits 2 in one line, and a checkpoint holding NaN is refused (issue 34, item 2)", () => {
+test("NaN stops training: a diverging run exits 2 in one line, and a checkpoint holding NaN is refused (issue 34, item 2)", async () => {
   const dir = mkdtempSync(join(tmpdir(), "dreamgym-nan-"));
   const T = [
     "train",
@@ -121,10 +125,12 @@ test("NaN stops training: a diverging run exits 2 in one line, and a checkpoint 
   const bytes = readFileSync(file);
   bytes.writeFloatLE(Number.NaN, bytes.length - 4);
   writeFileSync(file, bytes);
-  const resumed = run(["train", "--resume", good, "--budget", "1200"]);
+  // Both refusals run in this process: refused before training starts (the resume takes the run's lock
+  // and gives it back; no thread here, with no KL reference), they need no child process's start-up.
+  const resumed = await runInProcess(["train", "--resume", good, "--budget", "1200"]);
   assert.equal(resumed.status, 2, resumed.stderr);
   assert.match(resumed.stderr, /holds parameters that are not finite numbers/);
-  const init = run([...T, "--set", `initPolicy=${file}`, "--out", join(dir, "from-nan")]);
+  const init = await runInProcess([...T, "--set", `initPolicy=${file}`, "--out", join(dir, "from-nan")]);
   assert.equal(init.status, 2);
   assert.match(init.stderr, /holds parameters that are not finite numbers/);
 });
