@@ -240,10 +240,12 @@ test("s2r trains in the synthetic env, then the real one; configs that cannot ru
     "policy.dim=1024",
   ];
   assert.equal(run(["train", "--mode", "dreamgym", ...common, "--out", dg]).status, 0);
-  assert.match(run(["train", "--resume", dg, "--mode", "real"]).stderr, /a resumed run can only go on to a real phase/);
+  // The refusals below run in this process (runInProcess): each is refused before anything starts,
+  // and a child process would spend ~0.4 s of CPU starting up to print its one error line.
+  assert.match((await runInProcess(["train", "--resume", dg, "--mode", "real"])).stderr, /a resumed run can only go on to a real phase/);
   const screened = join(root, "dg-screened");
   cpSync(dg, screened, { recursive: true });
-  assert.match(run(["train", "--resume", screened, "--real-screen", "2"]).stderr, /a resumed run can only go on to a real phase/);
+  assert.match((await runInProcess(["train", "--resume", screened, "--real-screen", "2"])).stderr, /a resumed run can only go on to a real phase/);
   const more = run(["train", "--resume", dg, "--mode", "s2r", "--real-budget", "600"]);
   assert.equal(more.status, 0, more.stderr);
   const a = JSON.parse(readFileSync(join(dir, "summary.json"), "utf8"));
@@ -256,7 +258,7 @@ test("s2r trains in the synthetic env, then the real one; configs that cannot ru
   // With --real-screen 2 each real iteration first plays 2 × 4 candidate tasks in the synthetic env (counted as synthetic steps);
   // --real-batch-advantage sets GRPO's batch term of the real phase, kept in the config.
   assert.match(
-    run(["train", "--resume", screened, "--mode", "s2r", "--real-budget", "600", "--real-batch-advantage", "-1"]).stderr,
+    (await runInProcess(["train", "--resume", screened, "--mode", "s2r", "--real-budget", "600", "--real-batch-advantage", "-1"])).stderr,
     /^error: --real-batch-advantage must be a number in \[0, 100\], got "-1"$/m,
   );
   const s = run(["train", "--resume", screened, "--mode", "s2r", "--real-budget", "600", "--real-screen", "2", "--real-batch-advantage", "1"]);
@@ -280,10 +282,11 @@ test("s2r trains in the synthetic env, then the real one; configs that cannot ru
   assert.ok(shortRun % 5 !== 0, `${shortRun} iterations`);
   assert.ok(bufferContent(extended).transitions - bufferContent(root).transitions > 10, "its buffer is not trimmed to the capacity yet");
   assert.match(
-    run(["train", "--resume", extended, "--budget", "300"]).stderr,
+    (await runInProcess(["train", "--resume", extended, "--budget", "300"])).stderr,
     /--budget extends a resumed real, dreamgym or s2r run .* to more steps than its budget: this run's budget is 300$/m,
   );
   // A resume that fails before it starts (here: no data) changes nothing: the same command works once the data is back.
+  // (A binary: the data folder is the child's environment, DREAMGYM_DATA.)
   const noData = run(["train", "--resume", extended, "--budget", "600"], undefined, { ...process.env, DREAMGYM_DATA: join(root, "no-data") });
   assert.equal(noData.status, 2, noData.stderr);
   assert.equal(JSON.parse(readFileSync(join(extended, "config.json"), "utf8")).budget, 300);
@@ -304,19 +307,19 @@ test("s2r trains in the synthetic env, then the real one; configs that cannot ru
   assert.deepEqual([e.config.budget, e.syntheticInteractions, e.final], [600, w.syntheticInteractions, w.final]);
   assert.deepEqual(bufferContent(extended), bufferContent(whole), "the same synthetic episodes kept");
   // An s2r run whose real phase has begun cannot go back to the synthetic env.
-  assert.match(run(["train", "--resume", dg, "--budget", "5000"]).stderr, /this s2r run's real phase has begun/);
-  const refuse = (args: string[], message: RegExp) => {
+  assert.match((await runInProcess(["train", "--resume", dg, "--budget", "5000"])).stderr, /this s2r run's real phase has begun/);
+  const refuse = async (args: string[], message: RegExp) => {
     const out = join(root, `refused-${Math.random().toString(36).slice(2)}`);
-    const x = run(["train", ...args, "--out", out]);
+    const x = await runInProcess(["train", ...args, "--out", out]);
     assert.equal(x.status, 2, x.stderr);
     assert.match(x.stderr, message);
     assert.ok(!existsSync(out), "nothing written");
   };
-  refuse(["--mode", "s2r", "--buffer", join(root, "seed.db"), "--budget", "10"], /realBudget: mode s2r needs real steps/);
-  refuse(["--mode", "real", "--real-budget", "10"], /realBudget: only mode s2r has a real phase/);
-  refuse(
+  await refuse(["--mode", "s2r", "--buffer", join(root, "seed.db"), "--budget", "10"], /realBudget: mode s2r needs real steps/);
+  await refuse(["--mode", "real", "--real-budget", "10"], /realBudget: only mode s2r has a real phase/);
+  await refuse(
     ["--env", "alfworld", "--mode", "dreamgym", "--buffer", join(root, "seed.db"), "--set", "trainSplit=valid_train", "--set", "evalSplit=valid_unseen"],
     /seed\.db holds webshop trajectories, not alfworld/,
   );
-  refuse(["--mode", "real", "--set", "initPolicy=/nope.policy", "--budget", "10"], /initPolicy \/nope\.policy does not exist/);
+  await refuse(["--mode", "real", "--set", "initPolicy=/nope.policy", "--budget", "10"], /initPolicy \/nope\.policy does not exist/);
 });
