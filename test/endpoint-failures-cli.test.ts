@@ -104,7 +104,10 @@ test("a dead, garbage or hanging endpoint stops collect, rollout, audit and trai
         const [s, last] = servers[server];
         const dir = mkdtempSync(join(root, `${command}-${server}-`));
         const started = performance.now();
-        const r = await runAsync([...commands(`${s.url}#tiny`, dir)[command], "--request-timeout", "1", "--max-failures", "2"]);
+        const args = [...commands(`${s.url}#tiny`, dir)[command], "--request-timeout", "1", "--max-failures", "2"];
+        // train has started its run (a run lock, maybe threads) when the endpoint stops it: a process of its own.
+        // The others stop at their first calls: in this process, without a child's ~0.4 s of CPU start-up each.
+        const r = command === "train" ? await runAsync(args) : await runInProcess(args);
         const seconds = (performance.now() - started) / 1000;
         const what = `${command} against a ${server} endpoint`;
         assert.equal(r.status, 2, `${what}: ${r.stderr}`);
@@ -129,7 +132,8 @@ test("train refuses an endpoint that does not answer before it writes anything",
   await dead.close();
   const dir = mkdtempSync(join(root, "train-dead-"));
   const out = join(dir, "run"); // where the train command writes
-  const r = await runAsync([...commands(`${dead.url}#tiny`, dir).train, "--request-timeout", "1"]);
+  // Refused at its probe of the endpoint, before anything starts: in this process.
+  const r = await runInProcess([...commands(`${dead.url}#tiny`, dir).train, "--request-timeout", "1"]);
   assert.equal(r.status, 2, r.stderr);
   assert.match(r.stderr, new RegExp(`^error: LLM endpoint does not answer: ECONNREFUSED; start the server or fix the model URL \\(${dead.url}/models\\)\n$`));
   assert.equal(existsSync(out), false, "no run folder");
@@ -140,7 +144,8 @@ test("single failures stay counted no-op steps: collect --experience against an 
   const s = await chatServer({ fault: (n) => (n % 5 === 0 ? "400" : undefined), reply: experience });
   try {
     const dir = mkdtempSync(join(root, "intermittent-"));
-    const r = await runAsync([...commands(`${s.url}#tiny`, dir).collect, "--episodes", "12", "--concurrency", "2", "--max-failures", "2"]);
+    // A short collect, checked by its output: in this process (its Ctrl-C handlers go when it ends).
+    const r = await runInProcess([...commands(`${s.url}#tiny`, dir).collect, "--episodes", "12", "--concurrency", "2", "--max-failures", "2"]);
     assert.equal(r.status, 0, r.stderr);
     const failed = Number(/wrote 12 synthetic trajectories \((\d+) steps, (\d+) failed model steps\)/.exec(r.stdout)?.[2]);
     assert.ok(failed > 0, r.stdout);
@@ -227,7 +232,8 @@ test("buffer import with a hanging embedder: exit 2, one line naming the URL, ea
   const s = await chatServer({ fault: () => "timeout" });
   try {
     const db = join(mkdtempSync(join(root, "embedder-")), "e.db");
-    const r = await runAsync(["buffer", "import", real, "--buffer", db, "--embedder", `${s.url}#embed`, "--request-timeout", "0.3"]);
+    // Stopped after its retries, checked by its output: in this process (checked: no request is left after it).
+    const r = await runInProcess(["buffer", "import", real, "--buffer", db, "--embedder", `${s.url}#embed`, "--request-timeout", "0.3"]);
     assert.equal(r.status, 2, r.stderr);
     assert.match(r.stderr, new RegExp(`^error: embeddings request failed after retries: Request timed out\\. \\(${s.url}/embeddings\\)\\n$`));
     assert.equal(s.requests.length, 5, "one attempt and 4 retries, each cut at 0.3 s");
