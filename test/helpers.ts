@@ -17,10 +17,12 @@ export const run = (args: string[], input?: string, env: NodeJS.ProcessEnv = pro
 /**
  * `dreamgym <args>` in this process, through `runCli` (the entry point the binary runs), its output
  * captured; a bug, which the binary would die of, is exit 1 and its stack. The CLI fuzz table runs its
- * cases so, and the end-to-end tests the steps that only make their data (collect, import): these write
- * what the binary would, timestamps aside (cli.test.ts compares a collect), without a new process's
- * start-up and data loading each time (~0.35 s of modules, ~0.3 s of WebShop's catalogue and index).
- * What a test is about still runs through `run`, as a user runs it.
+ * cases so, and the end-to-end tests their data-making steps, refusals and quick commands: these write
+ * and print what the binary would, timestamps aside (cli.test.ts compares a collect, model-cli.test.ts a
+ * model's bytes), without a new process's start-up each time (~0.4 s of CPU). What only a process shows
+ * still runs through `run`/`runAsync`, as a user runs it: each file's representative run of its commands,
+ * training runs (threads, signal handlers, the run lock), kills and resumes, servers, stdin, another
+ * environment, an exit with calls in flight.
  */
 export async function runInProcess(args: string[]): Promise<{ status: number; stdout: string; stderr: string }> {
   // Loaded at the first call: the tests that never call this do not pay for the CLI's modules.
