@@ -317,7 +317,6 @@ export class Catalogue {
 
 const cache = new Map<string, Catalogue>();
 
-/** Loads (once per folder and seed) the shared catalogue. */
 // Bump when analyze gives other terms for a text: the cache file's name changes with it.
 const ANALYSIS = 1;
 
@@ -346,6 +345,7 @@ function keptAnalysis(texts: string[]): CorpusAnalysis {
   return analysis;
 }
 
+/** Loads (once per folder and seed) the shared catalogue. */
 export function loadCatalogue(opts: CatalogueOptions = {}): Catalogue {
   const seed = opts.seed ?? DEFAULT_CATALOGUE_SEED;
   if (!Number.isSafeInteger(seed)) throw new InvalidConfigError(`WebShop seed must be an integer, got ${describeValue(seed)}`);
