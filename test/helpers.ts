@@ -20,7 +20,7 @@ export const run = (args: string[], input?: string, env: NodeJS.ProcessEnv = pro
  * cases so, and the end-to-end tests their data-making steps, refusals and quick commands: these write
  * and print what the binary would, timestamps aside (cli.test.ts compares a collect, model-cli.test.ts a
  * model's bytes), without a new process's start-up each time (~0.4 s of CPU). What only a process shows
- * still runs through `run`/`runAsync`, as a user runs it: each file's representative run of its commands,
+ * still runs through `run`/`runAsync`, as a user runs it: a binary run of each file's main commands,
  * training runs (threads, signal handlers, the run lock), kills and resumes, servers, stdin, another
  * environment, an exit with calls in flight.
  */

@@ -34,8 +34,9 @@ try {
   const run = spawnSync(process.execPath, ["--test", `--test-concurrency=${concurrency}`, ...tests], {
     cwd: root,
     stdio: "inherit",
-    // The cache folder (a WebShop title's nouns, tagged once) is the run's own too: shared by its files, never the user's.
-    env: { ...process.env, TMPDIR: tmp, DREAMGYM_CACHE: join(tmp, "cache") },
+    // The cache folder (WebShop's search index and its titles' nouns, worked out once) is the run's own too: shared
+    // by its files, never the user's; DREAMGYM_CACHE=off runs the suite without one.
+    env: { ...process.env, TMPDIR: tmp, DREAMGYM_CACHE: process.env.DREAMGYM_CACHE === "off" ? "off" : join(tmp, "cache") },
   });
   process.exitCode = run.status ?? 1;
 } finally {

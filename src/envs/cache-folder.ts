@@ -1,30 +1,56 @@
-import { createHash } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { appendFileSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
-import { join, resolve } from "node:path";
-import { threadId } from "node:worker_threads";
+import { isAbsolute, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
 
 /**
  * What dreamgym works out once and keeps between processes (a WebShop title's nouns, the catalogue's
- * search index): files in the cache folder, named by what their content depends on, so that a file
- * is never stale, only unused. Every read and write here is best effort: a cache that cannot be read
- * or written is worked without, and deleting the folder at any time is safe.
+ * search index): files in the cache folder, named by a digest of all their content depends on (the
+ * inputs, the code that works it out, the libraries' versions, the Unicode tables), so that a file is
+ * never stale, only unused. Every read and write here is best effort: a cache that cannot be read or
+ * written is worked without, and deleting the folder at any time is safe.
  */
 
-/** `$DREAMGYM_CACHE`, else `$XDG_CACHE_HOME/dreamgym`, else `~/.cache/dreamgym`; undefined with `DREAMGYM_CACHE=off`. */
+/**
+ * `$DREAMGYM_CACHE`, else `$XDG_CACHE_HOME/dreamgym` (an absolute one, as XDG says), else `~/.cache/dreamgym`;
+ * undefined with `DREAMGYM_CACHE=off` (or `0`, `false`, `no`) or with no home folder to find.
+ */
 export function resolveCacheDir(): string | undefined {
   const set = process.env.DREAMGYM_CACHE;
-  if (set === "off") return undefined;
+  if (set !== undefined && /^(off|0|false|no)$/i.test(set)) return undefined;
   if (set) return resolve(set);
-  if (process.env.XDG_CACHE_HOME) return join(resolve(process.env.XDG_CACHE_HOME), "dreamgym");
-  return join(homedir(), ".cache", "dreamgym");
+  const xdg = process.env.XDG_CACHE_HOME;
+  if (xdg && isAbsolute(xdg)) return join(xdg, "dreamgym");
+  try {
+    return join(homedir(), ".cache", "dreamgym");
+  } catch {
+    return undefined; // no HOME and no passwd entry (a container's arbitrary uid)
+  }
 }
 
-/** The cache file for `name` whose content depends on `key` alone (versions, inputs), or undefined without a cache folder. */
+/**
+ * The cache file for `name` whose content depends on `key` alone, or undefined without a cache folder.
+ * The key must hold everything the content depends on: `sourceDigest` of the code that works it out among it.
+ */
 export function cacheFile(name: string, key: string, extension: string): string | undefined {
   const dir = resolveCacheDir();
   if (!dir) return undefined;
   return join(dir, `${name}-${createHash("sha256").update(key).digest("hex").slice(0, 16)}.${extension}`);
+}
+
+/**
+ * A digest of a module's own code (pass its `import.meta.url`), so that a change to it names its cache
+ * files anew without anyone remembering to; undefined when the file cannot be read (then keep nothing).
+ */
+export function sourceDigest(moduleUrl: string): string | undefined {
+  try {
+    return createHash("sha256")
+      .update(readFileSync(fileURLToPath(moduleUrl)))
+      .digest("hex");
+  } catch {
+    return undefined;
+  }
 }
 
 /** The file's text, or undefined (none yet, or unreadable). */
@@ -38,7 +64,7 @@ export function readCache(file: string): string | undefined {
 
 /** Writes the file whole: a file of this writer's own, renamed into place, so that readers see all of it or none. */
 export function writeCache(file: string, text: string): void {
-  const tmp = `${file}.${process.pid}-${threadId}.tmp`;
+  const tmp = `${file}.${randomBytes(6).toString("hex")}.tmp`; // a writer's own, whatever its process, thread or container
   try {
     mkdirSync(join(file, ".."), { recursive: true });
     writeFileSync(tmp, text);

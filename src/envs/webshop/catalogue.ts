@@ -1,9 +1,9 @@
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { DataError, describeValue, InvalidConfigError, readJsonFile, Rng } from "../../core/index.ts";
-import { cacheFile, readCache, writeCache } from "../cache-folder.ts";
+import { cacheFile, readCache, sourceDigest, writeCache } from "../cache-folder.ts";
 import { resolveDataDir } from "../data-dir.ts";
-import { analyzeCorpus, type CorpusAnalysis, isAnalysis, TextSearchIndex } from "./text-search.ts";
+import { ANALYZER_MODULE, analyzeCorpus, type CorpusAnalysis, isAnalysis, TextSearchIndex } from "./text-search.ts";
 
 /** A product as WebShop's loader shapes it (the reference's field names are kept). */
 export interface Product {
@@ -317,19 +317,22 @@ export class Catalogue {
 
 const cache = new Map<string, Catalogue>();
 
-// Bump when analyze gives other terms for a text: the cache file's name changes with it.
-const ANALYSIS = 1;
-
 /**
- * The search index's analysis of `texts`, kept in the cache folder for the next process: analysing a
- * catalogue costs each process that searches it ~0.1–0.25 s of CPU (the data pack's 1,000 products),
- * reading it back a few ms. The file is named by the texts and the analysis' versions, so it cannot be
- * stale; one that does not read back whole and consistent is made again.
+ * The search index's analysis of `texts`, kept in the cache folder for the next process: analysing the
+ * data pack's 1,000 products costs each process that searches them ~0.15 s of CPU, reading it back and
+ * checking it ~20 ms. The file is named by the texts, the analyzer's code, the stemmer's version and the
+ * Unicode tables, so it cannot be stale; one that does not read back whole and consistent is made again.
  */
 function keptAnalysis(texts: string[]): CorpusAnalysis {
-  const require = createRequire(import.meta.url);
-  const stemmer = (require("stemmer/package.json") as { version: string }).version;
-  const file = cacheFile("webshop-search", `${ANALYSIS} stemmer@${stemmer}\0${texts.join("\0")}`, "json");
+  let file: string | undefined;
+  try {
+    const require = createRequire(import.meta.url);
+    const stemmer = (require("stemmer/package.json") as { version: string }).version;
+    const code = sourceDigest(ANALYZER_MODULE);
+    if (code) file = cacheFile("webshop-search", JSON.stringify([code, stemmer, process.versions.unicode, texts]), "json");
+  } catch {
+    // The stemmer's metadata unreadable: keep nothing.
+  }
   if (!file) return analyzeCorpus(texts);
   const text = readCache(file);
   if (text !== undefined) {
@@ -341,7 +344,11 @@ function keptAnalysis(texts: string[]): CorpusAnalysis {
     }
   }
   const analysis = analyzeCorpus(texts);
-  writeCache(file, JSON.stringify(analysis));
+  try {
+    writeCache(file, JSON.stringify(analysis));
+  } catch {
+    // Too large to write as one string: worked without.
+  }
   return analysis;
 }
 

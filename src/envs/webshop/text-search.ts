@@ -8,6 +8,9 @@ import { stemmer } from "stemmer";
  * expose Lucene's length encoding nor meet the 0.5 ms search budget; see docs/dev/dependencies.md.
  */
 
+/** This module, whose code (`analyze`) a kept analysis depends on: the name of its cache file holds a digest of it. */
+export const ANALYZER_MODULE = import.meta.url;
+
 /** Lucene's EnglishAnalyzer stop set. */
 const STOP_WORDS = new Set([
   "a",

@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { appendFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, truncateSync, statSync } from "node:fs";
+import { appendFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, truncateSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -99,6 +99,14 @@ test("titles tagged in one process are read by the next from the cache folder, w
   // Lines that are not records are skipped.
   appendFileSync(file, '\n{"not":"a record"}\n[1,2]\n\u0000');
   assert.deepEqual(tag({ DREAMGYM_CACHE: dir }), { nouns: expected, tagger: false });
+  // Other catalogues' titles in the file do not crowd this one's out of it: more of them than a process
+  // remembers of its own (50,000), and its titles are still kept, and read back.
+  const crowded = join(mkdtempSync(join(tmpdir(), "dreamgym-nouns-")), "cache");
+  tag({ DREAMGYM_CACHE: crowded });
+  const crowdedFile = join(crowded, name);
+  writeFileSync(crowdedFile, Array.from({ length: 60_000 }, (_, i) => `\n["another catalogue's title ${i}",["title"]]`).join(""));
+  assert.deepEqual(tag({ DREAMGYM_CACHE: crowded }), { nouns: expected, tagger: true });
+  assert.deepEqual(tag({ DREAMGYM_CACHE: crowded }), { nouns: expected, tagger: false });
   // DREAMGYM_CACHE=off keeps nothing, anywhere; a folder that cannot be made (under a file) is worked without.
   const xdg = mkdtempSync(join(tmpdir(), "dreamgym-xdg-"));
   assert.deepEqual(tag({ DREAMGYM_CACHE: "off", XDG_CACHE_HOME: xdg }), { nouns: expected, tagger: true });

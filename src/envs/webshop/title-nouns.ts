@@ -1,7 +1,7 @@
 import { createRequire } from "node:module";
 import type winkNLPType from "wink-nlp";
 import type modelType from "wink-eng-lite-web-model";
-import { appendCache, cacheFile, readCache } from "../cache-folder.ts";
+import { appendCache, cacheFile, readCache, sourceDigest } from "../cache-folder.ts";
 
 /**
  * The lower-cased nouns and proper nouns of a product title, as WebShop's `get_type_reward` takes
@@ -91,24 +91,27 @@ export function tagNouns(title: string): string[] {
   }
 }
 
-const MAX_TITLES = 50_000;
+const MAX_TITLES = 50_000; // remembered in memory, tagged here
+const MAX_KEPT_TITLES = 100_000; // read from the cache file; past it, the file is full and grows no more
 const cache = new Map<string, string[]>();
+let tagged = 0;
 
 /**
  * The nouns of `title`: remembered in this process, and kept on disk for the next ones. Loading the
  * tagger costs a process ~0.15–0.2 s of CPU at its first purchase, and a catalogue's titles are few
- * (1,000 in the data pack), so most processes never load it. Tags are a function of the title and
- * of the tagger's versions alone (above), so a file per version in the cache folder
- * (`resolveCacheDir`) holds them; processes append to it as they tag.
+ * (1,000 in the data pack), so most processes never load it. Tags are a function of the title, this
+ * module's code, the tagger's versions and the Unicode tables alone (above), so a file named by them in
+ * the cache folder (`resolveCacheDir`) holds them; processes append to it as they tag.
  */
 export function titleNouns(title: string): string[] {
   let nouns = cache.get(title);
   if (nouns === undefined) {
-    const file = diskCache();
+    const file = keptNouns();
     nouns = cache.get(title);
     if (nouns === undefined) {
       nouns = tagNouns(title);
-      if (cache.size < MAX_TITLES) {
+      if (tagged < MAX_TITLES) {
+        tagged++;
         cache.set(title, nouns);
         if (file) keep(file, title, nouns);
       }
@@ -117,24 +120,34 @@ export function titleNouns(title: string): string[] {
   return nouns;
 }
 
-// Bump when tagNouns gives other nouns for a title: the cache file's name changes with it.
-const TAGGING = 1;
-let cached: string | undefined | null = null; // the cache file; null: not looked for yet
+let diskFile: string | undefined;
+let diskRead = false;
 
-/** Reads the cache file into `cache`, once; its path, or undefined when there is none to keep to. */
-function diskCache(): string | undefined {
-  if (cached !== null) return cached;
-  const require = createRequire(import.meta.url);
-  const version = (name: string) => (require(`${name}/package.json`) as { version: string }).version;
-  cached = cacheFile(
-    "webshop-title-nouns",
-    `${TAGGING} wink-nlp@${version("wink-nlp")} wink-eng-lite-web-model@${version("wink-eng-lite-web-model")}`,
-    "jsonl",
-  );
-  if (!cached) return undefined;
-  for (const line of (readCache(cached) ?? "").split("\n")) {
-    if (cache.size >= MAX_TITLES) break;
+/** Reads the cache file into `cache`, once; its path, or undefined when there is none to keep to (none, or full). */
+function keptNouns(): string | undefined {
+  if (diskRead) return diskFile;
+  diskRead = true;
+  try {
+    const require = createRequire(import.meta.url);
+    const version = (name: string) => (require(`${name}/package.json`) as { version: string }).version;
+    const code = sourceDigest(import.meta.url);
+    if (!code) return undefined;
+    diskFile = cacheFile(
+      "webshop-title-nouns",
+      `${code} wink-nlp@${version("wink-nlp")} wink-eng-lite-web-model@${version("wink-eng-lite-web-model")} unicode@${process.versions.unicode}`,
+      "jsonl",
+    );
+  } catch {
+    return undefined; // the packages' metadata unreadable: keep nothing
+  }
+  if (!diskFile) return undefined;
+  let kept = 0;
+  for (const line of (readCache(diskFile) ?? "").split("\n")) {
     if (line === "") continue;
+    if (++kept > MAX_KEPT_TITLES) {
+      diskFile = undefined;
+      break;
+    }
     let record: unknown;
     try {
       record = JSON.parse(line);
@@ -151,10 +164,10 @@ function diskCache(): string | undefined {
       cache.set(record[0], record[1] as string[]);
     }
   }
-  return cached;
+  return diskFile;
 }
 
 /** Appends one title's nouns; a cache that cannot be written is not tried again. */
 function keep(file: string, title: string, nouns: string[]): void {
-  if (!appendCache(file, JSON.stringify([title, nouns]))) cached = undefined;
+  if (!appendCache(file, JSON.stringify([title, nouns]))) diskFile = undefined;
 }

@@ -1,0 +1,105 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { chmodSync, existsSync, mkdtempSync, readdirSync, writeFileSync } from "node:fs";
+import { homedir, tmpdir } from "node:os";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { appendCache, cacheFile, readCache, resolveCacheDir, sourceDigest, writeCache } from "./cache-folder.ts";
+
+/** `fn` with these environment variables (undefined: unset), restored after. */
+function withEnv<T>(vars: Record<string, string | undefined>, fn: () => T): T {
+  const before = Object.fromEntries(Object.keys(vars).map((k) => [k, process.env[k]]));
+  const set = (v: Record<string, string | undefined>) => {
+    for (const [k, x] of Object.entries(v)) {
+      if (x === undefined) delete process.env[k];
+      else process.env[k] = x;
+    }
+  };
+  set(vars);
+  try {
+    return fn();
+  } finally {
+    set(before);
+  }
+}
+
+test("the cache folder: $DREAMGYM_CACHE, else an absolute $XDG_CACHE_HOME/dreamgym, else ~/.cache/dreamgym; off keeps nothing", () => {
+  const home = homedir();
+  assert.equal(
+    withEnv({ DREAMGYM_CACHE: "/x/cache", XDG_CACHE_HOME: "/y" }, () => resolveCacheDir()),
+    "/x/cache",
+  );
+  assert.equal(
+    withEnv({ DREAMGYM_CACHE: undefined, XDG_CACHE_HOME: "/y" }, () => resolveCacheDir()),
+    "/y/dreamgym",
+  );
+  // XDG: a relative path is to be ignored.
+  assert.equal(
+    withEnv({ DREAMGYM_CACHE: undefined, XDG_CACHE_HOME: "rel" }, () => resolveCacheDir()),
+    join(home, ".cache", "dreamgym"),
+  );
+  for (const off of ["off", "OFF", "0", "false", "no"]) {
+    assert.equal(
+      withEnv({ DREAMGYM_CACHE: off }, () => resolveCacheDir()),
+      undefined,
+      off,
+    );
+    assert.equal(
+      withEnv({ DREAMGYM_CACHE: off }, () => cacheFile("x", "k", "json")),
+      undefined,
+      off,
+    );
+  }
+  // Named by a digest of the key: another key, another file.
+  const a = withEnv({ DREAMGYM_CACHE: "/c" }, () => cacheFile("webshop-search", "key 1", "json"));
+  const b = withEnv({ DREAMGYM_CACHE: "/c" }, () => cacheFile("webshop-search", "key 2", "json"));
+  assert.match(a!, /^\/c\/webshop-search-[0-9a-f]{16}\.json$/);
+  assert.notEqual(a, b);
+});
+
+test("a module's source digest follows its code; reads and writes that cannot be done are worked without", () => {
+  const dir = mkdtempSync(join(tmpdir(), "dreamgym-cache-folder-"));
+  const module = join(dir, "m.js");
+  writeFileSync(module, "export const a = 1;\n");
+  const first = sourceDigest(pathToFileURL(module).href);
+  writeFileSync(module, "export const a = 2;\n");
+  assert.match(first!, /^[0-9a-f]{64}$/);
+  assert.notEqual(sourceDigest(pathToFileURL(module).href), first);
+  assert.equal(sourceDigest(pathToFileURL(join(dir, "none.js")).href), undefined);
+
+  // Written whole, read back; appended records each on a line of their own.
+  const file = join(dir, "made", "deeper", "f.json");
+  writeCache(file, '{"a":1}');
+  assert.equal(readCache(file), '{"a":1}');
+  assert.ok(appendCache(join(dir, "made", "log.jsonl"), "[1]") && appendCache(join(dir, "made", "log.jsonl"), "[2]"));
+  assert.equal(readCache(join(dir, "made", "log.jsonl")), "\n[1]\n[2]");
+  assert.deepEqual(readdirSync(join(dir, "made", "deeper")), ["f.json"], "no temp file left");
+  // Under a file (no folder can be made there): nothing thrown, nothing made.
+  assert.equal(readCache(join(module, "f.json")), undefined);
+  writeCache(join(module, "f.json"), "x");
+  assert.equal(appendCache(join(module, "log.jsonl"), "[1]"), false);
+  // A folder this process cannot write (not as root, which writes anyway): no temp file is left.
+  if (process.getuid?.() !== 0) {
+    const locked = join(dir, "locked");
+    writeCache(join(locked, "f.json"), "x");
+    chmodSync(locked, 0o500);
+    writeCache(join(locked, "g.json"), "y");
+    assert.deepEqual(readdirSync(locked), ["f.json"]);
+    chmodSync(locked, 0o700);
+  }
+});
+
+test("with no home folder to find (no HOME, a uid with no passwd entry), there is no cache folder, and nothing throws", (t) => {
+  if (process.getuid?.() !== 0 || !existsSync("/usr/bin/setpriv")) return t.skip("needs root and setpriv to run as a uid with no passwd entry");
+  const ts = import.meta.url.endsWith(".ts");
+  const self = new URL(`./cache-folder.${ts ? "ts" : "js"}`, import.meta.url).href;
+  const script = `import(${JSON.stringify(self)}).then((m) => process.stdout.write(String(m.resolveCacheDir())))`;
+  const r = spawnSync(
+    "/usr/bin/setpriv",
+    ["--reuid=54321", "--regid=54321", "--clear-groups", process.execPath, ...(ts ? ["--import", "tsx"] : []), "-e", script],
+    { encoding: "utf8", env: Object.fromEntries(Object.entries(process.env).filter(([k]) => !["HOME", "XDG_CACHE_HOME", "DREAMGYM_CACHE"].includes(k))) },
+  );
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stdout, "undefined");
+});
