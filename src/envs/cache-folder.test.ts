@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { chmodSync, existsSync, mkdtempSync, readdirSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readdirSync, utimesSync, writeFileSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -102,4 +102,29 @@ test("with no home folder to find (no HOME, a uid with no passwd entry), there i
   );
   assert.equal(r.status, 0, r.stderr);
   assert.equal(r.stdout, "undefined");
+});
+
+test("a write prunes the folder once: cache files not written for 30 days and temp files an hour old go, nothing else", () => {
+  const dir = mkdtempSync(join(tmpdir(), "dreamgym-cache-prune-"));
+  const ago = (name: string, ms: number) => {
+    writeFileSync(join(dir, name), "x");
+    const t = new Date(Date.now() - ms);
+    utimesSync(join(dir, name), t, t);
+  };
+  const day = 24 * 3600 * 1000;
+  ago("webshop-search-0123456789abcdef.json", 31 * day); // older code's or another catalogue's
+  ago("webshop-title-nouns-0123456789abcdef.jsonl", 31 * day);
+  ago("webshop-search-fedcba9876543210.json", 29 * day);
+  ago("webshop-search-fedcba9876543210.json.0123456789ab.tmp", 2 * 3600 * 1000); // a writer killed before its rename
+  ago("webshop-search-fedcba9876543210.json.ba9876543210.tmp", 60 * 1000); // a writer at work
+  ago("notes.txt", 365 * day); // not the cache's: the folder may be shared
+  ago("webshop-search-old.json", 365 * day);
+  writeCache(join(dir, "webshop-search-aaaaaaaaaaaaaaaa.json"), "{}");
+  assert.deepEqual(readdirSync(dir).sort(), [
+    "notes.txt",
+    "webshop-search-aaaaaaaaaaaaaaaa.json",
+    "webshop-search-fedcba9876543210.json",
+    "webshop-search-fedcba9876543210.json.ba9876543210.tmp",
+    "webshop-search-old.json",
+  ]);
 });

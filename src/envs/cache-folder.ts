@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
-import { appendFileSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
-import { isAbsolute, join, resolve } from "node:path";
+import { dirname, isAbsolute, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 /**
@@ -66,9 +66,10 @@ export function readCache(file: string): string | undefined {
 export function writeCache(file: string, text: string): void {
   const tmp = `${file}.${randomBytes(6).toString("hex")}.tmp`; // a writer's own, whatever its process, thread or container
   try {
-    mkdirSync(join(file, ".."), { recursive: true });
+    mkdirSync(dirname(file), { recursive: true });
     writeFileSync(tmp, text);
     renameSync(tmp, file);
+    prune(dirname(file));
   } catch {
     try {
       rmSync(tmp, { force: true });
@@ -85,10 +86,42 @@ export function writeCache(file: string, text: string): void {
  */
 export function appendCache(file: string, record: string): boolean {
   try {
-    mkdirSync(join(file, ".."), { recursive: true });
+    mkdirSync(dirname(file), { recursive: true });
     appendFileSync(file, `\n${record}`);
+    prune(dirname(file));
     return true;
   } catch {
     return false;
+  }
+}
+
+const DAY_MS = 24 * 3600 * 1000;
+const pruned = new Set<string>();
+
+/**
+ * Removes, once a process, the folder's cache files not written for 30 days (those of older code or
+ * other catalogues; one still in use is made again at its next use) and temp files an hour old (a
+ * writer killed before its rename). Only names of the cache's own shape: the folder may be shared.
+ */
+function prune(dir: string): void {
+  if (pruned.has(dir)) return;
+  pruned.add(dir);
+  const now = Date.now();
+  try {
+    for (const name of readdirSync(dir)) {
+      const stale = /^[a-z][a-z-]*-[0-9a-f]{16}\.jsonl?$/.test(name)
+        ? 30 * DAY_MS
+        : /^[a-z][a-z-]*-[0-9a-f]{16}\.jsonl?\.[0-9a-f]{12}\.tmp$/.test(name)
+          ? DAY_MS / 24
+          : undefined;
+      if (stale === undefined) continue;
+      try {
+        if (now - statSync(join(dir, name)).mtimeMs > stale) rmSync(join(dir, name), { force: true });
+      } catch {
+        // Gone already, or not ours to remove.
+      }
+    }
+  } catch {
+    // The folder cannot be listed: nothing pruned.
   }
 }
