@@ -27,7 +27,10 @@ const report = (name: string, value: string) => {
 
 console.log(`dreamgym benchmarks — node ${process.version}, ${process.platform}/${process.arch}\n`);
 
-// Catalogue load (products, goals, search index), cold, in this process.
+// No cache folder (docs/cli.md): the figures do not depend on what ran before; the index row below times both ways.
+process.env.DREAMGYM_CACHE = "off";
+
+// Catalogue load (the products and their prices; goals and the search index are made at first use), cold, in this process.
 let t0 = performance.now();
 const catalogue = loadCatalogue();
 report("webshop: load catalogue (cold)", `${fmt(performance.now() - t0, 0)} ms`);

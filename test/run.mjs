@@ -36,7 +36,7 @@ try {
     stdio: "inherit",
     // The cache folder (WebShop's search index and its titles' nouns, worked out once) is the run's own too: shared
     // by its files, never the user's; DREAMGYM_CACHE=off runs the suite without one.
-    env: { ...process.env, TMPDIR: tmp, DREAMGYM_CACHE: process.env.DREAMGYM_CACHE === "off" ? "off" : join(tmp, "cache") },
+    env: { ...process.env, TMPDIR: tmp, DREAMGYM_CACHE: /^(off|0|false|no)$/i.test(process.env.DREAMGYM_CACHE ?? "") ? "off" : join(tmp, "cache") },
   });
   process.exitCode = run.status ?? 1;
 } finally {

@@ -1,10 +1,11 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { chmodSync, existsSync, mkdtempSync, readdirSync, utimesSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, utimesSync, writeFileSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
+import { PACKAGE_ROOT } from "../core/index.ts";
 import { appendCache, cacheFile, readCache, resolveCacheDir, sourceDigest, writeCache } from "./cache-folder.ts";
 
 /** `fn` with these environment variables (undefined: unset), restored after. */
@@ -104,7 +105,7 @@ test("with no home folder to find (no HOME, a uid with no passwd entry), there i
   assert.equal(r.stdout, "undefined");
 });
 
-test("a write prunes the folder once: cache files not written for 30 days and temp files an hour old go, nothing else", () => {
+test("a write prunes its kind of file once a process: those not written for 30 days and their temp files an hour old go, nothing else", () => {
   const dir = mkdtempSync(join(tmpdir(), "dreamgym-cache-prune-"));
   const ago = (name: string, ms: number) => {
     writeFileSync(join(dir, name), "x");
@@ -113,18 +114,37 @@ test("a write prunes the folder once: cache files not written for 30 days and te
   };
   const day = 24 * 3600 * 1000;
   ago("webshop-search-0123456789abcdef.json", 31 * day); // older code's or another catalogue's
-  ago("webshop-title-nouns-0123456789abcdef.jsonl", 31 * day);
   ago("webshop-search-fedcba9876543210.json", 29 * day);
   ago("webshop-search-fedcba9876543210.json.0123456789ab.tmp", 2 * 3600 * 1000); // a writer killed before its rename
   ago("webshop-search-fedcba9876543210.json.ba9876543210.tmp", 60 * 1000); // a writer at work
-  ago("notes.txt", 365 * day); // not the cache's: the folder may be shared
+  ago("webshop-title-nouns-0123456789abcdef.jsonl", 31 * day); // another kind: pruned when that kind is written
+  // Not the cache's: the folder may be shared.
+  ago("results-0123456789abcdef.json", 365 * day);
+  ago("notes.txt", 365 * day);
   ago("webshop-search-old.json", 365 * day);
   writeCache(join(dir, "webshop-search-aaaaaaaaaaaaaaaa.json"), "{}");
   assert.deepEqual(readdirSync(dir).sort(), [
     "notes.txt",
+    "results-0123456789abcdef.json",
     "webshop-search-aaaaaaaaaaaaaaaa.json",
     "webshop-search-fedcba9876543210.json",
     "webshop-search-fedcba9876543210.json.ba9876543210.tmp",
     "webshop-search-old.json",
+    "webshop-title-nouns-0123456789abcdef.jsonl",
   ]);
+  assert.ok(appendCache(join(dir, "webshop-title-nouns-bbbbbbbbbbbbbbbb.jsonl"), "[1]"));
+  assert.ok(!readdirSync(dir).includes("webshop-title-nouns-0123456789abcdef.jsonl"));
+});
+
+test("the modules whose own code names their cache files import no other code of ours that their output depends on", () => {
+  // A cache file's name holds a digest of one module's source: code moved out of it into another module
+  // would change the output without changing the name. Libraries are named by their versions instead.
+  for (const [module, allowed] of [
+    ["src/envs/webshop/text-search.ts", []],
+    ["src/envs/webshop/title-nouns.ts", ["../cache-folder.ts"]],
+  ] as const) {
+    const source = readFileSync(join(PACKAGE_ROOT, module), "utf8");
+    const ours = [...source.matchAll(/^import (?!type )[^;]*? from "(\.{1,2}\/[^"]+)";/gm)].map((m) => m[1]);
+    assert.deepEqual(ours, allowed, module);
+  }
 });

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { appendFileSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
-import { dirname, isAbsolute, join, resolve } from "node:path";
+import { basename, dirname, isAbsolute, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 /**
@@ -69,7 +69,7 @@ export function writeCache(file: string, text: string): void {
     mkdirSync(dirname(file), { recursive: true });
     writeFileSync(tmp, text);
     renameSync(tmp, file);
-    prune(dirname(file));
+    prune(file);
   } catch {
     try {
       rmSync(tmp, { force: true });
@@ -88,7 +88,17 @@ export function appendCache(file: string, record: string): boolean {
   try {
     mkdirSync(dirname(file), { recursive: true });
     appendFileSync(file, `\n${record}`);
-    prune(dirname(file));
+    prune(file);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Removes a cache file (one that is full, to start anew); false when it could not. */
+export function removeCache(file: string): boolean {
+  try {
+    rmSync(file, { force: true });
     return true;
   } catch {
     return false;
@@ -99,22 +109,26 @@ const DAY_MS = 24 * 3600 * 1000;
 const pruned = new Set<string>();
 
 /**
- * Removes, once a process, the folder's cache files not written for 30 days (those of older code or
- * other catalogues; one still in use is made again at its next use) and temp files an hour old (a
- * writer killed before its rename). Only names of the cache's own shape: the folder may be shared.
+ * Removes, once a process for each kind of file, the files of `file`'s kind (its name, another digest)
+ * not written for 30 days (those of older code or other catalogues; one still in use is made again at
+ * its next use) and their temp files an hour old (a writer killed before its rename). Nothing else:
+ * the folder may be shared.
  */
-function prune(dir: string): void {
-  if (pruned.has(dir)) return;
-  pruned.add(dir);
+function prune(file: string): void {
+  const kind = /^(.+)-[0-9a-f]{16}(\.[a-z]+)$/.exec(basename(file));
+  if (!kind) return;
+  const dir = dirname(file);
+  const key = `${dir}\0${kind[1]}${kind[2]}`;
+  if (pruned.has(key)) return;
+  pruned.add(key);
+  const escaped = kind[1].replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  const ours = new RegExp(`^${escaped}-[0-9a-f]{16}\\${kind[2]}(\\.[0-9a-f]{12}\\.tmp)?$`);
   const now = Date.now();
   try {
     for (const name of readdirSync(dir)) {
-      const stale = /^[a-z][a-z-]*-[0-9a-f]{16}\.jsonl?$/.test(name)
-        ? 30 * DAY_MS
-        : /^[a-z][a-z-]*-[0-9a-f]{16}\.jsonl?\.[0-9a-f]{12}\.tmp$/.test(name)
-          ? DAY_MS / 24
-          : undefined;
-      if (stale === undefined) continue;
+      const match = ours.exec(name);
+      if (!match) continue;
+      const stale = match[1] ? DAY_MS / 24 : 30 * DAY_MS;
       try {
         if (now - statSync(join(dir, name)).mtimeMs > stale) rmSync(join(dir, name), { force: true });
       } catch {

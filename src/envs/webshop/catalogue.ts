@@ -317,10 +317,13 @@ export class Catalogue {
 
 const cache = new Map<string, Catalogue>();
 
+// Taken as the modules load, not at the first search: code rebuilt under a running process must not name its old output.
+const ANALYZER_DIGEST = sourceDigest(ANALYZER_MODULE);
+
 /**
  * The search index's analysis of `texts`, kept in the cache folder for the next process: analysing the
  * data pack's 1,000 products costs each process that searches them ~0.15 s of CPU, reading it back and
- * checking it ~20 ms. The file is named by the texts, the analyzer's code, the stemmer's version and the
+ * checking it ~15–30 ms. The file is named by the texts, the analyzer's code, the stemmer's version and the
  * Unicode tables, so it cannot be stale; one that does not read back whole and consistent is made again.
  */
 function keptAnalysis(texts: string[]): CorpusAnalysis {
@@ -328,7 +331,7 @@ function keptAnalysis(texts: string[]): CorpusAnalysis {
   try {
     const require = createRequire(import.meta.url);
     const stemmer = (require("stemmer/package.json") as { version: string }).version;
-    const code = sourceDigest(ANALYZER_MODULE);
+    const code = ANALYZER_DIGEST;
     if (code) file = cacheFile("webshop-search", JSON.stringify([code, stemmer, process.versions.unicode, texts]), "json");
   } catch {
     // The stemmer's metadata unreadable: keep nothing.

@@ -107,6 +107,10 @@ test("titles tagged in one process are read by the next from the cache folder, w
   writeFileSync(crowdedFile, Array.from({ length: 60_000 }, (_, i) => `\n["another catalogue's title ${i}",["title"]]`).join(""));
   assert.deepEqual(tag({ DREAMGYM_CACHE: crowded }), { nouns: expected, tagger: true });
   assert.deepEqual(tag({ DREAMGYM_CACHE: crowded }), { nouns: expected, tagger: false });
+  // A file past 100,000 titles starts anew, with what the next process tags.
+  writeFileSync(crowdedFile, Array.from({ length: 100_001 }, (_, i) => `\n["another catalogue's title ${i}",["title"]]`).join(""));
+  assert.deepEqual(tag({ DREAMGYM_CACHE: crowded }), { nouns: expected, tagger: true });
+  assert.equal(readFileSync(crowdedFile, "utf8").split("\n").filter(Boolean).length, some.length);
   // DREAMGYM_CACHE=off keeps nothing, anywhere; a folder that cannot be made (under a file) is worked without.
   const xdg = mkdtempSync(join(tmpdir(), "dreamgym-xdg-"));
   assert.deepEqual(tag({ DREAMGYM_CACHE: "off", XDG_CACHE_HOME: xdg }), { nouns: expected, tagger: true });

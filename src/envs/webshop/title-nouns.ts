@@ -1,7 +1,7 @@
 import { createRequire } from "node:module";
 import type winkNLPType from "wink-nlp";
 import type modelType from "wink-eng-lite-web-model";
-import { appendCache, cacheFile, readCache, sourceDigest } from "../cache-folder.ts";
+import { appendCache, cacheFile, readCache, removeCache, sourceDigest } from "../cache-folder.ts";
 
 /**
  * The lower-cased nouns and proper nouns of a product title, as WebShop's `get_type_reward` takes
@@ -92,7 +92,7 @@ export function tagNouns(title: string): string[] {
 }
 
 const MAX_TITLES = 50_000; // remembered in memory, tagged here
-const MAX_KEPT_TITLES = 100_000; // read from the cache file; past it, the file is full and grows no more
+const MAX_KEPT_TITLES = 100_000; // read from the cache file; past it, the file starts anew
 const cache = new Map<string, string[]>();
 let tagged = 0;
 
@@ -120,6 +120,8 @@ export function titleNouns(title: string): string[] {
   return nouns;
 }
 
+// Taken as the module loads, not at the first purchase: code rebuilt under a running process must not name its old output.
+const TAGGER_DIGEST = sourceDigest(import.meta.url);
 let diskFile: string | undefined;
 let diskRead = false;
 
@@ -130,7 +132,7 @@ function keptNouns(): string | undefined {
   try {
     const require = createRequire(import.meta.url);
     const version = (name: string) => (require(`${name}/package.json`) as { version: string }).version;
-    const code = sourceDigest(import.meta.url);
+    const code = TAGGER_DIGEST;
     if (!code) return undefined;
     diskFile = cacheFile(
       "webshop-title-nouns",
@@ -145,7 +147,8 @@ function keptNouns(): string | undefined {
   for (const line of (readCache(diskFile) ?? "").split("\n")) {
     if (line === "") continue;
     if (++kept > MAX_KEPT_TITLES) {
-      diskFile = undefined;
+      // Full (other catalogues' titles, duplicates): it starts anew with what this process tags.
+      removeCache(diskFile);
       break;
     }
     let record: unknown;
