@@ -125,7 +125,7 @@ const TAGGER_DIGEST = sourceDigest(import.meta.url);
 let diskFile: string | undefined;
 let diskRead = false;
 
-/** Reads the cache file into `cache`, once; its path, or undefined when there is none to keep to (none, or full). */
+/** Reads the cache file into `cache`, once; its path, or undefined when there is none to keep to. */
 function keptNouns(): string | undefined {
   if (diskRead) return diskFile;
   diskRead = true;
