@@ -47,14 +47,14 @@ test("the cache folder: $DREAMGYM_CACHE, else an absolute $XDG_CACHE_HOME/dreamg
       off,
     );
     assert.equal(
-      withEnv({ DREAMGYM_CACHE: off }, () => cacheFile("x", "k", "json")),
+      withEnv({ DREAMGYM_CACHE: off }, () => cacheFile("x", "json", { code: "c", packages: [] })),
       undefined,
       off,
     );
   }
   // Named by a digest of the key: another key, another file.
-  const a = withEnv({ DREAMGYM_CACHE: "/c" }, () => cacheFile("webshop-search", "key 1", "json"));
-  const b = withEnv({ DREAMGYM_CACHE: "/c" }, () => cacheFile("webshop-search", "key 2", "json"));
+  const a = withEnv({ DREAMGYM_CACHE: "/c" }, () => cacheFile("webshop-search", "json", { code: "c", packages: ["stemmer"], input: ["text 1"] }));
+  const b = withEnv({ DREAMGYM_CACHE: "/c" }, () => cacheFile("webshop-search", "json", { code: "c", packages: ["stemmer"], input: ["text 2"] }));
   assert.match(a!, /^\/c\/webshop-search-[0-9a-f]{16}\.json$/);
   assert.notEqual(a, b);
 });

@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
 import { appendFileSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { homedir } from "node:os";
 import { basename, dirname, isAbsolute, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -29,14 +30,34 @@ export function resolveCacheDir(): string | undefined {
   }
 }
 
+/** What a cache file's content is worked out from: all of it goes into the file's name. */
+export interface CacheKey {
+  /** The code that works it out: `sourceDigest` of its module, taken as the module loads. */
+  code: string | undefined;
+  /** The packages that code calls (their versions). */
+  packages: readonly string[];
+  /** The inputs, if any (JSON). */
+  input?: unknown;
+}
+
 /**
- * The cache file for `name` whose content depends on `key` alone, or undefined without a cache folder.
- * The key must hold everything the content depends on: `sourceDigest` of the code that works it out among it.
+ * The cache file for `name`, named by a digest of `key` and of the Unicode tables (case and word
+ * classes); undefined without a cache folder, or when the code or a package's version cannot be read.
  */
-export function cacheFile(name: string, key: string, extension: string): string | undefined {
+export function cacheFile(name: string, extension: string, key: CacheKey): string | undefined {
   const dir = resolveCacheDir();
-  if (!dir) return undefined;
-  return join(dir, `${name}-${createHash("sha256").update(key).digest("hex").slice(0, 16)}.${extension}`);
+  if (!dir || key.code === undefined) return undefined;
+  let versions: string[];
+  try {
+    const require = createRequire(import.meta.url);
+    versions = key.packages.map((p) => `${p}@${(require(`${p}/package.json`) as { version: string }).version}`);
+  } catch {
+    return undefined;
+  }
+  const digest = createHash("sha256")
+    .update(JSON.stringify([key.code, versions, process.versions.unicode, key.input ?? null]))
+    .digest("hex");
+  return join(dir, `${name}-${digest.slice(0, 16)}.${extension}`);
 }
 
 /**

@@ -1,4 +1,3 @@
-import { createRequire } from "node:module";
 import { join } from "node:path";
 import { DataError, describeValue, InvalidConfigError, readJsonFile, Rng } from "../../core/index.ts";
 import { cacheFile, readCache, sourceDigest, writeCache } from "../cache-folder.ts";
@@ -327,15 +326,7 @@ const ANALYZER_DIGEST = sourceDigest(ANALYZER_MODULE);
  * Unicode tables, so it cannot be stale; one that does not read back whole and consistent is made again.
  */
 function keptAnalysis(texts: string[]): CorpusAnalysis {
-  let file: string | undefined;
-  try {
-    const require = createRequire(import.meta.url);
-    const stemmer = (require("stemmer/package.json") as { version: string }).version;
-    const code = ANALYZER_DIGEST;
-    if (code) file = cacheFile("webshop-search", JSON.stringify([code, stemmer, process.versions.unicode, texts]), "json");
-  } catch {
-    // The stemmer's metadata unreadable: keep nothing.
-  }
+  const file = cacheFile("webshop-search", "json", { code: ANALYZER_DIGEST, packages: ["stemmer"], input: texts });
   if (!file) return analyzeCorpus(texts);
   const text = readCache(file);
   if (text !== undefined) {

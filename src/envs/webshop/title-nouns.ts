@@ -129,19 +129,7 @@ let diskRead = false;
 function keptNouns(): string | undefined {
   if (diskRead) return diskFile;
   diskRead = true;
-  try {
-    const require = createRequire(import.meta.url);
-    const version = (name: string) => (require(`${name}/package.json`) as { version: string }).version;
-    const code = TAGGER_DIGEST;
-    if (!code) return undefined;
-    diskFile = cacheFile(
-      "webshop-title-nouns",
-      `${code} wink-nlp@${version("wink-nlp")} wink-eng-lite-web-model@${version("wink-eng-lite-web-model")} unicode@${process.versions.unicode}`,
-      "jsonl",
-    );
-  } catch {
-    return undefined; // the packages' metadata unreadable: keep nothing
-  }
+  diskFile = cacheFile("webshop-title-nouns", "jsonl", { code: TAGGER_DIGEST, packages: ["wink-nlp", "wink-eng-lite-web-model"] });
   if (!diskFile) return undefined;
   let kept = 0;
   for (const line of (readCache(diskFile) ?? "").split("\n")) {
