@@ -59,6 +59,8 @@ export interface PostOptions {
   maxBytes: number;
   /** Kept-alive connections (one pair per client: closing it closes them). */
   agents: Agents;
+  /** Called when an answer's headers come (a redirect's too): the server is there. */
+  onHeaders?: () => void;
 }
 
 /** The headers of a call to an OpenAI-compatible server, as the `openai` client sends them: the key, and the organization and project where set. */
@@ -176,6 +178,7 @@ function send(
     const timer = setTimeout(() => fail(new HeadersTimeoutError("Request timed out.")), Math.max(0, headersBy - performance.now()));
     req.on("error", (e) => fail(new ConnectionError("Connection error.", { cause: e })));
     req.on("response", (res) => {
+      o.onHeaders?.();
       if (settled) return void res.resume();
       settled = true;
       clearTimeout(timer);

@@ -119,6 +119,31 @@ test("a server that never answered (refused, hung, not the protocol) stops at th
   }
 });
 
+test("a hung server stays 'cannot be reached' when the process stalls as it sends (the answer's deadline does not pass for an answer)", async () => {
+  const hung = await chatServer({ faults: ["timeout"] });
+  try {
+    const m = new OpenAIChatModel({ baseURL: hung.url, model: "tiny", timeoutMs: 200, maxFailures: 1, ...fast });
+    // A stall between the start of the attempt and the request's send (a collector's pause, the process
+    // descheduled on a loaded machine), here made by the message's own JSON: longer than the 50 ms by
+    // which the whole answer's deadline follows the headers' timeout.
+    const stalling = {
+      toJSON() {
+        const until = performance.now() + 120;
+        while (performance.now() < until);
+        return "x";
+      },
+    };
+    await assert.rejects(m.generate({ messages: [{ role: "user", content: stalling as unknown as string }] }), (e: unknown) => {
+      assert.ok(e instanceof EndpointFailedError);
+      assert.match(e.message, /cannot be reached; last error: .*Request timed out/);
+      return true;
+    });
+    assert.equal(m.breaker.reached, false, "a server that sent nothing has not answered");
+  } finally {
+    await hung.close();
+  }
+});
+
 test("a server that answered once and then keeps failing trips the breaker after maxFailures calls in a row", async () => {
   const s = await chatServer({ faults: ["ok", "500", "ok", "400", "400", "400"] });
   try {

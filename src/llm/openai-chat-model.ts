@@ -155,15 +155,21 @@ export class OpenAIChatModel implements ChatModel {
   private async once(request: ChatRequest): Promise<ChatResponse> {
     const abort = new AbortController();
     const off = this.breaker.onTrip(() => abort.abort());
-    // The request timeout ends at the answer's headers; this one bounds the whole answer. It starts
-    // as the request is sent and ends a moment later, so that no headers at all stays the request
-    // timeout (not answered), however late a busy process reads them.
+    // The request timeout ends at the answer's headers; this one bounds the whole answer, a moment
+    // later. Where it passes with no headers come, it is the request timeout (not answered): the
+    // process may have stalled between setting it and sending the request, which then times out after it.
+    let headersCame = false;
     const deadline = setTimeout(
-      () => abort.abort(new AnswerDeadlineError(`timed out: no whole answer within ${this.timeoutMs / 1000} s (--request-timeout)`)),
+      () =>
+        abort.abort(
+          headersCame
+            ? new AnswerDeadlineError(`timed out: no whole answer within ${this.timeoutMs / 1000} s (--request-timeout)`)
+            : new HeadersTimeoutError("Request timed out."),
+        ),
       this.timeoutMs + 50,
     );
     try {
-      return await this.attempt(request, abort.signal);
+      return await this.attempt(request, abort.signal, () => (headersCame = true));
     } catch (e) {
       if (abort.signal.aborted && abort.signal.reason instanceof AnswerDeadlineError && !causedBy(e, AnswerDeadlineError)) throw abort.signal.reason;
       throw e;
@@ -173,7 +179,7 @@ export class OpenAIChatModel implements ChatModel {
     }
   }
 
-  private async attempt(request: ChatRequest, signal: AbortSignal): Promise<ChatResponse> {
+  private async attempt(request: ChatRequest, signal: AbortSignal, onHeaders: () => void): Promise<ChatResponse> {
     const body = JSON.stringify({
       model: this.model,
       messages: request.messages,
@@ -192,6 +198,7 @@ export class OpenAIChatModel implements ChatModel {
       headersTimeoutMs: this.timeoutMs,
       maxBytes: this.maxAnswerBytes,
       agents: this.agents,
+      onHeaders,
     });
     if (answer.status < 200 || answer.status > 299) throw new HttpStatusError(answer);
     // A JSON answer that does not parse is a broken transfer (retried once the server has answered);
