@@ -1,12 +1,14 @@
 // `dreamgym buffer import` end to end (read, parse, check, abstract, embed, store), as the CLI runs it.
-// Each import runs `runCli(["buffer", "import", …])` in a fresh process on a JSONL file written once;
+// Each import runs the compiled CLI's `runCli(["buffer", "import", …])` (dist/, what `dreamgym` runs: under
+// tsx, the import thread's start and the lazy loads pay for tsx's transforms) in a fresh process on a JSONL file written once;
 // the rate is the one the command prints (its import, without the process start), and the CPU time
 // is the process's during the command, its modules loaded before (CPU time is less sensitive than
 // wall time to other jobs on the machine; lazy loads such as the WebShop catalogue count in both).
 // "main thread" is that thread's CPU time alone (Linux): with a second core free, what bounds the wall
 // time of an import whose other work runs on the import thread.
-//   node --import tsx bench/import.ts [--runs 3] [--only short|webshop|abstract] [--dir DIR] [--root DIR]
-// --root runs another checkout's code (e.g. main's) on the same files, for before/after comparisons.
+//   npm run bench:import -- [--runs 3] [--only short|webshop|abstract] [--dir DIR] [--root DIR]
+// (it builds dist/ first). --root runs another checkout's compiled code (`npm run build` there first) on the
+// same files, for before/after comparisons.
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -28,7 +30,9 @@ const { values } = parseArgs({
 
 if (values.child) {
   // The child: one CLI import, its printed rate and its CPU time.
-  const { runCli } = (await import(pathToFileURL(join(values.child, "src", "cli", "run.ts")).href)) as typeof import("../src/cli/run.ts");
+  const entry = join(values.child, "dist", "cli", "run.js");
+  if (!existsSync(entry)) throw new Error(`${entry} is missing: run npm run build in ${values.child}`);
+  const { runCli } = (await import(pathToFileURL(entry).href)) as typeof import("../src/cli/run.ts");
   let out = "";
   const sink = new Writable({
     write(chunk, _enc, done) {
@@ -36,7 +40,7 @@ if (values.child) {
       done();
     },
   }) as unknown as NodeJS.WriteStream;
-  await runCli(["--version"], { stdout: sink, stderr: sink, stdin: process.stdin }); // the CLI's modules loaded (and compiled by tsx) before the clock
+  await runCli(["--version"], { stdout: sink, stderr: sink, stdin: process.stdin }); // the CLI's modules loaded before the clock
   out = "";
   const cpu = process.cpuUsage();
   const main0 = mainThreadCpu();
