@@ -398,6 +398,30 @@ test("heartbeat: a half-open socket (no pongs) is cut and its session closed; a 
   }
 });
 
+test("heartbeat: a server stalled past a beat while a live socket's pong came in does not cut that socket", { timeout: 20_000 }, async () => {
+  const s = await startTestServer({ app: { heartbeat: 0.25 } });
+  try {
+    const live = await TestClient.open(s.ws);
+    // The process stalls (a long step, a collector's pause, a loaded machine) just after the socket
+    // answered a ping, here in the client's own ping handler (its pong is sent before it): past the
+    // next beat, which comes before the pong is read.
+    live.ws.once("ping", () => {
+      const until = performance.now() + 300;
+      while (performance.now() < until);
+    });
+    // Two pings more (beats after the stalled one) on a socket still open.
+    await new Promise<void>((resolve, reject) => {
+      let pings = 0;
+      live.ws.on("ping", () => ++pings === 3 && resolve());
+      live.ws.once("close", (code) => reject(new Error(`the live socket was cut (${code})`)));
+    });
+    assert.equal((await live.call({ type: "reset", data: {} })).type, "observation");
+    await live.close();
+  } finally {
+    await s.close();
+  }
+});
+
 test("a session reaped while idle closes its socket, with the reason; a live socket's session outlasts --idle-timeout", { timeout: 20_000 }, async () => {
   const s = await startTestServer({ sessions: { idleTimeout: 60, connectedIdleTimeout: 300 } });
   try {

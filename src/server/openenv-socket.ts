@@ -105,16 +105,23 @@ export class OpenEnvSockets {
 
   /** Pings every socket; one that did not answer the previous ping is half-open: cut it (its session closes). */
   beat(): void {
+    const silent: WebSocket[] = [];
     for (const [ws, alive] of this.alive) {
       // A paused socket (the server is behind on its messages) does not read pongs: busy, not dead.
       if (ws.isPaused) continue;
       if (!alive) {
-        ws.terminate();
+        silent.push(ws);
         continue;
       }
       this.alive.set(ws, false);
       ws.ping();
     }
+    // Cut after the loop's next read of the sockets: timers run before it, so a beat that comes late
+    // (the process stalled past it) would otherwise cut a socket whose pong came during the stall.
+    if (silent.length > 0)
+      setImmediate(() => {
+        for (const ws of silent) if (this.alive.get(ws) === false && !ws.isPaused) ws.terminate();
+      });
   }
 
   private connect(ws: WebSocket): void {
