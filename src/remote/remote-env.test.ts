@@ -182,7 +182,7 @@ describe("failures are one-line errors that name the URL, never a hang", () => {
     }
   });
 
-  test("a socket cut while a step waits, and a server that never answers (the timeout)", async () => {
+  test("a socket cut while a step waits, and a server that never answers (the timeout); a reply read late, the process stalled, is taken", async () => {
     // A bare WebSocket endpoint standing in for a broken server: it answers reset, then misbehaves.
     const wss = new WebSocketServer({ port: 0, host: "127.0.0.1" });
     await new Promise((resolve) => wss.once("listening", resolve));
@@ -200,6 +200,13 @@ describe("failures are one-line errors that name the URL, never a hang", () => {
         const m = JSON.parse(raw.toString()) as { type: string; data?: { action?: string } };
         if (m.type === "reset") ws.send(JSON.stringify(obs));
         else if (m.data?.action === "cut") ws.terminate();
+        else if (m.data?.action === "stall") {
+          // The reply goes out at once, then the process stalls (a long step, a collector's pause, a
+          // loaded machine) past the client's timeout, before the client has read it.
+          ws.send(JSON.stringify(obs));
+          const until = performance.now() + 300;
+          while (performance.now() < until);
+        }
         // "silent": no reply at all
       }),
     );
@@ -207,6 +214,7 @@ describe("failures are one-line errors that name the URL, never a hang", () => {
     try {
       await remote.reset();
       assert.deepEqual(remote.availableActions(), ["go"]);
+      assert.equal((await remote.step("stall")).observation, "hello", "a reply that came in time is taken, however late it is read");
       await rejectsRemote(remote.step("cut"), /step failed: the server closed the connection \(code 1006/);
       await remote.reset(); // reconnects
       await rejectsRemote(remote.step("silent"), /step failed: no reply to step within 0.2 s/);

@@ -254,12 +254,19 @@ export class RemoteEnv implements Env {
       return Promise.reject(new RemoteEnvError(this.url, `${what} failed: ${why}`, u?.code));
     }
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        // A late reply would answer the next request: the connection is given up.
-        this.gaveUp = true;
-        this.fail(`no reply to ${what} within ${this.timeoutMs / 1000} s`);
-        this.drop();
-      }, this.timeoutMs);
+      const timer = setTimeout(
+        () =>
+          // After the loop's next read of the socket: timers run before it, so a process stalled past
+          // the timeout would otherwise give up on a reply that came in time, unread.
+          setImmediate(() => {
+            if (this.pending?.timer !== timer) return; // answered
+            // A late reply would answer the next request: the connection is given up.
+            this.gaveUp = true;
+            this.fail(`no reply to ${what} within ${this.timeoutMs / 1000} s`);
+            this.drop();
+          }),
+        this.timeoutMs,
+      );
       this.pending = { what, resolve, reject, timer };
       ws.send(JSON.stringify(message), (e) => {
         if (e) this.fail(`cannot send ${what}: ${e.message}`);
