@@ -175,7 +175,9 @@ function send(
     };
     const onAbort = () => fail(o.signal?.reason);
     o.signal?.addEventListener("abort", onAbort, { once: true });
-    const timer = setTimeout(() => fail(new HeadersTimeoutError("Request timed out.")), Math.max(0, headersBy - performance.now()));
+    // Failed after the loop's next read of the sockets: timers run before it, so a process stalled
+    // past the deadline would otherwise fail a request whose answer came in time, unread.
+    const timer = setTimeout(() => setImmediate(() => fail(new HeadersTimeoutError("Request timed out."))), Math.max(0, headersBy - performance.now()));
     req.on("error", (e) => fail(new ConnectionError("Connection error.", { cause: e })));
     req.on("response", (res) => {
       o.onHeaders?.();

@@ -144,6 +144,43 @@ test("a hung server stays 'cannot be reached' when the process stalls as it send
   }
 });
 
+test("an answer that came in time is taken when the process stalls past the timeout before reading it (not 'cannot be reached')", async () => {
+  const { createServer } = await import("node:http");
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on("end", () => {
+      const completion = {
+        id: "c",
+        object: "chat.completion",
+        created: 0,
+        model: "m",
+        choices: [{ index: 0, message: { role: "assistant", content: "in time" }, finish_reason: "stop" }],
+      };
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify(completion));
+      // The answer is sent; then the process stalls (a collector's pause, the process descheduled on a
+      // loaded machine) past the request timeout and the whole answer's deadline, before the client reads it.
+      const until = performance.now() + 400;
+      while (performance.now() < until);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  try {
+    const m = new OpenAIChatModel({
+      baseURL: `http://127.0.0.1:${(server.address() as { port: number }).port}/v1`,
+      model: "m",
+      timeoutMs: 200,
+      maxFailures: 1,
+      ...fast,
+    });
+    assert.equal((await m.generate({ messages: [{ role: "user", content: "x" }] })).choices[0].text, "in time");
+    m.close();
+  } finally {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+});
+
 test("a server that answered once and then keeps failing trips the breaker after maxFailures calls in a row", async () => {
   const s = await chatServer({ faults: ["ok", "500", "ok", "400", "400", "400"] });
   try {

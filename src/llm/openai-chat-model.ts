@@ -158,14 +158,19 @@ export class OpenAIChatModel implements ChatModel {
     // The request timeout ends at the answer's headers; this one bounds the whole answer, a moment
     // later. Where it passes with no headers come, it is the request timeout (not answered): the
     // process may have stalled between setting it and sending the request, which then times out after it.
+    // It acts after the loop's next read of the sockets (timers run before it): a process stalled past
+    // it takes an answer that came in time.
     let headersCame = false;
+    let late: NodeJS.Immediate | undefined;
     const deadline = setTimeout(
       () =>
-        abort.abort(
-          headersCame
-            ? new AnswerDeadlineError(`timed out: no whole answer within ${this.timeoutMs / 1000} s (--request-timeout)`)
-            : new HeadersTimeoutError("Request timed out."),
-        ),
+        (late = setImmediate(() =>
+          abort.abort(
+            headersCame
+              ? new AnswerDeadlineError(`timed out: no whole answer within ${this.timeoutMs / 1000} s (--request-timeout)`)
+              : new HeadersTimeoutError("Request timed out."),
+          ),
+        )),
       this.timeoutMs + 50,
     );
     try {
@@ -175,6 +180,7 @@ export class OpenAIChatModel implements ChatModel {
       throw e;
     } finally {
       clearTimeout(deadline);
+      clearImmediate(late);
       off();
     }
   }
