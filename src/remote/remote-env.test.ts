@@ -225,6 +225,35 @@ describe("failures are one-line errors that name the URL, never a hang", () => {
     }
   });
 
+  test("a compressed reply read late, the process stalled, is taken (permessage-deflate, as a Python OpenEnv server offers it)", async () => {
+    // A server that compresses its frames (uvicorn's default): the client inflates a reply on the
+    // thread pool, so it is a message only after a later turn of the loop than the one that read it.
+    const wss = new WebSocketServer({ port: 0, host: "127.0.0.1", perMessageDeflate: { threshold: 0 } });
+    await new Promise((resolve) => wss.once("listening", resolve));
+    const port = (wss.address() as { port: number }).port;
+    const obs = {
+      type: "observation",
+      data: { observation: { text: "hello", available_actions: ["go"], task_id: "t", instruction: "" }, reward: null, done: false },
+    };
+    wss.on("connection", (ws) =>
+      ws.on("message", (raw) => {
+        ws.send(JSON.stringify(obs));
+        if ((JSON.parse(raw.toString()) as { type: string }).type === "reset") return;
+        // The reply goes out at once, then the process stalls past the client's timeout.
+        const until = performance.now() + 300;
+        while (performance.now() < until);
+      }),
+    );
+    const remote = new RemoteEnv(`ws://127.0.0.1:${port}`, { timeout: 0.2 });
+    try {
+      await remote.reset();
+      assert.equal((await remote.step("go")).observation, "hello", "a reply that came in time is taken, however late it is read");
+    } finally {
+      await remote.close();
+      await new Promise((resolve) => wss.close(resolve));
+    }
+  });
+
   test("a token: without it 401, with it the env works", async () => {
     const server = await serve({ token: "s3cret" });
     try {

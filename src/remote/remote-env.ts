@@ -207,6 +207,10 @@ export class RemoteEnv implements Env {
         handshakeTimeout: this.timeoutMs,
         headers: this.token ? { authorization: `Bearer ${this.token}` } : undefined,
         maxPayload: 100 * 1024 * 1024,
+        // Frames uncompressed (dreamgym's server sends them so; uvicorn's compresses where offered): a
+        // compressed reply is inflated on the thread pool, a message only a turn of the loop after the
+        // read, later than the request timeout waits for a reply that came in time (a stalled process).
+        perMessageDeflate: false,
       });
       this.ws = ws;
       let opened = false;
