@@ -254,6 +254,41 @@ describe("failures are one-line errors that name the URL, never a hang", () => {
     }
   });
 
+  test("a connection accepted in time is taken when the process stalls past the timeout before reading the acceptance", async () => {
+    const wss = new WebSocketServer({ port: 0, host: "127.0.0.1" });
+    await new Promise((resolve) => wss.once("listening", resolve));
+    const port = (wss.address() as { port: number }).port;
+    const obs = {
+      type: "observation",
+      data: { observation: { text: "hello", available_actions: ["go"], task_id: "t", instruction: "" }, reward: null, done: false },
+    };
+    wss.on("connection", (ws) => {
+      ws.on("message", () => ws.send(JSON.stringify(obs)));
+      // The upgrade's answer has gone out; then the process stalls past the client's timeout.
+      const until = performance.now() + 300;
+      while (performance.now() < until);
+    });
+    const remote = new RemoteEnv(`ws://127.0.0.1:${port}`, { timeout: 0.2 });
+    try {
+      assert.equal((await remote.reset()).observation, "hello", "a connection accepted in time is taken, however late it is read");
+    } finally {
+      await remote.close();
+      await new Promise((resolve) => wss.close(resolve));
+    }
+    // One never accepted still times out.
+    const held: import("node:net").Socket[] = [];
+    const mute = createServer((socket) => void held.push(socket));
+    await new Promise<void>((resolve) => mute.listen(0, "127.0.0.1", resolve));
+    try {
+      const never = new RemoteEnv(`ws://127.0.0.1:${(mute.address() as { port: number }).port}`, { timeout: 0.2 });
+      await rejectsRemote(never.reset(), /cannot connect: Opening handshake has timed out/);
+      await never.close();
+    } finally {
+      for (const socket of held) socket.destroy();
+      await new Promise((resolve) => mute.close(resolve));
+    }
+  });
+
   test("a token: without it 401, with it the env works", async () => {
     const server = await serve({ token: "s3cret" });
     try {

@@ -204,7 +204,6 @@ export class RemoteEnv implements Env {
     return new Promise<void>((resolve, reject) => {
       // `ws` is read at the first connection: every other command skips its load.
       const ws = new (createRequire(import.meta.url)("ws") as typeof WebSocket)(this.url, {
-        handshakeTimeout: this.timeoutMs,
         headers: this.token ? { authorization: `Bearer ${this.token}` } : undefined,
         maxPayload: 100 * 1024 * 1024,
         // Frames uncompressed (dreamgym's server sends them so; uvicorn's compresses where offered): a
@@ -214,8 +213,20 @@ export class RemoteEnv implements Env {
       });
       this.ws = ws;
       let opened = false;
+      // Not ws's handshakeTimeout (a socket timer, run before the loop reads the socket): this acts
+      // after that read, so a process stalled past it takes an acceptance that came in time.
+      const timer = setTimeout(
+        () =>
+          setImmediate(() => {
+            if (opened || this.ws !== ws) return;
+            reject(new RemoteEnvError(this.url, "cannot connect: Opening handshake has timed out"));
+            ws.terminate();
+          }),
+        this.timeoutMs,
+      );
       ws.on("open", () => {
         opened = true;
+        clearTimeout(timer);
         resolve();
       });
       ws.on("unexpected-response", (_req, res) => {
@@ -232,6 +243,7 @@ export class RemoteEnv implements Env {
         else this.fail(`connection error: ${e.message}`);
       });
       ws.on("close", (code: number, reason: Buffer) => {
+        clearTimeout(timer);
         if (this.ws !== ws) return;
         const why = this.unsolicited
           ? `${this.unsolicited.message}${this.unsolicited.code ? ` (${this.unsolicited.code})` : ""}`
