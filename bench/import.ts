@@ -1,6 +1,7 @@
 // `dreamgym buffer import` end to end (read, parse, check, abstract, embed, store), as the CLI runs it.
-// Each import runs the compiled CLI's `runCli(["buffer", "import", …])` (dist/, what `dreamgym` runs: under
-// tsx, the import thread's start and the lazy loads pay for tsx's transforms) in a fresh process on a JSONL file written once;
+// Each import runs the compiled CLI's `runCli(["buffer", "import", …])` (dist/, under plain node, what `dreamgym`
+// runs: under tsx, the import thread's start and the lazy loads pay for tsx) in a fresh process (import-child.mjs)
+// on a JSONL file written once;
 // the rate is the one the command prints (its import, without the process start), and the CPU time
 // is the process's during the command, its modules loaded before (CPU time is less sensitive than
 // wall time to other jobs on the machine; lazy loads such as the WebShop catalogue count in both).
@@ -10,11 +11,9 @@
 // (it builds dist/ first). --root runs another checkout's compiled code (`npm run build` there first) on the
 // same files, for before/after comparisons.
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { pathToFileURL } from "node:url";
-import { Writable } from "node:stream";
 import { parseArgs } from "node:util";
 
 const { values } = parseArgs({
@@ -23,35 +22,9 @@ const { values } = parseArgs({
     only: { type: "string" },
     dir: { type: "string", default: join(tmpdir(), "dreamgym-bench-import") },
     root: { type: "string", default: join(import.meta.dirname, "..") },
-    child: { type: "string" }, // internal: run one import in this process
   },
   allowPositionals: true,
 });
-
-if (values.child) {
-  // The child: one CLI import, its printed rate and its CPU time.
-  const entry = join(values.child, "dist", "cli", "run.js");
-  if (!existsSync(entry)) throw new Error(`${entry} is missing: run npm run build in ${values.child}`);
-  const { runCli } = (await import(pathToFileURL(entry).href)) as typeof import("../src/cli/run.ts");
-  let out = "";
-  const sink = new Writable({
-    write(chunk, _enc, done) {
-      out += String(chunk);
-      done();
-    },
-  }) as unknown as NodeJS.WriteStream;
-  await runCli(["--version"], { stdout: sink, stderr: sink, stdin: process.stdin }); // the CLI's modules loaded before the clock
-  out = "";
-  const cpu = process.cpuUsage();
-  const main0 = mainThreadCpu();
-  const code = await runCli(process.argv.slice(process.argv.indexOf("--") + 1), { stdout: sink, stderr: sink, stdin: process.stdin });
-  const used = process.cpuUsage(cpu);
-  const main = mainThreadCpu() - main0;
-  const m = /(\d+) transitions in [\d.]+ s \((\d+)\/s\)/.exec(out);
-  if (code !== 0 || !m) throw new Error(`import failed (${code}):\n${out}`);
-  console.log(JSON.stringify({ transitions: Number(m[1]), rate: Number(m[2]), cpu: (used.user + used.system) / 1e6, main }));
-  process.exit(0);
-}
 
 const { writeJsonl } = await import("../src/core/index.ts");
 const { shortEpisodes, webshopEpisodes } = await import("./buffer.ts");
@@ -71,21 +44,14 @@ if (!existsSync(webshopFile)) {
   await writeJsonl(webshopFile, all);
 }
 
-/** The main thread's CPU seconds (utime + stime in /proc, in clock ticks of 10 ms); NaN elsewhere. */
-function mainThreadCpu(): number {
-  const stat = `/proc/self/task/${process.pid}/stat`;
-  if (!existsSync(stat)) return Number.NaN;
-  const f = readFileSync(stat, "utf8").split(") ")[1].split(" ");
-  return (Number(f[11]) + Number(f[12])) / 100;
-}
-
 function importOnce(file: string, extra: string[]): { transitions: number; rate: number; cpu: number; main: number } {
   const buffer = join(dir, "bench.db");
   for (const p of [buffer, `${buffer}-wal`, `${buffer}-shm`, `${buffer}.ann`]) rmSync(p, { force: true });
   const root = resolve(values.root!);
   const out = execFileSync(
     process.execPath,
-    ["--import", "tsx", join(import.meta.dirname, "import.ts"), "--child", root, "--", "buffer", "import", file, "--buffer", buffer, ...extra],
+    // Plain node, as `dreamgym` runs (not under tsx, which the import thread would inherit).
+    [join(import.meta.dirname, "import-child.mjs"), root, "--", "buffer", "import", file, "--buffer", buffer, ...extra],
     { encoding: "utf8", env: { ...process.env, CI: "1" } },
   );
   return JSON.parse(out.trim().split("\n").at(-1)!);
