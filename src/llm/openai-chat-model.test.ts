@@ -13,6 +13,16 @@ import { chatServer } from "../testing/index.ts";
 
 const fast = { backoffMs: 1, maxBackoffMs: 5 };
 
+/** A whole chat completion's JSON, as a server sends it, answering `text`. */
+const completionJson = (text: string) =>
+  JSON.stringify({
+    id: "c",
+    object: "chat.completion",
+    created: 0,
+    model: "m",
+    choices: [{ index: 0, message: { role: "assistant", content: text }, finish_reason: "stop" }],
+  });
+
 test("a plain completion: text, usage, latency, counters", async () => {
   const s = await chatServer();
   try {
@@ -149,15 +159,8 @@ test("an answer that came in time is taken when the process stalls past the time
   const server = createServer((req, res) => {
     req.resume();
     req.on("end", () => {
-      const completion = {
-        id: "c",
-        object: "chat.completion",
-        created: 0,
-        model: "m",
-        choices: [{ index: 0, message: { role: "assistant", content: "in time" }, finish_reason: "stop" }],
-      };
       res.writeHead(200, { "content-type": "application/json" });
-      res.end(JSON.stringify(completion));
+      res.end(completionJson("in time"));
       // The answer is sent; then the process stalls (a collector's pause, the process descheduled on a
       // loaded machine) past the request timeout and the whole answer's deadline, before the client reads it.
       const until = performance.now() + 400;
@@ -282,14 +285,7 @@ test("an answer is bounded as a whole: a dripping body times out, a huge one fai
       if (mode === "sized") {
         // A whole answer with its length (as vLLM, llama.cpp and Ollama send one); "big" declares 200 kB.
         const big = req.url?.startsWith("/sized/big/");
-        const completion = {
-          id: "c",
-          object: "chat.completion",
-          created: 0,
-          model: "m",
-          choices: [{ index: 0, message: { role: "assistant", content: "sized" }, finish_reason: "stop" }],
-        };
-        const body = Buffer.from(JSON.stringify(completion).padEnd(big ? 200_000 : 0, " "));
+        const body = Buffer.from(completionJson("sized").padEnd(big ? 200_000 : 0, " "));
         res.writeHead(200, { "content-type": "application/json", "content-length": body.length });
         return void res.end(body);
       }
@@ -389,13 +385,7 @@ test("calls reuse one kept-alive connection, which close() ends; a redirect that
   const { createServer } = await import("node:http");
   const sockets = new Set<import("node:net").Socket>();
   let connections = 0;
-  const completion = JSON.stringify({
-    id: "c",
-    object: "chat.completion",
-    created: 0,
-    model: "m",
-    choices: [{ index: 0, message: { role: "assistant", content: "moved" }, finish_reason: "stop" }],
-  });
+  const completion = completionJson("moved");
   const server = createServer((req, res) => {
     let body = "";
     req.on("data", (c) => (body += c));
@@ -437,14 +427,6 @@ test("calls reuse one kept-alive connection, which close() ends; a redirect that
 test("the key goes to the endpoint's origin only; an error status stands though its body is cut; raw deflate and a byte-order mark are read; close() lets a call in flight finish", async () => {
   const { createServer } = await import("node:http");
   const { deflateRawSync } = await import("node:zlib");
-  const completion = (text: string) =>
-    JSON.stringify({
-      id: "c",
-      object: "chat.completion",
-      created: 0,
-      model: "m",
-      choices: [{ index: 0, message: { role: "assistant", content: text }, finish_reason: "stop" }],
-    });
   const seen: { url?: string; authorization?: string }[] = [];
   let release: () => void = () => {};
   const held = new Promise<void>((r) => (release = r));
@@ -453,7 +435,7 @@ test("the key goes to the endpoint's origin only; an error status stands though 
     req.resume();
     req.on("end", () => {
       res.writeHead(200, { "content-type": "application/json" });
-      res.end(completion("elsewhere"));
+      res.end(completionJson("elsewhere"));
     });
   });
   await new Promise<void>((resolve) => other.listen(0, "127.0.0.1", resolve));
@@ -475,11 +457,11 @@ test("the key goes to the endpoint's origin only; an error status stands though 
       }
       if (mode === "raw") {
         res.writeHead(200, { "content-type": "application/json", "content-encoding": "deflate" });
-        return void res.end(deflateRawSync(Buffer.from(`\uFEFF${completion("inflated")}`)));
+        return void res.end(deflateRawSync(Buffer.from(`\uFEFF${completionJson("inflated")}`)));
       }
       void held.then(() => {
         res.writeHead(200, { "content-type": "application/json" });
-        res.end(completion("held"));
+        res.end(completionJson("held"));
       });
     });
   });
@@ -527,15 +509,7 @@ test("a key pasted with its newline is trimmed (one inside is a config error); a
         res.writeHead(200, { "content-type": "application/json", "content-length": 0 });
         return void res.end();
       }
-      const body = gzipSync(
-        JSON.stringify({
-          id: "c",
-          object: "chat.completion",
-          created: 0,
-          model: "m",
-          choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }],
-        }),
-      );
+      const body = gzipSync(completionJson("ok"));
       res.writeHead(200, { "content-type": "application/json", "content-encoding": "gzip", "content-length": body.length });
       res.end(body);
     });

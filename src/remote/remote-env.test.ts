@@ -25,6 +25,18 @@ async function deadPort(): Promise<number> {
   return port;
 }
 
+/** A bare WebSocket endpoint for a test to script (`ws` options beside its port), and the observation it answers with. */
+async function bareServer(options: { perMessageDeflate?: { threshold: number } } = {}) {
+  const wss = new WebSocketServer({ port: 0, host: "127.0.0.1", ...options });
+  await new Promise((resolve) => wss.once("listening", resolve));
+  const port = (wss.address() as { port: number }).port;
+  const obs = {
+    type: "observation",
+    data: { observation: { text: "hello", available_actions: ["go"], task_id: "t", instruction: "" }, reward: null, done: false },
+  };
+  return { wss, port, obs };
+}
+
 const rejectsRemote = (p: Promise<unknown>, pattern: RegExp) =>
   assert.rejects(p, (e: unknown) => e instanceof RemoteEnvError && pattern.test(e.message) && !e.message.includes("\n"));
 
@@ -228,13 +240,7 @@ describe("failures are one-line errors that name the URL, never a hang", () => {
   test("a compressed reply read late, the process stalled, is taken (permessage-deflate, as a Python OpenEnv server offers it)", async () => {
     // A server that compresses its frames (uvicorn's default): the client inflates a reply on the
     // thread pool, so it is a message only after a later turn of the loop than the one that read it.
-    const wss = new WebSocketServer({ port: 0, host: "127.0.0.1", perMessageDeflate: { threshold: 0 } });
-    await new Promise((resolve) => wss.once("listening", resolve));
-    const port = (wss.address() as { port: number }).port;
-    const obs = {
-      type: "observation",
-      data: { observation: { text: "hello", available_actions: ["go"], task_id: "t", instruction: "" }, reward: null, done: false },
-    };
+    const { wss, port, obs } = await bareServer({ perMessageDeflate: { threshold: 0 } });
     wss.on("connection", (ws) =>
       ws.on("message", (raw) => {
         ws.send(JSON.stringify(obs));
@@ -255,13 +261,7 @@ describe("failures are one-line errors that name the URL, never a hang", () => {
   });
 
   test("a connection accepted in time is taken when the process stalls past the timeout before reading the acceptance", async () => {
-    const wss = new WebSocketServer({ port: 0, host: "127.0.0.1" });
-    await new Promise((resolve) => wss.once("listening", resolve));
-    const port = (wss.address() as { port: number }).port;
-    const obs = {
-      type: "observation",
-      data: { observation: { text: "hello", available_actions: ["go"], task_id: "t", instruction: "" }, reward: null, done: false },
-    };
+    const { wss, port, obs } = await bareServer();
     wss.on("connection", (ws) => {
       ws.on("message", () => ws.send(JSON.stringify(obs)));
       // The upgrade's answer has gone out; then the process stalls past the client's timeout.
