@@ -148,6 +148,17 @@ export async function postJson(url: string, body: string, o: PostOptions): Promi
   }
 }
 
+/**
+ * GETs `url` and resolves with its answer's status at the headers, the body let go: whether a server answers there
+ * (any status). Over Node's HTTP client, as the calls it stands for: `fetch` refuses some ports outright (6000, 6665–6669,
+ * 10080, …), where a server may well run.
+ */
+export async function statusAt(url: string, o: { headers: Record<string, string>; headersTimeoutMs: number; agents: Agents }): Promise<number> {
+  const res = await send(new URL(url), "GET", undefined, o.headers, performance.now() + o.headersTimeoutMs, { ...o, maxBytes: 0 });
+  res.resume();
+  return res.statusCode ?? 0;
+}
+
 /** Sends one request; resolves at its answer's headers. */
 function send(
   target: URL,

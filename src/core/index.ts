@@ -46,6 +46,7 @@ export {
   postJson,
   RedirectLoopError,
   retryableStatus,
+  statusAt,
   type PostAnswer,
   type PostOptions,
 } from "./http-post.ts";

@@ -1,5 +1,5 @@
 import { existsSync, statSync } from "node:fs";
-import { ApiCallError, DataError, InvalidConfigError } from "../core/index.ts";
+import { Agents, ApiCallError, DataError, HeadersTimeoutError, InvalidConfigError, statusAt } from "../core/index.ts";
 
 /** A chat model string, taken apart (the forms `createChatModel` accepts). */
 export type ModelSpec = { kind: "openai"; model: string } | { kind: "http"; baseURL: string; model: string } | { kind: "gguf"; path: string };
@@ -50,15 +50,18 @@ export async function probeEndpoint(spec: string | ModelSpec, timeoutMs: number)
   if (m.kind === "gguf") return;
   const base = m.kind === "openai" ? OPENAI_BASE_URL : m.baseURL.replace(/\/+$/, "");
   const url = `${base}/models`;
+  const agents = new Agents();
   try {
-    const res = await fetch(url, {
-      signal: AbortSignal.timeout(timeoutMs),
+    await statusAt(url, {
       headers: process.env.OPENAI_API_KEY ? { authorization: `Bearer ${process.env.OPENAI_API_KEY}` } : {},
+      headersTimeoutMs: timeoutMs,
+      agents,
     });
-    await res.body?.cancel();
   } catch (e) {
-    const cause = e as Error & { cause?: { code?: string; message?: string } };
-    const why = cause.name === "TimeoutError" ? `no answer within ${timeoutMs / 1000} s` : (cause.cause?.code ?? cause.cause?.message ?? cause.message);
+    const cause = (e as { cause?: { code?: string; message?: string } }).cause;
+    const why = e instanceof HeadersTimeoutError ? `no answer within ${timeoutMs / 1000} s` : (cause?.code ?? cause?.message ?? (e as Error).message);
     throw new ApiCallError(`LLM endpoint does not answer: ${why}; start the server or fix the model URL`, { url, isRetryable: false, cause: e });
+  } finally {
+    agents.close();
   }
 }
