@@ -155,7 +155,9 @@ export async function postJson(url: string, body: string, o: PostOptions): Promi
  */
 export async function statusAt(url: string, o: { headers: Record<string, string>; headersTimeoutMs: number; agents: Agents }): Promise<number> {
   const res = await send(new URL(url), "GET", undefined, o.headers, performance.now() + o.headersTimeoutMs, { ...o, maxBytes: 0 });
-  res.resume();
+  // Its connection ended, as fetch's body.cancel() did: read off (resume), a body that never ends would hold the
+  // socket, and the process with it, for good (closing the agents ends only the idle ones).
+  res.destroy();
   return res.statusCode ?? 0;
 }
 

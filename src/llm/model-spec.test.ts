@@ -61,3 +61,39 @@ test("an answer that came in time counts when the process stalls past the timeou
     await close(server);
   }
 });
+
+test("the probe lets go of an answer whose body never ends (its connection closed, so the process can exit)", async () => {
+  let closed!: Promise<void>;
+  const server = (await listen(0, (req, res) => {
+    closed = new Promise((resolve) => req.socket.once("close", () => resolve()));
+    res.writeHead(200, { "content-type": "application/json" });
+    res.write("{"); // and never more
+  }))!;
+  try {
+    await probeEndpoint(urlOf(server), 2000);
+    let timer: NodeJS.Timeout | undefined;
+    const held = new Promise<string>((resolve) => (timer = setTimeout(() => resolve("held"), 2000)));
+    assert.equal(await Promise.race([closed.then(() => "closed"), held]), "closed");
+    clearTimeout(timer);
+  } finally {
+    await close(server);
+  }
+});
+
+test("the probe sends the key as the calls do: trimmed (a key pasted with its newline)", async () => {
+  let authorization: string | undefined;
+  const server = (await listen(0, (req, res) => {
+    authorization = req.headers.authorization;
+    res.end("{}");
+  }))!;
+  const saved = process.env.OPENAI_API_KEY;
+  process.env.OPENAI_API_KEY = "sk-test\n";
+  try {
+    await probeEndpoint(urlOf(server), 2000);
+    assert.equal(authorization, "Bearer sk-test");
+  } finally {
+    if (saved === undefined) delete process.env.OPENAI_API_KEY;
+    else process.env.OPENAI_API_KEY = saved;
+    await close(server);
+  }
+});

@@ -1,5 +1,5 @@
 import { existsSync, statSync } from "node:fs";
-import { Agents, ApiCallError, DataError, HeadersTimeoutError, InvalidConfigError, statusAt } from "../core/index.ts";
+import { Agents, ApiCallError, DataError, HeadersTimeoutError, InvalidConfigError, openAIHeaders, statusAt } from "../core/index.ts";
 
 /** A chat model string, taken apart (the forms `createChatModel` accepts). */
 export type ModelSpec = { kind: "openai"; model: string } | { kind: "http"; baseURL: string; model: string } | { kind: "gguf"; path: string };
@@ -50,10 +50,12 @@ export async function probeEndpoint(spec: string | ModelSpec, timeoutMs: number)
   if (m.kind === "gguf") return;
   const base = m.kind === "openai" ? OPENAI_BASE_URL : m.baseURL.replace(/\/+$/, "");
   const url = `${base}/models`;
+  // The calls' own headers: the key trimmed, as fetch did (a key pasted with its newline), and one a header cannot carry a config error.
+  const headers = openAIHeaders(undefined);
   const agents = new Agents();
   try {
     await statusAt(url, {
-      headers: process.env.OPENAI_API_KEY ? { authorization: `Bearer ${process.env.OPENAI_API_KEY}` } : {},
+      headers,
       headersTimeoutMs: timeoutMs,
       agents,
     });
