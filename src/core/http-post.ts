@@ -109,11 +109,20 @@ const REDIRECTS = 20; // as fetch
 const CREDENTIALS = ["authorization", "cookie", "proxy-authorization"];
 
 /** POSTs `body` (JSON text) to `url`; resolves with the answer of any status, following redirects. */
-export async function postJson(url: string, body: string, o: PostOptions): Promise<PostAnswer> {
-  let target = new URL(url);
-  let method = "POST";
+export function postJson(url: string, body: string, o: PostOptions): Promise<PostAnswer> {
   // Encoded once: its length and its bytes on the socket (and again after a 307/308) come from the one copy.
-  let payload: Buffer | undefined = Buffer.from(body);
+  return requestWhole(url, "POST", Buffer.from(body), o);
+}
+
+/** GETs `url`; resolves with the answer of any status, read whole, following redirects. */
+export function getWhole(url: string, o: PostOptions): Promise<PostAnswer> {
+  return requestWhole(url, "GET", undefined, o);
+}
+
+async function requestWhole(url: string, firstMethod: "GET" | "POST", body: Buffer | undefined, o: PostOptions): Promise<PostAnswer> {
+  let target = new URL(url);
+  let method: string = firstMethod;
+  let payload = body;
   let headers = o.headers;
   const headersBy = performance.now() + o.headersTimeoutMs; // one deadline for the whole chain of redirects
   for (let redirects = 0; ; redirects++) {

@@ -40,6 +40,7 @@ export {
   Agents,
   AnswerTooLargeError,
   ConnectionError,
+  getWhole,
   HeadersTimeoutError,
   HttpStatusError,
   openAIHeaders,

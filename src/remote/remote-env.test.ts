@@ -170,6 +170,55 @@ describe("RemoteEnv against a real server", () => {
   });
 });
 
+describe("remoteEnvInfo over Node's HTTP client", () => {
+  /** A bare HTTP server on `port` serving a dreamgym block and one task, calling `after` once each answer is sent; null where the port is taken. */
+  async function infoServer(port: number, after: () => void = () => {}): Promise<import("node:http").Server | null> {
+    const { createServer } = await import("node:http");
+    const server = createServer((req, res) => {
+      const body = req.url?.startsWith("/metadata")
+        ? { description: "d", dreamgym: { env: "webshop", split: "test" } }
+        : { total: 1, tasks: [{ id: "t", instruction: "buy" }] };
+      res.setHeader("content-type", "application/json");
+      res.end(JSON.stringify(body));
+      after();
+    });
+    return new Promise((resolve) => {
+      server.once("error", () => resolve(null));
+      server.listen(port, "127.0.0.1", () => resolve(server));
+    });
+  }
+  const urlOf = (s: import("node:http").Server) => `ws://127.0.0.1:${(s.address() as { port: number }).port}`;
+  const close = async (s: import("node:http").Server) => {
+    s.closeAllConnections();
+    await new Promise((resolve) => s.close(resolve));
+  };
+
+  test("a server on a port fetch refuses (6000, 6665–6669, 10080) is read", async (t) => {
+    let server: import("node:http").Server | null = null;
+    for (const port of [6000, 6665, 6666, 6667, 6668, 6669, 10080]) if ((server = await infoServer(port))) break;
+    if (!server) return t.skip("every port fetch refuses is taken here");
+    try {
+      const info = await remoteEnvInfo(urlOf(server));
+      assert.deepEqual([info.env, info.split, info.tasks.map((x) => x.id)], ["webshop", "test", ["t"]]);
+    } finally {
+      await close(server);
+    }
+  });
+
+  test("an answer that came in time is read when the process stalls past the timeout before reading it", async () => {
+    // Each answer sent, the process stalls (a collector's pause, a loaded machine) past the 0.6 s timeout.
+    const server = (await infoServer(0, () => {
+      const until = performance.now() + 800;
+      while (performance.now() < until);
+    }))!;
+    try {
+      assert.equal((await remoteEnvInfo(urlOf(server), { timeout: 0.6 })).tasks.length, 1);
+    } finally {
+      await close(server);
+    }
+  });
+});
+
 describe("failures are one-line errors that name the URL, never a hang", () => {
   test("nothing listens there", async () => {
     const url = `ws://127.0.0.1:${await deadPort()}`;

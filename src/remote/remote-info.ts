@@ -1,4 +1,4 @@
-import type { RewardSpec, Task } from "../core/index.ts";
+import { Agents, getWhole, HeadersTimeoutError, type PostAnswer, type RewardSpec, type Task } from "../core/index.ts";
 import { httpBase, RemoteEnvError } from "./remote-env.ts";
 
 /** What an env server serves: the `dreamgym` block of its `GET /metadata`, and its tasks (`GET /tasks`). */
@@ -70,31 +70,43 @@ export async function remoteEnvInfo(url: string, opts: RemoteInfoOptions = {}): 
 const num = (v: unknown, dflt: number) => (typeof v === "number" && Number.isFinite(v) ? v : dflt);
 
 async function getJson(base: string, path: string, token: string | undefined, timeoutMs: number): Promise<unknown> {
-  let res: Response;
+  const what = `GET ${path.split("?")[0]}`;
+  // Over Node's HTTP client, as the env's other calls: fetch refuses ports browsers block (6000, 6665–6669, …).
+  const agents = new Agents();
+  const abort = new AbortController();
+  // The whole answer within the timeout (its headers have their own), judged after the loop's next read of the
+  // socket, as those are: a process stalled past it takes an answer that came in time.
+  const deadline = setTimeout(() => setImmediate(() => abort.abort(new HeadersTimeoutError("no whole answer in time"))), timeoutMs);
+  let answer: PostAnswer;
   try {
-    res = await fetch(`${base}${path}`, { headers: token ? { authorization: `Bearer ${token}` } : {}, signal: AbortSignal.timeout(timeoutMs) });
+    answer = await getWhole(`${base}${path}`, {
+      headers: token ? { authorization: `Bearer ${token}` } : {},
+      headersTimeoutMs: timeoutMs,
+      maxBytes: 256 * 1024 * 1024,
+      agents,
+      signal: abort.signal,
+    });
   } catch (e) {
     const cause = (e as { cause?: NodeJS.ErrnoException }).cause;
     const why =
-      (e as Error).name === "TimeoutError"
+      e instanceof HeadersTimeoutError
         ? `no answer within ${timeoutMs / 1000} s`
         : cause?.code === "ECONNREFUSED"
           ? "connection refused (is the server running? dreamgym serve --env <name> --port <port>)"
           : cause?.code === "ENOTFOUND"
             ? "unknown host"
-            : // fetch refuses ports browsers block (1, 9, 25, 6000, ...) with just "bad port".
-              cause?.message === "bad port"
-              ? "this port is one Node's fetch refuses to use (a blocked port): serve on another --port"
-              : (cause?.message ?? (e as Error).message);
-    throw new RemoteEnvError(base, `GET ${path.split("?")[0]}: ${why}`);
+            : (cause?.message ?? (e as Error).message);
+    throw new RemoteEnvError(base, `${what}: ${why}`);
+  } finally {
+    clearTimeout(deadline);
+    agents.close();
   }
-  const text = await res.text().catch(() => "");
-  if (res.status === 401)
-    throw new RemoteEnvError(base, `GET ${path.split("?")[0]}: 401 unauthorized (give the server's token: --token-file or DREAMGYM_TOKEN)`);
-  if (!res.ok) throw new RemoteEnvError(base, `GET ${path.split("?")[0]}: HTTP ${res.status}${text ? ` ${text.slice(0, 200).replace(/\s+/g, " ")}` : ""}`);
+  if (answer.status === 401) throw new RemoteEnvError(base, `${what}: 401 unauthorized (give the server's token: --token-file or DREAMGYM_TOKEN)`);
+  if (answer.status < 200 || answer.status > 299)
+    throw new RemoteEnvError(base, `${what}: HTTP ${answer.status}${answer.body ? ` ${answer.body.slice(0, 200).replace(/\s+/g, " ")}` : ""}`);
   try {
-    return JSON.parse(text);
+    return JSON.parse(answer.body);
   } catch {
-    throw new RemoteEnvError(base, `GET ${path.split("?")[0]}: the reply is not JSON`);
+    throw new RemoteEnvError(base, `${what}: the reply is not JSON`);
   }
 }
