@@ -120,6 +120,17 @@ export function getWhole(url: string, o: PostOptions): Promise<PostAnswer> {
 }
 
 async function requestWhole(url: string, firstMethod: "GET" | "POST", body: Buffer | undefined, o: PostOptions): Promise<PostAnswer> {
+  // Redirects' short bodies being read off: one the server has not sent whole when the chain ends (answered, failed,
+  // aborted) would hold its busy connection, and the process with it, for good (closing the agents ends only idle ones).
+  const readingOff: IncomingMessage[] = [];
+  try {
+    return await follow(url, firstMethod, body, o, readingOff);
+  } finally {
+    for (const res of readingOff) if (!res.complete) res.destroy();
+  }
+}
+
+async function follow(url: string, firstMethod: string, body: Buffer | undefined, o: PostOptions, readingOff: IncomingMessage[]): Promise<PostAnswer> {
   let target = new URL(url);
   let method: string = firstMethod;
   let payload = body;
@@ -131,7 +142,7 @@ async function requestWhole(url: string, firstMethod: "GET" | "POST", body: Buff
     const location = res.headers.location;
     if (location && (status === 301 || status === 302 || status === 303 || status === 307 || status === 308)) {
       // A short body is read off (the connection stays for reuse); any other ends with its connection.
-      if (Number(res.headers["content-length"] ?? Number.POSITIVE_INFINITY) <= 65_536) res.resume();
+      if (Number(res.headers["content-length"] ?? Number.POSITIVE_INFINITY) <= 65_536) readingOff.push(res.resume());
       else res.destroy();
       if (redirects >= REDIRECTS) throw new RedirectLoopError("redirect count exceeded");
       const next = new URL(location, target);

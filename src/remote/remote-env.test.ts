@@ -217,6 +217,33 @@ describe("remoteEnvInfo over Node's HTTP client", () => {
       await close(server);
     }
   });
+
+  test("a redirect whose short body never comes leaves no connection behind (the process could not exit)", async () => {
+    const { createServer: createHttpServer } = await import("node:http");
+    let held: Promise<unknown> | undefined;
+    const server = createHttpServer((req, res) => {
+      if (req.url === "/metadata") {
+        // A body of 10 bytes declared, 3 sent: the client reads it off, for good unless it lets it go.
+        held = new Promise((resolve) => req.socket.once("close", resolve));
+        res.writeHead(302, { location: "/metadata/", "content-length": "10" });
+        return void res.write("abc");
+      }
+      res.setHeader("content-type", "application/json");
+      res.end(
+        JSON.stringify(
+          req.url?.startsWith("/metadata") ? { dreamgym: { env: "webshop", split: "test" } } : { total: 1, tasks: [{ id: "t", instruction: "buy" }] },
+        ),
+      );
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      assert.equal((await remoteEnvInfo(urlOf(server))).env, "webshop");
+      const closed = await Promise.race([held, new Promise((resolve) => setTimeout(resolve, 2000, "still open"))]);
+      assert.notEqual(closed, "still open", "the redirect's connection is still open after the answer");
+    } finally {
+      await close(server);
+    }
+  });
 });
 
 describe("failures are one-line errors that name the URL, never a hang", () => {
