@@ -10,6 +10,7 @@ import { kMaxLength } from "node:buffer";
 import type { Socket } from "node:net";
 import { brotliDecompressSync, constants, gunzipSync, inflateRawSync, inflateSync } from "node:zlib";
 import { InvalidConfigError } from "./errors.ts";
+import { timeoutAfterRead } from "./timeout.ts";
 import { PACKAGE_VERSION } from "./package-root.ts";
 
 /** An answer read whole. */
@@ -201,22 +202,21 @@ function send(
     const fail = (e: unknown) => {
       if (settled) return;
       settled = true;
-      clearTimeout(timer);
+      cancelTimeout();
       o.signal?.removeEventListener("abort", onAbort);
       req.destroy();
       reject(e);
     };
     const onAbort = () => fail(o.signal?.reason);
     o.signal?.addEventListener("abort", onAbort, { once: true });
-    // Failed after the loop's next read of the sockets: timers run before it, so a process stalled
-    // past the deadline would otherwise fail a request whose answer came in time, unread.
-    const timer = setTimeout(() => setImmediate(() => fail(new HeadersTimeoutError("Request timed out."))), Math.max(0, headersBy - performance.now()));
+    // After the loop's next read of the sockets: an answer that came in time is taken, however late.
+    const cancelTimeout = timeoutAfterRead(Math.max(0, headersBy - performance.now()), () => fail(new HeadersTimeoutError("Request timed out.")));
     req.on("error", (e) => fail(new ConnectionError("Connection error.", { cause: e })));
     req.on("response", (res) => {
       o.onHeaders?.();
       if (settled) return void res.resume();
       settled = true;
-      clearTimeout(timer);
+      cancelTimeout();
       o.signal?.removeEventListener("abort", onAbort);
       resolve(res);
     });

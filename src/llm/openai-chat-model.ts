@@ -9,6 +9,7 @@ import {
   postJson,
   RedirectLoopError,
   retryableStatus,
+  timeoutAfterRead,
 } from "../core/index.ts";
 import { FailureBreaker } from "./breaker.ts";
 import { extractJson, type ChatChoice, type ChatModel, type ChatRequest, type ChatResponse, type ModelStats } from "./chat-model.ts";
@@ -158,20 +159,14 @@ export class OpenAIChatModel implements ChatModel {
     // The request timeout ends at the answer's headers; this one bounds the whole answer, a moment
     // later. Where it passes with no headers come, it is the request timeout (not answered): the
     // process may have stalled between setting it and sending the request, which then times out after it.
-    // It acts after the loop's next read of the sockets (timers run before it): a process stalled past
-    // it takes an answer that came in time.
+    // It acts after the loop's next read of the sockets: a process stalled past it takes an answer that came in time.
     let headersCame = false;
-    let late: NodeJS.Immediate | undefined;
-    const deadline = setTimeout(
-      () =>
-        (late = setImmediate(() =>
-          abort.abort(
-            headersCame
-              ? new AnswerDeadlineError(`timed out: no whole answer within ${this.timeoutMs / 1000} s (--request-timeout)`)
-              : new HeadersTimeoutError("Request timed out."),
-          ),
-        )),
-      this.timeoutMs + 50,
+    const cancelDeadline = timeoutAfterRead(this.timeoutMs + 50, () =>
+      abort.abort(
+        headersCame
+          ? new AnswerDeadlineError(`timed out: no whole answer within ${this.timeoutMs / 1000} s (--request-timeout)`)
+          : new HeadersTimeoutError("Request timed out."),
+      ),
     );
     try {
       return await this.attempt(request, abort.signal, () => (headersCame = true));
@@ -179,8 +174,7 @@ export class OpenAIChatModel implements ChatModel {
       if (abort.signal.aborted && abort.signal.reason instanceof AnswerDeadlineError && !causedBy(e, AnswerDeadlineError)) throw abort.signal.reason;
       throw e;
     } finally {
-      clearTimeout(deadline);
-      clearImmediate(late);
+      cancelDeadline();
       off();
     }
   }

@@ -4,6 +4,7 @@ import {
   ClosedEnvironmentError,
   DreamGymError,
   ResetNeededError,
+  timeoutAfterRead,
   type Action,
   type Env,
   type ResetOptions,
@@ -75,7 +76,8 @@ interface Pending {
   what: string;
   resolve(data: Record<string, unknown>): void;
   reject(e: Error): void;
-  timer: NodeJS.Timeout;
+  /** Cancels its timeout. */
+  cancel(): void;
 }
 
 /**
@@ -215,18 +217,14 @@ export class RemoteEnv implements Env {
       let opened = false;
       // Not ws's handshakeTimeout (a socket timer, run before the loop reads the socket): this acts
       // after that read, so a process stalled past it takes an acceptance that came in time.
-      const timer = setTimeout(
-        () =>
-          setImmediate(() => {
-            if (opened || this.ws !== ws) return;
-            reject(new RemoteEnvError(this.url, "cannot connect: Opening handshake has timed out"));
-            ws.terminate();
-          }),
-        this.timeoutMs,
-      );
+      const cancelTimeout = timeoutAfterRead(this.timeoutMs, () => {
+        if (opened || this.ws !== ws) return;
+        reject(new RemoteEnvError(this.url, "cannot connect: Opening handshake has timed out"));
+        ws.terminate();
+      });
       ws.on("open", () => {
         opened = true;
-        clearTimeout(timer);
+        cancelTimeout();
         resolve();
       });
       ws.on("unexpected-response", (_req, res) => {
@@ -243,7 +241,7 @@ export class RemoteEnv implements Env {
         else this.fail(`connection error: ${e.message}`);
       });
       ws.on("close", (code: number, reason: Buffer) => {
-        clearTimeout(timer);
+        cancelTimeout();
         if (this.ws !== ws) return;
         const why = this.unsolicited
           ? `${this.unsolicited.message}${this.unsolicited.code ? ` (${this.unsolicited.code})` : ""}`
@@ -270,20 +268,15 @@ export class RemoteEnv implements Env {
       return Promise.reject(new RemoteEnvError(this.url, `${what} failed: ${why}`, u?.code));
     }
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(
-        () =>
-          // After the loop's next read of the socket: timers run before it, so a process stalled past
-          // the timeout would otherwise give up on a reply that came in time, unread.
-          setImmediate(() => {
-            if (this.pending?.timer !== timer) return; // answered
-            // A late reply would answer the next request: the connection is given up.
-            this.gaveUp = true;
-            this.fail(`no reply to ${what} within ${this.timeoutMs / 1000} s`);
-            this.drop();
-          }),
-        this.timeoutMs,
-      );
-      this.pending = { what, resolve, reject, timer };
+      // After the loop's next read of the socket: a reply that came in time is taken, however late.
+      const cancel = timeoutAfterRead(this.timeoutMs, () => {
+        if (this.pending?.cancel !== cancel) return; // answered
+        // A late reply would answer the next request: the connection is given up.
+        this.gaveUp = true;
+        this.fail(`no reply to ${what} within ${this.timeoutMs / 1000} s`);
+        this.drop();
+      });
+      this.pending = { what, resolve, reject, cancel };
       ws.send(JSON.stringify(message), (e) => {
         if (e) this.fail(`cannot send ${what}: ${e.message}`);
       });
@@ -323,7 +316,7 @@ export class RemoteEnv implements Env {
   }
 
   private settle(): void {
-    if (this.pending) clearTimeout(this.pending.timer);
+    this.pending?.cancel();
     this.pending = null;
   }
 

@@ -1,4 +1,4 @@
-import { Agents, getWhole, HeadersTimeoutError, type PostAnswer, type RewardSpec, type Task } from "../core/index.ts";
+import { Agents, getWhole, HeadersTimeoutError, timeoutAfterRead, type PostAnswer, type RewardSpec, type Task } from "../core/index.ts";
 import { httpBase, RemoteEnvError } from "./remote-env.ts";
 
 /** What an env server serves: the `dreamgym` block of its `GET /metadata`, and its tasks (`GET /tasks`). */
@@ -76,7 +76,7 @@ async function getJson(base: string, path: string, token: string | undefined, ti
   const abort = new AbortController();
   // The whole answer within the timeout (its headers have their own), judged after the loop's next read of the
   // socket, as those are: a process stalled past it takes an answer that came in time.
-  const deadline = setTimeout(() => setImmediate(() => abort.abort(new HeadersTimeoutError("no whole answer in time"))), timeoutMs);
+  const cancelDeadline = timeoutAfterRead(timeoutMs, () => abort.abort(new HeadersTimeoutError("no whole answer in time")));
   let answer: PostAnswer;
   try {
     answer = await getWhole(`${base}${path}`, {
@@ -98,7 +98,7 @@ async function getJson(base: string, path: string, token: string | undefined, ti
             : (cause?.message ?? (e as Error).message);
     throw new RemoteEnvError(base, `${what}: ${why}`);
   } finally {
-    clearTimeout(deadline);
+    cancelDeadline();
     agents.close();
   }
   if (answer.status === 401) throw new RemoteEnvError(base, `${what}: 401 unauthorized (give the server's token: --token-file or DREAMGYM_TOKEN)`);
