@@ -3,6 +3,7 @@
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { Writable } from "node:stream";
 import { PACKAGE_ROOT } from "../src/core/index.ts";
 
@@ -23,10 +24,15 @@ export const run = (args: string[], input?: string, env: NodeJS.ProcessEnv = pro
  * still runs through `run`/`runAsync`, as a user runs it: a binary run of each file's main commands,
  * training runs (threads, signal handlers, the run lock), kills and resumes, servers, stdin, another
  * environment, an exit with calls in flight.
+ *
+ * `dist: true` runs the compiled CLI in dist/, the one the binary loads: an env module that imports
+ * "dreamgym" (the package, so dist/) then registers its envs with the registry that CLI reads.
  */
-export async function runInProcess(args: string[]): Promise<{ status: number; stdout: string; stderr: string }> {
+export async function runInProcess(args: string[], opts: { dist?: boolean } = {}): Promise<{ status: number; stdout: string; stderr: string }> {
   // Loaded at the first call: the tests that never call this do not pay for the CLI's modules.
-  const { runCli } = await import("../src/cli/run.ts");
+  const { runCli } = (
+    opts.dist ? await import(pathToFileURL(join(ROOT, "dist", "cli", "run.js")).href) : await import("../src/cli/run.ts")
+  ) as typeof import("../src/cli/run.ts");
   const text = { stdout: "", stderr: "" };
   const sink = (key: keyof typeof text) =>
     new Writable({

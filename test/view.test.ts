@@ -12,7 +12,7 @@ import { auditTable, summarizeReplays, type AuditPair, type OnPolicyAuditSummary
 import { createViewApp, startServer, type RunningServer } from "../src/server/index.ts";
 import { RunStore } from "../src/server/view/run-store.ts";
 import { auditFiles, readAuditPairs, readMetrics } from "../src/train/index.ts";
-import { BIN, run } from "./helpers.ts";
+import { BIN, run, runInProcess } from "./helpers.ts";
 import { makeViewFixture } from "./view-fixture.ts";
 
 let root: string;
@@ -390,14 +390,15 @@ test("dreamgym view: bad input is one line and exit 2", async () => {
     assert.equal(r.stderr.trim().split("\n").length, 1, r.stderr);
     assert.match(r.stderr, pattern);
   };
-  oneLine(run(["view", "--runs", join(root, "nowhere")]), /--runs .*nowhere: no such folder/);
-  oneLine(run(["view", "--runs", fx.buffer]), /is a file/);
+  // The refusals in this process (the CLI's own entry point); a token from the environment and a port in use, as the binary meets them.
+  oneLine(await runInProcess(["view", "--runs", join(root, "nowhere")]), /--runs .*nowhere: no such folder/);
+  oneLine(await runInProcess(["view", "--runs", fx.buffer]), /is a file/);
   const notABuffer = join(root, "notes.db");
   writeFileSync(notABuffer, "these are my notes, not a database\n".repeat(100));
-  oneLine(run(["view", "--runs", fx.runs, "--buffer", notABuffer]), /not a dreamgym buffer/);
+  oneLine(await runInProcess(["view", "--runs", fx.runs, "--buffer", notABuffer]), /not a dreamgym buffer/);
   assert.equal(readFileSync(notABuffer, "utf8"), "these are my notes, not a database\n".repeat(100), "left as it was");
-  oneLine(run(["view", "--runs", fx.runs, "--buffer", join(root, "missing.db")]), /--buffer .*missing\.db: no such file/);
-  oneLine(run(["view", "--runs", fx.runs, "--port", "70000"]), /port/);
+  oneLine(await runInProcess(["view", "--runs", fx.runs, "--buffer", join(root, "missing.db")]), /--buffer .*missing\.db: no such file/);
+  oneLine(await runInProcess(["view", "--runs", fx.runs, "--port", "70000"]), /port/);
   oneLine(run(["view", "--runs", fx.runs, "--host", "0.0.0.0"], undefined, { ...process.env, DREAMGYM_TOKEN: "" }), /token/);
   // A port in use.
   const holder = createServer();
