@@ -4,14 +4,15 @@ import { spawnSync } from "node:child_process";
 import { appendFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, truncateSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { pathToFileURL } from "node:url";
 import winkNLP from "wink-nlp";
 import model from "wink-eng-lite-web-model";
-import { PACKAGE_ROOT } from "../../core/index.ts";
 import { loadCatalogue } from "./catalogue.ts";
 import { tagNouns, titleNouns } from "./title-nouns.ts";
 
 const catalogue = loadCatalogue();
+// The other processes import the modules as this file runs them: compiled, or from source under tsx.
+const ts = import.meta.url.endsWith(".ts");
+const module = (name: string) => JSON.stringify(new URL(`./${name}.${ts ? "ts" : "js"}`, import.meta.url).href);
 const titles = catalogue.products.map((p) => p.name);
 
 test("a title's nouns do not depend on the order titles are tagged in", () => {
@@ -27,10 +28,9 @@ test("a title's nouns do not depend on the order titles are tagged in", () => {
 
 test("another process that read other text first, then the titles backwards, gives the same nouns", () => {
   const here = titles.map((t) => titleNouns(t));
-  const modules = pathToFileURL(join(PACKAGE_ROOT, "src", "envs", "webshop")).href;
   const script = `
-    import { loadCatalogue } from "${modules}/catalogue.ts";
-    import { titleNouns } from "${modules}/title-nouns.ts";
+    import { loadCatalogue } from ${module("catalogue")};
+    import { titleNouns } from ${module("title-nouns")};
     const c = loadCatalogue();
     for (const g of c.goals.slice(0, 2000)) titleNouns(g.instruction_text);
     const titles = c.products.map((p) => p.name);
@@ -38,7 +38,7 @@ test("another process that read other text first, then the titles backwards, giv
     process.stdout.write(JSON.stringify(nouns));
   `;
   // Without the cache folder, which would hand it this process's nouns untagged.
-  const child = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
+  const child = spawnSync(process.execPath, [...(ts ? ["--import", "tsx"] : []), "--input-type=module", "-e", script], {
     encoding: "utf8",
     maxBuffer: 1 << 26,
     env: { ...process.env, DREAMGYM_CACHE: "off" },
@@ -67,11 +67,10 @@ test("each title is tagged as a fresh wink-nlp instance tags it", () => {
 test("titles tagged in one process are read by the next from the cache folder, which then never loads the tagger; a record cut short is tagged again", () => {
   const some = titles.filter((_, i) => i % 50 === 7);
   const expected = some.map((t) => tagNouns(t));
-  // A process of its own each time (this one's memory would answer): the module as this test runs it, compiled or from source.
-  const ts = import.meta.url.endsWith(".ts");
+  // A process of its own each time (this one's memory would answer).
   const script = `
     import { createRequire } from "node:module";
-    import { titleNouns } from ${JSON.stringify(new URL(`./title-nouns.${ts ? "ts" : "js"}`, import.meta.url).href)};
+    import { titleNouns } from ${module("title-nouns")};
     const nouns = JSON.parse(process.argv[1]).map((t) => titleNouns(t));
     const tagger = Object.keys(createRequire(import.meta.url).cache).some((k) => k.includes("wink-eng-lite-web-model/dist"));
     process.stdout.write(JSON.stringify({ nouns, tagger }));
