@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import { ReplayBuffer } from "./replay-buffer.ts";
 import { HashingEmbedder } from "./hashing-embedder.ts";
@@ -11,7 +12,7 @@ import { decodeHalf, encodeHalf } from "./float16.ts";
 import { transitionText } from "./transition-text.ts";
 import { trajectoryContentId } from "./trajectory-schema.ts";
 import { makeTrajectory, tempFile } from "../testing/index.ts";
-import { DataError, InvalidConfigError, PACKAGE_ROOT, Rng, type Trajectory } from "../core/index.ts";
+import { DataError, InvalidConfigError, Rng, type Trajectory } from "../core/index.ts";
 
 test("append, get, count, stats; trajectories come back as they went in", async () => {
   const b = ReplayBuffer.open(tempFile("a.db"));
@@ -302,9 +303,12 @@ test("a file locked by another writer: a clear error after the busy timeout, not
 test("SIGKILL in the middle of writes: the buffer opens, is consistent, and holds every acknowledged trajectory", async () => {
   const file = tempFile("kill.db");
   const acked = new Map<string, number>();
+  // The writer as this file runs: compiled (test/fixtures/kill-writer.js beside it in the test build), or from source under tsx.
+  const ts = import.meta.url.endsWith(".ts");
+  const writer = [...(ts ? ["--import", "tsx"] : []), fileURLToPath(new URL(`../../test/fixtures/kill-writer.${ts ? "ts" : "js"}`, import.meta.url))];
   // Three rounds on the same file: kill a writer, check, start the next writer on what it left.
   for (let round = 0; round < 3; round++) {
-    const child = spawn(process.execPath, ["--import", "tsx", join(PACKAGE_ROOT, "test", "fixtures", "kill-writer.ts"), file], {
+    const child = spawn(process.execPath, [...writer, file], {
       stdio: ["ignore", "pipe", "inherit"],
     });
     let pending = "";

@@ -1,8 +1,9 @@
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
+import { join } from "node:path";
 import type { CDPSession } from "playwright-core";
-import { FREE_TEXT_SLOT, Rng, type Env, type Policy, type Task } from "../../core/index.ts";
+import { FREE_TEXT_SLOT, PACKAGE_ROOT, Rng, type Env, type Policy, type Task } from "../../core/index.ts";
 import { createEnv, createPolicy, envTasks, syntheticSupport } from "../index.ts";
 import type { BrowserEnv } from "../browser/index.ts";
 import { WebShopEnv } from "../webshop/index.ts";
@@ -146,7 +147,8 @@ test("a killed browser ends the episodes running in it as failed; the pool relau
 });
 
 test("without Chromium: one line naming the package, exit 2", () => {
-  const r = spawnSync(process.execPath, ["--import", "tsx", "src/cli/main.ts", "env", "check", "--env", "webshop-browser", "--steps", "2"], {
+  // The binary, as a user runs it (dist/, which npm test builds first).
+  const r = spawnSync(process.execPath, [join(PACKAGE_ROOT, "bin", "dreamgym"), "env", "check", "--env", "webshop-browser", "--steps", "2"], {
     env: { ...process.env, DREAMGYM_CHROMIUM: "/nonexistent/chromium" },
     encoding: "utf8",
   });
