@@ -30,9 +30,9 @@ export const run = (args: string[], input?: string, env: NodeJS.ProcessEnv = pro
  */
 export async function runInProcess(args: string[], opts: { dist?: boolean } = {}): Promise<{ status: number; stdout: string; stderr: string }> {
   // Loaded at the first call: the tests that never call this do not pay for the CLI's modules.
-  const { runCli } = (
-    opts.dist ? await import(pathToFileURL(join(ROOT, "dist", "cli", "run.js")).href) : await import("../src/cli/run.ts")
-  ) as typeof import("../src/cli/run.ts");
+  const dist = join(ROOT, "dist", "cli", "run.js");
+  if (opts.dist && !existsSync(dist)) throw new Error("dist/ is missing: run `npm run build` (npm test does)");
+  const { runCli } = (opts.dist ? await import(pathToFileURL(dist).href) : await import("../src/cli/run.ts")) as typeof import("../src/cli/run.ts");
   const text = { stdout: "", stderr: "" };
   const sink = (key: keyof typeof text) =>
     new Writable({

@@ -384,21 +384,23 @@ test("dreamgym view: serves until SIGTERM, then stops cleanly", async () => {
   assert.match(v.out().stderr, /^SIGTERM: stopped\n$/);
 });
 
-test("dreamgym view: bad input is one line and exit 2", async () => {
+// A timeout: a refusal run in this process that stopped refusing would serve and wait for a signal.
+test("dreamgym view: bad input is one line and exit 2", { timeout: 120_000 }, async () => {
   const oneLine = (r: { status: number | null; stderr: string }, pattern: RegExp) => {
     assert.equal(r.status, 2, r.stderr);
     assert.equal(r.stderr.trim().split("\n").length, 1, r.stderr);
     assert.match(r.stderr, pattern);
   };
-  // The refusals in this process (the CLI's own entry point); a token from the environment and a port in use, as the binary meets them.
-  oneLine(await runInProcess(["view", "--runs", join(root, "nowhere")]), /--runs .*nowhere: no such folder/);
-  oneLine(await runInProcess(["view", "--runs", fx.buffer]), /is a file/);
+  // The refusals in this process (the CLI's own entry point; `--port 0`, so that one which stopped refusing takes no
+  // port another test holds); a token from the environment and a port in use as the binary meets them.
+  oneLine(await runInProcess(["view", "--runs", join(root, "nowhere"), "--port", "0"]), /--runs .*nowhere: no such folder/);
+  oneLine(await runInProcess(["view", "--runs", fx.buffer, "--port", "0"]), /is a file/);
   const notABuffer = join(root, "notes.db");
   writeFileSync(notABuffer, "these are my notes, not a database\n".repeat(100));
-  oneLine(await runInProcess(["view", "--runs", fx.runs, "--buffer", notABuffer]), /not a dreamgym buffer/);
+  oneLine(await runInProcess(["view", "--runs", fx.runs, "--buffer", notABuffer, "--port", "0"]), /not a dreamgym buffer/);
   assert.equal(readFileSync(notABuffer, "utf8"), "these are my notes, not a database\n".repeat(100), "left as it was");
-  oneLine(await runInProcess(["view", "--runs", fx.runs, "--buffer", join(root, "missing.db")]), /--buffer .*missing\.db: no such file/);
-  oneLine(await runInProcess(["view", "--runs", fx.runs, "--port", "70000"]), /port/);
+  oneLine(await runInProcess(["view", "--runs", fx.runs, "--buffer", join(root, "missing.db"), "--port", "0"]), /--buffer .*missing\.db: no such file/);
+  oneLine(await runInProcess(["view", "--runs", fx.runs, "--port", "70000"]), /^error: --port must be an integer from 0 to 65535, got "70000"$/m);
   oneLine(run(["view", "--runs", fx.runs, "--host", "0.0.0.0"], undefined, { ...process.env, DREAMGYM_TOKEN: "" }), /token/);
   // A port in use.
   const holder = createServer();
