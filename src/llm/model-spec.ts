@@ -50,15 +50,11 @@ export async function probeEndpoint(spec: string | ModelSpec, timeoutMs: number)
   if (m.kind === "gguf") return;
   const base = m.kind === "openai" ? OPENAI_BASE_URL : m.baseURL.replace(/\/+$/, "");
   const url = `${base}/models`;
-  // The calls' own headers: the key trimmed, as fetch did (a key pasted with its newline), and one a header cannot carry a config error.
+  // The chat calls' own headers (the key trimmed; a key no header can carry is a config error).
   const headers = openAIHeaders(undefined);
   const agents = new Agents();
   try {
-    await statusAt(url, {
-      headers,
-      headersTimeoutMs: timeoutMs,
-      agents,
-    });
+    await statusAt(url, { headers, headersTimeoutMs: timeoutMs, agents });
   } catch (e) {
     const cause = (e as { cause?: { code?: string; message?: string } }).cause;
     const why = e instanceof HeadersTimeoutError ? `no answer within ${timeoutMs / 1000} s` : (cause?.code ?? cause?.message ?? (e as Error).message);
