@@ -56,7 +56,11 @@ test("help lists every command, and an unknown one is told the nearest name", as
   assert.deepEqual(Object.keys(COMMANDS), expected);
   const typo = await run(["colect", "--env", "webshop"]);
   assert.equal(typo.status, 2);
-  assert.match(typo.text, /unknown command 'colect'.*Did you mean collect\?/s);
+  assert.equal(typo.text, "error: unknown command 'colect' (Did you mean collect?) (see: dreamgym --help)\n");
+  // An unknown option's suggestion too: one line.
+  const option = await run(["collect", "--env", "webshop", "--policy", "rule", "--out", "unused.jsonl", "--episode", "3"]);
+  assert.equal(option.status, 2);
+  assert.equal(option.text, "error: unknown option '--episode' (Did you mean --episodes?) (see: dreamgym collect --help)\n");
   // A command alone: its own help, as with every command loaded.
   const one = await run(["buffer", "--help"]);
   assert.equal(one.status, 0);

@@ -61,9 +61,10 @@ function buildProgram(io: Required<Pick<CliIo, "stdout" | "stderr">>, registers:
     });
   for (const register of registers) register(program);
 
-  // A usage error is one line that points to the command's help (not the whole help text).
+  // A usage error is one line that points to the command's help (not the whole help text); commander's
+  // "(Did you mean …?)" comes on a line of its own, joined here.
   const withHelpHint = (cmd: Command, path: string): void => {
-    cmd.configureOutput({ outputError: (str, write) => write(`${str.trimEnd()} (see: ${path} --help)\n`) });
+    cmd.configureOutput({ outputError: (str, write) => write(`${str.trimEnd().replace(/\s*\n\s*/g, " ")} (see: ${path} --help)\n`) });
     for (const sub of cmd.commands) withHelpHint(sub, `${path} ${sub.name()}`);
   };
   withHelpHint(program, "dreamgym");
