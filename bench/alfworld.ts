@@ -1,9 +1,9 @@
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
 import { AlfWorldEnv, Game } from "../src/envs/alfworld/index.ts";
+import { quantile } from "./stats.ts";
 
 type Report = (name: string, value: string) => void;
-const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))];
 
 /** ALFWorld: game load, steps/s of one env, memory of 64 envs. */
 export async function benchAlfworld(report: Report): Promise<void> {

@@ -7,6 +7,7 @@ import { parseArgs } from "node:util";
 import { Rng } from "../src/core/index.ts";
 import { createPolicy } from "../src/envs/index.ts";
 import { createWebShopBrowserEnv } from "../src/envs/webshop-site/index.ts";
+import { quantile } from "./stats.ts";
 
 const { values } = parseArgs({
   options: { seconds: { type: "string", default: "20" }, warmup: { type: "string", default: "3" }, contexts: { type: "string", default: "1,4" } },
@@ -15,11 +16,6 @@ const seconds = Number(values.seconds);
 const warmup = Number(values.warmup);
 const sizes = values.contexts.split(",").map(Number);
 
-const quantile = (xs: number[], q: number) => {
-  if (xs.length === 0) return NaN;
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor(q * s.length))];
-};
 const fmt = (x: number, d = 0) => x.toLocaleString("en-US", { minimumFractionDigits: d, maximumFractionDigits: d });
 const mb = (b: number) => fmt(b / 2 ** 20, 0);
 

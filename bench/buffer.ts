@@ -8,8 +8,8 @@ import { ReplayBuffer, transitionText } from "../src/buffer/index.ts";
 import { RandomPolicy, runEpisode } from "../src/envs/index.ts";
 import { OraclePolicy, WebShopEnv } from "../src/envs/webshop/index.ts";
 import type { Trajectory } from "../src/core/index.ts";
+import { quantile } from "./stats.ts";
 
-const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))];
 const mb = (b: number) => `${(b / 2 ** 20).toFixed(0)} MB`;
 export type Report = (name: string, value: string) => void;
 

@@ -10,9 +10,9 @@ import {
   type NeuralStepRecord,
   type SparseVector,
 } from "../src/rl/index.ts";
+import { quantile } from "./stats.ts";
 
 type Report = (name: string, value: string) => void;
-const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))];
 
 /** The neural policy on WebShop: rollouts, act latency, GRPO and PPO update throughput. */
 export async function benchRl(report: Report): Promise<void> {

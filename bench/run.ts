@@ -13,11 +13,8 @@ import { benchRl } from "./rl.ts";
 import { benchAlfworld } from "./alfworld.ts";
 import { benchAlfworldSynthetic } from "./alfworld-synthetic.ts";
 import { benchServer } from "./server.ts";
+import { quantile } from "./stats.ts";
 
-const quantile = (xs: number[], q: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor(q * s.length))];
-};
 const fmt = (x: number, d = 3) => x.toFixed(d);
 const rows: [string, string][] = [];
 const report = (name: string, value: string) => {

@@ -70,8 +70,3 @@ export async function startServe(args: string[], o: { nodeArgs?: string[]; env?:
     },
   };
 }
-
-export const quantile = (xs: ArrayLike<number>, q: number): number => {
-  const s = Float64Array.from(xs).sort();
-  return s[Math.min(s.length - 1, Math.floor(q * s.length))];
-};

@@ -9,7 +9,8 @@ import { parseArgs } from "node:util";
 import { Rng } from "../src/core/index.ts";
 import type { Report } from "./buffer.ts";
 import { chooseAction, HttpClient, rawInstruction, targetsOf, WsSession } from "./serve-clients.ts";
-import { buildCli, quantile, startServe, type ServeProcess } from "./serve-process.ts";
+import { buildCli, startServe, type ServeProcess } from "./serve-process.ts";
+import { quantile } from "./stats.ts";
 import { seeded } from "./synthetic.ts";
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

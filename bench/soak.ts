@@ -9,7 +9,8 @@ import type { Socket } from "node:net";
 import { WebSocket } from "ws";
 import { Rng } from "../src/core/index.ts";
 import { chooseAction, HttpClient, rawInstruction, targetsOf, WsSession } from "./serve-clients.ts";
-import { buildCli, quantile, startServe } from "./serve-process.ts";
+import { buildCli, startServe } from "./serve-process.ts";
+import { median } from "./stats.ts";
 
 const { values } = parseArgs({
   options: {
@@ -209,7 +210,6 @@ const after = samples.filter((s) => s.t >= (warm?.t ?? 0));
 const maxAfter = Math.max(...after.map((s) => s.rss));
 // One sample lands anywhere in a GC cycle (V8's old generation fills with garbage up to a few times the
 // live heap before a full GC): the median of a minute's samples tells a trend from that swing.
-const median = (xs: number[]) => quantile(xs, 0.5);
 const firstMinute = after.filter((s) => s.t < (warm?.t ?? 0) + 60).map((s) => s.rss);
 const lastMinute = after.filter((s) => s.t >= samples[samples.length - 1].t - 60).map((s) => s.rss);
 // Per minute after warm-up: the median (the band's middle) and the lowest sample (near a full GC: what is retained).

@@ -20,6 +20,7 @@ import { createEnv, syntheticSupport } from "../src/envs/index.ts";
 import { trainLearnedModel } from "../src/experience/index.ts";
 import { latestPolicyFile, readMetrics } from "../src/train/index.ts";
 import { seedWebShopBuffer } from "../src/cli/seed-data.ts";
+import { median } from "./stats.ts";
 
 const { values: args } = parseArgs({
   options: { budget: { type: "string", default: "20000" }, data: { type: "string", default: "runs/bench-train" }, runs: { type: "string", default: "1" } },
@@ -170,12 +171,22 @@ const served = async () => {
     rmSync(dir, { recursive: true, force: true });
   }
 };
+const ratios: number[] = [];
+const cpuRatios: number[] = [];
 for (let i = 0; i < runs; i++) {
   const real = time("real", ["--mode", "real"]);
   const dg = time("dreamgym", ["--mode", "dreamgym", "--experience", `learned:${modelFile}`]);
   const sv = await served();
+  ratios.push(dg.seconds / real.seconds);
+  if (real.cpuSeconds && dg.cpuSeconds !== undefined) cpuRatios.push(dg.cpuSeconds / real.cpuSeconds);
   const cpuRatio = real.cpuSeconds && dg.cpuSeconds !== undefined ? `; CPU DreamGym / real ${(dg.cpuSeconds / real.cpuSeconds).toFixed(2)}×` : "";
   console.log(
     `run ${i + 1}: ${budget.toLocaleString("en-US")} steps each; real-env GRPO ${fmt(real)}${cpuOf(real)}; DreamGym (learned model) ${fmt(dg)}${cpuOf(dg)}; DreamGym / real ${(dg.seconds / real.seconds).toFixed(2)}×${cpuRatio}; served (serve --mode dreamgym + train --env ws://) ${fmt(sv)}, ${(100 * (sv.seconds / dg.seconds - 1)).toFixed(0)}% over in-process`,
   );
+}
+// This machine's speed moves from one run to the next (the same code's ratio spans 1.4–2.1× within an hour), so
+// several runs' median says more than any one of them.
+if (runs > 1) {
+  const cpu = cpuRatios.length === runs ? `, CPU ${median(cpuRatios).toFixed(2)}×` : "";
+  console.log(`median of ${runs} runs: DreamGym / real ${median(ratios).toFixed(2)}×${cpu} (each run: ${ratios.map((r) => r.toFixed(2)).join(" / ")})`);
 }
