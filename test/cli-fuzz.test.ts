@@ -339,6 +339,11 @@ function cases(): Case[] {
   add(["demo", "--out", o("d-budget"), "--budget", "0"], /--budget must be an integer/, [o("d-budget")]);
   add(["demo", "--out", f("good.jsonl")], /--out is a file, not a folder/);
   add(["demo", "--out", f("not-demo")], /is not a demo folder/);
+  // The experience model is checked before the demo seeds anything (a dead endpoint: endpoint-failures-cli.test.ts).
+  add(["demo", "--out", o("d-model"), "--experience", "bogus-model"], /unknown model "bogus-model"/, [o("d-model")]);
+  add(["demo", "--out", o("d-learned"), "--experience", `learned:${f("no-model.bin")}`], /cannot read the learned model .*no-model\.bin: no such file/, [
+    o("d-learned"),
+  ]);
   return c;
 }
 

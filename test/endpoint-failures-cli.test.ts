@@ -241,3 +241,13 @@ test("buffer import with a hanging embedder: exit 2, one line naming the URL, ea
     await s.close();
   }
 });
+
+test("demo refuses an endpoint that does not answer before it seeds anything", async () => {
+  const dead = await chatServer();
+  await dead.close();
+  const out = join(mkdtempSync(join(root, "demo-dead-")), "demo");
+  const r = await runInProcess(["demo", "--experience", `${dead.url}#tiny`, "--out", out]);
+  assert.equal(r.status, 2, r.stderr);
+  assert.match(r.stderr, new RegExp(`^error: LLM endpoint does not answer: ECONNREFUSED; start the server or fix the model URL \\(${dead.url}/models\\)\n$`));
+  assert.equal(existsSync(out), false, "no demo folder");
+});

@@ -5,8 +5,10 @@ import type { Command } from "commander";
 import { closing, writeFileAtomic } from "../core/index.ts";
 import { ReplayBuffer } from "../buffer/index.ts";
 import { createEnv, syntheticSupport } from "../envs/index.ts";
-import { trainLearnedModel } from "../experience/index.ts";
+import { loadLearnedModel, parseExperienceSpec, trainLearnedModel } from "../experience/index.ts";
+import { probeEndpoint } from "../llm/index.ts";
 import { latestPolicyFile, readMetrics, resumeTraining, train, type TrainSummary } from "../train/index.ts";
+import { DEFAULT_REQUEST_TIMEOUT_S } from "./endpoint-options.ts";
 import { parseIntOption } from "./episodes.ts";
 import { checkOutputFolder } from "./output.ts";
 import { playScripted, seedWebShopBuffer } from "./seed-data.ts";
@@ -37,6 +39,20 @@ function lastExploitation(runDir: string): string {
   return audit.exploitationRate === null
     ? `- (${audit.episodes} episodes, no synthetic success)`
     : `${(100 * audit.exploitationRate).toFixed(0)}% of ${Math.round(audit.syntheticSuccess * audit.episodes)}`;
+}
+
+/**
+ * The experience model, checked before any work: a wrong name, a model file that does not load or an
+ * endpoint that does not answer is said now, not after minutes of seeding and cloning.
+ */
+async function checkDemoExperience(experience: string): Promise<void> {
+  if (experience === "learned") return; // trained here, from the seed buffer
+  const spec = parseExperienceSpec(experience);
+  if (spec.kind === "chat") await probeEndpoint(spec.spec, 1000 * DEFAULT_REQUEST_TIMEOUT_S);
+  else if (spec.kind === "learned") {
+    const support = await closing(createEnv("webshop", {}), (env) => syntheticSupport("webshop", env));
+    loadLearnedModel(spec.file, support.abstraction, support.rewards);
+  }
 }
 
 async function demo(o: DemoOptions): Promise<void> {
@@ -194,6 +210,7 @@ export function registerDemo(program: Command): void {
       if (existsSync(o.out) && readdirSync(o.out).length > 0 && !existsSync(join(o.out, MARKER))) {
         throw new InvalidConfigError(`${o.out} exists and is not a demo folder; choose another --out`);
       }
+      await checkDemoExperience(o.experience);
       rmSync(o.out, { recursive: true, force: true });
       mkdirSync(o.out, { recursive: true });
       writeFileSync(join(o.out, MARKER), "made by dreamgym demo\n");
