@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chatServer } from "../src/testing/index.ts";
@@ -39,4 +39,16 @@ test("sft build from the command line, with a teacher over the real protocol, an
   } finally {
     await s.close();
   }
+});
+
+test("sft build that stops at its first teacher call removes the output folder and the parents it made", async () => {
+  const dead = await chatServer();
+  await dead.close();
+  const dir = mkdtempSync(join(tmpdir(), "dreamgym-sft-dead-"));
+  const traj = join(dir, "o.jsonl");
+  assert.equal((await runInProcess(["collect", "--env", "webshop", "--policy", "oracle", "--episodes", "2", "--out", traj])).status, 0);
+  const r = await runInProcess(["sft", "build", "--env", "webshop", "--teacher", `${dead.url}#teacher`, "--trajectories", traj, "--out", join(dir, "a", "b")]);
+  assert.equal(r.status, 2, r.stderr);
+  assert.match(r.stderr, /^error: LLM endpoint .* cannot be reached; last error: .*ECONNREFUSED/);
+  assert.equal(existsSync(join(dir, "a")), false, "the parent folder the build made is gone too");
 });

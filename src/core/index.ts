@@ -3,7 +3,18 @@ export { OUTCOME_REWARDS } from "./types.ts";
 export type { Env, EpisodeGroup, ResetOptions, ResetResult, StepResult } from "./env.ts";
 export { FREE_TEXT_SLOT } from "./env.ts";
 export { Rng } from "./rng.ts";
-export { readJsonl, readJsonlAll, writeJsonl, readJsonFile, JsonlWriter, repairJsonlTail, writeAll, writeFileAtomic, writeJsonlAtomic } from "./jsonl.ts";
+export {
+  firstMissingFolder,
+  readJsonl,
+  readJsonlAll,
+  writeJsonl,
+  readJsonFile,
+  JsonlWriter,
+  repairJsonlTail,
+  writeAll,
+  writeFileAtomic,
+  writeJsonlAtomic,
+} from "./jsonl.ts";
 export type { JsonlLineError, ReadJsonlOptions } from "./jsonl.ts";
 export {
   DreamGymError,

@@ -14,6 +14,7 @@ import {
   rmSync,
   writeFileSync,
 } from "node:fs";
+import { dirname, resolve } from "node:path";
 import { DataError } from "./errors.ts";
 
 /** A line that could not be parsed, reported with its 1-based line number. */
@@ -132,6 +133,14 @@ export class JsonlWriter {
 }
 
 /** Writes all of `data` to `fd`: a nearly full disk writes part of it before it fails, so write the rest, or fail. */
+/** The outermost folder of `dir` that does not exist yet (what `mkdir -p` would create), or null: what a failed start removes again. */
+export function firstMissingFolder(dir: string): string | null {
+  let p = resolve(dir);
+  if (existsSync(p)) return null;
+  while (!existsSync(dirname(p))) p = dirname(p);
+  return p;
+}
+
 export function writeAll(fd: number, data: Uint8Array): void {
   for (let off = 0; off < data.length; ) off += writeSync(fd, data, off, data.length - off);
 }

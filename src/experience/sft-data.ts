@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import {
   DataError,
+  firstMissingFolder,
   InvalidConfigError,
   JsonlWriter,
   readJsonFile,
@@ -100,7 +101,7 @@ export async function buildSftData(opts: SftBuildOptions): Promise<SftBuildRepor
     if (saved.valFraction !== valFraction)
       throw new InvalidConfigError(`${opts.outDir} was built with a validation share of ${saved.valFraction}; resume with the same, or use another folder`);
   }
-  const created = !existsSync(opts.outDir);
+  const created = firstMissingFolder(opts.outDir);
   try {
     mkdirSync(opts.outDir, { recursive: true });
   } catch (e) {
@@ -109,15 +110,15 @@ export async function buildSftData(opts: SftBuildOptions): Promise<SftBuildRepor
   try {
     return await build(opts, valFraction, manifest);
   } catch (e) {
-    // A folder this build made and put no example in goes, so a rerun starts clean.
-    if (created) removeIfNoExamples(opts.outDir);
+    // The folders this build made (the output's missing parents too) go if it put no example in them, so a rerun starts clean.
+    if (created) removeIfNoExamples(opts.outDir, created);
     throw e;
   }
 }
 
-function removeIfNoExamples(dir: string): void {
+function removeIfNoExamples(dir: string, created: string): void {
   for (const f of ["train.jsonl", "val.jsonl"]) if (existsSync(join(dir, f)) && readFileSync(join(dir, f)).length > 0) return;
-  rmSync(dir, { recursive: true, force: true });
+  rmSync(created, { recursive: true, force: true });
 }
 
 async function build(opts: SftBuildOptions, valFraction: number, manifest: string): Promise<SftBuildReport> {

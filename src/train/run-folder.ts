@@ -12,8 +12,8 @@ import {
   writeFileSync,
   writeSync,
 } from "node:fs";
-import { dirname, join, resolve } from "node:path";
-import { DataError, InvalidConfigError, readJsonFile, writeFileAtomic } from "../core/index.ts";
+import { join } from "node:path";
+import { DataError, firstMissingFolder, InvalidConfigError, readJsonFile, writeFileAtomic } from "../core/index.ts";
 import type { AuditPair } from "../experience/index.ts";
 import { resolveTrainConfig, type IterationMetrics, type ResumeOverrides, type TrainConfig } from "./config.ts";
 import { parseMetricsLine, writeReport } from "./report.ts";
@@ -83,7 +83,7 @@ export class RunFolder implements RunSink {
     if (existsSync(dir) && !statSync(dir).isDirectory()) throw new InvalidConfigError(`${dir} is a file; --out must be a folder`);
     if (existsSync(join(dir, "config.json")))
       throw new InvalidConfigError(`${dir} already holds a run; resume it with --resume ${dir} or choose another --out`);
-    const created = firstMissing(dir);
+    const created = firstMissingFolder(dir);
     const before = existsSync(dir) ? new Set(readdirSync(dir)) : null;
     let started = false;
     try {
@@ -389,14 +389,6 @@ export function readAuditPairs(file: string): AuditPair[] {
         throw new DataError(`line ${i + 1} is not an audited episode (not JSON)`, { file });
       }
     });
-}
-
-/** The outermost folder of `dir` that does not exist yet (what `mkdir -p` would create), or null. */
-function firstMissing(dir: string): string | null {
-  let p = resolve(dir);
-  if (existsSync(p)) return null;
-  while (!existsSync(dirname(p))) p = dirname(p);
-  return p;
 }
 
 /**
