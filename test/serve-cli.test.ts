@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { BIN, ROOT, runAsync } from "./helpers.ts";
+import { BIN, ROOT, runAsync, runInProcess } from "./helpers.ts";
 import { SERVE_YOUNG_GENERATION_MB, serveThreadLimits } from "../src/cli/serve-thread.ts";
 import { TestClient } from "./serve-kit.ts";
 
@@ -87,6 +87,21 @@ test("dreamgym serve: off loopback without a token, a missing token file, a port
   );
   oneLine(noTokenFile, /^error: cannot read --token-file .*missing: no such file/);
   oneLine(inUse, new RegExp(`^error: 127\\.0\\.0\\.1:${port} is in use: stop what holds it or choose another --port`));
+});
+
+// In this process, with a timeout: a run that stopped refusing would serve and wait for a signal.
+test("dreamgym oracle-model serve: a port in use is one line and exit 2, as serve's", { timeout: 60_000 }, async () => {
+  const holder = createServer();
+  await new Promise<void>((resolve) => holder.listen(0, "127.0.0.1", resolve));
+  try {
+    const port = (holder.address() as { port: number }).port;
+    const r = await runInProcess(["oracle-model", "serve", "--env", "webshop", "--port", String(port)]);
+    assert.equal(r.stderr, `error: 127.0.0.1:${port} is in use: stop what holds it or choose another --port\n`);
+    assert.equal(r.status, 2);
+    assert.equal(r.stdout, "");
+  } finally {
+    await new Promise((resolve) => holder.close(resolve));
+  }
 });
 
 test("serveThreadLimits: the larger young generation, unless node's command line sizes the semi-spaces", () => {

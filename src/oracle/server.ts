@@ -3,6 +3,7 @@ import type { AddressInfo } from "node:net";
 import type { OracleAnswer, OracleNoise } from "../core/index.ts";
 import { envNames, plugPoint } from "../envs/index.ts";
 import { parseEpisodeBlock } from "../experience/index.ts";
+import { listenOn } from "../server/listen.ts";
 
 export interface OracleServerOptions {
   noise: OracleNoise;
@@ -120,12 +121,14 @@ export async function startOracleServer(opts: OracleServerOptions): Promise<Orac
     }
   });
   server.keepAliveTimeout = 60_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(opts.port ?? 0, opts.host ?? "127.0.0.1", () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
   const host = opts.host ?? "127.0.0.1";
+  try {
+    await listenOn(server, opts.port ?? 0, host);
+  } catch (e) {
+    oracle.close(); // its env, made for a server that never started
+    throw e;
+  }
+  const { port } = server.address() as AddressInfo;
   const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}/v1`;
   return {
     url,

@@ -10,6 +10,7 @@ import type { ObservationFormat } from "./env-host.ts";
 import { agentGymRoutes } from "./agentgym.ts";
 import { limitBody } from "./body.ts";
 import { foreignRequest, isLoopbackName } from "./guard.ts";
+import { listenOn } from "./listen.ts";
 import { errorBody, openEnvRoutes, ValidationFailed } from "./openenv.ts";
 import { taskRoutes } from "./task-routes.ts";
 import { OpenEnvSockets } from "./openenv-socket.ts";
@@ -132,13 +133,6 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-const LISTEN_ERRORS: Record<string, string> = {
-  EADDRINUSE: "is in use: stop what holds it or choose another --port",
-  EACCES: "needs privileges: choose a port from 1024 up",
-  EADDRNOTAVAIL: "is not an address of this machine: check --host",
-  ENOTFOUND: "is not a known host name: check --host",
-};
-
 /** Listens on host:port with keep-alive (the env server's app, or the view's); a port in use or a bad address is a one-line error. */
 export async function startServer(o: { app: Pick<ServeApp, "app" | "upgrade" | "close">; port: number; host: string }): Promise<RunningServer> {
   // Web pages stay out (guard.ts): checked before any route, and before any WebSocket handshake.
@@ -158,20 +152,7 @@ export async function startServer(o: { app: Pick<ServeApp, "app" | "upgrade" | "
     const text = JSON.stringify(errorBody("FORBIDDEN", refused.message));
     socket.end(`HTTP/1.1 403 Forbidden\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n${text}`);
   });
-  try {
-    await new Promise<void>((resolve, reject) => {
-      server.once("error", reject);
-      server.listen(o.port, o.host, () => {
-        server.off("error", reject);
-        resolve();
-      });
-    });
-  } catch (e) {
-    const err = e as NodeJS.ErrnoException;
-    const why = err.code ? LISTEN_ERRORS[err.code] : undefined;
-    if (why) throw new InvalidConfigError(`${o.host}:${o.port} ${why}`);
-    throw e;
-  }
+  await listenOn(server, o.port, o.host);
   const address = server.address();
   const port = typeof address === "object" && address ? address.port : o.port;
   const host = o.host.includes(":") ? `[${o.host}]` : o.host;

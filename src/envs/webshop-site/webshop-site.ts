@@ -6,6 +6,7 @@ import { InvalidConfigError, type Task } from "../../core/index.ts";
 import { loadCatalogue, WEBSHOP_SPLITS, webshopGoalOf, webshopTask, type Catalogue, type WebShopSplit } from "../webshop/index.ts";
 import type { BrowserSite, SiteVerdict } from "../browser/site.ts";
 import { webshopApp, type SiteSession } from "./app.ts";
+import { listenOn } from "../../server/listen.ts";
 
 export interface WebShopSiteOptions {
   /** Data root (holding `webshop/`). Default: `$DREAMGYM_DATA`, else `../shared/data`. */
@@ -19,13 +20,6 @@ export interface WebShopSiteOptions {
   /** Score goal options by value. @default false */
   goalOptionValues?: boolean;
 }
-
-const LISTEN_ERRORS: Record<string, string> = {
-  EADDRINUSE: "is in use: stop what holds it or choose another --port",
-  EACCES: "needs privileges: choose a port from 1024 up",
-  EADDRNOTAVAIL: "is not an address of this machine: check --host",
-  ENOTFOUND: "is not a known host name: check --host",
-};
 
 /**
  * WebShop served as a website (`dreamgym serve-site webshop`), and the {@link BrowserSite} a
@@ -76,18 +70,9 @@ export class WebShopSite implements BrowserSite {
     const server = createAdaptorServer({ fetch: this.app.app.fetch }) as Server;
     server.keepAliveTimeout = 60_000;
     try {
-      await new Promise<void>((resolve, reject) => {
-        server.once("error", reject);
-        server.listen(port, host, () => {
-          server.off("error", reject);
-          resolve();
-        });
-      });
+      await listenOn(server, port, host);
     } catch (e) {
       this.starting = null;
-      const code = (e as NodeJS.ErrnoException).code;
-      const why = code ? LISTEN_ERRORS[code] : undefined;
-      if (why) throw new InvalidConfigError(`${host}:${port} ${why}`);
       throw e;
     }
     const address = server.address();
