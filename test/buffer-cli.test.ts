@@ -1,8 +1,10 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { ReplayBuffer } from "../src/buffer/index.ts";
+import { makeTrajectory } from "../src/testing/index.ts";
 import { run, runInProcess } from "./helpers.ts";
 
 test("buffer import / stats / search / export from the command line", async () => {
@@ -129,4 +131,33 @@ test("buffer import takes success from the env's rule and the total from the ste
     ["honest", true, 1],
   ]);
   assert.equal(stats.trajectories, 3);
+});
+
+test("buffer search and export refuse an --env that is neither registered nor in the buffer: one line, exit 2, no file", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "dreamgym-buffer-env-"));
+  const db = join(dir, "b.db");
+  // A buffer with a user's env ("mine", registered in the process that wrote it, not in this one) beside WebShop's.
+  const b = ReplayBuffer.open(db);
+  await b.appendTrajectories([0, 1, 2].map((i) => makeTrajectory(i, { env: "webshop" })));
+  await b.appendTrajectories([3, 4].map((i) => makeTrajectory(i, { env: "mine" })));
+  b.close();
+  const refusal =
+    'error: unknown environment "nope" (known: webshop, alfworld, webarena, webshop-browser, webshop-pages); register yours with registerEnv() and load it with --env-module <file>; this buffer also holds mine\n';
+  const search = await runInProcess(["buffer", "search", "shelf", "--buffer", db, "--env", "nope"]);
+  assert.deepEqual(search, { status: 2, stdout: "", stderr: refusal });
+  const out = join(dir, "out.jsonl");
+  const exp = await runInProcess(["buffer", "export", "--buffer", db, "--out", out, "--env", "nope"]);
+  assert.deepEqual(exp, { status: 2, stdout: "", stderr: refusal });
+  assert.deepEqual(readdirSync(dir), ["b.db"], "no output file, whole or partial");
+  // The env the buffer holds needs no --env-module to be read; a registered env it lacks matches nothing.
+  const mine = await runInProcess(["buffer", "export", "--buffer", db, "--out", out, "--env", "mine"]);
+  assert.deepEqual(mine, { status: 0, stdout: `wrote 2 trajectories to ${out}\n`, stderr: "" });
+  const hits = await runInProcess(["buffer", "search", "shelf", "--buffer", db, "--env", "mine", "--json"]);
+  assert.equal(hits.status, 0, hits.stderr);
+  assert.ok((JSON.parse(hits.stdout) as { transition: { env: string } }[]).every((h) => h.transition.env === "mine"));
+  assert.deepEqual(await runInProcess(["buffer", "search", "shelf", "--buffer", db, "--env", "alfworld"]), {
+    status: 0,
+    stdout: "no transitions match\n",
+    stderr: "",
+  });
 });

@@ -3,7 +3,7 @@ import { closeSync, createReadStream, existsSync, openSync, readSync, statSync }
 import { resolve } from "node:path";
 import { createEmbedder, exportJsonl, importJsonl, ReplayBuffer, type SearchFilter } from "../buffer/index.ts";
 import { DataError, InvalidConfigError, type ExperienceSource, type StateAbstraction, type StepInfo, type Trajectory } from "../core/index.ts";
-import { createEnv, hasSyntheticSupport, resolveDataDir, shippedDemos, syntheticSupport, trajectoryRules } from "../envs/index.ts";
+import { createEnv, findEnv, hasSyntheticSupport, resolveDataDir, shippedDemos, syntheticSupport, trajectoryRules, unknownEnvError } from "../envs/index.ts";
 import { abstractTrajectory } from "../experience/index.ts";
 import { parseSeconds } from "./endpoint-options.ts";
 import { parseIntOption } from "./episodes.ts";
@@ -107,6 +107,18 @@ function filterOf(o: { env?: string; source?: string; task?: string }): SearchFi
   return { env: o.env, source: o.source as ExperienceSource | undefined, task: o.task };
 }
 
+/**
+ * Refuses an --env filter that names neither a registered env nor one the buffer holds: a typo would
+ * match nothing and exit 0 (an empty export). An env the buffer holds passes unregistered: reading a
+ * user's env's trajectories needs no --env-module.
+ */
+function checkEnvFilter(b: ReplayBuffer, env: string | undefined): void {
+  if (env === undefined || findEnv(env) || b.count({ env }) > 0) return;
+  const held = [...new Set(b.stats().groups.map((g) => g.env))].filter((e) => !findEnv(e));
+  const e = unknownEnvError(env);
+  throw held.length > 0 ? new InvalidConfigError(`${e.message}; this buffer also holds ${held.join(", ")}`) : e;
+}
+
 /** Lines of a file, counted in chunks (for the progress bar). */
 async function countLines(file: string): Promise<number> {
   let n = 0;
@@ -203,6 +215,7 @@ export function registerBufferCommands(program: Command): void {
       checkOutputFile(o.out);
       const b = await openBuffer(o, true);
       try {
+        await inFile(o.buffer, () => checkEnvFilter(b, f.env));
         const n = await inFile(o.buffer, () => inFile(o.out, () => exportJsonl(b, o.out, { env: f.env, source: f.source }), "fs"));
         console.log(`wrote ${n} trajectories to ${o.out}`);
       } finally {
@@ -260,6 +273,7 @@ export function registerBufferCommands(program: Command): void {
       const filter = filterOf(o);
       const b = await openBuffer(o, true);
       try {
+        await inFile(o.buffer, () => checkEnvFilter(b, filter.env));
         const results = await inFile(o.buffer, () => b.search(text, { k: o.k, filter, exact: Boolean(o.exact) }));
         if (o.json) return console.log(JSON.stringify(results, null, 2));
         if (results.length === 0) console.log("no transitions match");

@@ -210,6 +210,7 @@ export {
   plugPoints,
   shippedDemos,
   unregisteredEntry,
+  unknownEnvError,
 } from "./registry.ts";
 export type { EnvSpec, EnvEntry, CommonEnvOptions, SyntheticSupport, PlugPoint } from "./registry.ts";
 export type { AgentGymHost, AgentGymSupport, AgentGymView, ExperienceModelContext, TaskGeneratorContext } from "./plug-points.ts";

@@ -265,12 +265,15 @@ export function unregisteredEntry(name: string, spec: EnvSpec): EnvEntry {
 /** The registered env `name`, or an error that lists the known ones. */
 export function envEntry(name: string): EnvEntry {
   const e = findEnv(name);
-  if (!e) {
-    throw new InvalidConfigError(
-      `unknown environment "${name}" (known: ${envNames().join(", ")}); register yours with registerEnv() and load it with --env-module <file>`,
-    );
-  }
+  if (!e) throw unknownEnvError(name);
   return e;
+}
+
+/** The error for an env name that is not registered: it lists the known ones and says how to add one. */
+export function unknownEnvError(name: string): InvalidConfigError {
+  return new InvalidConfigError(
+    `unknown environment "${name}" (known: ${envNames().join(", ")}); register yours with registerEnv() and load it with --env-module <file>`,
+  );
 }
 
 export function envNames(): string[] {
