@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ReplayBuffer } from "../src/buffer/index.ts";
@@ -160,4 +160,18 @@ test("buffer search and export refuse an --env that is neither registered nor in
     stdout: "no transitions match\n",
     stderr: "",
   });
+});
+
+test("buffer import --few-shot from a data folder without the envs' data: the missing-data error, exit 2, no buffer", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "dreamgym-buffer-fewshot-"));
+  const empty = join(dir, "empty");
+  mkdirSync(empty);
+  const data = join(dir, "t.jsonl");
+  writeFileSync(data, `${JSON.stringify(makeTrajectory(0, { env: "webshop" }))}\n`);
+  const refusal = `error: data folder ${empty}/webshop is missing entirely (expected: react_trajectories.jsonl; data root from --data/dataDir). Get the data pack (WebShop, ALFWorld, WebArena files; see docs/data-formats.md) and pass --data <folder>, set DREAMGYM_DATA=<folder>, or place it at ../shared/data beside the project.\n`;
+  for (const files of [[], [data]]) {
+    const r = await runInProcess(["buffer", "import", ...files, "--few-shot", "--buffer", join(dir, "b.db"), "--data", empty]);
+    assert.deepEqual(r, { status: 2, stdout: "", stderr: refusal }, files.join(" "));
+    assert.deepEqual(readdirSync(dir).sort(), ["empty", "t.jsonl"], "no buffer file");
+  }
 });

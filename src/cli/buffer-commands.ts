@@ -119,6 +119,20 @@ function checkEnvFilter(b: ReplayBuffer, env: string | undefined): void {
   throw held.length > 0 ? new InvalidConfigError(`${e.message}; this buffer also holds ${held.join(", ")}`) : e;
 }
 
+/**
+ * What the data folder ships for `--few-shot`. Nothing at all is a folder without the envs' data (a
+ * wrong --data): refused with the missing-data error the envs give, not imported as nothing into a
+ * new, empty buffer.
+ */
+function fewShotDemos(data?: string): ReturnType<typeof shippedDemos> {
+  const root = resolveDataDir({ dataDir: data });
+  const shipped = shippedDemos(root);
+  if (shipped.jsonl.length > 0 || shipped.parsed.length > 0) return shipped;
+  // WebShop's folder, the data pack's first env: the error names it and the file it lacks.
+  resolveDataDir({ dataDir: data, subdir: "webshop", files: ["react_trajectories.jsonl"] });
+  throw new DataError("--few-shot: the data folder ships no demonstrations for the registered envs", { file: root });
+}
+
 /** Lines of a file, counted in chunks (for the progress bar). */
 async function countLines(file: string): Promise<number> {
   let n = 0;
@@ -148,6 +162,7 @@ export function registerBufferCommands(program: Command): void {
     .action(async (files: string[], o) => {
       if (files.length === 0 && !o.fewShot) throw new InvalidConfigError("give trajectory JSONL files to import, or --few-shot");
       for (const f of files) checkImportFile(f); // before the buffer is created
+      const shipped = o.fewShot ? fewShotDemos(o.data) : { jsonl: [], parsed: [] };
       const created = !existsSync(o.buffer);
       const b = await openBuffer(o);
       const seed = !o.online;
@@ -157,7 +172,6 @@ export function registerBufferCommands(program: Command): void {
       try {
         const started = performance.now();
         let transitions = 0;
-        const shipped = o.fewShot ? shippedDemos(resolveDataDir({ dataDir: o.data })) : { jsonl: [], parsed: [] };
         const jsonl = [...files, ...shipped.jsonl];
         for (const file of jsonl) {
           const bar = progressBar(`import ${file}`, await countLines(file));
