@@ -57,6 +57,10 @@ test("help lists every command, and an unknown one is told the nearest name", as
   const typo = await run(["colect", "--env", "webshop"]);
   assert.equal(typo.status, 2);
   assert.equal(typo.text, "error: unknown command 'colect' (Did you mean collect?) (see: dreamgym --help)\n");
+  // `help` of an unknown command: the same line as the command alone, at the program's level and a group's.
+  assert.deepEqual(await run(["help", "colect"]), typo);
+  assert.deepEqual(await run(["help", "nope"]), { status: 2, text: "error: unknown command 'nope' (see: dreamgym --help)\n" });
+  assert.deepEqual(await run(["buffer", "help", "nope"]), { status: 2, text: "error: unknown command 'nope' (see: dreamgym buffer --help)\n" });
   // An unknown option's suggestion too: one line.
   const option = await run(["collect", "--env", "webshop", "--policy", "rule", "--out", "unused.jsonl", "--episode", "3"]);
   assert.equal(option.status, 2);

@@ -71,6 +71,31 @@ function buildProgram(io: Required<Pick<CliIo, "stdout" | "stderr">>, registers:
   return program;
 }
 
+/**
+ * `help <name>` where <name> is none of the command's subcommands, as `<name>` alone: commander's help
+ * command prints the whole help for it (exit 1), where `<name>` is the one-line "unknown command" error
+ * with the nearest name. The walk stops at the first option other than `--env-module`.
+ */
+function unknownHelpAsCommand(program: Command, argv: readonly string[]): string[] {
+  let cmd = program;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    if (arg === "--env-module") i++;
+    else if (arg.startsWith("--env-module=")) continue;
+    else if (arg.startsWith("-")) break;
+    else {
+      const find = (name: string) => cmd.commands.find((c) => c.name() === name || c.aliases().includes(name));
+      const sub = find(arg);
+      const named = argv[i + 1];
+      if (!sub && arg === "help" && cmd.commands.length > 0 && named !== undefined && !named.startsWith("-") && !find(named))
+        return [...argv.slice(0, i), ...argv.slice(i + 1)];
+      if (!sub) break;
+      cmd = sub;
+    }
+  }
+  return [...argv];
+}
+
 /** `--env-module` values, wherever they stand: envs must be registered before any command runs. */
 function envModules(argv: readonly string[]): string[] {
   const files: string[] = [];
@@ -100,7 +125,8 @@ export async function runCli(argv: readonly string[], io: CliIo = { stdout: proc
       const registers: Register[] = [];
       for (const name of commandsToLoad(argv)) registers.push(await COMMANDS[name]()); // one after another: the same order each run
       await loadEnvModules(envModules(argv));
-      await buildProgram(io, registers).parseAsync([...argv], { from: "user" });
+      const program = buildProgram(io, registers);
+      await program.parseAsync(unknownHelpAsCommand(program, argv), { from: "user" });
       return run.exitCode;
     } catch (e) {
       // Help and --version exit 0; a usage error is an input error: 2, as for every bad input.
