@@ -1,5 +1,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { Writable } from "node:stream";
 import { Command } from "commander";
 import { commandName } from "./command-name.ts";
@@ -69,4 +72,34 @@ test("help lists every command, and an unknown one is told the nearest name", as
   const one = await run(["buffer", "--help"]);
   assert.equal(one.status, 0);
   assert.match(one.text, /^Usage: dreamgym buffer \[options\] \[command\]/);
+});
+
+test("an env module that does not load stops a command, but help and --version still answer, with its error as a warning", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "dreamgym-broken-module-"));
+  const broken = join(dir, "broken.mjs");
+  writeFileSync(broken, 'throw new Error("x");\n');
+  const run = async (argv: string[]) => {
+    let out = "";
+    let err = "";
+    const sink = (add: (t: string) => void) =>
+      new Writable({
+        write(chunk, _encoding, done) {
+          add(String(chunk));
+          done();
+        },
+      });
+    const status = await runCli(argv, { stdout: sink((t) => (out += t)), stderr: sink((t) => (err += t)) });
+    return { status, out, err };
+  };
+  const warning = `warning: ${broken}: env module failed to load: x (help lists what did load)\n`;
+  for (const argv of [["--help"], ["-h", "train"], ["train", "--help"], ["help", "train"]]) {
+    const r = await run(["--env-module", broken, ...argv]);
+    assert.deepEqual([r.status, r.err], [0, warning], argv.join(" "));
+    assert.match(r.out, /^Usage: dreamgym/, argv.join(" "));
+  }
+  const version = await run(["--env-module", broken, "--version"]);
+  assert.deepEqual([version.status, version.err], [0, warning]);
+  assert.match(version.out, /^\d+\.\d+\.\d+\n$/);
+  const command = await run(["--env-module", broken, "env", "list"]);
+  assert.deepEqual([command.status, command.out, command.err], [2, "", `error: ${broken}: env module failed to load: x\n`]);
 });

@@ -107,6 +107,31 @@ function envModules(argv: readonly string[]): string[] {
   return files;
 }
 
+/** Whether `argv` asks for help or the version only (no command runs). */
+function asksForHelp(argv: readonly string[]): boolean {
+  const own = argv.indexOf("--") < 0 ? argv : argv.slice(0, argv.indexOf("--"));
+  return (
+    own.includes("--help") ||
+    own.includes("-h") ||
+    commandName(own) === "help" ||
+    (commandName(own) === undefined && own.some((a) => a === "--version" || a === "-V"))
+  );
+}
+
+/**
+ * The user's env modules (`--env-module`, a dreamgym.config in the working folder). One that does not
+ * load stops a command, but help and --version still answer: its error is a warning line then.
+ */
+async function loadUserEnvModules(argv: readonly string[], console: { error(line: string): void }): Promise<void> {
+  try {
+    await loadEnvModules(envModules(argv));
+  } catch (e) {
+    const line = describeError(e);
+    if (line === null || !asksForHelp(argv)) throw e;
+    console.error(`warning: ${line} (help lists what did load)`);
+  }
+}
+
 /**
  * Runs `dreamgym <argv>` (the arguments after the program's name) with its output on `io`, and
  * resolves with the exit code: 0 when the command (or help, --version) ran to its end, 130 when it
@@ -124,7 +149,7 @@ export async function runCli(argv: readonly string[], io: CliIo = { stdout: proc
       // The commands' modules first, then the user's env modules, as when the commands were imported statically.
       const registers: Register[] = [];
       for (const name of commandsToLoad(argv)) registers.push(await COMMANDS[name]()); // one after another: the same order each run
-      await loadEnvModules(envModules(argv));
+      await loadUserEnvModules(argv, run.console);
       const program = buildProgram(io, registers);
       await program.parseAsync(unknownHelpAsCommand(program, argv), { from: "user" });
       return run.exitCode;
