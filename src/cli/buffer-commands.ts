@@ -209,6 +209,10 @@ export function registerBufferCommands(program: Command): void {
           `${transitions} transitions in ${secs.toFixed(1)} s (${Math.round(transitions / Math.max(secs, 1e-9))}/s); buffer holds ${b.count()} transitions`,
         );
         ok = true;
+      } catch (e) {
+        // The files said "added" above: say that the new buffer holding them goes too.
+        if (created && e instanceof Error) e.message += `; nothing is kept: the new buffer ${o.buffer} is removed (import again once this is fixed)`;
+        throw e;
       } finally {
         b.close();
         // A buffer this command created and could not fill goes (a rerun imports again; re-imports do not duplicate).
