@@ -1,5 +1,5 @@
 import { existsSync, statSync } from "node:fs";
-import { extname, join, resolve } from "node:path";
+import { basename, extname, join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { DataError, DreamGymError, orderEnforcing, withActions, withTimeLimit } from "../core/index.ts";
 import { registerEnv, type EnvSpec } from "./registry.ts";
@@ -53,7 +53,11 @@ export async function loadEnvModules(files: readonly string[], opts: { cwd?: str
     } catch (e) {
       if (DreamGymError.isInstance(e)) throw e;
       const first = String((e as Error)?.message ?? e).split("\n")[0];
-      throw new DataError(`env module failed to load: ${first}`, { file }, e);
+      // Node took a module written with import/export for CommonJS (a .ts or .js file under no package.json of "type": "module"), and its own words do not say so.
+      const hint = /require\(\) (of )?ES Module/i.test(first)
+        ? ` (it is an ES module that Node loads as CommonJS here: name it ${basename(file, extname(file))}.${extname(file) === ".js" ? "mjs" : "mts"}, or add "type": "module" to the package.json of its folder)`
+        : "";
+      throw new DataError(`env module failed to load: ${first}${hint}`, { file }, e);
     }
     const def = mod.default as { envs?: unknown } | ((api: EnvModuleApi) => unknown) | undefined;
     // The module gets what registering a checked env takes, so it need not install dreamgym to import it.

@@ -98,6 +98,12 @@ test("env modules: --env-module files and dreamgym.config.js register their envs
     assert.ok(listEnvs().some((e) => e.name === "configured-env"));
     await assert.rejects(loadEnvModules(["missing.mjs"], { cwd: dir, config: false }), /missing\.mjs: env module not found/);
     await assert.rejects(loadEnvModules(["broken.mjs"], { cwd: dir, config: false }), /broken\.mjs: env module failed to load: boom/);
+    // A .ts module with import/export under no package.json of "type": "module": Node takes it for CommonJS, and the error says what to do.
+    writeFileSync(join(dir, "esm.ts"), `export const envs: Record<string, unknown> = {};\n`);
+    await assert.rejects(
+      loadEnvModules(["esm.ts"], { cwd: dir, config: false }),
+      /esm\.ts: env module failed to load: .*require\(\) (of )?ES Module.*\(it is an ES module that Node loads as CommonJS here: name it esm\.mts, or add "type": "module" to the package\.json of its folder\)$/,
+    );
   } finally {
     unregisterEnv("exported-env");
     unregisterEnv("configured-env");
