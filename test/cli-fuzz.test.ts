@@ -334,6 +334,13 @@ function cases(): Case[] {
   add(["rollout", "--env", "webshop", "--model", "bogus-model", "--out", o("r-model.jsonl")], /unknown model "bogus-model"/, [o("r-model.jsonl")]);
   add(["rollout", "--env", "webshop", "--model", DEAD_MODEL, "--out", join(dir, "no-such-folder", "r.jsonl")], /does not exist/, [join(dir, "no-such-folder")]);
   add(["rollout", "--env", "webshop", "--model", DEAD_MODEL, "--out", f("a-folder")], /--out is a folder/);
+  // A cache that cannot be opened: no output made.
+  add(rl("r-cachedir.jsonl", "--concurrency", "1", "--cache", f("a-folder")), /a-folder: cannot open the response cache: unable to open database file$/, [
+    o("r-cachedir.jsonl"),
+  ]);
+  add(rl("r-notdb.jsonl", "--concurrency", "1", "--cache", f("not-a-db.db")), /not-a-db\.db: cannot open the response cache: file is not a database$/, [
+    o("r-notdb.jsonl"),
+  ]);
 
   // demo.
   add(["demo", "--out", o("d-budget"), "--budget", "0"], /--budget must be an integer/, [o("d-budget")]);

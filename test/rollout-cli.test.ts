@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { appendFileSync, mkdtempSync, readFileSync } from "node:fs";
+import { appendFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chatServer } from "../src/testing/index.ts";
@@ -197,6 +197,30 @@ test("rollout appends whole groups as they finish: a bad --out fails before any 
   } finally {
     await s.close();
   }
+});
+
+test("rollout: a --cache that cannot be opened fails before the output is made, or an earlier one is cut", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "dreamgym-rollout-cache-"));
+  const notDb = join(dir, "not-a-db");
+  writeFileSync(notDb, "this is a text file, not SQLite\n");
+  const out = join(dir, "r.jsonl");
+  // A dead endpoint: the cache is opened before any call.
+  const args = ["rollout", "--env", "webshop", "--model", "http://127.0.0.1:9/v1#m", "--tasks", "1", "--group", "1", "--concurrency", "1", "--out", out];
+  const refused = async (cache: string, why: string) => {
+    const r = await runInProcess([...args, "--cache", cache]);
+    assert.equal(r.status, 2);
+    assert.equal(r.stderr, `error: ${cache}: cannot open the response cache: ${why}\n`);
+  };
+  await refused(dir, "unable to open database file"); // a folder
+  assert.equal(existsSync(out), false);
+  await refused(notDb, "file is not a database");
+  assert.equal(existsSync(out), false);
+  // An earlier run's output whose last line is torn: the cut waits until the model is open.
+  const torn = '{"env": "webshop", "task_id": "webs';
+  writeFileSync(out, torn);
+  await refused(notDb, "file is not a database");
+  assert.equal(readFileSync(out, "utf8"), torn);
+  assert.equal(readFileSync(notDb, "utf8"), "this is a text file, not SQLite\n");
 });
 
 test("rollout: bad options are one-line errors with status 2", async () => {

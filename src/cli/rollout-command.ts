@@ -62,11 +62,12 @@ function runIdOf(o: RolloutOptions): string {
 }
 
 /**
- * The whole groups an earlier run with the same options left in `file`, in order. A torn line or a
- * partial group at the end (a killed run) is cut off, to be played again.
+ * The whole groups an earlier run with the same options left in `file`, in order, and the byte after
+ * the last of them (`end`): a torn line or a partial group past it (a killed run) is to be cut off
+ * and played again. Reads only: the cut is the appender's, once nothing else can fail.
  */
-function readDone(file: string, o: RolloutOptions, runId: string): Done[][] {
-  if (!existsSync(file)) return [];
+function readDone(file: string, o: RolloutOptions, runId: string): { groups: Done[][]; end: number } {
+  if (!existsSync(file)) return { groups: [], end: 0 };
   let buf: Buffer;
   try {
     buf = readFileSync(file);
@@ -127,32 +128,32 @@ function readDone(file: string, o: RolloutOptions, runId: string): Done[][] {
     groups.push(summaries(current));
     wholeEnd = currentEnd;
   }
-  if (wholeEnd < buf.length) {
-    try {
-      const fd = openSync(file, "r+");
-      try {
-        ftruncateSync(fd, wholeEnd);
-      } finally {
-        closeSync(fd);
-      }
-    } catch (e) {
-      throw new DataError(`cannot cut the unfinished group off the output: ${(e as Error).message}`, { file }, e);
-    }
-  }
-  return groups;
+  return { groups, end: wholeEnd };
 }
 
-/** Appends whole groups to the output, each in one write; a write that fails is taken back. */
+/**
+ * Appends whole groups to the output, each in one write; a write that fails is taken back. Opening
+ * it cuts what follows the earlier run's last whole group (`end`, from `readDone`).
+ */
 class GroupAppender {
   private readonly fd: number;
   /** This run made the file (a run that stops before its first group leaves nothing behind). */
   private readonly created: boolean;
-  constructor(readonly file: string) {
+  constructor(
+    readonly file: string,
+    end: number,
+  ) {
     this.created = !existsSync(file);
     try {
       this.fd = openSync(file, "a");
     } catch (e) {
       throw new DataError(`cannot write the output: ${(e as Error).message}`, { file }, e);
+    }
+    try {
+      if (fstatSync(this.fd).size > end) ftruncateSync(this.fd, end);
+    } catch (e) {
+      closeSync(this.fd);
+      throw new DataError(`cannot cut the unfinished group off the output: ${(e as Error).message}`, { file }, e);
     }
   }
   append(rows: Record<string, unknown>[]): void {
@@ -196,20 +197,24 @@ async function rollout(o: RolloutOptions): Promise<void> {
   const envs: Env[] = real.map((e) => abstractEnv(e, abstraction));
   const tasks = Array.from({ length: o.tasks }, (_, i) => all[(o.start + i) % all.length]);
 
-  // The output before the model: a bad --out fails before anything is paid for, and the whole
-  // groups of an earlier run with the same options are kept and not played again.
+  // The earlier output read before the model: a foreign --out fails before anything is paid for, and
+  // the whole groups of an earlier run with the same options are kept and not played again. Then the
+  // model's cache, then the output opened: a cache that cannot be opened leaves no output, nor a cut one.
   const runId = runIdOf(o);
   let out: GroupAppender;
   let done: Done[][];
+  let model: ReturnType<typeof createChatModel> | undefined;
   try {
-    done = readDone(o.out, o, runId).slice(0, o.tasks);
-    out = new GroupAppender(o.out);
+    const earlier = readDone(o.out, o, runId);
+    done = earlier.groups.slice(0, o.tasks);
+    model = createChatModel(o.model, { concurrency: o.concurrency, cache: o.cache, ...endpointSettings(o) });
+    out = new GroupAppender(o.out, earlier.end);
   } catch (e) {
+    await model?.close?.();
     await Promise.all(envs.map((x) => x.close()));
     throw e;
   }
   const resumed = done.length;
-  const model = createChatModel(o.model, { concurrency: o.concurrency, cache: o.cache, ...endpointSettings(o) });
   const policy = new LlmPolicy({ model, temperature: o.temperature, maxTokens: o.maxTokens, profile: abstraction.profile });
 
   // Seeds from the run seed, task and rollout: a task's group does not depend on --start or scheduling.

@@ -13,13 +13,17 @@ export class ResponseCache {
   private readonly putStmt: Database.Statement;
 
   constructor(readonly path: string) {
+    let db: Database.Database | undefined;
     try {
-      this.db = new Database(path, { timeout: 5000 });
-      this.db.pragma("journal_mode = WAL");
-      this.db.exec("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, response TEXT NOT NULL, created_at TEXT NOT NULL)");
+      db = new Database(path, { timeout: 5000 });
+      db.pragma("journal_mode = WAL");
+      db.exec("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, response TEXT NOT NULL, created_at TEXT NOT NULL)");
     } catch (e) {
+      // A file that opened but is no database stays closed (not held open by a process that goes on).
+      db?.close();
       throw new DataError(`cannot open the response cache: ${(e as Error).message}`, { file: path }, e);
     }
+    this.db = db;
     this.getStmt = this.db.prepare("SELECT response FROM responses WHERE key = ?");
     this.putStmt = this.db.prepare("INSERT OR REPLACE INTO responses(key, response, created_at) VALUES (?, ?, ?)");
   }
