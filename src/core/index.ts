@@ -10,12 +10,13 @@ export {
   writeJsonl,
   readJsonFile,
   JsonlWriter,
+  jsonlEnd,
   repairJsonlTail,
   writeAll,
   writeFileAtomic,
   writeJsonlAtomic,
 } from "./jsonl.ts";
-export type { JsonlLineError, ReadJsonlOptions } from "./jsonl.ts";
+export type { JsonlEnd, JsonlLineError, ReadJsonlOptions } from "./jsonl.ts";
 export {
   DreamGymError,
   InvalidConfigError,

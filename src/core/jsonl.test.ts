@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, readdirSync, writeFileSync, readFileSync } fro
 import { spawnSync } from "node:child_process";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { readJsonlAll, readJsonFile, writeJsonl, JsonlWriter, jsonErrorPosition, repairJsonlTail, type JsonlLineError } from "./jsonl.ts";
+import { readJsonlAll, readJsonFile, writeJsonl, JsonlWriter, jsonErrorPosition, jsonlEnd, repairJsonlTail, type JsonlLineError } from "./jsonl.ts";
 import { DataError } from "./errors.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "dreamgym-jsonl-"));
@@ -117,6 +117,22 @@ test("repairJsonlTail cuts a torn last line and leaves clean files alone", () =>
   writeFileSync(long, `${JSON.stringify({ x: "y".repeat(200_000) })}\n${"z".repeat(100_000)}`);
   repairJsonlTail(long);
   assert.equal(readFileSync(long, "utf8").split("\n").length, 2);
+});
+
+test("jsonlEnd reads a file's end backwards: its torn tail, its last non-blank whole line, across chunk edges", () => {
+  const file = join(dir, "end.jsonl");
+  writeFileSync(file, '{"a":1}\r\n{"b":2}\n\n  \n{"c":');
+  assert.deepEqual(jsonlEnd(file), { size: 26, tailStart: 21, tail: '{"c":', last: { start: 9, text: '{"b":2}' } });
+  writeFileSync(file, '\ufeff{"a":1}\r\n');
+  assert.deepEqual(jsonlEnd(file), { size: 12, tailStart: 12, tail: "", last: { start: 0, text: '{"a":1}' } });
+  writeFileSync(file, "");
+  assert.deepEqual(jsonlEnd(file), { size: 0, tailStart: 0, tail: "", last: null });
+  // Lines longer than a chunk (64 KiB), and a limit it gives up past.
+  const long = `{"x":"${"y".repeat(150_000)}"}`;
+  writeFileSync(file, `${long}\n${long}\n${"z".repeat(70_000)}`);
+  assert.deepEqual(jsonlEnd(file)?.last, { start: long.length + 1, text: long });
+  assert.equal(jsonlEnd(file)?.tailStart, 2 * long.length + 2);
+  assert.equal(jsonlEnd(file, 100_000), null);
 });
 
 test("lines cut at newline bytes: characters across 1 MB chunk edges, CRLF and a last line without a newline read back whole", async () => {

@@ -7,6 +7,7 @@ import {
   fsyncSync,
   closeSync,
   existsSync,
+  fstatSync,
   statSync,
   readSync,
   ftruncateSync,
@@ -197,39 +198,89 @@ export function writeJsonlAtomic<T>(file: string, write: (out: JsonlWriter) => T
   }
 }
 
+/** How a JSONL file ends (`jsonlEnd`). */
+export interface JsonlEnd {
+  size: number;
+  /** Where the bytes after the last newline start (`size` when the file ends with one). */
+  tailStart: number;
+  /** Those bytes as text: a torn last line, or a whole one that lacks its newline. */
+  tail: string;
+  /** The last non-blank line that ends with a newline, from byte `start`; null when there is none. */
+  last: { start: number; text: string } | null;
+}
+
+/**
+ * How a JSONL file ends, read backwards in chunks, never the whole file. Past `limit` bytes from
+ * the end without the newlines it looks for (no line file, or a huge line), it gives up: null.
+ */
+export function jsonlEnd(file: string, limit = Infinity): JsonlEnd | null {
+  const fd = openSync(file, "r");
+  try {
+    const size = fstatSync(fd).size;
+    const chunk = Buffer.alloc(Math.max(1, Math.min(size, 1 << 16)));
+    let cStart = 0; // the chunk holds the file's bytes [cStart, cEnd)
+    let cEnd = 0;
+    /** The offset of the last newline before `before`, -1 if none; null past the limit. */
+    const newlineBefore = (before: number): number | null => {
+      for (let end = before; end > 0; end = cStart) {
+        if (!(end > cStart && end <= cEnd)) {
+          if (size - end >= limit) return null;
+          cStart = Math.max(0, end - chunk.length);
+          cEnd = end;
+          readSync(fd, chunk, 0, cEnd - cStart, cStart);
+        }
+        const i = chunk.lastIndexOf(10, end - cStart - 1);
+        if (i >= 0) return cStart + i;
+      }
+      return -1;
+    };
+    const read = (start: number, end: number): string => {
+      const b = Buffer.alloc(end - start);
+      readSync(fd, b, 0, b.length, start);
+      // A byte-order mark (editors on Windows write one) is not part of the first line.
+      const from = start === 0 && b.subarray(0, BOM.length).equals(BOM) ? BOM.length : 0;
+      return lineText(b, from, b.length);
+    };
+    const nl = newlineBefore(size);
+    if (nl === null) return null;
+    const tailStart = nl + 1;
+    const tail = read(tailStart, size);
+    for (let end = nl; end >= 0; ) {
+      const prev = newlineBefore(end);
+      if (prev === null) return null;
+      const text = read(prev + 1, end);
+      if (text.trim() !== "") return { size, tailStart, tail, last: { start: prev + 1, text } };
+      end = prev;
+    }
+    return { size, tailStart, tail, last: null };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Whether a line is whole JSON (a record that only lacks its newline), not a torn one. */
+function isWholeJson(line: string): boolean {
+  try {
+    JSON.parse(line);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /**
  * Drops a torn last line (what a killed writer may leave), so appending continues on a clean line;
  * a last line that is complete JSON but lacks its newline gets one instead. Returns whether the file changed.
  */
 export function repairJsonlTail(file: string): boolean {
   if (!existsSync(file)) return false;
-  const size = statSync(file).size;
-  if (size === 0) return false;
+  const end = jsonlEnd(file)!;
+  if (end.tailStart === end.size) return false; // ends cleanly (or is empty)
   const fd = openSync(file, "r+");
   try {
-    const chunk = Buffer.alloc(Math.min(size, 1 << 16));
-    let end = size;
-    // Scan back for the last newline (lines can be long: read in chunks).
-    while (end > 0) {
-      const start = Math.max(0, end - chunk.length);
-      const n = readSync(fd, chunk, 0, end - start, start);
-      if (end === size && chunk[n - 1] === 10) return false; // ends cleanly
-      const i = chunk.subarray(0, n).lastIndexOf(10);
-      if (i >= 0 || start === 0) {
-        const cut = i >= 0 ? start + i + 1 : 0;
-        const tail = Buffer.alloc(size - cut);
-        readSync(fd, tail, 0, tail.length, cut);
-        try {
-          JSON.parse(tail.toString("utf8"));
-          writeSync(fd, "\n", size); // complete, only the newline is missing
-        } catch {
-          ftruncateSync(fd, cut);
-        }
-        return true;
-      }
-      end = start;
-    }
-    return false;
+    if (isWholeJson(end.tail)) writeSync(fd, "\n", end.size);
+    else ftruncateSync(fd, end.tailStart);
+    return true;
   } finally {
     closeSync(fd);
   }
