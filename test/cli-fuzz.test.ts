@@ -211,6 +211,9 @@ function cases(): Case[] {
   add([...co(o("c-conc.jsonl")), "--experience", "default", "--buffer", f("good.db"), "--concurrency", "0"], /--concurrency must be an integer/, [
     o("c-conc.jsonl"),
   ]);
+  // --append onto a file that is not trajectory JSONL: refused, the file untouched (the snapshot).
+  add([...co(f("garbage.bin")), "--append"], /garbage\.bin: not a text file \(binary bytes\); --append adds to a trajectory JSONL file/);
+  add([...co(f("garbage.txt")), "--append"], /garbage\.txt: its last line \(from byte \d+\) is not JSON/);
 
   // buffer import.
   const imp = (file: string, buffer: string, ...rest: string[]) => ["buffer", "import", file, "--buffer", buffer, ...rest];

@@ -63,6 +63,72 @@ test("buffer stats reports the integrity check; collect --append keeps what was 
   assert.equal(readFileSync(file, "utf8"), before);
 });
 
+test("collect --append: a torn last line is cut off, and said, before the new records; a file that is not trajectory JSONL is refused, untouched", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "dreamgym-append-"));
+  const collect = (out: string, episodes: number, ...rest: string[]) =>
+    runInProcess(["collect", "--env", "webshop", "--policy", "rule", "--episodes", String(episodes), "--out", out, ...rest]);
+  const whole = join(dir, "whole.jsonl");
+  assert.equal((await collect(whole, 3)).status, 0);
+  const records = readFileSync(whole);
+  // Two whole records, then what a killed append leaves: the start of a record, no line end.
+  const kept = records.subarray(0, records.indexOf(10, records.indexOf(10) + 1) + 1);
+  const torn = join(dir, "torn.jsonl");
+  writeFileSync(torn, Buffer.concat([kept, records.subarray(0, 300)]));
+  const r = await collect(torn, 2, "--append");
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(
+    r.stderr,
+    `warning: ${torn}: a torn last line (300 bytes from byte ${kept.length}, no line end: an interrupted write's) was cut off before appending\n`,
+  );
+  const after = readFileSync(torn);
+  assert.ok(after.subarray(0, kept.length).equals(kept), "the whole records stay as they were");
+  const lines = after.toString("utf8").split("\n");
+  assert.equal(lines.pop(), "");
+  assert.deepEqual(
+    lines.map((l) => JSON.parse(l).env),
+    ["webshop", "webshop", "webshop", "webshop"],
+  );
+
+  // A last record that only lacks its newline is whole: it gets one, and nothing is cut or said.
+  const unended = join(dir, "unended.jsonl");
+  writeFileSync(unended, kept.subarray(0, kept.length - 1));
+  const u = await collect(unended, 1, "--append");
+  assert.equal(u.status, 0, u.stderr);
+  assert.equal(u.stderr, "");
+  assert.ok(readFileSync(unended).subarray(0, kept.length).equals(kept));
+  assert.equal(readFileSync(unended, "utf8").trimEnd().split("\n").length, 3);
+
+  // Not trajectory JSONL: refused before anything is played, the file's bytes as they were.
+  const elf = Buffer.concat([Buffer.from([0x7f, 0x45, 0x4c, 0x46, 2, 1, 1, 0]), Buffer.alloc(200), Buffer.from("\n[1]\n")]);
+  const refused: [string, Buffer | string, string][] = [
+    ["ls", elf, "not a text file (binary bytes)"],
+    ["arrays.jsonl", "[1,2,3]\n[4]\n", "its last line (from byte 8) is not a trajectory: expected a JSON object"],
+    ["objects.jsonl", '{"a":1}\n', 'its last line (from byte 0) is not a trajectory: "env" must be a non-empty string'],
+    ["fragment.jsonl", records.subarray(0, 300), "no whole line in it (300 bytes with no line end)"],
+    ["array-unended.jsonl", Buffer.concat([kept, Buffer.from("[1]")]), `its last line (from byte ${kept.length}) is not a trajectory: expected a JSON object`],
+  ];
+  for (const [name, bytes, why] of refused) {
+    const file = join(dir, name);
+    writeFileSync(file, bytes);
+    const before = readFileSync(file);
+    const x = await collect(file, 2, "--append");
+    assert.equal(x.status, 2, name);
+    assert.equal(x.stderr, `error: ${file}: ${why}; --append adds to a trajectory JSONL file: choose another --out, or drop --append to replace the file\n`);
+    assert.equal(x.stdout, "");
+    assert.ok(readFileSync(file).equals(before), `${name} is unchanged`);
+  }
+  assert.deepEqual(readdirSync(dir).sort(), [
+    "array-unended.jsonl",
+    "arrays.jsonl",
+    "fragment.jsonl",
+    "ls",
+    "objects.jsonl",
+    "torn.jsonl",
+    "unended.jsonl",
+    "whole.jsonl",
+  ]);
+});
+
 test("collect stopped with SIGINT keeps the episodes it played, whole, and leaves no temporary file (issue 34, item 17)", async () => {
   const dir = mkdtempSync(join(tmpdir(), "dreamgym-collect-int-"));
   const out = join(dir, "o.jsonl");

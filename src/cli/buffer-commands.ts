@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { closeSync, createReadStream, existsSync, openSync, readSync, statSync } from "node:fs";
+import { createReadStream, existsSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 import { createEmbedder, exportJsonl, importJsonl, ReplayBuffer, type SearchFilter } from "../buffer/index.ts";
 import { DataError, InvalidConfigError, type ExperienceSource, type StateAbstraction, type StepInfo, type Trajectory } from "../core/index.ts";
@@ -8,7 +8,7 @@ import { abstractTrajectory } from "../experience/index.ts";
 import { parseSeconds } from "./endpoint-options.ts";
 import { parseIntOption } from "./episodes.ts";
 import { inFile, safeText } from "./errors.ts";
-import { checkOutputFile, printable } from "./output.ts";
+import { checkOutputFile, isTextFile, printable } from "./output.ts";
 import { progressBar } from "./progress.ts";
 import { cliConsole as console } from "./io.ts";
 
@@ -76,22 +76,7 @@ function openBuffer(o: { buffer: string; embedder?: string; capacity?: number; r
 function checkImportFile(file: string): void {
   if (!existsSync(file)) throw new DataError("no such file to import", { file });
   if (!statSync(file).isFile()) throw new DataError("not a file; give trajectory JSONL files", { file });
-  const head = Buffer.alloc(1 << 16);
-  const fd = openSync(file, "r");
-  let n: number;
-  try {
-    n = readSync(fd, head, 0, head.length, 0);
-  } finally {
-    closeSync(fd);
-  }
-  const bytes = head.subarray(0, n);
-  let text = true;
-  try {
-    new TextDecoder("utf-8", { fatal: true }).decode(bytes, { stream: true }); // a character cut at the end is fine
-  } catch {
-    text = false;
-  }
-  if (!text || bytes.includes(0)) throw new DataError("not a text file (binary bytes); give trajectory JSONL files", { file });
+  if (!isTextFile(file)) throw new DataError("not a text file (binary bytes); give trajectory JSONL files", { file });
 }
 
 /** An embedder endpoint's failure already stops the command (after its client's retries); this bounds each attempt. */

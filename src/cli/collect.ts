@@ -4,18 +4,33 @@ import { defaultSplits } from "../envs/index.ts";
 import { endpointOptions } from "./endpoint-options.ts";
 import { ENV_OR_URL, withEnvOption } from "./env-option.ts";
 import { parseIntOption, playScriptedEpisodes } from "./episodes.ts";
-import { checkOutputFile, JsonlOutput } from "./output.ts";
+import { checkAppendFile, checkOutputFile, JsonlOutput, type TornTail } from "./output.ts";
 import { playSyntheticEpisodes, type SyntheticEpisodesOptions } from "./synthetic-episodes.ts";
 import { cliConsole as console, setExitCode } from "./io.ts";
 
-async function collectSynthetic(o: SyntheticEpisodesOptions & { out: string; append?: boolean }): Promise<void> {
+/**
+ * Opens `--out` once everything else is valid. A torn last line an earlier run left (`torn`, found
+ * up front) is cut before the first record, and said: it is no record any reader could use (they
+ * report and skip it), `--append` keeps a file up to its last whole record, and a first record glued
+ * onto it would be lost too; refusing would only leave the user to make the same cut by hand.
+ */
+function openOutput(o: { out: string; append?: boolean }, torn: TornTail | null): JsonlOutput {
+  const out = new JsonlOutput(o.out, { append: Boolean(o.append) });
+  if (torn)
+    console.error(
+      `warning: ${o.out}: a torn last line (${torn.bytes} bytes from byte ${torn.at}, no line end: an interrupted write's) was cut off before appending`,
+    );
+  return out;
+}
+
+async function collectSynthetic(o: SyntheticEpisodesOptions & { out: string; append?: boolean }, torn: TornTail | null): Promise<void> {
   if (!o.buffer) throw new InvalidConfigError("--experience needs --buffer <file> (the model is grounded in it, and the synthetic transitions go there)");
   let out: JsonlOutput | null = null;
   try {
     const r = await playSyntheticEpisodes(
       o,
       (t) => out!.write(t),
-      () => (out = new JsonlOutput(o.out, { append: Boolean(o.append) })),
+      () => (out = openOutput(o, torn)),
     );
     (out as JsonlOutput | null)?.commit();
     console.log(
@@ -57,9 +72,11 @@ export function registerCollect(program: Command): void {
         throw new InvalidConfigError(`--${flag} applies to synthetic episodes only: add --experience <model>, or drop --${flag}`);
     }
     checkOutputFile(o.out);
+    // A file that is not trajectory JSONL is refused before any episode is played, and left as it is.
+    const torn = o.append ? checkAppendFile(o.out) : null;
     await withEnvOption(o, async () => {
       o.split ??= defaultSplits(o.env).train;
-      if (o.experience) return collectSynthetic(o);
+      if (o.experience) return collectSynthetic(o, torn);
       let out: JsonlOutput | null = null;
       let steps = 0;
       try {
@@ -70,7 +87,7 @@ export function registerCollect(program: Command): void {
             out!.write(t);
             steps += t.steps.length;
           },
-          () => (out = new JsonlOutput(o.out, { append: Boolean(o.append) })),
+          () => (out = openOutput(o, torn)),
           true,
         );
         (out as JsonlOutput | null)?.commit();

@@ -1,7 +1,8 @@
-import { accessSync, closeSync, constants, existsSync, fstatSync, fsyncSync, ftruncateSync, openSync, renameSync, rmSync, statSync } from "node:fs";
+import { accessSync, closeSync, constants, existsSync, fstatSync, fsyncSync, ftruncateSync, openSync, readSync, renameSync, rmSync, statSync } from "node:fs";
 import { dirname, resolve } from "node:path";
-import { DataError, writeAll } from "../core/index.ts";
-import { tagFile } from "./errors.ts";
+import { parseTrajectory } from "../buffer/index.ts";
+import { DataError, jsonlEnd, repairJsonlTail, writeAll } from "../core/index.ts";
+import { safeText, tagFile } from "./errors.ts";
 
 /** The nearest folder on the way up from `path` that exists (the one a mkdir -p would write into). */
 function nearestExisting(path: string): string {
@@ -45,11 +46,90 @@ export function checkOutputFolder(dir: string, flag = "--out"): void {
   checkWritableFolder(nearestExisting(dir), dir, flag);
 }
 
+/** Whether a file's first 64 KiB are text: UTF-8 (a character cut at their end is fine) with no NUL byte. */
+export function isTextFile(file: string): boolean {
+  const head = Buffer.alloc(1 << 16);
+  const fd = openSync(file, "r");
+  let n: number;
+  try {
+    n = readSync(fd, head, 0, head.length, 0);
+  } finally {
+    closeSync(fd);
+  }
+  const bytes = head.subarray(0, n);
+  try {
+    new TextDecoder("utf-8", { fatal: true }).decode(bytes, { stream: true });
+  } catch {
+    return false;
+  }
+  return !bytes.includes(0);
+}
+
+/**
+ * The longest end `checkAppendFile` reads back for a file's last line, so a huge file is never read
+ * whole: a trajectory line is far shorter, and a file with no line end in as much is no JSONL.
+ */
+const APPEND_SCAN = 64 << 20;
+
+/** A torn last line of a file to append to: where it starts and its length in bytes. */
+export interface TornTail {
+  at: number;
+  bytes: number;
+}
+
+/**
+ * Checks, before any work, a file `--append` is to add trajectories to: text, and its last line a
+ * trajectory (its shape; other envs' are fine). Only its head and its end are read. A file that is
+ * not trajectory JSONL is refused, untouched. Returns the torn last line a killed earlier run left
+ * (which `JsonlOutput` cuts before appending, and the caller says so), else null.
+ */
+export function checkAppendFile(file: string, flag = "--out"): TornTail | null {
+  if (!existsSync(file) || !statSync(file).isFile() || statSync(file).size === 0) return null;
+  const refuse = (why: string) =>
+    new DataError(`${why}; --append adds to a trajectory JSONL file: choose another ${flag}, or drop --append to replace the file`, { file });
+  if (!isTextFile(file)) throw refuse("not a text file (binary bytes)");
+  const end = jsonlEnd(file, APPEND_SCAN);
+  if (!end) throw refuse(`no line end in its last ${APPEND_SCAN >> 20} MiB, so not JSONL`);
+  const blank = end.tail.trim() === "";
+  const tail = blank ? null : lineProblem(end.tail);
+  const torn = tail !== null && !tail.json;
+  if (!blank && !torn) {
+    // A last line of whole JSON only lacks its newline (it gets one): it must be a trajectory.
+    if (tail) throw refuse(`its last line (from byte ${end.tailStart}) ${tail.why}`);
+    return null;
+  }
+  // Blank, or torn (to be cut off): the last whole line must be a trajectory.
+  if (!end.last) {
+    if (blank) return null; // blank lines only: nothing to add to
+    throw refuse(`no whole line in it (${end.size - end.tailStart} bytes with no line end)`);
+  }
+  const problem = lineProblem(end.last.text);
+  if (problem) throw refuse(`its last line (from byte ${end.last.start}) ${problem.why}`);
+  return torn ? { at: end.tailStart, bytes: end.size - end.tailStart } : null;
+}
+
+/** Why a JSONL line is not a trajectory, and whether it is JSON at all (null: it is a trajectory). */
+function lineProblem(line: string): { json: boolean; why: string } | null {
+  let value: unknown;
+  try {
+    value = JSON.parse(line);
+  } catch (e) {
+    return { json: false, why: `is not JSON (${safeText((e as Error).message, 80)})` };
+  }
+  try {
+    parseTrajectory(value);
+    return null;
+  } catch (e) {
+    return { json: true, why: `is ${safeText((e as Error).message, 120)}` };
+  }
+}
+
 /**
  * A JSONL output that is never left cut off. A new file is written beside its target and renamed
- * into place by `commit()`; `abort()` removes it. With `append`, `abort()` cuts the file back to
- * its last whole record, so what earlier runs and this one wrote stays. Devices (`/dev/null`) are
- * written directly.
+ * into place by `commit()`; `abort()` removes it. With `append`, a torn last line an earlier run
+ * left is cut first (`checkAppendFile` finds it, for the caller to say so), so the first record
+ * starts a line of its own, and `abort()` cuts the file back to its last whole record, so what
+ * earlier runs and this one wrote stays. Devices (`/dev/null`) are written directly.
  */
 export class JsonlOutput {
   private fd: number;
@@ -61,6 +141,7 @@ export class JsonlOutput {
   ) {
     const special = existsSync(file) && !statSync(file).isFile();
     this.tmp = special || opts.append ? null : `${file}.${process.pid}.tmp`;
+    if (opts.append && !special) repairJsonlTail(file);
     try {
       this.fd = openSync(this.tmp ?? file, this.tmp ? "w" : "a");
     } catch (e) {
