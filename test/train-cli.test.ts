@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { IterationMetrics } from "../src/train/index.ts";
@@ -117,6 +117,31 @@ test("train names every bad config key with what is allowed", async () => {
   assert.equal(split.status, 2);
   assert.match(split.stderr, /unknown WebShop split "tset" \(known: /);
   assert.ok(!existsSync(out), "nothing is written for a config that cannot run");
+});
+
+// A --config file is read before the flags are set on it: one that is not an object is refused as the
+// schema refuses it, whatever flags come with it (they once crashed on a null or a number).
+test("train refuses a --config that is not an object, with or without flags", async () => {
+  const root = mkdtempSync(join(tmpdir(), "dreamgym-train-"));
+  const out = join(root, "run");
+  for (const [name, json, type] of [
+    ["null", "null", "null"],
+    ["number", "5", "number"],
+    ["string", '"x"', "string"],
+    ["array", "[1, 2]", "array"],
+  ]) {
+    const file = join(root, `${name}.json`);
+    writeFileSync(file, json);
+    for (const flags of [[], ["--budget", "100"], ["--set", "budget=100"], ["--set", "grpo.klCoef=0.1"]]) {
+      const r = await runInProcess(["train", "--config", file, ...flags, "--out", out]);
+      assert.deepEqual(
+        { status: r.status, stderr: r.stderr },
+        { status: 2, stderr: `error: invalid training config: (top level): Invalid input: expected object, received ${type}\n` },
+        `${json} ${flags.join(" ")}`,
+      );
+      assert.ok(!existsSync(out), "no run folder");
+    }
+  }
 });
 
 test("train runs on ALFWorld in the real env, with its own default splits", () => {

@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import type { Command } from "commander";
 import { InvalidConfigError, readJsonFile } from "../core/index.ts";
-import { resumeTraining, train, type IterationMetrics, type TrainConfig, type TrainSummary } from "../train/index.ts";
+import { resolveTrainConfig, resumeTraining, train, type IterationMetrics, type TrainConfig, type TrainSummary } from "../train/index.ts";
 import { endpointOptions } from "./endpoint-options.ts";
 import { withEnvOption } from "./env-option.ts";
 import { parseIntOption } from "./episodes.ts";
@@ -27,6 +27,16 @@ export function applySet(target: Record<string, unknown>, assignment: string): v
     node = node[key] as Record<string, unknown>;
   }
   node[path.at(-1)!] = value;
+}
+
+/**
+ * A --config file's value as the object the flags are set on. Anything else (null, a number, an
+ * array) is refused here, before a flag is set on it, in the words the schema refuses it with.
+ */
+function configObject(value: unknown): Record<string, unknown> {
+  if (typeof value === "object" && value !== null && !Array.isArray(value)) return value as Record<string, unknown>;
+  resolveTrainConfig(value); // throws: "(top level): … expected object"
+  throw new InvalidConfigError("invalid training config: (top level): expected an object");
 }
 
 export function printSummary(s: TrainSummary): void {
@@ -189,7 +199,7 @@ export function registerTrain(program: Command): void {
         printSummary(summary);
         return;
       }
-      const input: Record<string, unknown> = o.config ? ((await readJsonFile(o.config)) as Record<string, unknown>) : {};
+      const input = o.config ? configObject(readJsonFile(o.config)) : {};
       // Flags given on the command line override the file; the schema supplies the rest.
       const FLAG_KEYS: Record<string, string> = {
         env: "env",
