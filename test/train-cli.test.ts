@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { IterationMetrics } from "../src/train/index.ts";
@@ -141,6 +141,18 @@ test("train refuses a --config that is not an object, with or without flags", as
       );
       assert.ok(!existsSync(out), "no run folder");
     }
+  }
+});
+
+test("train refuses a folder as --buffer, as the buffer commands do", async () => {
+  const root = mkdtempSync(join(tmpdir(), "dreamgym-train-"));
+  const out = join(root, "run");
+  const folder = join(root, "seed.db");
+  mkdirSync(folder);
+  for (const mode of ["dreamgym", "bc", "real"]) {
+    const r = await runInProcess(["train", "--mode", mode, "--buffer", folder, "--out", out]);
+    assert.deepEqual({ status: r.status, stderr: r.stderr }, { status: 2, stderr: `error: ${folder}: --buffer is a folder; give the buffer file\n` }, mode);
+    assert.ok(!existsSync(out), "no run folder");
   }
 });
 

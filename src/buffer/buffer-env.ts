@@ -1,4 +1,5 @@
-import { InvalidConfigError } from "../core/index.ts";
+import { existsSync, statSync } from "node:fs";
+import { DataError, InvalidConfigError } from "../core/index.ts";
 import type { ReplayBuffer } from "./replay-buffer.ts";
 
 /**
@@ -11,4 +12,9 @@ export function checkBufferEnv(buffer: ReplayBuffer, file: string, env: string):
   const others = [...new Set(buffer.stats().groups.map((g) => g.env))].filter((e) => e !== env);
   if (others.length > 0)
     throw new InvalidConfigError(`buffer ${file} holds ${others.join(", ")} trajectories, not ${env}: give a buffer of offline ${env} trajectories`);
+}
+
+/** Refuses a folder given as a buffer file, which SQLite would only call a "disk I/O error". */
+export function refuseBufferFolder(file: string): void {
+  if (existsSync(file) && statSync(file).isDirectory()) throw new DataError("--buffer is a folder; give the buffer file", { file });
 }

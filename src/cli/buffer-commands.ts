@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { createReadStream, existsSync, statSync } from "node:fs";
 import { resolve } from "node:path";
-import { createEmbedder, exportJsonl, importJsonl, ReplayBuffer, type SearchFilter } from "../buffer/index.ts";
+import { createEmbedder, exportJsonl, importJsonl, refuseBufferFolder, ReplayBuffer, type SearchFilter } from "../buffer/index.ts";
 import { DataError, InvalidConfigError, type ExperienceSource, type StateAbstraction, type StepInfo, type Trajectory } from "../core/index.ts";
 import { createEnv, findEnv, hasSyntheticSupport, resolveDataDir, shippedDemos, syntheticSupport, trajectoryRules, unknownEnvError } from "../envs/index.ts";
 import { abstractTrajectory } from "../experience/index.ts";
@@ -61,7 +61,7 @@ function rememberingAbstraction(a: StateAbstraction): StateAbstraction {
 }
 
 function openBuffer(o: { buffer: string; embedder?: string; capacity?: number; requestTimeout?: number }, readonly = false): Promise<ReplayBuffer> {
-  if (existsSync(o.buffer) && statSync(o.buffer).isDirectory()) throw new DataError("--buffer is a folder; give the buffer file", { file: o.buffer });
+  refuseBufferFolder(o.buffer);
   if (!readonly) checkOutputFile(o.buffer, "--buffer");
   return inFile(o.buffer, () =>
     ReplayBuffer.open(o.buffer, {

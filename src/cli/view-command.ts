@@ -1,7 +1,8 @@
 import { existsSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 import type { Command } from "commander";
-import { DataError, InvalidConfigError } from "../core/index.ts";
+import { refuseBufferFolder } from "../buffer/index.ts";
+import { InvalidConfigError } from "../core/index.ts";
 import { createViewApp, startServer } from "../server/index.ts";
 import { inFile } from "./errors.ts";
 import { parseIntOption } from "./options.ts";
@@ -33,7 +34,7 @@ export function registerView(program: Command): void {
       if (!existsSync(runs)) throw new InvalidConfigError(`--runs ${o.runs}: no such folder`);
       if (!statSync(runs).isDirectory()) throw new InvalidConfigError(`--runs ${o.runs} is a file: give the folder that holds run folders`);
       if (o.buffer !== undefined && !existsSync(o.buffer)) throw new InvalidConfigError(`--buffer ${o.buffer}: no such file`);
-      if (o.buffer !== undefined && statSync(o.buffer).isDirectory()) throw new DataError("--buffer is a folder; give the buffer file", { file: o.buffer });
+      if (o.buffer !== undefined) refuseBufferFolder(o.buffer);
       const token = readToken(o);
       const app = o.buffer !== undefined ? await inFile(o.buffer, () => createViewApp({ runs, buffer: o.buffer, token })) : createViewApp({ runs, token });
       let server;

@@ -14,7 +14,7 @@ import {
   type EnvSpec,
   type PlugPoint,
 } from "../envs/index.ts";
-import { checkBufferEnv, ReplayBuffer } from "../buffer/index.ts";
+import { checkBufferEnv, refuseBufferFolder, ReplayBuffer } from "../buffer/index.ts";
 import { loadLearnedModel, parseExperienceSpec, type ExperienceSpec } from "../experience/index.ts";
 import { probeEndpoint } from "../llm/index.ts";
 import { httpBase, useRemoteEnv } from "../remote/index.ts";
@@ -174,6 +174,7 @@ export async function resolveRun(config: TrainConfig, given: TrainParts, files: 
   }
   if (files.buffer) {
     if (!existsSync(files.buffer)) throw new InvalidConfigError(`buffer ${files.buffer} does not exist`);
+    refuseBufferFolder(files.buffer);
     const b = ReplayBuffer.open(files.buffer, { readonly: true }); // a corrupt or foreign file fails here
     try {
       // Another env's buffer grounds nothing here: its states are in another format.
