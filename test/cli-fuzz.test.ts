@@ -302,7 +302,8 @@ function cases(): Case[] {
   add(tr("t-env", "--env", "nowhere"), /unknown environment "nowhere"/, [o("t-env")]);
   add(tr("t-mode", "--mode", "dream"), /mode: "dream" is not allowed/, [o("t-mode")]);
   add(tr("t-group", "--group", "1"), /--group must be an integer/, [o("t-group")]);
-  add(tr("t-config-missing", "--config", f("missing.json")), /cannot read file/, [o("t-config-missing")]);
+  add(tr("t-config-missing", "--config", f("missing.json")), /missing\.json: no such config file$/, [o("t-config-missing")]);
+  add(tr("t-config-folder", "--config", f("a-folder")), /a-folder: not a file; give a JSON training config file$/, [o("t-config-folder")]);
   add(tr("t-config-garbage", "--config", f("config-garbage.json")), /config-garbage\.json:1:\d+: corrupt JSON/, [o("t-config-garbage")]);
   add(tr("t-config-array", "--config", f("config-array.json")), /invalid training config/, [o("t-config-array")]);
   add(tr("t-set", "--set", "bogusKey=1"), /bogusKey: unknown key/, [o("t-set")]);

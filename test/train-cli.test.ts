@@ -156,6 +156,19 @@ test("train refuses a folder as --buffer, as the buffer commands do", async () =
   }
 });
 
+test("train says a missing --config or a folder as one as the other commands say a missing or folder input", async () => {
+  const root = mkdtempSync(join(tmpdir(), "dreamgym-train-"));
+  const out = join(root, "run");
+  const missing = join(root, "missing.json");
+  const r = await runInProcess(["train", "--config", missing, "--out", out]);
+  assert.deepEqual({ status: r.status, stderr: r.stderr }, { status: 2, stderr: `error: ${missing}: no such config file\n` });
+  const folder = join(root, "config.json");
+  mkdirSync(folder);
+  const f = await runInProcess(["train", "--config", folder, "--out", out]);
+  assert.deepEqual({ status: f.status, stderr: f.stderr }, { status: 2, stderr: `error: ${folder}: not a file; give a JSON training config file\n` });
+  assert.ok(!existsSync(out), "no run folder");
+});
+
 test("train runs on ALFWorld in the real env, with its own default splits", () => {
   const out = join(mkdtempSync(join(tmpdir(), "dreamgym-train-alf-")), "run");
   const r = run([

@@ -6,6 +6,7 @@ import { endpointOptions } from "./endpoint-options.ts";
 import { withEnvOption } from "./env-option.ts";
 import { parseIntOption } from "./episodes.ts";
 import { parseNumberOption } from "./options.ts";
+import { checkInputFile } from "./output.ts";
 import { progressBar } from "./progress.ts";
 import { cliConsole as console } from "./io.ts";
 
@@ -199,6 +200,8 @@ export function registerTrain(program: Command): void {
         printSummary(summary);
         return;
       }
+      // A missing file or a folder is said as the other commands say their inputs (not as a bare ENOENT, EISDIR).
+      if (o.config) checkInputFile(o.config, "config file", "give a JSON training config file");
       const input = o.config ? configObject(readJsonFile(o.config)) : {};
       // Flags given on the command line override the file; the schema supplies the rest.
       const FLAG_KEYS: Record<string, string> = {
