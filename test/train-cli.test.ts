@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { ReplayBuffer } from "../src/buffer/index.ts";
 import type { IterationMetrics } from "../src/train/index.ts";
 import { killAfterCheckpoint, metricsOf, run, runInProcess } from "./helpers.ts";
 
@@ -167,6 +168,54 @@ test("train says a missing --config or a folder as one as the other commands say
   const f = await runInProcess(["train", "--config", folder, "--out", out]);
   assert.deepEqual({ status: f.status, stderr: f.stderr }, { status: 2, stderr: `error: ${folder}: not a file; give a JSON training config file\n` });
   assert.ok(!existsSync(out), "no run folder");
+});
+
+// Refused before anything is written, as collect and serve refuse it: the embedded model dropped every
+// synthetic episode ("1920 synthetic (128 episodes dropped)", score 0, exit 0, a run folder).
+test("train refuses an empty buffer where a local experience model would play from it, and takes it where none does", async () => {
+  const root = mkdtempSync(join(tmpdir(), "dreamgym-train-"));
+  const empty = join(root, "empty.db");
+  ReplayBuffer.open(empty).close();
+  const out = join(root, "run");
+  const refusal = (env: string) =>
+    `error: buffer ${empty} has no ${env} transitions to ground the embedded model: import offline trajectories first (dreamgym buffer import F.jsonl --buffer ${empty} --abstract)\n`;
+  for (const [args, env] of [
+    [["--mode", "dreamgym"], "webshop"],
+    [["--mode", "dreamgym", "--hybrid"], "webshop"],
+    [["--mode", "s2r", "--real-budget", "10"], "webshop"],
+    [["--mode", "dreamgym", "--experience", `learned:${join(root, "none.bin")}`], "webshop"], // refused before its file is read
+    [["--env", "alfworld", "--mode", "dreamgym"], "alfworld"], // ALFWorld's own model learns from them
+  ] as const) {
+    const r = await runInProcess(["train", ...args, "--buffer", empty, "--out", out]);
+    assert.deepEqual({ status: r.status, stderr: r.stderr }, { status: 2, stderr: refusal(env) }, args.join(" "));
+    assert.ok(!existsSync(out), "no run folder");
+  }
+  // A chat model plays without them (a cold start): what stops this one is the next check, the endpoint.
+  const chat = await runInProcess(["train", "--mode", "dreamgym", "--experience", "http://127.0.0.1:9/v1#m", "--buffer", empty, "--out", out]);
+  assert.equal(chat.status, 2);
+  assert.match(chat.stderr, /^error: LLM endpoint does not answer: .*\(http:\/\/127\.0\.0\.1:9\/v1\/models\)\n$/);
+  // Real mode reads nothing of it: the run trains.
+  const real = run([
+    "train",
+    "--mode",
+    "real",
+    "--buffer",
+    empty,
+    "--budget",
+    "10",
+    "--tasks-per-iter",
+    "1",
+    "--group",
+    "2",
+    "--final-eval-tasks",
+    "1",
+    "--set",
+    "policy.dim=1024",
+    "--out",
+    out,
+  ]);
+  assert.equal(real.status, 0, real.stderr);
+  assert.match(real.stdout, /webshop real grpo: 1 iterations/);
 });
 
 test("train runs on ALFWorld in the real env, with its own default splits", () => {

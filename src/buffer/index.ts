@@ -23,5 +23,5 @@ export { transitionText, EMBED_STATE_CHARS } from "./transition-text.ts";
 export { parseTrajectory, trajectoryContentId } from "./trajectory-schema.ts";
 export { importJsonl, exportJsonl, parseTranscript } from "./importers.ts";
 export type { ImportReport, ImportOptions } from "./importers.ts";
-export { checkBufferEnv, refuseBufferFolder } from "./buffer-env.ts";
+export { checkBufferEnv, checkBufferGrounds, refuseBufferFolder } from "./buffer-env.ts";
 export type { EpisodeQuery, EpisodePage, EpisodeSummary, EpisodeOrigin } from "./episode-pages.ts";

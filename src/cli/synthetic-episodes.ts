@@ -1,6 +1,6 @@
 import { existsSync } from "node:fs";
 import { InvalidConfigError, type Task, type Trajectory } from "../core/index.ts";
-import { checkBufferEnv, ReplayBuffer } from "../buffer/index.ts";
+import { checkBufferEnv, checkBufferGrounds, ReplayBuffer } from "../buffer/index.ts";
 import { createEnv, createPolicy, envTasks, runEpisode, syntheticSupport } from "../envs/index.ts";
 import { createExperienceModel, isLocalExperience, SyntheticEnv } from "../experience/index.ts";
 import { endpointSettings } from "./endpoint-options.ts";
@@ -76,16 +76,11 @@ export async function playSyntheticEpisodes(
   }
   try {
     checkBufferEnv(buffer, o.buffer, o.env);
+    if (isLocalExperience(o.experience)) checkBufferGrounds(buffer, o.buffer, o.env);
   } catch (e) {
     buffer.close();
     await handle.close();
     throw e;
-  }
-  if (isLocalExperience(o.experience) && buffer.count({ env: o.env }) === 0) {
-    buffer.close();
-    throw new InvalidConfigError(
-      `buffer ${o.buffer} has no ${o.env} transitions to ground the embedded model: import offline trajectories first (dreamgym buffer import F.jsonl --buffer ${o.buffer} --abstract)`,
-    );
   }
   onReady();
   const start = o.start ?? 0;

@@ -1,6 +1,6 @@
 import { existsSync } from "node:fs";
 import { abstractEnv, closing, InvalidConfigError, type Env, type RewardSpec, type StateAbstraction, type Task } from "../core/index.ts";
-import { checkBufferEnv, ReplayBuffer } from "../buffer/index.ts";
+import { checkBufferEnv, checkBufferGrounds, ReplayBuffer } from "../buffer/index.ts";
 import { createEnv, envEntry, envTasks, hasSyntheticSupport, syntheticSupport, type EnvSpec, type SyntheticSupport } from "../envs/index.ts";
 import { createExperienceModel, isLocalExperience, SyntheticEnv, type ExperienceModelHandle } from "../experience/index.ts";
 import type { ServedRun, ServedRunInfo } from "../train/index.ts";
@@ -143,13 +143,10 @@ export class EnvHost {
       buffer = ReplayBuffer.open(o.buffer, { readonly: !o.record, capacity: o.record ? capacityBesidesSeed(o.buffer, o.bufferCapacity) : undefined });
       try {
         checkBufferEnv(buffer, o.buffer, o.env);
+        if (isLocalExperience(experience)) checkBufferGrounds(buffer, o.buffer, o.env);
       } catch (e) {
         buffer.close();
         throw e;
-      }
-      if (isLocalExperience(experience) && buffer.count({ env: o.env }) === 0) {
-        buffer.close();
-        throw new InvalidConfigError(`buffer ${o.buffer} has no ${o.env} transitions to ground the embedded model: import offline trajectories first`);
       }
     } catch (e) {
       await model.close();

@@ -14,8 +14,8 @@ import {
   type EnvSpec,
   type PlugPoint,
 } from "../envs/index.ts";
-import { checkBufferEnv, refuseBufferFolder, ReplayBuffer } from "../buffer/index.ts";
-import { loadLearnedModel, parseExperienceSpec, type ExperienceSpec } from "../experience/index.ts";
+import { checkBufferEnv, checkBufferGrounds, refuseBufferFolder, ReplayBuffer } from "../buffer/index.ts";
+import { isLocalExperience, loadLearnedModel, parseExperienceSpec, type ExperienceSpec } from "../experience/index.ts";
 import { probeEndpoint } from "../llm/index.ts";
 import { httpBase, useRemoteEnv } from "../remote/index.ts";
 import { NeuralPolicy } from "../rl/index.ts";
@@ -172,6 +172,7 @@ export async function resolveRun(config: TrainConfig, given: TrainParts, files: 
     if (given.policy) given.policy.load(bytes, files.initPolicy);
     else NeuralPolicy.fromBytes(bytes, files.initPolicy, { ...config.policy, seed: config.seed });
   }
+  const synthetic = config.mode === "dreamgym" || config.mode === "s2r";
   if (files.buffer) {
     if (!existsSync(files.buffer)) throw new InvalidConfigError(`buffer ${files.buffer} does not exist`);
     refuseBufferFolder(files.buffer);
@@ -179,11 +180,12 @@ export async function resolveRun(config: TrainConfig, given: TrainParts, files: 
     try {
       // Another env's buffer grounds nothing here: its states are in another format.
       if (config.mode !== "real") checkBufferEnv(b, files.buffer, config.env);
+      // As collect and serve refuse it: a local model with nothing to ground it drops every synthetic episode.
+      if (synthetic && !given.experienceModel && isLocalExperience(config.experience)) checkBufferGrounds(b, files.buffer, config.env);
     } finally {
       b.close();
     }
   }
-  const synthetic = config.mode === "dreamgym" || config.mode === "s2r";
   const experience = await checkExperience(config, env, given, files.buffer);
   const actions = candidatesOf(given.candidateActions ?? env.entry.spec.candidateActions, config, files.buffer);
   const opened: OpenPool[] = [];
