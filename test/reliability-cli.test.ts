@@ -129,6 +129,30 @@ test("collect --append: a torn last line is cut off, and said, before the new re
   ]);
 });
 
+test("train stopped with SIGINT exits 130 at once, says where the run stands and how to go on, and leaves no lock", async () => {
+  const out = join(mkdtempSync(join(tmpdir(), "dreamgym-train-int-")), "run");
+  const args = ["train", "--env", "webshop", "--mode", "real", "--budget", "1000000", "--tasks-per-iter", "2", "--group", "2"];
+  const child = spawn(process.execPath, [BIN, ...args, "--eval-every", "0", "--checkpoint-every", "1", "--final-eval-tasks", "1", "--out", out], {
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  let stderr = "";
+  child.stderr.on("data", (d) => (stderr += d));
+  const exited = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
+  // Signal once the run has checkpointed (polled: the folder is made by the child).
+  while (!existsSync(join(out, "checkpoints", "latest.json"))) await new Promise((resolve) => setTimeout(resolve, 5));
+  child.kill("SIGINT");
+  assert.equal(await exited, 130, stderr);
+  const at = JSON.parse(readFileSync(join(out, "checkpoints", "latest.json"), "utf8")).iteration;
+  assert.ok(at >= 1);
+  const last = stderr
+    .split(/[\r\n]/)
+    .filter((l) => l.trim() !== "")
+    .at(-1);
+  assert.equal(last, `stopped by SIGINT: the run is kept to its checkpoint of iteration ${at}; continue it with dreamgym train --resume ${out}`);
+  assert.equal(existsSync(join(out, "run.lock")), false, "the lock is released");
+  assert.ok(existsSync(join(out, "config.json")));
+});
+
 test("collect stopped with SIGINT keeps the episodes it played, whole, and leaves no temporary file (issue 34, item 17)", async () => {
   const dir = mkdtempSync(join(tmpdir(), "dreamgym-collect-int-"));
   const out = join(dir, "o.jsonl");

@@ -44,3 +44,23 @@ export function stoppableLoop(): { readonly signal: NodeJS.Signals | undefined; 
     },
   };
 }
+
+/**
+ * SIGINT or SIGTERM stops the process at once, as a kill would, but says so first: `say(signal)`
+ * tells where the work stands. The process exits 130, so its exit handlers run (a run's lock is
+ * released; a run that had not started takes back its folder). Nothing needs a graceful end here:
+ * what a run keeps (checkpoints, the buffer's transactions, LLM answers) is written whole, and a
+ * resume takes back what came after the last checkpoint. Returns the function that removes the handlers.
+ */
+export function exitOnSignal(say: (signal: NodeJS.Signals) => void): () => void {
+  const stop = (signal: NodeJS.Signals) => {
+    say(signal);
+    process.exit(130);
+  };
+  process.on("SIGINT", stop);
+  process.on("SIGTERM", stop);
+  return () => {
+    process.off("SIGINT", stop);
+    process.off("SIGTERM", stop);
+  };
+}

@@ -1,13 +1,22 @@
 import { join } from "node:path";
 import type { Command } from "commander";
 import { InvalidConfigError, readJsonFile } from "../core/index.ts";
-import { resolveTrainConfig, resumeTraining, train, type IterationMetrics, type TrainConfig, type TrainSummary } from "../train/index.ts";
+import {
+  checkpointedIteration,
+  resolveTrainConfig,
+  resumeTraining,
+  train,
+  type IterationMetrics,
+  type TrainConfig,
+  type TrainSummary,
+} from "../train/index.ts";
 import { endpointOptions } from "./endpoint-options.ts";
 import { withEnvOption } from "./env-option.ts";
 import { parseIntOption } from "./episodes.ts";
 import { parseNumberOption } from "./options.ts";
 import { checkInputFile } from "./output.ts";
 import { progressBar } from "./progress.ts";
+import { exitOnSignal } from "./signals.ts";
 import { cliConsole as console } from "./io.ts";
 
 /** `--set a.b=value` → { a: { b: value } } (value read as JSON when it parses, else a string). */
@@ -66,7 +75,15 @@ export function printSummary(s: TrainSummary): void {
 export function progressHook() {
   let bar: ReturnType<typeof progressBar> | undefined;
   let lastEval = "-";
+  let started: string | undefined;
   return {
+    /** The folder of the run once it has started (a stop from then on leaves a run to resume). */
+    get runDir() {
+      return started;
+    },
+    onStart(runDir: string) {
+      started = runDir;
+    },
     onIteration(m: IterationMetrics, config: TrainConfig) {
       // A served run's trainer (realTasks "server") plays its synthetic budget, then its real one, as S2R does.
       const both = config.mode === "s2r" || config.realTasks === "server";
@@ -172,6 +189,16 @@ export function registerTrain(program: Command): void {
   // extends the run; --mode s2r with --real-budget continues a DreamGym run in the real env).
   endpointOptions(cmd).action(async (o, cmd: Command) => {
     const hook = progressHook();
+    // Ctrl-C or SIGTERM: the run stops at once and says where it stands (exit 130; see exitOnSignal).
+    const releaseSignals = exitOnSignal((signal) => {
+      hook.stop();
+      const dir = hook.runDir ?? (o.resume || undefined);
+      if (dir === undefined) return console.error(`stopped by ${signal} before the run started: nothing is kept`);
+      const at = checkpointedIteration(dir);
+      console.error(
+        `stopped by ${signal}: ${at > 0 ? `the run is kept to its checkpoint of iteration ${at}` : "the run has no checkpoint yet"}; continue it with dreamgym train --resume ${dir}`,
+      );
+    });
     try {
       if (o.resume === "") throw new InvalidConfigError("--resume needs the folder of the run to continue");
       if (o.resume) {
@@ -250,6 +277,7 @@ export function registerTrain(program: Command): void {
       });
     } finally {
       hook.stop();
+      releaseSignals();
     }
   });
 }

@@ -146,6 +146,8 @@ export async function behaviourCloningLoop(
       sink.saveCheckpoint(policy.save(), state, undefined);
     }
     hooks.onIteration?.(m, config);
+    // The event loop turns once an iteration: a run of in-process envs never waits on I/O, and a signal's handler (Ctrl-C) runs only when it turns.
+    await new Promise((resolve) => setImmediate(resolve));
     if (last) break;
   }
   // Resumed after the last epoch's checkpoint: evaluate again (deterministic: greedy).

@@ -318,6 +318,8 @@ export interface TrainHooks {
   onIteration?: (m: IterationMetrics, config: TrainConfig) => void;
   /** Something the run goes on despite, which its user should know (a resume that found its metrics damaged). */
   onWarning?: (message: string) => void;
+  /** The run has started in its folder (everything is open): from here a stop leaves a run to resume. */
+  onStart?: (runDir: string) => void;
 }
 
 /**

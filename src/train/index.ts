@@ -6,7 +6,7 @@ export { trainConfigSchema, resolveTrainConfig } from "./config.ts";
 export type { TrainConfig, TrainConfigInput, TrainSummary, IterationMetrics, EvalResult, TrainHooks, ResumeOverrides } from "./config.ts";
 export { candidateSource, makeEnvPool, makeSyntheticPool, makePolicy } from "./compose.ts";
 export type { TrainParts, Parts, EnvPool, SyntheticPool } from "./parts.ts";
-export { RunFolder, auditFiles, readAuditPairs, latestPolicyFile } from "./run-folder.ts";
+export { RunFolder, auditFiles, checkpointedIteration, readAuditPairs, latestPolicyFile } from "./run-folder.ts";
 export type { Checkpoint } from "./run-folder.ts";
 export type { RunState } from "./run-sink.ts";
 export { writeReport, lineChart, readMetrics } from "./report.ts";

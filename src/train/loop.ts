@@ -130,6 +130,8 @@ export async function trainingLoop(config: TrainConfig, parts: Parts, state: Run
       if (onSchedule) await synthetic?.trim();
     }
     hooks.onIteration?.(m, config);
+    // The event loop turns once an iteration: a run of in-process envs never waits on I/O, and a signal's handler (Ctrl-C) runs only when it turns.
+    await new Promise((resolve) => setImmediate(resolve));
   }
   // Resumed after the last iteration's checkpoint: evaluate again (deterministic: greedy).
   return finalEval ?? (await evaluate(policy, evaluation, config.syntheticOnly ? 0 : config.finalEvalTasks, isSuccess));

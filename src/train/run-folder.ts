@@ -42,6 +42,12 @@ export interface Checkpoint {
 /** Iterations between two refit states a run keeps (~18 MB each for WebShop's learned model, ~20 ms to write; a resume refits from at most this many iterations' audits, ~34 ms an audit). */
 const REFIT_STATE_EVERY = 50;
 
+/** The iteration of a run's last checkpoint (0: none yet). */
+export function checkpointedIteration(runDir: string): number {
+  const latest = join(runDir, "checkpoints", "latest.json");
+  return existsSync(latest) ? (JSON.parse(readFileSync(latest, "utf8")) as { iteration: number }).iteration : 0;
+}
+
 /**
  * The policy file of a finished run's latest checkpoint, to start other runs from it (`initPolicy`;
  * the demo's and the experiment's RL rows start from the BC run's). A run with no checkpoint is a `DataError`.
@@ -76,8 +82,8 @@ export class RunFolder implements RunSink {
 
   /**
    * Makes the folder of a new run (which must not hold one). `start` runs with the folder in place;
-   * if it throws before calling `started()`, only what this call created is removed again, so the
-   * same folder can be used for another try.
+   * if it throws before calling `started()`, or the process exits before then, only what this call
+   * created is removed again, so the same folder can be used for another try.
    */
   static async create<T>(dir: string, config: TrainConfig, start: (folder: RunFolder, started: () => void) => Promise<T>): Promise<T> {
     if (existsSync(dir) && !statSync(dir).isDirectory()) throw new InvalidConfigError(`${dir} is a file; --out must be a folder`);
@@ -85,7 +91,18 @@ export class RunFolder implements RunSink {
       throw new InvalidConfigError(`${dir} already holds a run; resume it with --resume ${dir} or choose another --out`);
     const created = firstMissingFolder(dir);
     const before = existsSync(dir) ? new Set(readdirSync(dir)) : null;
+    // Only what this start made: the folders it created, or the entries it added to an existing folder.
+    const undo = () => {
+      if (created) rmSync(created, { recursive: true, force: true });
+      else for (const f of readdirSync(dir)) if (!before?.has(f)) rmSync(join(dir, f), { recursive: true, force: true });
+    };
+    // A process that exits before the run has started (Ctrl-C: the CLI exits at once) takes it back too.
+    process.on("exit", undo);
     let started = false;
+    const markStarted = () => {
+      started = true;
+      process.off("exit", undo);
+    };
     try {
       mkdirSync(join(dir, "checkpoints"), { recursive: true });
       writeFileSync(join(dir, "metrics.jsonl"), "");
@@ -93,14 +110,12 @@ export class RunFolder implements RunSink {
       if (config.buffer && (config.mode === "dreamgym" || config.mode === "s2r")) copyFileSync(config.buffer, join(dir, "buffer.db"));
       const runId = `${Date.now().toString(36)}${process.pid.toString(36)}`;
       writeFileAtomic(join(dir, "config.json"), JSON.stringify({ ...config, runId, createdAt: new Date().toISOString() }, null, 2) + "\n");
-      return await start(new RunFolder(dir, config, runId), () => (started = true));
+      return await start(new RunFolder(dir, config, runId), markStarted);
     } catch (e) {
-      if (!started) {
-        // Only what this start made: the folders it created, or the entries it added to an existing folder.
-        if (created) rmSync(created, { recursive: true, force: true });
-        else for (const f of readdirSync(dir)) if (!before?.has(f)) rmSync(join(dir, f), { recursive: true, force: true });
-      }
+      if (!started) undo();
       throw e;
+    } finally {
+      process.off("exit", undo);
     }
   }
 
@@ -334,8 +349,7 @@ export class RunFolder implements RunSink {
   }
 
   lastCheckpoint(): number {
-    const latest = join(this.dir, "checkpoints", "latest.json");
-    return existsSync(latest) ? (JSON.parse(readFileSync(latest, "utf8")) as { iteration: number }).iteration : 0;
+    return checkpointedIteration(this.dir);
   }
 
   writeSummary(summary: object): void {

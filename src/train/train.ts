@@ -112,6 +112,7 @@ async function run_(
   const state = latest ? { ...latest.state } : { ...NEW_RUN };
   try {
     started(); // everything is open: from here a failure leaves a run to resume
+    hooks.onStart?.(run.dir);
     run.saveConfigChanges(); // a resume's larger budget or real phase, now that the run goes on
     final =
       config.mode === "bc"
