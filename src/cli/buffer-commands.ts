@@ -154,6 +154,7 @@ export function registerBufferCommands(program: Command): void {
       const transform = o.abstract ? abstractionTransform(o.data) : undefined;
       const rules = trajectoryRules();
       let ok = false;
+      let said = false; // a file's "added" line is out
       try {
         const started = performance.now();
         let transitions = 0;
@@ -174,6 +175,7 @@ export function registerBufferCommands(program: Command): void {
             );
           }
           transitions += r.transitions;
+          said = true;
           console.log(
             `${file}: ${r.added} trajectories added (${r.transitions} transitions), ${r.duplicates} already present, ${r.malformed.length} malformed lines${r.evicted ? `, ${r.evicted} transitions evicted` : ""}`,
           );
@@ -186,6 +188,7 @@ export function registerBufferCommands(program: Command): void {
         for (const { file, trajectories } of shipped.parsed) {
           const r = await b.appendTrajectories(transform ? trajectories.map(transform) : trajectories, { seed });
           transitions += r.transitions;
+          said = true;
           console.log(`${file}: ${r.added} transcripts added (${r.transitions} transitions), ${r.duplicates} already present`);
         }
         await inFile(o.buffer, () => b.buildIndex()); // large buffers: build and save the HNSW index now, not at the first search
@@ -195,8 +198,8 @@ export function registerBufferCommands(program: Command): void {
         );
         ok = true;
       } catch (e) {
-        // The files said "added" above: say that the new buffer holding them goes too.
-        if (created && e instanceof Error) e.message += `; nothing is kept: the new buffer ${o.buffer} is removed (import again once this is fixed)`;
+        // Files said "added" above: say that the new buffer holding them goes too.
+        if (created && said && e instanceof Error) e.message += `; nothing is kept: the new buffer ${o.buffer} is removed (import again once this is fixed)`;
         throw e;
       } finally {
         b.close();
