@@ -7,6 +7,7 @@ import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import { ReplayBuffer } from "./replay-buffer.ts";
 import { HashingEmbedder } from "./hashing-embedder.ts";
+import { OpenAIEmbedder } from "./openai-embedder.ts";
 import { dot, l2Normalize, type Embedder } from "./embedder.ts";
 import { decodeHalf, encodeHalf } from "./float16.ts";
 import { transitionText } from "./transition-text.ts";
@@ -242,6 +243,11 @@ test("the embedder is recorded: reopening embeds the same way, and a different o
       );
       return true;
     },
+  );
+  // An endpoint's embedder knows its length only after its first call: none is said, rather than "0 dims".
+  assert.throws(
+    () => ReplayBuffer.open(file, { embedder: new OpenAIEmbedder({ baseURL: "http://127.0.0.1:9/v1", model: "m" }) }),
+    /the given embedder is "openai-compatible:http:\/\/127\.0\.0\.1:9\/v1#m"\. They cannot be mixed/,
   );
 });
 

@@ -252,7 +252,7 @@ export class ReplayBuffer {
       this.missingEmbedder = stored.id;
       this.embedderFrozen = true;
       throw new InvalidConfigError(
-        `buffer ${this.path} holds vectors from embedder "${stored.id}" (${stored.dims} dims); the given embedder is "${given.id}" (${given.dims} dims). ` +
+        `buffer ${this.path} holds vectors from embedder "${stored.id}" (${stored.dims} dims); the given embedder is "${given.id}"${given.dims > 0 ? ` (${given.dims} dims)` : ""}. ` +
           "They cannot be mixed: use the buffer's embedder, or a new buffer.",
       );
     }
