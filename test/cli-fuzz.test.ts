@@ -169,6 +169,7 @@ function cases(): Case[] {
   add(["collect", "--env", "webshop", "--policy", "rule", "--out", o("u1.jsonl"), "--bogus"], /unknown option '--bogus'/, [o("u1.jsonl")]).binary = true;
   add(["collect", "--env", "webshop", "--out", o("u2.jsonl")], /required option '--policy/, [o("u2.jsonl")]);
   add(["buffer", "search", "--buffer", f("good.db")], /missing required argument 'text'/);
+  add(["buffer", "search", " ", "--buffer", f("good.db")], /^error: buffer search needs a text to search for \(a state or an action\), not an empty one$/);
   add(["env", "list", "--json"], /unknown option '--json'/);
 
   // env eval / env play.

@@ -276,6 +276,8 @@ export function registerBufferCommands(program: Command): void {
     .option(...REQUEST_TIMEOUT)
     .option("--json", "print as JSON")
     .action(async (text: string, o) => {
+      // An empty text embeds to nothing: every transition would score 0, in no order that means anything.
+      if (text.trim() === "") throw new InvalidConfigError("buffer search needs a text to search for (a state or an action), not an empty one");
       const filter = filterOf(o);
       const b = await openBuffer(o, true);
       try {
