@@ -1,11 +1,12 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ReplayBuffer } from "../src/buffer/index.ts";
 import type { IterationMetrics } from "../src/train/index.ts";
-import { killAfterCheckpoint, metricsOf, run, runInProcess } from "./helpers.ts";
+import { BIN, killAfterCheckpoint, metricsOf, run, runInProcess } from "./helpers.ts";
 
 const ARGS = [
   "train",
@@ -168,6 +169,19 @@ test("train says a missing --config or a folder as one as the other commands say
   const f = await runInProcess(["train", "--config", folder, "--out", out]);
   assert.deepEqual({ status: f.status, stderr: f.stderr }, { status: 2, stderr: `error: ${folder}: not a file; give a JSON training config file\n` });
   assert.ok(!existsSync(out), "no run folder");
+  // A pipe is read as a file is (`--config <(…)`, `… | dreamgym train --config /dev/stdin`): a shell's pipe, as a user's.
+  const piped = spawnSync("bash", ["-c", 'printf %s "$CONFIG" | "$NODE" "$BIN" train --config /dev/stdin --out "$OUT" --eval-every 0 --final-eval-tasks 1'], {
+    encoding: "utf8",
+    env: {
+      ...process.env,
+      CONFIG: JSON.stringify({ mode: "real", budget: 8, tasksPerIteration: 2, rolloutsPerTask: 2 }),
+      NODE: process.execPath,
+      BIN,
+      OUT: out,
+    },
+  });
+  assert.equal(piped.status, 0, piped.stderr);
+  assert.equal(JSON.parse(readFileSync(join(out, "config.json"), "utf8")).budget, 8);
 });
 
 // Refused before anything is written, as collect and serve refuse it: the embedded model dropped every

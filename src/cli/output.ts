@@ -202,10 +202,12 @@ export class JsonlOutput {
   }
 }
 
-/** An input file must be there and be a file (`what`: e.g. "trajectory file"; `hint`: what to give instead). */
+/** An input file must be there and be readable as a file: a file, a pipe or a device (`what`: e.g. "trajectory file"; `hint`: what to give instead). */
 export function checkInputFile(file: string, what: string, hint: string): void {
   if (!existsSync(file)) throw new DataError(`no such ${what}`, { file });
-  if (!statSync(file).isFile()) throw new DataError(`not a file; ${hint}`, { file });
+  // A pipe or a device (`--config <(…)`, /dev/stdin) is read as a file is; a folder or a socket is not.
+  const st = statSync(file);
+  if (st.isDirectory() || st.isSocket()) throw new DataError(`not a file; ${hint}`, { file });
 }
 
 /**
