@@ -22,6 +22,19 @@ async function ensureTypeScript(file: string): Promise<void> {
   }
 }
 
+/**
+ * Why an env module did not load, in one line: Node's first line, and what to do where Node took a
+ * module written with import/export for CommonJS (a .ts or .js file under no package.json of "type":
+ * "module"), which its own words (a require() cycle, or require() of an ES module) do not say.
+ */
+export function loadFailure(file: string, message: string): string {
+  const first = message.split("\n")[0];
+  const hint = /require\(\) (of )?ES Module/i.test(first)
+    ? ` (it is an ES module that Node loads as CommonJS here: name it ${basename(file, extname(file))}.${extname(file) === ".js" ? "mjs" : "mts"}, or add "type": "module" to the package.json of its folder)`
+    : "";
+  return `env module failed to load: ${first}${hint}`;
+}
+
 /** What a default-export env module function is handed. */
 export interface EnvModuleApi {
   registerEnv: typeof registerEnv;
@@ -52,12 +65,7 @@ export async function loadEnvModules(files: readonly string[], opts: { cwd?: str
       mod = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
     } catch (e) {
       if (DreamGymError.isInstance(e)) throw e;
-      const first = String((e as Error)?.message ?? e).split("\n")[0];
-      // Node took a module written with import/export for CommonJS (a .ts or .js file under no package.json of "type": "module"), and its own words do not say so.
-      const hint = /require\(\) (of )?ES Module/i.test(first)
-        ? ` (it is an ES module that Node loads as CommonJS here: name it ${basename(file, extname(file))}.${extname(file) === ".js" ? "mjs" : "mts"}, or add "type": "module" to the package.json of its folder)`
-        : "";
-      throw new DataError(`env module failed to load: ${first}${hint}`, { file }, e);
+      throw new DataError(loadFailure(file, String((e as Error)?.message ?? e)), { file }, e);
     }
     const def = mod.default as { envs?: unknown } | ((api: EnvModuleApi) => unknown) | undefined;
     // The module gets what registering a checked env takes, so it need not install dreamgym to import it.
