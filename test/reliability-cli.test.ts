@@ -129,7 +129,7 @@ test("collect --append: a torn last line is cut off, and said, before the new re
   ]);
 });
 
-test("train stopped with SIGINT exits 130 at once, says where the run stands and how to go on, and leaves no lock", async () => {
+test("train stopped with SIGINT exits 130 at once, says where the run stands and how to go on, and leaves no lock", { timeout: 120_000 }, async () => {
   const out = join(mkdtempSync(join(tmpdir(), "dreamgym-train-int-")), "run");
   const args = ["train", "--env", "webshop", "--mode", "real", "--budget", "1000000", "--tasks-per-iter", "2", "--group", "2"];
   const child = spawn(process.execPath, [BIN, ...args, "--eval-every", "0", "--checkpoint-every", "1", "--final-eval-tasks", "1", "--out", out], {
@@ -137,9 +137,13 @@ test("train stopped with SIGINT exits 130 at once, says where the run stands and
   });
   let stderr = "";
   child.stderr.on("data", (d) => (stderr += d));
-  const exited = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
-  // Signal once the run has checkpointed (polled: the folder is made by the child).
-  while (!existsSync(join(out, "checkpoints", "latest.json"))) await new Promise((resolve) => setTimeout(resolve, 5));
+  let code: number | null | undefined;
+  const exited = new Promise<number | null>((resolve) => child.on("close", (c) => resolve((code = c))));
+  // Signal once the run has checkpointed (polled: the folder is made by the child), unless it ended first.
+  while (!existsSync(join(out, "checkpoints", "latest.json"))) {
+    assert.equal(code, undefined, `train ended before its first checkpoint: ${stderr}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
   child.kill("SIGINT");
   assert.equal(await exited, 130, stderr);
   const at = JSON.parse(readFileSync(join(out, "checkpoints", "latest.json"), "utf8")).iteration;

@@ -128,7 +128,7 @@ async function loadUserEnvModules(argv: readonly string[], console: { error(line
   } catch (e) {
     const line = describeError(e);
     if (line === null || !asksForHelp(argv)) throw e;
-    console.error(`warning: ${line} (help lists what did load)`);
+    console.error(`warning: ${line}`);
   }
 }
 
@@ -141,7 +141,8 @@ async function loadUserEnvModules(argv: readonly string[], console: { error(line
  * is this with the process's streams; tests run it in-process.
  *
  * Signal handlers a command installs (Ctrl-C in collect, servers waiting to be stopped) are the
- * process's: they are removed when the command ends, and a second signal exits the process (130).
+ * process's: they are removed when the command ends, and a second signal exits the process (130);
+ * `train`'s first one exits it at once (130), after its line (`exitOnSignal`).
  */
 export async function runCli(argv: readonly string[], io: CliIo = { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin }): Promise<number> {
   return withCliRun(io, async (run) => {

@@ -1,3 +1,5 @@
+import { nextTurn } from "../core/index.ts";
+
 /**
  * Waits for SIGTERM or SIGINT (a server command runs until then). After it, a second signal while
  * the server shuts down stops the process at once (exit 130).
@@ -35,7 +37,7 @@ export function stoppableLoop(): { readonly signal: NodeJS.Signals | undefined; 
     },
     async tick() {
       if (performance.now() - last < 50) return;
-      await new Promise((resolve) => setImmediate(resolve));
+      await nextTurn();
       last = performance.now();
     },
     release() {
@@ -54,8 +56,11 @@ export function stoppableLoop(): { readonly signal: NodeJS.Signals | undefined; 
  */
 export function exitOnSignal(say: (signal: NodeJS.Signals) => void): () => void {
   const stop = (signal: NodeJS.Signals) => {
-    say(signal);
-    process.exit(130);
+    try {
+      say(signal);
+    } finally {
+      process.exit(130); // even if saying failed: the stop is what was asked for
+    }
   };
   process.on("SIGINT", stop);
   process.on("SIGTERM", stop);

@@ -194,10 +194,19 @@ export function registerTrain(program: Command): void {
       hook.stop();
       const dir = hook.runDir ?? (o.resume || undefined);
       if (dir === undefined) return console.error(`stopped by ${signal} before the run started: nothing is kept`);
-      const at = checkpointedIteration(dir);
-      console.error(
-        `stopped by ${signal}: ${at > 0 ? `the run is kept to its checkpoint of iteration ${at}` : "the run has no checkpoint yet"}; continue it with dreamgym train --resume ${dir}`,
-      );
+      let at: number | undefined;
+      try {
+        at = checkpointedIteration(dir);
+      } catch {
+        // A damaged checkpoint record (the resume had not read it yet): the resume will say what is wrong with it.
+      }
+      const kept =
+        at === undefined
+          ? "the run is kept to its last checkpoint"
+          : at > 0
+            ? `the run is kept to its checkpoint of iteration ${at}`
+            : "the run has no checkpoint yet";
+      console.error(`stopped by ${signal}: ${kept}; continue it with dreamgym train --resume ${dir}`);
     });
     try {
       if (o.resume === "") throw new InvalidConfigError("--resume needs the folder of the run to continue");

@@ -64,4 +64,4 @@ export {
   type PostOptions,
 } from "./http-post.ts";
 export { PACKAGE_ROOT, PACKAGE_VERSION } from "./package-root.ts";
-export { timeoutAfterRead } from "./timeout.ts";
+export { nextTurn, timeoutAfterRead } from "./timeout.ts";

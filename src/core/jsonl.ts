@@ -134,14 +134,6 @@ export class JsonlWriter {
 }
 
 /** Writes all of `data` to `fd`: a nearly full disk writes part of it before it fails, so write the rest, or fail. */
-/** The outermost folder of `dir` that does not exist yet (what `mkdir -p` would create), or null: what a failed start removes again. */
-export function firstMissingFolder(dir: string): string | null {
-  let p = resolve(dir);
-  if (existsSync(p)) return null;
-  while (!existsSync(dirname(p))) p = dirname(p);
-  return p;
-}
-
 export function writeAll(fd: number, data: Uint8Array): void {
   for (let off = 0; off < data.length; ) off += writeSync(fd, data, off, data.length - off);
 }
@@ -403,4 +395,12 @@ export function jsonErrorPosition(text: string): number {
   } catch (pos) {
     return pos as number;
   }
+}
+
+/** The outermost folder of `dir` that does not exist yet (what `mkdir -p` would create), or null: what a failed start removes again. */
+export function firstMissingFolder(dir: string): string | null {
+  let p = resolve(dir);
+  if (existsSync(p)) return null;
+  while (!existsSync(dirname(p))) p = dirname(p);
+  return p;
 }

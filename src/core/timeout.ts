@@ -13,3 +13,11 @@ export function timeoutAfterRead(ms: number, act: () => void): () => void {
     clearImmediate(late);
   };
 }
+
+/**
+ * Resolves on the event loop's next turn, after it has read the sockets and run the handlers due (a
+ * signal's among them). A loop of resolved promises never lets it turn: a long one awaits this now and then.
+ */
+export function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}

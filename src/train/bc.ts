@@ -1,4 +1,4 @@
-import { deriveSeed, InvalidConfigError, Rng, type ActionSource, type StateAbstraction, type Task } from "../core/index.ts";
+import { deriveSeed, InvalidConfigError, nextTurn, Rng, type ActionSource, type StateAbstraction, type Task } from "../core/index.ts";
 import { ReplayBuffer } from "../buffer/index.ts";
 import { bcEpoch, type TrainablePolicy } from "../rl/index.ts";
 import type { EvalResult, IterationMetrics, TrainConfig, TrainHooks } from "./config.ts";
@@ -146,8 +146,7 @@ export async function behaviourCloningLoop(
       sink.saveCheckpoint(policy.save(), state, undefined);
     }
     hooks.onIteration?.(m, config);
-    // The event loop turns once an iteration: a run of in-process envs never waits on I/O, and a signal's handler (Ctrl-C) runs only when it turns.
-    await new Promise((resolve) => setImmediate(resolve));
+    await nextTurn(); // once an iteration: a run of in-process envs never waits on I/O, and a signal's handler (Ctrl-C) runs only then
     if (last) break;
   }
   // Resumed after the last epoch's checkpoint: evaluate again (deterministic: greedy).

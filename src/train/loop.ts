@@ -1,4 +1,4 @@
-import { deriveSeed, playEpisodes, Rng, type Env, type Task } from "../core/index.ts";
+import { deriveSeed, nextTurn, playEpisodes, Rng, type Env, type Task } from "../core/index.ts";
 import type { AuditPair } from "../experience/index.ts";
 import { grpoUpdate, ppoUpdate, updateRecords, type TrainablePolicy } from "../rl/index.ts";
 import type { EvalResult, TrainConfig, TrainHooks } from "./config.ts";
@@ -130,8 +130,7 @@ export async function trainingLoop(config: TrainConfig, parts: Parts, state: Run
       if (onSchedule) await synthetic?.trim();
     }
     hooks.onIteration?.(m, config);
-    // The event loop turns once an iteration: a run of in-process envs never waits on I/O, and a signal's handler (Ctrl-C) runs only when it turns.
-    await new Promise((resolve) => setImmediate(resolve));
+    await nextTurn(); // once an iteration: a run of in-process envs never waits on I/O, and a signal's handler (Ctrl-C) runs only then
   }
   // Resumed after the last iteration's checkpoint: evaluate again (deterministic: greedy).
   return finalEval ?? (await evaluate(policy, evaluation, config.syntheticOnly ? 0 : config.finalEvalTasks, isSuccess));
