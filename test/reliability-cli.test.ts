@@ -280,3 +280,21 @@ test("a run still training is not resumed by a second process; once its process 
   assert.equal(resumed.status, 0, resumed.stderr);
   assert.ok(!existsSync(join(out, "run.lock")), "released at the end");
 });
+
+test("demo finds its data before any work: a missing data folder is one line, exit 2, and no demo folder", async () => {
+  const root = mkdtempSync(join(tmpdir(), "dreamgym-demo-nodata-"));
+  const out = join(root, "demo");
+  const missing = join(root, "no-data");
+  const saved = process.env.DREAMGYM_DATA;
+  process.env.DREAMGYM_DATA = missing;
+  try {
+    const r = await runInProcess(["demo", "--out", out]);
+    assert.equal(r.status, 2, r.stderr);
+    assert.equal(r.stdout, "");
+    assert.match(r.stderr, new RegExp(`^error: data folder not found \\(looked in ${missing}; from DREAMGYM_DATA\\)\\. [^\\n]*\\n$`));
+    assert.equal(existsSync(out), false, "no demo folder");
+  } finally {
+    if (saved === undefined) delete process.env.DREAMGYM_DATA;
+    else process.env.DREAMGYM_DATA = saved;
+  }
+});

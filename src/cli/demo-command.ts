@@ -5,6 +5,7 @@ import type { Command } from "commander";
 import { closing, writeFileAtomic } from "../core/index.ts";
 import { ReplayBuffer } from "../buffer/index.ts";
 import { createEnv, syntheticSupport } from "../envs/index.ts";
+import { loadCatalogue } from "../envs/webshop/index.ts";
 import { loadLearnedModel, parseExperienceSpec, trainLearnedModel } from "../experience/index.ts";
 import { probeEndpoint } from "../llm/index.ts";
 import { latestPolicyFile, readMetrics, resumeTraining, train, type TrainSummary } from "../train/index.ts";
@@ -210,6 +211,7 @@ export function registerDemo(program: Command): void {
       if (existsSync(o.out) && readdirSync(o.out).length > 0 && !existsSync(join(o.out, MARKER))) {
         throw new InvalidConfigError(`${o.out} exists and is not a demo folder; choose another --out`);
       }
+      loadCatalogue(); // the data, found before any work too (the steps below use this catalogue, kept in memory)
       await checkDemoExperience(o.experience);
       rmSync(o.out, { recursive: true, force: true });
       mkdirSync(o.out, { recursive: true });
