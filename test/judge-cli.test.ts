@@ -69,6 +69,17 @@ test("audit --judge: a chat model over the OpenAI protocol scores a file's synth
     assert.equal(report.trajectories, 2);
     assert.equal(report.available, 3);
     assert.equal(report.judged + report.failed, 2);
+    // Every answer garbage: no score at all is an error, not a table of dashes.
+    const garbage = join(dir, "garbage.jsonl");
+    writeFileSync(garbage, `${JSON.stringify(episode(4, "GARBAGE chair"))}\n`);
+    const none = await runInProcess(["audit", "--judge", `${server.url}#judge`, "--trajectories", garbage]);
+    assert.equal(none.status, 2, none.stderr);
+    assert.match(
+      none.stderr,
+      new RegExp(
+        `^error: the judge ${server.url}#judge judged none of the 1 trajectories: every call failed \\(first: .*invalid judge answer after 3 attempts.*\\); check the judge model and its endpoint\\n$`,
+      ),
+    );
     const both = await runInProcess(["audit", "--judge", `${server.url}#judge`, "--trajectories", file, "--buffer", join(dir, "b.db")]);
     assert.equal(both.status, 2);
     assert.match(both.stderr, /one of --run DIR, --buffer B.db or --trajectories/);

@@ -92,6 +92,11 @@ export async function auditJudge(o: JudgeCommandOptions): Promise<void> {
     bar?.stop();
     await chat.close?.();
   }
+  // No score at all is no audit: a table of dashes and exit 0 would read as a judge that had nothing to say (the answers paid for stay in --cache).
+  if (report.judged === 0)
+    throw new InvalidConfigError(
+      `the judge ${o.judge} judged none of the ${picked.length} trajectories: every call failed (first: ${report.firstFailure ?? "no answer"}); check the judge model and its endpoint`,
+    );
   if (o.json) return void console.log(JSON.stringify({ source: from, env: envs[0], available: all.length, ...report }, null, 2));
   console.log(`LLM judge ${report.model} on ${picked.length} of ${all.length} synthetic ${envs[0]} trajectories (${from}); scores 1–10`);
   const rows: [string, string][] = JUDGE_DIMENSIONS.map((d) => [
