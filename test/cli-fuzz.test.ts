@@ -271,7 +271,7 @@ function cases(): Case[] {
   const au = (...rest: string[]) => ["audit", "--env", "webshop", ...rest];
   add(au("--trajectories", f("missing.jsonl"), "--buffer", f("good.db")), /no such trajectory file/);
   add(au("--trajectories", f("a-folder"), "--buffer", f("good.db")), /not a file/);
-  add(au("--trajectories", f("garbage.bin"), "--buffer", f("good.db")), /malformed line/);
+  add(au("--trajectories", f("garbage.bin"), "--buffer", f("good.db")), /garbage\.bin: not a text file \(binary bytes\); give a trajectory JSONL file$/);
   add(au("--trajectories", f("good.jsonl")), /needs --buffer/);
   add(au("--trajectories", f("good.jsonl"), "--buffer", f("missing.db")), /no such buffer file/, [f("missing.db")]);
   add(au("--trajectories", f("good.jsonl"), "--buffer", f("not-a-db.db")), /not a database|not a dreamgym buffer/);
@@ -284,7 +284,7 @@ function cases(): Case[] {
   const sft = (outDir: string, ...rest: string[]) => ["sft", "build", "--env", "webshop", "--teacher", DEAD_MODEL, "--out", outDir, ...rest];
   add(sft(o("s-missing"), "--trajectories", f("missing.jsonl")), /no such trajectory file/, [o("s-missing")]);
   add(sft(o("s-folder"), "--trajectories", f("a-folder")), /not a file/, [o("s-folder")]);
-  add(sft(o("s-bin"), "--trajectories", f("garbage.bin")), /malformed line/, [o("s-bin")]);
+  add(sft(o("s-bin"), "--trajectories", f("garbage.bin")), /garbage\.bin: not a text file \(binary bytes\); give a trajectory JSONL file$/, [o("s-bin")]);
   add(sft(o("s-env"), "--trajectories", f("unknown-env.jsonl")), /unknown env "nowhere"/, [o("s-env")]);
   add(
     ["sft", "build", "--env", "webshop", "--teacher", "bogus-model", "--out", o("s-teacher"), "--trajectories", f("good.jsonl")],

@@ -7,7 +7,7 @@ import { endpointOptions, endpointSettings } from "./endpoint-options.ts";
 import { parseIntOption } from "./episodes.ts";
 import { ENV_OR_URL, withEnvOption } from "./env-option.ts";
 import { inFile } from "./errors.ts";
-import { checkInputFile } from "./output.ts";
+import { checkInputFile, checkTrajectoryFile } from "./output.ts";
 import { auditRun } from "./audit-run.ts";
 import { auditJudge } from "./audit-judge.ts";
 import { cliConsole as console } from "./io.ts";
@@ -65,7 +65,7 @@ export function registerAudit(program: Command): void {
       throw new InvalidConfigError(
         "audit needs --env and --trajectories (an experience model on held-out trajectories), or --run DIR (a run's synthetic episodes in the real env)",
       );
-    checkInputFile(o.trajectories, "trajectory file", "give a trajectory JSONL file");
+    checkTrajectoryFile(o.trajectories);
     if (o.buffer) checkInputFile(o.buffer, "buffer file", "give the buffer file");
     if (isLocalExperience(o.experience) && !o.buffer)
       throw new InvalidConfigError(`the ${o.experience === "default" ? "embedded" : "learned"} model needs --buffer <file> to ground it`);

@@ -5,7 +5,7 @@ import { JUDGE_DIMENSIONS, TrajectoryJudge, type JudgeReport } from "../experien
 import { createChatModel, parseModelSpec } from "../llm/index.ts";
 import { endpointSettings } from "./endpoint-options.ts";
 import { inFile } from "./errors.ts";
-import { checkInputFile } from "./output.ts";
+import { checkInputFile, checkTrajectoryFile } from "./output.ts";
 import { progressBar } from "./progress.ts";
 import { runSyntheticEpisodes } from "./audit-run.ts";
 import { cliConsole as console } from "./io.ts";
@@ -55,7 +55,7 @@ export async function auditJudge(o: JudgeCommandOptions): Promise<void> {
     );
     from = `buffer ${o.buffer}`;
   } else {
-    checkInputFile(o.trajectories!, "trajectory file", "give a trajectory JSONL file");
+    checkTrajectoryFile(o.trajectories!);
     const read = await readJsonlAll<Trajectory>(o.trajectories!, { parse: (v) => parseTrajectory(v, trajectoryRules()) });
     all = read.filter((t) => t.source === "synthetic" && (o.env === undefined || t.env === o.env));
     from = `file ${o.trajectories}`;

@@ -210,6 +210,12 @@ export function checkInputFile(file: string, what: string, hint: string): void {
   if (st.isDirectory() || st.isSocket()) throw new DataError(`not a file; ${hint}`, { file });
 }
 
+/** A trajectory JSONL input: as `checkInputFile`, and text (a file's head is read; a pipe is left for its one reader). */
+export function checkTrajectoryFile(file: string): void {
+  checkInputFile(file, "trajectory file", "give a trajectory JSONL file");
+  if (statSync(file).isFile() && !isTextFile(file)) throw new DataError("not a text file (binary bytes); give a trajectory JSONL file", { file });
+}
+
 /**
  * Text from data (trajectories, tasks, LLM answers) made safe for a terminal: control characters
  * (ESC, NUL, …, C1), and the marks that reorder or hide text (bidi overrides and isolates,

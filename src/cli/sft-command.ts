@@ -8,7 +8,7 @@ import { endpointOptions, endpointSettings } from "./endpoint-options.ts";
 import { parseIntOption } from "./episodes.ts";
 import { inFile } from "./errors.ts";
 import { parseNumberOption } from "./options.ts";
-import { checkInputFile, checkOutputFolder } from "./output.ts";
+import { checkInputFile, checkTrajectoryFile, checkOutputFolder } from "./output.ts";
 import { progressBar } from "./progress.ts";
 import { cliConsole as console } from "./io.ts";
 
@@ -28,7 +28,7 @@ export function registerSft(program: Command): void {
     .option("--val <fraction>", "share of tasks held out for validation", parseNumberOption("val", 0, 1, { maxOpen: true }), 0.1)
     .option("--data <dir>", "data folder");
   endpointOptions(build).action(async (o) => {
-    checkInputFile(o.trajectories, "trajectory file", "give a trajectory JSONL file");
+    checkTrajectoryFile(o.trajectories);
     if (o.buffer) checkInputFile(o.buffer, "buffer file", "give the buffer file");
     checkOutputFolder(o.out);
     const support = await closing(createEnv(o.env, { dataDir: o.data }), (env) => syntheticSupport(o.env, env));
