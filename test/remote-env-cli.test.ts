@@ -9,7 +9,7 @@ import { abstractEnv, type Trajectory } from "../src/core/index.ts";
 import { createEnv, envTasks, runEpisode } from "../src/envs/index.ts";
 import { RulePolicy, webshopAbstraction } from "../src/envs/webshop/index.ts";
 import { createServeApp, EnvHost, SessionManager, startServer, type RunningServer } from "../src/server/index.ts";
-import { runAsync } from "./helpers.ts";
+import { runAsync, runInProcess } from "./helpers.ts";
 
 let server: RunningServer;
 let manager: SessionManager;
@@ -76,6 +76,28 @@ test("a dead URL: exit 2, one line naming it", async () => {
     r.stderr,
     `error: env server http://127.0.0.1:${port}: GET /metadata: connection refused (is the server running? dreamgym serve --env <name> --port <port>)\n`,
   );
+});
+
+test("a server with a token, none given: one line saying to set DREAMGYM_TOKEN (clients have no --token-file)", async () => {
+  const host = await EnvHost.open({ env: "webshop", split: "test" });
+  const locked = await startServer({
+    app: createServeApp({ manager: new SessionManager(host, { idleTimeout: 0 }), heartbeat: 0, token: "s3cret" }),
+    port: 0,
+    host: "127.0.0.1",
+  });
+  const saved = process.env.DREAMGYM_TOKEN;
+  delete process.env.DREAMGYM_TOKEN;
+  try {
+    const r = await runInProcess(["env", "eval", "--env", locked.url.replace("http://", "ws://"), "--policy", "rule", "--episodes", "3"]);
+    assert.equal(r.status, 2);
+    assert.equal(
+      r.stderr,
+      `error: env server ${locked.url}: GET /metadata: 401 unauthorized: the server wants a token (set DREAMGYM_TOKEN to the server's token)\n`,
+    );
+  } finally {
+    if (saved !== undefined) process.env.DREAMGYM_TOKEN = saved;
+    await locked.close();
+  }
 });
 
 test("train --mode real --env ws://: real steps and evaluations on the server; the run records the URL and a resume reconnects", async () => {

@@ -46,6 +46,16 @@ export function httpBase(url: string): string {
   return u.replace(/^ws(s?):\/\//i, "http$1://");
 }
 
+/**
+ * The 401 reason, for the upgrade and the HTTP routes alike. Clients (`env eval`, `collect`, `train`, the
+ * library) take the token only from `DREAMGYM_TOKEN` or the `token` option: `--token-file` is the server's.
+ */
+export function unauthorized(token: string | undefined): string {
+  return !token
+    ? "401 unauthorized: the server wants a token (set DREAMGYM_TOKEN to the server's token)"
+    : "401 unauthorized: the server refused the token (set DREAMGYM_TOKEN to the server's token)";
+}
+
 /** The server's WebSocket endpoint, as OpenEnv's client makes it: http → ws, https → wss, then `/ws`. */
 export function wsEndpoint(url: string): string {
   return `${baseOf(url).replace(/^http(s?):\/\//i, "ws$1://")}/ws`;
@@ -229,9 +239,7 @@ export class RemoteEnv implements Env {
       });
       ws.on("unexpected-response", (_req, res) => {
         const why =
-          res.statusCode === 401
-            ? "401 unauthorized (give the server's token: --token-file or DREAMGYM_TOKEN)"
-            : `HTTP ${res.statusCode} instead of a WebSocket upgrade (is it a dreamgym/OpenEnv env server?)`;
+          res.statusCode === 401 ? unauthorized(this.token) : `HTTP ${res.statusCode} instead of a WebSocket upgrade (is it a dreamgym/OpenEnv env server?)`;
         res.resume();
         ws.terminate();
         if (!opened) reject(new RemoteEnvError(this.url, `cannot connect: ${why}`));

@@ -1,5 +1,5 @@
 import { Agents, getWhole, HeadersTimeoutError, timeoutAfterRead, type PostAnswer, type RewardSpec, type Task } from "../core/index.ts";
-import { httpBase, RemoteEnvError } from "./remote-env.ts";
+import { httpBase, RemoteEnvError, unauthorized } from "./remote-env.ts";
 
 /** What an env server serves: the `dreamgym` block of its `GET /metadata`, and its tasks (`GET /tasks`). */
 export interface RemoteEnvInfo {
@@ -101,7 +101,7 @@ async function getJson(base: string, path: string, token: string | undefined, ti
     cancelDeadline();
     agents.close();
   }
-  if (answer.status === 401) throw new RemoteEnvError(base, `${what}: 401 unauthorized (give the server's token: --token-file or DREAMGYM_TOKEN)`);
+  if (answer.status === 401) throw new RemoteEnvError(base, `${what}: ${unauthorized(token)}`);
   if (answer.status < 200 || answer.status > 299)
     throw new RemoteEnvError(base, `${what}: HTTP ${answer.status}${answer.body ? ` ${answer.body.slice(0, 200).replace(/\s+/g, " ")}` : ""}`);
   try {
