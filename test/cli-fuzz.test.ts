@@ -178,6 +178,7 @@ function cases(): Case[] {
   add(["env", "eval", "--env", "webshop", "--policy", "rule", "--split", "nosplit"], /unknown WebShop split "nosplit"/);
   for (const v of BAD_INTS) add(["env", "eval", "--env", "webshop", "--policy", "rule", "--episodes", v], /--episodes must be an integer/);
   add(["env", "eval", "--env", "webshop", "--policy", "rule", "--max-steps", "0"], /--max-steps must be an integer/);
+  add(["env", "eval", "--env", "webshop", "--policy", "rule", "--start", "-1"], /--start must be an integer/);
   add(["env", "eval", "--env", "webshop", "--policy", "rule", "--data", f("no-such-data")], /data folder/);
   add(["env", "play", "nowhere"], /unknown environment "nowhere"/);
   add(["env", "play", "webshop", "--task", "99999999"], /--task 99999999 is out of range/);

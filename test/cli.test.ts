@@ -47,6 +47,18 @@ test("env eval prints score ×100 and success rate", async () => {
   assert.ok(out.success_rate >= 0 && out.success_rate <= 100);
 });
 
+test("env eval --start: the split's tasks from that index, as collect --start plays them", async () => {
+  const args = ["--env", "webshop", "--policy", "rule", "--split", "test", "--episodes", "3", "--start", "5"];
+  const r = await runInProcess(["env", "eval", ...args, "--json"]);
+  assert.equal(r.status, 0, r.stderr);
+  const out = join(mkdtempSync(join(tmpdir(), "dreamgym-cli-")), "rule.jsonl");
+  const c = await runInProcess(["collect", ...args, "--out", out]);
+  assert.equal(c.status, 0, c.stderr);
+  const trajs = await readJsonlAll<Trajectory>(out);
+  const mean = trajs.reduce((sum, t) => sum + t.total_reward, 0) / trajs.length;
+  assert.equal(JSON.parse(r.stdout).score, 100 * mean);
+});
+
 test("env play: a person can play in the terminal", () => {
   const input = ["search[pillow]", "3", "8", "quit"].join("\n") + "\n";
   // A binary run: the moves come on its stdin, as a person types them.

@@ -38,6 +38,7 @@ export function registerEnvCommands(program: Command): void {
     .requiredOption("--policy <name>", "scripted policy (webshop: oracle | oracle-noisy | rule | random; alfworld: expert | random)")
     .option("--split <split>", "task split (default: webshop test, alfworld valid_unseen)")
     .option("--episodes <n>", "episodes (default: every task of the split once)", parseIntOption("episodes", 1))
+    .option("--start <n>", "first task index within the split", parseIntOption("start"), 0)
     .option("--seed <n>", "seed of stochastic policies", parseIntOption("seed"), 0)
     .option("--max-steps <n>", "steps before truncation", parseIntOption("max-steps", 1))
     .option("--actions-from <buffer>", "an env that lists no actions: random picks among the commands this buffer recorded")
