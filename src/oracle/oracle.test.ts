@@ -140,3 +140,30 @@ test("optimistic false successes at 40% are exploited (the on-policy audit sees 
   assert.ok(rates[0.4] !== null && rates[0.4] > 0.7, `exploitation at 40% false successes: ${rates[0.4]}`);
   assert.ok(rates[0] === null || rates[0] === 0, `exploitation at 0%: ${rates[0]}`);
 });
+
+test("the server: a body that is not a chat request is 400 invalid_request_error, never 500; an unknown path's 404 names it", async () => {
+  const server = await startOracleServer({ noise: { epsilonR: 0, epsilonP: 0 } });
+  try {
+    const post = async (body: string) => {
+      const r = await fetch(`${server.url}/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body });
+      return { status: r.status, error: ((await r.json()) as { error: { message: string; type: string } }).error };
+    };
+    for (const body of ['{"model":"oracle","messages":"x"}', '{"messages":[null]}', "null", "[]", '"text"', "{}", '{"messages":[1]}']) {
+      const r = await post(body);
+      assert.equal(r.status, 400, body);
+      assert.equal(r.error.type, "invalid_request_error", body);
+      assert.match(r.error.message, /^the body must be a JSON object whose messages is an array/, body);
+    }
+    assert.equal((await post("{")).status, 400);
+    assert.equal((await post('{"messages":[{"role":"user","content":"hi"}]}')).error.message.startsWith("no episode line"), true);
+    assert.equal(server.stats.refused, 9);
+    const r = await fetch(`${server.url}/completions`, { method: "POST", body: "{}" });
+    assert.equal(r.status, 404);
+    assert.match(
+      ((await r.json()) as { error: { message: string } }).error.message,
+      /^not found: POST \/v1\/completions \(routes: POST \/v1\/chat\/completions/,
+    );
+  } finally {
+    await server.close();
+  }
+});

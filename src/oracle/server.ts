@@ -55,8 +55,8 @@ export function oracleEnvs(): string[] {
  * A local OpenAI-compatible chat server whose "model" is the oracle: it reads the episode line of the
  * reasoning experience model's prompt (task id and actions), replays it in the real env, and answers
  * in the reasoning model's JSON (`reasoning`, `next_state`, `reward`, `terminated`), corrupted by
- * `noise`. `n` choices are the same answer n times. A request without an episode line, or for a task
- * it cannot play, gets HTTP 400.
+ * `noise`. `n` choices are the same answer n times. A body that is not a chat request, a request
+ * without an episode line, or one for a task it cannot play, gets HTTP 400.
  */
 export async function startOracleServer(opts: OracleServerOptions): Promise<OracleServer> {
   const env = opts.env ?? "webshop";
@@ -70,7 +70,12 @@ export async function startOracleServer(opts: OracleServerOptions): Promise<Orac
         return send(res, 200, { object: "list", data: [{ id: "oracle", object: "model", owned_by: "dreamgym" }] });
       if (req.method === "GET" && req.url?.endsWith("/stats")) return send(res, 200, stats);
       if (req.method !== "POST" || !req.url?.endsWith("/chat/completions"))
-        return send(res, 404, { error: { message: "not found: POST /v1/chat/completions", type: "invalid_request_error" } });
+        return send(res, 404, {
+          error: {
+            message: `not found: ${req.method} ${req.url} (routes: POST /v1/chat/completions, GET /v1/models, GET /v1/stats)`,
+            type: "invalid_request_error",
+          },
+        });
       let raw = "";
       for await (const c of req) raw += c;
       const started = performance.now();
@@ -82,7 +87,15 @@ export async function startOracleServer(opts: OracleServerOptions): Promise<Orac
         stats.refused++;
         return send(res, 400, { error: { message: "the body is not JSON", type: "invalid_request_error" } });
       }
-      const user = body.messages?.find((m) => m.role === "user");
+      // Any JSON parses: a shape that is not a chat request is the client's mistake (400), not a crash (500).
+      const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+      if (!isObject(body) || !Array.isArray(body.messages) || !body.messages.every(isObject)) {
+        stats.refused++;
+        return send(res, 400, {
+          error: { message: "the body must be a JSON object whose messages is an array of {role, content} objects", type: "invalid_request_error" },
+        });
+      }
+      const user = body.messages.find((m) => m.role === "user");
       const episode = typeof user?.content === "string" ? parseEpisodeBlock(user.content) : null;
       if (!episode) {
         stats.refused++;
