@@ -308,6 +308,23 @@ test("s2r trains in the synthetic env, then the real one; configs that cannot ru
   assert.deepEqual(bufferContent(extended), bufferContent(whole), "the same synthetic episodes kept");
   // An s2r run whose real phase has begun cannot go back to the synthetic env.
   assert.match((await runInProcess(["train", "--resume", dg, "--budget", "5000"])).stderr, /this s2r run's real phase has begun/);
+  // Nor does a real budget that does not extend its real phase, or a screening or batch term other than its real steps were played with:
+  // refused, config.json untouched (a no-op resume wrote settings never used).
+  const dgConfig = readFileSync(join(dg, "config.json"), "utf8");
+  for (const budget of ["100", "600"]) {
+    const x = await runInProcess(["train", "--resume", dg, "--mode", "s2r", "--real-budget", budget, "--real-screen", "4", "--real-batch-advantage", "2"]);
+    assert.equal(x.status, 2, x.stderr);
+    assert.match(x.stderr, /^error: --real-budget extends a resumed s2r run's real phase .*: this run's real budget is 600\n$/);
+  }
+  assert.equal(readFileSync(join(dg, "config.json"), "utf8"), dgConfig);
+  assert.match(
+    (await runInProcess(["train", "--resume", screened, "--mode", "s2r", "--real-budget", "5000", "--real-screen", "1", "--real-batch-advantage", "1"])).stderr,
+    /^error: --real-screen cannot change once an s2r run's real phase has begun \(this run's: --real-screen 2\): drop it\n$/,
+  );
+  assert.match(
+    (await runInProcess(["train", "--resume", dg, "--mode", "s2r", "--real-budget", "5000", "--real-screen", "2", "--real-batch-advantage", "1"])).stderr,
+    /^error: --real-screen and --real-batch-advantage cannot change .* \(this run's: --real-screen 1, no --real-batch-advantage\): drop them\n$/,
+  );
   const refuse = async (args: string[], message: RegExp) => {
     const out = join(root, `refused-${Math.random().toString(36).slice(2)}`);
     const x = await runInProcess(["train", ...args, "--out", out]);

@@ -327,7 +327,8 @@ export interface TrainHooks {
  * `budget`, which extends a real, DreamGym or S2R run (before its real phase) as if it had been given
  * from the start; and, for a DreamGym run, a real phase after its synthetic one (`mode: "s2r"` with
  * `realBudget`, and optionally `realScreen`): sim-to-real continuing the same run, its policy,
- * optimiser and counters.
+ * optimiser and counters; for an S2R run, a larger `realBudget`, which extends its real phase
+ * (`realScreen` and `realBatchAdvantage` stay as they were once that phase has begun).
  */
 export type ResumeOverrides = Partial<Pick<TrainConfig, "requestTimeout" | "maxFailures" | "budget" | "realBudget" | "realScreen" | "realBatchAdvantage">> & {
   mode?: "s2r";

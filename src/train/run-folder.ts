@@ -161,12 +161,32 @@ export class RunFolder implements RunSink {
         `a resumed run can only go on to a real phase: a dreamgym or s2r run, with --mode s2r and --real-budget N > 0, --real-screen and --real-batch-advantage optional (this run is ${String(stored.mode)})`,
       );
     }
+    // (With refit, real steps come before the real phase: the synthetic budget tells.)
+    const refit = (stored.onPolicyAudit as { refit?: unknown } | undefined)?.refit === true;
+    const realPhaseBegun =
+      stored.mode === "s2r" && (refit ? (latest?.state.syntheticInteractions ?? 0) >= Number(stored.budget) : (latest?.state.realInteractions ?? 0) > 0);
+    // An s2r run's real phase is extended, as --budget extends the first: a real budget not above the
+    // run's would change nothing, or end the phase before what was played, and config.json would then
+    // name settings never used.
+    if (toS2r && stored.mode === "s2r") {
+      if (!(Number(defined.realBudget) > Number(stored.realBudget))) {
+        throw new InvalidConfigError(
+          `--real-budget extends a resumed s2r run's real phase to more real steps than its real budget: this run's real budget is ${String(stored.realBudget)}`,
+        );
+      }
+      // Once the real phase has begun, its screening and batch term are what its steps were played with.
+      const changed = [
+        ["--real-screen", "realScreen", stored.realScreen ?? 1],
+        ["--real-batch-advantage", "realBatchAdvantage", stored.realBatchAdvantage],
+      ].filter(([, key, was]) => defined[key as string] !== undefined && defined[key as string] !== was);
+      if (realPhaseBegun && changed.length > 0) {
+        throw new InvalidConfigError(
+          `${changed.map(([flag]) => flag).join(" and ")} cannot change once an s2r run's real phase has begun (this run's: ${changed.map(([flag, , was]) => (was === undefined ? `no ${flag}` : `${flag} ${String(was)}`)).join(", ")}): drop ${changed.length === 1 ? "it" : "them"}`,
+        );
+      }
+    }
     // A larger first-phase budget extends the run, as if it had been given from the start.
     if (defined.budget !== undefined) {
-      // (With refit, real steps come before the real phase: the synthetic budget tells.)
-      const refit = (stored.onPolicyAudit as { refit?: unknown } | undefined)?.refit === true;
-      const realPhaseBegun =
-        stored.mode === "s2r" && (refit ? (latest?.state.syntheticInteractions ?? 0) >= Number(stored.budget) : (latest?.state.realInteractions ?? 0) > 0);
       if (stored.mode === "bc" || !(Number(defined.budget) > Number(stored.budget)) || realPhaseBegun) {
         const why =
           stored.mode === "bc"
