@@ -57,6 +57,21 @@ test("dreamgym webarena import-traces, then buffer import: the published traces 
     assert.equal(missing.status, 2);
     assert.match(missing.stderr.trim(), /nope: not a folder/);
     assert.equal(existsSync(join(dir, "x.jsonl")), false);
+    // A folder with its log and no trace, or with no trace that can be imported, is refused too: one line, no file.
+    const fixtures = join(ROOT, "test", "fixtures", "webarena-traces");
+    for (const [name, traces, message] of [
+      ["log-only", [], "no render_<id>.html trace: give a WebArena result folder"],
+      ["unmatched", ["render_5.html"], "its one trace cannot be imported (render_5.html: no [Result] line for task 5 in "],
+    ] as const) {
+      const folder = join(dir, name);
+      mkdirSync(folder);
+      for (const f of ["merged_log.txt", ...traces]) writeFileSync(join(folder, f), readFileSync(join(fixtures, f)));
+      const r = await runInProcess(["webarena", "import-traces", folder, "--out", join(dir, "x.jsonl"), "--data", DATA]);
+      assert.equal(r.status, 2, r.stderr);
+      assert.equal(r.stdout, "");
+      assert.ok(r.stderr.startsWith(`error: ${folder}: ${message}`) && r.stderr.split("\n").length === 2, r.stderr);
+      assert.equal(existsSync(join(dir, "x.jsonl")), false);
+    }
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -1,5 +1,6 @@
+import { basename } from "node:path";
 import type { Command } from "commander";
-import { writeJsonlAtomic } from "../core/index.ts";
+import { DataError, writeJsonlAtomic } from "../core/index.ts";
 import { checkSites, importWebArenaResults, loadWebArenaTasks, type WebArenaSplit } from "../envs/webarena/index.ts";
 import { InvalidConfigError } from "../core/index.ts";
 import { checkOutputFile } from "./output.ts";
@@ -39,6 +40,14 @@ export function registerWebArena(program: Command): void {
       }
       checkOutputFile(o.out, "--out");
       const r = importWebArenaResults(folder, { split: o.split as WebArenaSplit, sites, policy: o.policy, dataDir: o.data });
+      // Traces that are all skipped would leave an empty --out: said as the input error it is, nothing written.
+      if (r.trajectories.length === 0) {
+        const [first] = r.skipped;
+        throw new DataError(
+          `${r.skipped.length === 1 ? "its one trace cannot" : `none of its ${r.skipped.length} traces can`} be imported (${basename(first.file)}: ${first.reason}${r.skipped.length > 1 ? "; …" : ""})`,
+          { file: folder },
+        );
+      }
       writeJsonlAtomic(o.out, (out) => r.trajectories.forEach((t) => out.write(t)));
       const passed = r.trajectories.filter((t) => t.success).length;
       console.log(`${r.trajectories.length} trajectories (${passed} passed), ${r.trajectories.reduce((s, t) => s + t.steps.length, 0)} steps → ${o.out}`);

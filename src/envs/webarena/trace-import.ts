@@ -171,6 +171,8 @@ export function importWebArenaResults(folder: string, opts: TraceImportOptions =
   const files = readdirSync(folder)
     .filter((f) => /^render_\d+\.html$/.test(f))
     .sort((a, b) => Number(a.match(/\d+/)![0]) - Number(b.match(/\d+/)![0]));
+  if (files.length === 0)
+    throw new DataError("no render_<id>.html trace: give a WebArena result folder (render_<id>.html files and merged_log.txt)", { file: folder });
   for (const name of files) {
     const file = join(folder, name);
     const id = Number(name.match(/\d+/)![0]);
