@@ -1,7 +1,7 @@
 import { Hono, type Context } from "hono";
 import { Rng } from "../../core/index.ts";
 import { resultsPage, searchProducts, SUB_PAGES, getReward, type Catalogue, type Goal, type SubPage } from "../webshop/index.ts";
-import { donePageHtml, itemPageHtml, parseKeywords, resultsPageHtml, searchPageHtml, subPageHtml, urls } from "./html.ts";
+import { donePageHtml, esc, itemPageHtml, parseKeywords, resultsPageHtml, searchPageHtml, subPageHtml, urls } from "./html.ts";
 
 /** What the site remembers of a session: its goal and, once bought, the reward. The page state is in the URL. */
 export interface SiteSession {
@@ -35,11 +35,17 @@ export function webshopApp(o: WebShopAppOptions): { app: Hono; sessions: Map<str
   const sessions = new Map<string, SiteSession>();
   const rng = new Rng(o.seed);
 
-  const session = (sid: string): SiteSession => {
+  /** The session of `sid`, or why there is none (a fixed goal that does not exist: a 404, not some other goal). */
+  const session = (sid: string): SiteSession | string => {
     let s = sessions.get(sid);
     if (s) return s;
-    const fixed = sid.includes("fixed") ? Number(sid.split("_").at(-1)) : NaN;
-    const index = Number.isInteger(fixed) && fixed >= 0 && fixed < catalogue.goals.length ? fixed : o.goalIndexes[rng.randbelow(o.goalIndexes.length)];
+    let index: number;
+    if (sid.includes("fixed")) {
+      const last = sid.split("_").at(-1)!;
+      index = /^\d+$/.test(last) ? Number(last) : Number.NaN;
+      if (!(index < catalogue.goals.length))
+        return `no goal "${last}": a session id holding "fixed" ends with a goal index from 0 to ${catalogue.goals.length - 1} (abc_fixed_12 plays goal 12)`;
+    } else index = o.goalIndexes[rng.randbelow(o.goalIndexes.length)];
     s = { goal: catalogue.goal(index), goalIndex: index };
     remember(sid, s);
     return s;
@@ -51,7 +57,8 @@ export function webshopApp(o: WebShopAppOptions): { app: Hono; sessions: Map<str
 
   const app = new Hono();
   const html = (c: Context, body: string, status: 200 | 400 | 404 = 200) => c.html(body, status);
-  const notFound = (c: Context, what: string) => html(c, `<!DOCTYPE html><html><body><h1>Not found</h1><p>${what}</p></body></html>`, 404);
+  // What is said comes from the URL: escaped, so a crafted link puts no markup in the page.
+  const notFound = (c: Context, what: string) => html(c, `<!DOCTYPE html><html><body><h1>Not found</h1><p>${esc(what)}</p></body></html>`, 404);
 
   app.all("*", async (c) => {
     // Segments are decoded here, not by the router: a "+" between keywords must stay apart from an encoded one.
@@ -69,6 +76,7 @@ export function webshopApp(o: WebShopAppOptions): { app: Hono; sessions: Map<str
     if (parts.length === 1) {
       const sid = route;
       const s = session(sid);
+      if (typeof s === "string") return notFound(c, s);
       if (post) {
         const form = await c.req.parseBody();
         const query = form.search_query;
@@ -95,6 +103,7 @@ export function webshopApp(o: WebShopAppOptions): { app: Hono; sessions: Map<str
       const page = pageOf(p);
       if (page === null) return notFound(c, `bad page number "${p}"`);
       const s = session(sid);
+      if (typeof s === "string") return notFound(c, s);
       const keywords = parseKeywords(kw);
       const results = searchProducts(catalogue, keywords, rng);
       return html(c, resultsPageHtml(sid, s.goal.instruction_text, keywords, page, results.length, resultsPage(results, page)));
@@ -107,6 +116,7 @@ export function webshopApp(o: WebShopAppOptions): { app: Hono; sessions: Map<str
       if (!product) return notFound(c, `no product ${asin}`);
       if (page === null || opts === null) return notFound(c, "bad page number or options");
       const s = session(sid);
+      if (typeof s === "string") return notFound(c, s);
       const keywords = parseKeywords(kw);
       if (route === "item_page") return html(c, itemPageHtml(sid, s.goal.instruction_text, product, keywords, page, opts, o.showAttributes));
       const sub = SUB_PAGES.find((x) => x === parts[5]) as SubPage | undefined;
@@ -120,6 +130,7 @@ export function webshopApp(o: WebShopAppOptions): { app: Hono; sessions: Map<str
       if (!product) return notFound(c, `no product ${asin}`);
       if (opts === null) return notFound(c, "bad options");
       const s = session(sid);
+      if (typeof s === "string") return notFound(c, s);
       const price = catalogue.prices.get(asin)!;
       const reward = getReward(product, s.goal, price, opts, { goalOptionValues: o.goalOptionValues }) as number;
       s.reward = reward;

@@ -143,4 +143,18 @@ test("bad URLs are a 404 page, not an error", async () => {
     assert.equal(res.status, 404, path);
     await res.text();
   }
+  // A fixed goal that does not exist is not played as some other goal: 404, saying which indexes are.
+  const last = site.catalogue.goals.length - 1;
+  for (const path of ["/abc_fixed_999999", "/abc_fixed_-1", "/search_results/abc_fixed_-1/a/1", "/abc_fixed_"]) {
+    const res = await fetch(new URL(path, base));
+    assert.equal(res.status, 404, path);
+    assert.match(await res.text(), new RegExp(`ends with a goal index from 0 to ${last} `), path);
+  }
+  const lastGoal = await fetch(new URL(`/abc_fixed_${last}`, base));
+  assert.equal(lastGoal.status, 200);
+  assert.ok((await lastGoal.text()).includes(site.catalogue.goal(last).instruction_text.split(" ").slice(0, 3).join(" ")));
+  // What a 404 says of the URL is escaped.
+  const res = await fetch(new URL("/item_page/x/%3Cb%3Ebold/a/1/%7B%7D", base));
+  assert.equal(res.status, 404);
+  assert.match(await res.text(), /no product &lt;b&gt;bold/);
 });
