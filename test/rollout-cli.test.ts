@@ -1,10 +1,11 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { appendFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { appendFileSync, existsSync, mkdtempSync, readFileSync, statSync, watch, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chatServer } from "../src/testing/index.ts";
-import { runAsync, runInProcess } from "./helpers.ts";
+import { BIN, runAsync, runInProcess } from "./helpers.ts";
 
 type Body = { messages: { role: string; content: string }[]; seed: number; temperature: number };
 
@@ -194,6 +195,41 @@ test("rollout appends whole groups as they finish: a bad --out fails before any 
     assert.equal(other.status, 2);
     assert.match(other.stderr, /holds other output/);
     assert.equal(s.requests.length, 0);
+  } finally {
+    await s.close();
+  }
+});
+
+test("rollout stopped with SIGINT exits 130 and says what it kept and how to go on", async () => {
+  const s = await chatServer({ reply: shopper });
+  try {
+    const dir = mkdtempSync(join(tmpdir(), "dreamgym-rollout-int-"));
+    const out = join(dir, "r.jsonl");
+    // A binary run: the signal is the process's.
+    const args = ["rollout", "--env", "webshop", "--model", `${s.url}#tiny`, "--tasks", "1000", "--group", "2", "--format", "trajectories", "--out", out];
+    const child = spawn(process.execPath, [BIN, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+    let stderr = "";
+    child.stderr.on("data", (d) => (stderr += d));
+    const exited = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
+    // Signal once a group is in the file.
+    await new Promise<void>((resolve) => {
+      const check = () => {
+        if (existsSync(out) && statSync(out).size > 0) {
+          watcher.close();
+          resolve();
+        }
+      };
+      const watcher = watch(dir, check);
+      check();
+    });
+    child.kill("SIGINT");
+    assert.equal(await exited, 130);
+    const groups = lines(out).length / 2;
+    assert.ok(Number.isInteger(groups) && groups >= 1, `${groups} groups`);
+    assert.equal(
+      stderr.trimEnd().split("\n").at(-1),
+      `stopped by SIGINT after ${groups} of 1000 tasks (groups of 2 rollouts); those are in ${out}: the same command continues it`,
+    );
   } finally {
     await s.close();
   }

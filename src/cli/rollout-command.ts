@@ -22,6 +22,7 @@ import { parseIntOption } from "./episodes.ts";
 import { parseNumberOption } from "./options.ts";
 import { checkOutputFile } from "./output.ts";
 import { progressBar } from "./progress.ts";
+import { exitOnSignal } from "./signals.ts";
 import { cliConsole as console } from "./io.ts";
 
 interface RolloutOptions {
@@ -245,6 +246,17 @@ async function rollout(o: RolloutOptions): Promise<void> {
   // episodes were scheduled, and a run that stops keeps every group it finished.
   const pending = new Map<number, Episode<LlmStepRecord>[]>();
   let lines = 0;
+  // Ctrl-C or SIGTERM stops at once (exit 130): each finished group is already in the file, whole (one
+  // write), and a rerun of the same command plays only the groups that are not.
+  const releaseSignals = exitOnSignal((signal) => {
+    bar.stop();
+    out.close();
+    console.error(
+      done.length > 0
+        ? `stopped by ${signal} after ${done.length} of ${o.tasks} tasks (groups of ${o.group} rollouts); those are in ${o.out}: the same command continues it`
+        : `stopped by ${signal} before the first task's group of ${o.group} rollouts was done: nothing is kept; the same command starts it again`,
+    );
+  });
   try {
     await playEpisodes(envs, policy, jobs, {
       onEpisode: (e, j) => {
@@ -266,6 +278,7 @@ async function rollout(o: RolloutOptions): Promise<void> {
       },
     });
   } finally {
+    releaseSignals();
     bar.stop();
     out.close();
     await Promise.all(envs.map((e) => e.close()));
