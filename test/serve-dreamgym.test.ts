@@ -9,7 +9,7 @@ import { before, test } from "node:test";
 import { ReplayBuffer } from "../src/buffer/index.ts";
 import { createServeApp, EnvHost, SessionManager, startServer, type RunningServer } from "../src/server/index.ts";
 import { ServedRun, train } from "../src/train/index.ts";
-import { BIN, metricsOf } from "./helpers.ts";
+import { BIN, metricsOf, runInProcess } from "./helpers.ts";
 import { TestClient, webshopSeedBuffer } from "./serve-kit.ts";
 
 let db: string;
@@ -163,6 +163,33 @@ test("a session server killed mid-iteration (SIGKILL) resumes its run: no episod
     second.child.kill("SIGTERM");
     await new Promise((resolve) => second.child.once("exit", resolve));
   }
+});
+
+test("a restart on a served run refuses an --env or --mode other than the run's own, as it refuses the other flags: one line, exit 2", {
+  timeout: 60_000,
+}, async () => {
+  const run = join(mkdtempSync(join(tmpdir(), "dreamgym-served-other-")), "run");
+  // A run folder: started, then stopped before any episode.
+  await ServedRun.run(run, { env: "webshop", buffer: db, budget: 1000, rolloutsPerTask: 2, tasksPerIteration: 2 }, (r) => r.stop());
+  const before = readFileSync(join(run, "config.json"), "utf8");
+  for (const [env, mode] of [
+    ["vault", "dreamgym"],
+    ["alfworld", "dreamgym"],
+    ["webshop", "s2r"],
+  ]) {
+    // A server that resumes the run instead serves until a signal: one, so the test fails rather than hangs.
+    const timer = setTimeout(() => process.kill(process.pid, "SIGTERM"), 10_000);
+    const r = await runInProcess(["serve", "--env", env, "--mode", mode, "--run", run, "--port", "0"]);
+    clearTimeout(timer);
+    assert.equal(r.status, 2, r.stderr);
+    assert.equal(
+      r.stderr,
+      `error: ${run} holds a run of webshop in --mode dreamgym: the server resumes it with its own config; give --env webshop --mode dreamgym\n`,
+    );
+    assert.equal(r.stdout, "", "nothing served");
+  }
+  assert.equal(readFileSync(join(run, "config.json"), "utf8"), before);
+  // (The run's own --env and --mode resume it: the kill test above restarts so.)
 });
 
 test("what TRL sends (the dataset row as reset kwargs, an integer group_id) plays the plan; a reset naming a task is an evaluation outside it", {

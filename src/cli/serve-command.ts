@@ -111,7 +111,7 @@ export function registerServe(program: Command): void {
       .option("--token-file <file>", "require Authorization: Bearer <the file's token> on every route but /health (else $DREAMGYM_TOKEN, if set)")
       .option("--concurrency <n>", "synthetic mode, chat model: LLM requests at once, shared by every session", parseIntOption("concurrency", 1), 16)
       .option("--cache <file>", "synthetic mode, chat model: its response cache (SQLite)"),
-  ).action(async (o: ServeOptions) => {
+  ).action(async (o: ServeOptions, cmd: Command) => {
     const mode = o.mode ?? (o.experience !== undefined ? "synthetic" : "real");
     if (mode !== "real" && mode !== "synthetic" && mode !== "dreamgym" && mode !== "s2r")
       throw new InvalidConfigError(`--mode must be real, synthetic, dreamgym or s2r, got "${o.mode}"`);
@@ -122,7 +122,9 @@ export function registerServe(program: Command): void {
       if (notHere.length)
         throw new InvalidConfigError(`--${kebab(notHere[0])} is not for --mode ${mode}: the run keeps its own buffer and plays its own tasks`);
       if (o.observation !== "abstract") throw new InvalidConfigError(`--mode ${mode} serves abstract states (what the run's synthetic env shows)`);
-      return serveRun({ ...o, mode } as ServeRunOptions, readToken(o));
+      // A resume checks the env the user gave against the run's own (not a default, were there one).
+      const given = { env: cmd.getOptionValueSource("env") === "cli" ? o.env : undefined, mode: cmd.getOptionValueSource("mode") === "cli" ? mode : undefined };
+      return serveRun({ ...o, mode } as ServeRunOptions, readToken(o), given);
     }
     const runOnly = (["run", "budget", "realBudget", "group", "tasksPerIter", "seed"] as const).filter((k) => o[k] !== undefined);
     if (runOnly.length || o.set.length)

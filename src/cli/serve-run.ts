@@ -1,6 +1,6 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { InvalidConfigError } from "../core/index.ts";
+import { InvalidConfigError, readJsonFile } from "../core/index.ts";
 import { createServeApp, EnvHost, SessionManager, startServer, type RunningServer } from "../server/index.ts";
 import { ServedRun, type TrainConfigInput, type TrainSummary } from "../train/index.ts";
 import { DEFAULT_MAX_FAILURES, DEFAULT_REQUEST_TIMEOUT_S } from "./endpoint-options.ts";
@@ -64,17 +64,28 @@ const RUN_OPTIONS = ["experience", "buffer", "hybrid", "budget", "realBudget", "
  * (or resumes the one DIR holds), serves its sessions until SIGTERM/SIGINT, and keeps serving
  * evaluation resets once the run has spent its budget.
  */
-export async function serveRun(o: ServeRunOptions, token: string | undefined): Promise<void> {
+export async function serveRun(o: ServeRunOptions, token: string | undefined, given: { env?: string; mode?: string } = {}): Promise<void> {
   if (o.run === undefined)
     throw new InvalidConfigError(`--mode ${o.mode} needs a run folder (--run DIR): the run is kept there, and a restarted server resumes it`);
   const resume = existsSync(join(o.run, "config.json"));
   let input: TrainConfigInput | undefined;
+  let env = o.env;
   if (resume) {
-    const given = RUN_OPTIONS.filter((k) => o[k] !== undefined);
-    if (given.length > 0 || o.set.length > 0)
+    const shaping = RUN_OPTIONS.filter((k) => o[k] !== undefined);
+    if (shaping.length > 0 || o.set.length > 0)
       throw new InvalidConfigError(
-        `${o.run} holds a run: the server resumes it with its own config; drop ${given.length > 0 ? `--${given[0].replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}` : "--set"}`,
+        `${o.run} holds a run: the server resumes it with its own config; drop ${shaping.length > 0 ? `--${shaping[0].replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}` : "--set"}`,
       );
+    // --env and --mode are required to get here, so they cannot be dropped: one that is not the run's own
+    // would serve the run under another name (a train run's folder is refused by ServedRun.run).
+    const stored = readJsonFile<{ env?: unknown; mode?: unknown; served?: unknown } | null>(join(o.run, "config.json"));
+    if (stored?.served === true && typeof stored.env === "string") {
+      env = stored.env;
+      if ((given.env !== undefined && given.env !== stored.env) || (given.mode !== undefined && given.mode !== stored.mode))
+        throw new InvalidConfigError(
+          `${o.run} holds a run of ${stored.env} in --mode ${String(stored.mode)}: the server resumes it with its own config; give --env ${stored.env} --mode ${String(stored.mode)}`,
+        );
+    }
   } else {
     input = {
       env: o.env,
@@ -109,7 +120,7 @@ export async function serveRun(o: ServeRunOptions, token: string | undefined): P
     }
     const i = run.info;
     console.log(
-      `serving a ${i.mode} run of ${o.env} from ${i.dir} (${resume ? "resumed; " : ""}groups of ${i.group}, ${i.tasksPerIteration} per iteration) on ${server.url}  OpenEnv: ${server.url.replace(/^http/, "ws")}/ws`,
+      `serving a ${i.mode} run of ${env} from ${i.dir} (${resume ? "resumed; " : ""}groups of ${i.group}, ${i.tasksPerIteration} per iteration) on ${server.url}  OpenEnv: ${server.url.replace(/^http/, "ws")}/ws`,
     );
     serving();
   });
