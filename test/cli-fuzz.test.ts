@@ -264,6 +264,10 @@ function cases(): Case[] {
   add(["serve", "--env", "webshop", "--mode", "dreamgym", "--port", "0"], /--mode dreamgym needs a run folder \(--run DIR\)/);
   add(["serve", "--env", "webshop", "--port", "0", "--group", "4"], /--group is for a DreamGym session server: add --mode dreamgym/);
   add(["serve", "--env", "webshop", "--mode", "dreamgym", "--run", f("served"), "--port", "0"], /needs a replay buffer|--buffer/);
+  add(
+    ["serve", "--env", "webshop", "--mode", "dreamgym", "--run", f("good.jsonl"), "--buffer", f("good.db"), "--port", "0"],
+    /good\.jsonl is a file; --run must be a folder$/,
+  );
   add(["buffer", "search", "shelf", "--buffer", f("missing.db")], /does not exist/, [f("missing.db")]);
   for (const v of ["0"]) add(["buffer", "search", "shelf", "--buffer", f("good.db"), "-k", v], /^error: -k must be an integer/);
   add(["buffer", "search", "shelf", "--buffer", f("good.db"), "--source", "bogus"], /--source must be real or synthetic/);

@@ -83,12 +83,13 @@ export class RunFolder implements RunSink {
   /**
    * Makes the folder of a new run (which must not hold one). `start` runs with the folder in place;
    * if it throws before calling `started()`, or the process exits before then, only what this call
-   * created is removed again, so the same folder can be used for another try.
+   * created is removed again, so the same folder can be used for another try. `flag` is the option that
+   * named `dir`, for the refusals (`serve --mode dreamgym` takes it as `--run`).
    */
-  static async create<T>(dir: string, config: TrainConfig, start: (folder: RunFolder, started: () => void) => Promise<T>): Promise<T> {
-    if (existsSync(dir) && !statSync(dir).isDirectory()) throw new InvalidConfigError(`${dir} is a file; --out must be a folder`);
+  static async create<T>(dir: string, config: TrainConfig, start: (folder: RunFolder, started: () => void) => Promise<T>, flag = "--out"): Promise<T> {
+    if (existsSync(dir) && !statSync(dir).isDirectory()) throw new InvalidConfigError(`${dir} is a file; ${flag} must be a folder`);
     if (existsSync(join(dir, "config.json")))
-      throw new InvalidConfigError(`${dir} already holds a run; resume it with --resume ${dir} or choose another --out`);
+      throw new InvalidConfigError(`${dir} already holds a run; resume it with --resume ${dir} or choose another ${flag}`);
     const created = firstMissingFolder(dir);
     const before = existsSync(dir) ? new Set(readdirSync(dir)) : null;
     // Only what this start made: the folders it created, or the entries it added to an existing folder.

@@ -102,14 +102,19 @@ export class ServedRun {
     const config = servedConfig(input);
     const resolved = await resolveRun(config, {});
     try {
-      return await RunFolder.create(dir, config, async (folder, started) => {
-        const release = lockRun(folder.dir);
-        try {
-          return await ServedRun.serve(folder, undefined, resolved, ready, started);
-        } finally {
-          release();
-        }
-      });
+      return await RunFolder.create(
+        dir,
+        config,
+        async (folder, started) => {
+          const release = lockRun(folder.dir);
+          try {
+            return await ServedRun.serve(folder, undefined, resolved, ready, started);
+          } finally {
+            release();
+          }
+        },
+        "--run",
+      );
     } finally {
       await resolved.close();
     }
