@@ -21,12 +21,6 @@ export interface EpisodeGroup {
    * next task not yet taken, so the pairing depends on arrival order.
    */
   index?: number;
-  /**
-   * The trainer's batch (1, 2, …) the group belongs to: a server that keeps what was played serves a
-   * reset repeating an episode (the same batch, group and seed) as it was played, so a trainer resumed
-   * from an older checkpoint plays its batches again.
-   */
-  iteration?: number;
 }
 
 export interface ResetResult {

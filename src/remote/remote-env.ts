@@ -139,7 +139,6 @@ export class RemoteEnv implements Env {
       if (opts.task) data.task_id = opts.task.id;
       if (opts.group !== undefined) data.group_id = opts.group.id;
       if (opts.group?.index !== undefined) data.group_index = opts.group.index;
-      if (opts.group?.iteration !== undefined) data.group_iteration = opts.group.iteration;
       this.episode = "none";
       const message = { type: "reset", data };
       // A reset starts afresh, so one that meets a connection the server has just closed (an idle

@@ -34,7 +34,7 @@ const missing = (loc: (string | number)[], input: unknown): FieldError => ({ typ
 const extra = (loc: (string | number)[], input: unknown): FieldError => ({ type: "extra_forbidden", loc, msg: "Extra inputs are not permitted", input });
 const notDict = (loc: (string | number)[], input: unknown): FieldError => ({ type: "dict_type", loc, msg: "Input should be a valid dictionary", input });
 
-/** The reset fields dreamgym reads: OpenEnv's `seed` and `episode_id`, and its own `task_id`/`task_index`/`group_id`/`group_index`/`group_iteration`. */
+/** The reset fields dreamgym reads: OpenEnv's `seed` and `episode_id`, and its own `task_id`/`task_index`/`group_id`/`group_index`. */
 export function parseReset(data: Record<string, unknown>, loc: string[] = []): ResetRequest {
   const errors: FieldError[] = [];
   const req: ResetRequest = {};
@@ -66,7 +66,6 @@ export function parseReset(data: Record<string, unknown>, loc: string[] = []): R
   if (typeof group === "number" && Number.isSafeInteger(group)) req.group = String(group);
   else if (group !== undefined && group !== null) req.group = string("group_id", 255);
   req.groupIndex = nonNegativeInt("group_index");
-  req.groupIteration = nonNegativeInt("group_iteration");
   if (errors.length) throw new ValidationFailed(errors);
   // Other keys are dropped, as OpenEnv drops reset kwargs the env's reset() does not take.
   return req;

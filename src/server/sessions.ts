@@ -53,8 +53,6 @@ export interface ResetRequest {
   group?: string;
   /** The group's position among the batch's groups (`EpisodeGroup.index`). */
   groupIndex?: number;
-  /** The trainer's batch the group belongs to (`EpisodeGroup.iteration`). */
-  groupIteration?: number;
 }
 
 /** One client's env: calls run one at a time, in order; different sessions run in parallel. */
@@ -123,15 +121,7 @@ export class Session {
         .reset({
           seed: req.seed,
           task,
-          ...(req.group !== undefined
-            ? {
-                group: {
-                  id: req.group,
-                  ...(req.groupIndex !== undefined ? { index: req.groupIndex } : {}),
-                  ...(req.groupIteration !== undefined ? { iteration: req.groupIteration } : {}),
-                },
-              }
-            : {}),
+          ...(req.group !== undefined ? { group: { id: req.group, ...(req.groupIndex !== undefined ? { index: req.groupIndex } : {}) } } : {}),
         })
         .catch((e) => {
           throw executionError("reset", e);

@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import { test } from "node:test";
 import type { Episode, Task } from "../core/index.ts";
 import { tempFile } from "../testing/index.ts";
-import { BrokerRefusal, EpisodeBroker, REPLAYABLE_ITERATIONS, type Slot } from "./episode-broker.ts";
+import { BrokerRefusal, EpisodeBroker, type Slot } from "./episode-broker.ts";
 
 const tasks: Task[] = [0, 1, 2].map((i) => ({ id: `t${i}`, instruction: `task ${i}` }));
 const episode = (task: Task, total: number): Episode => ({ task, steps: [], totalReward: total, success: false });
@@ -97,31 +97,8 @@ test("finished episodes go to the journal; a restarted plan takes them back and 
       [1, 0],
     ],
   );
-  restarted.checkpointed(3);
-  assert.deepEqual(restarted.restored(4), [], "a checkpointed iteration's journal is emptied");
-});
-
-test("played episodes stay recorded for a resumed trainer's replays: through a restart, and for the last checkpointed iterations", async () => {
-  const journal = tempFile(".jsonl");
-  const shown = { info: { task: tasks[0] }, actions: [["a", "b"], null] };
-  const broker = new EpisodeBroker(journal, 1);
-  for (let iteration = 1; iteration <= REPLAYABLE_ITERATIONS + 1; iteration++) {
-    void broker.play(iteration, "synthetic", tasks.slice(0, 1), seedOf);
-    const s = await broker.assign(`${iteration}/0`, iteration, 0);
-    broker.finish(s, episode(s.task, iteration), `${iteration}/0`, shown);
-    assert.equal(broker.recorded(iteration, `${iteration}/0`, iteration)?.episode.totalReward, iteration);
-    if (iteration <= REPLAYABLE_ITERATIONS) broker.checkpointed(iteration);
-  }
-  assert.equal(broker.recorded(1, "1/0", 2), undefined, "another seed is another episode");
-  assert.equal(broker.recorded(2, "1/0", 1), undefined, "and another iteration");
-  // A restarted server has them all: the checkpointed iterations' and the journal's.
-  const restarted = new EpisodeBroker(journal, 1);
-  for (let i = 1; i <= REPLAYABLE_ITERATIONS + 1; i++) assert.deepEqual(restarted.recorded(i, `${i}/0`, i)?.shown, shown);
-  assert.equal(restarted.restored(REPLAYABLE_ITERATIONS + 1).length, 1, "the iteration in progress is restored as before");
-  restarted.checkpointed(REPLAYABLE_ITERATIONS + 1);
-  assert.equal(restarted.recorded(1, "1/0", 1), undefined, "the oldest goes");
-  assert.ok(restarted.recorded(2, "2/0", 2));
-  assert.equal(new EpisodeBroker(journal, 1).recorded(1, "1/0", 1), undefined, "its file too");
+  restarted.checkpointed();
+  assert.deepEqual(restarted.restored(3), [], "a checkpointed iteration's journal is emptied");
 });
 
 test("a group that says its place in the batch (group_index) gets that task, whichever reset arrives first", async () => {

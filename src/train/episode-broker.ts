@@ -1,5 +1,4 @@
-import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { appendFileSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { DreamGymError, type Episode, type Task } from "../core/index.ts";
 
 /** One episode of an iteration's plan: the g-th of task t's group. */
@@ -23,16 +22,7 @@ export interface JournalEntry {
   /** The env seed its reset played. */
   seed: number;
   episode: Episode;
-  /** What the session was shown besides the episode's steps: the reset's info, and the available actions after the reset and each step (a replay shows them again). */
-  shown?: { info: Record<string, unknown>; actions: (string[] | null)[] };
 }
-
-/**
- * Checkpointed iterations whose episodes a served run keeps, so that a trainer resumed from an older
- * checkpoint of its own is served again what it played (`dreamgym train`'s checkpoints lag the
- * server's by up to its --checkpoint-every, 5 by default).
- */
-export const REPLAYABLE_ITERATIONS = 10;
 
 /** A played episode of the plan and the env seed it was played with (an audit replays it from that seed). */
 export interface BrokeredEpisode {
@@ -75,44 +65,32 @@ const ANONYMOUS = "";
  * it: the slot of its named group (a new name claims the next unclaimed task), or, without a name,
  * the next free slot of a group of unnamed resets, so G resets in a row play one task. A reset past
  * the plan waits for the next one. Every finished episode goes to the journal, so a server killed
- * mid-iteration restarts with what its trainer had already played; the journals of the last
- * iterations are kept, so a trainer resumed from its checkpoint is shown again what it played.
+ * mid-iteration restarts with what its trainer had already played.
  */
 export class EpisodeBroker {
   private plan: Plan | undefined;
   private waiting: (() => void)[] = [];
   private ended: string | undefined;
-  /** The played episodes a reset may replay (`recorded`): the journal's, and those of the kept iterations. */
-  private readonly records = new Map<string, JournalEntry>();
-  /** Where the journals of checkpointed iterations are kept (`iter-000003.jsonl`). */
-  private readonly keptDir: string;
 
   constructor(
     private readonly journalFile: string,
     private readonly G: number,
-    /** The run's last checkpointed iteration. */
-    public checkpointedIteration = 0,
-  ) {
-    this.keptDir = join(dirname(journalFile), "served-episodes");
-    const kept = existsSync(this.keptDir) ? readdirSync(this.keptDir).filter((f) => /^iter-\d+\.jsonl$/.test(f)) : [];
-    for (const file of [...kept.map((f) => join(this.keptDir, f)), journalFile]) for (const e of readJournal(file)) this.record(e);
-  }
-
-  /**
-   * The episode a reset repeats: the one played in `iteration` by `group` from env seed `seed`, if kept.
-   * Only a trainer that names its iteration asks (a resumed `dreamgym train` plays its batches again).
-   */
-  recorded(iteration: number, group: string, seed: number): JournalEntry | undefined {
-    return this.records.get(recordKey(iteration, group, seed));
-  }
-
-  private record(e: JournalEntry): void {
-    if (e.group !== undefined && e.shown !== undefined) this.records.set(recordKey(e.iteration, e.group, e.seed), e);
-  }
+  ) {}
 
   /** Finished episodes of `iteration` the journal holds (a restart's), and drops older ones. */
   restored(iteration: number): JournalEntry[] {
-    return readJournal(this.journalFile).filter((e) => e.iteration === iteration);
+    if (!existsSync(this.journalFile)) return [];
+    const entries: JournalEntry[] = [];
+    for (const line of readFileSync(this.journalFile, "utf8").split("\n")) {
+      if (!line.trim()) continue;
+      try {
+        const e = JSON.parse(line) as JournalEntry;
+        if (e.iteration === iteration) entries.push(e);
+      } catch {
+        // a line cut by the kill: that episode is played again
+      }
+    }
+    return entries;
   }
 
   /**
@@ -159,7 +137,7 @@ export class EpisodeBroker {
   }
 
   /** A slot's episode ended: kept (and journalled) if its plan is still open. */
-  finish(slot: Slot, episode: Episode, group: string | undefined, shown?: JournalEntry["shown"]): void {
+  finish(slot: Slot, episode: Episode, group: string | undefined): void {
     const p = this.plan;
     if (!p || p.iteration !== slot.iteration || p.groups[slot.t].slots[slot.g] !== "playing") return;
     const seed = p.groups[slot.t].seeds[slot.g];
@@ -171,10 +149,8 @@ export class EpisodeBroker {
       ...(group ? { group } : {}),
       seed,
       episode,
-      ...(shown ? { shown } : {}),
     };
     appendFileSync(this.journalFile, JSON.stringify(entry) + "\n");
-    this.record(entry);
     p.groups[slot.t].slots[slot.g] = episode;
     this.finishIfDone();
   }
@@ -187,17 +163,9 @@ export class EpisodeBroker {
     for (const wake of this.waiting.splice(0)) wake();
   }
 
-  /** `iteration` is checkpointed: its journal is kept among the replayable iterations, the oldest of which goes. */
-  checkpointed(iteration: number): void {
-    this.checkpointedIteration = iteration;
-    mkdirSync(this.keptDir, { recursive: true });
-    if (existsSync(this.journalFile)) renameSync(this.journalFile, join(this.keptDir, `iter-${String(iteration).padStart(6, "0")}.jsonl`));
-    const oldest = iteration - REPLAYABLE_ITERATIONS;
-    for (const f of readdirSync(this.keptDir)) {
-      const m = /^iter-(\d+)\.jsonl$/.exec(f);
-      if (m && Number(m[1]) <= oldest) rmSync(join(this.keptDir, f), { force: true });
-    }
-    for (const [key, e] of this.records) if (e.iteration <= oldest) this.records.delete(key);
+  /** The iteration is checkpointed: its journal is no longer needed. */
+  checkpointed(): void {
+    writeFileSync(this.journalFile, "");
   }
 
   /** No more plans: the open one fails (its iteration is not written), and waiting and later resets hear `reason`. */
@@ -253,21 +221,4 @@ export class EpisodeBroker {
       ),
     );
   }
-}
-
-const recordKey = (iteration: number, group: string, seed: number) => `${iteration}\u0000${group}\u0000${seed}`;
-
-/** A journal's entries (none if it is missing); a line cut by a kill is skipped: that episode is played again. */
-function readJournal(file: string): JournalEntry[] {
-  if (!existsSync(file)) return [];
-  const entries: JournalEntry[] = [];
-  for (const line of readFileSync(file, "utf8").split("\n")) {
-    if (!line.trim()) continue;
-    try {
-      entries.push(JSON.parse(line) as JournalEntry);
-    } catch {
-      // cut by the kill
-    }
-  }
-  return entries;
 }

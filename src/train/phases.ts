@@ -84,7 +84,7 @@ const serverPicked = (task: Task) => task.id.startsWith("server-picked-");
 export function rolloutJobs(seed: number, iteration: number, tasks: Task[], G: number): { task?: Task; group?: EpisodeGroup; seed: number; rngSeed: number }[] {
   return tasks.flatMap((task, t) =>
     Array.from({ length: G }, (_, g) => ({
-      ...(serverPicked(task) ? { group: { id: `${iteration}/${t}`, index: t, iteration } } : { task }),
+      ...(serverPicked(task) ? { group: { id: `${iteration}/${t}`, index: t } } : { task }),
       seed: deriveSeed(seed, "env", iteration, t, g),
       rngSeed: deriveSeed(seed, "rollout", iteration, t, g),
     })),

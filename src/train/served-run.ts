@@ -16,7 +16,7 @@ import {
 import { ReplayBuffer } from "../buffer/index.ts";
 import type { AuditPair } from "../experience/index.ts";
 import { resolveTrainConfig, type TrainConfig, type TrainConfigInput, type TrainSummary } from "./config.ts";
-import { BrokerRefusal, EpisodeBroker, REPLAYABLE_ITERATIONS, type BrokeredEpisode, type JournalEntry, type Slot } from "./episode-broker.ts";
+import { EpisodeBroker, type BrokeredEpisode, type Slot } from "./episode-broker.ts";
 import { iterationMetrics } from "./iteration-metrics.ts";
 import { onPolicyAudit, refitOnAudit } from "./on-policy-audit.ts";
 import type { Parts } from "./parts.ts";
@@ -69,7 +69,7 @@ export class ServedRun {
       realBudget: c.mode === "s2r" ? c.realBudget : 0,
     };
     this.tasks = parts.evaluation.tasks;
-    this.broker = new EpisodeBroker(join(folder.dir, "served-episodes.jsonl"), c.rolloutsPerTask, latest?.iteration ?? 0);
+    this.broker = new EpisodeBroker(join(folder.dir, "served-episodes.jsonl"), c.rolloutsPerTask);
   }
 
   /**
@@ -247,7 +247,7 @@ export class ServedRun {
       this.folder.appendMetrics(m);
       // The policy is the trainer's: the server's own never changes, so its file is written once.
       this.folder.saveCheckpoint(this.folder.hasPolicyFile ? null : this.parts.policy.save(), state, curriculum?.toJSON(), true, synthetic?.takeRefitState);
-      this.broker.checkpointed(iteration);
+      this.broker.checkpointed();
       await synthetic?.trim();
     }
     this.broker.end(`the run in ${this.folder.dir} has spent its budget: reset with a task (task_id) to evaluate, or start another run`);
@@ -279,9 +279,7 @@ class BrokeredEnv implements Env {
   private kind: "real" | "synthetic" | "eval" | undefined;
   private slot: Slot | undefined;
   private group: string | undefined;
-  private episode: { task: Task; steps: EpisodeStep[]; total: number; observation: string; shown: NonNullable<JournalEntry["shown"]> } | undefined;
-  /** A played episode served again from its record (a resumed trainer's), and its next step. */
-  private replay: { entry: JournalEntry; at: number } | undefined;
+  private episode: { task: Task; steps: EpisodeStep[]; total: number; observation: string } | undefined;
   private closed = false;
 
   constructor(
@@ -291,19 +289,6 @@ class BrokeredEnv implements Env {
 
   async reset(opts: ResetOptions = {}): Promise<ResetResult> {
     this.leave();
-    // A trainer resumed from its checkpoint plays its batches again: an episode the run has played
-    // (the same iteration, group and seed) is shown as it was, and the run keeps the one it has.
-    const iteration = opts.group?.iteration;
-    const entry = !opts.task && iteration !== undefined && opts.seed !== undefined ? this.broker.recorded(iteration, opts.group!.id, opts.seed) : undefined;
-    if (entry) {
-      this.replay = { entry, at: 0 };
-      return { observation: entry.episode.steps[0].observation, info: entry.shown!.info };
-    }
-    // Else it would take a slot of the iteration in progress, and the run would count its batch twice.
-    if (!opts.task && iteration !== undefined && iteration <= this.broker.checkpointedIteration)
-      throw new BrokerRefusal(
-        `iteration ${iteration} of the run is checkpointed, and it kept no episode of group ${opts.group!.id} with seed ${opts.seed ?? "(none)"} (it keeps its last ${REPLAYABLE_ITERATIONS} iterations'): a trainer resumed from an older checkpoint than that cannot go on with this run`,
-      );
     let task: Task;
     let seed = opts.seed;
     let kind: "real" | "synthetic" | "eval";
@@ -330,20 +315,11 @@ class BrokeredEnv implements Env {
       throw e;
     }
     const shown = (r.info.task as Task | undefined) ?? task;
-    const info = { ...r.info, task: shown };
-    if (kind !== "eval")
-      this.episode = {
-        task: shown,
-        steps: [],
-        total: 0,
-        observation: r.observation,
-        shown: { info, actions: [this.env!.availableActions()?.slice() ?? null] },
-      };
-    return { observation: r.observation, info };
+    if (kind !== "eval") this.episode = { task: shown, steps: [], total: 0, observation: r.observation };
+    return { observation: r.observation, info: { ...r.info, task: shown } };
   }
 
   async step(action: string): Promise<StepResult> {
-    if (this.replay) return this.replayStep(action);
     if (!this.env) throw new ResetNeededError();
     const r = await this.env.step(action);
     // The trainer is told where its step was played, so it counts synthetic steps as synthetic.
@@ -367,11 +343,9 @@ class BrokeredEnv implements Env {
       });
       ep.total += r.reward;
       ep.observation = r.observation;
-      // A copy: the record is written when the episode ends, and an env may reuse its list.
-      ep.shown.actions.push(this.env.availableActions()?.slice() ?? null);
       if (r.terminated || r.truncated) {
         const episode: Episode = { task: ep.task, steps: ep.steps, totalReward: ep.total, success: this.run.isSuccess(ep.total) };
-        this.broker.finish(this.slot, episode, this.group, ep.shown);
+        this.broker.finish(this.slot, episode, this.group);
         this.slot = undefined;
         this.episode = undefined;
       }
@@ -380,22 +354,7 @@ class BrokeredEnv implements Env {
   }
 
   availableActions(): string[] | undefined {
-    if (this.replay) return this.replay.entry.shown!.actions[this.replay.at]?.slice() ?? undefined;
     return this.env?.availableActions();
-  }
-
-  /** A step of a replayed episode: the recorded one, if the trainer takes the recorded action. */
-  private replayStep(action: string): StepResult {
-    const { entry, at } = this.replay!;
-    const s = entry.episode.steps[at];
-    if (!s) throw new ResetNeededError();
-    // A trainer that plays otherwise than before its checkpoint cannot be shown the run's episode.
-    if (action !== s.action)
-      throw new BrokerRefusal(
-        `iteration ${entry.iteration}, group ${entry.group}, seed ${entry.seed} was played before with ${JSON.stringify(s.action)} at step ${at + 1}, not ${JSON.stringify(action)}: a resumed trainer must play its batches again as it played them`,
-      );
-    this.replay!.at++;
-    return { observation: s.next_observation, reward: s.reward, terminated: s.terminated, truncated: s.truncated, info: { ...(s.info ?? {}) } };
   }
 
   async close(): Promise<void> {
@@ -407,7 +366,6 @@ class BrokeredEnv implements Env {
 
   /** An episode left unfinished gives its slot back. */
   private leave(): void {
-    this.replay = undefined;
     if (this.slot) this.broker.abandon(this.slot);
     this.slot = undefined;
     this.episode = undefined;
