@@ -57,6 +57,14 @@ test("env eval --start: the split's tasks from that index, as collect --start pl
   const trajs = await readJsonlAll<Trajectory>(out);
   const mean = trajs.reduce((sum, t) => sum + t.total_reward, 0) / trajs.length;
   assert.equal(JSON.parse(r.stdout).score, 100 * mean);
+  // --start is taken: the split's 6th to 8th tasks, as a run from the start plays them.
+  const all = join(mkdtempSync(join(tmpdir(), "dreamgym-cli-")), "rule-all.jsonl");
+  const whole = await runInProcess(["collect", ...args.slice(0, -4), "--episodes", "8", "--out", all]);
+  assert.equal(whole.status, 0, whole.stderr);
+  assert.deepEqual(
+    trajs.map((t) => t.task.id),
+    (await readJsonlAll<Trajectory>(all)).slice(5).map((t) => t.task.id),
+  );
 });
 
 test("env play: a person can play in the terminal", () => {

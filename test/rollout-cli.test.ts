@@ -200,7 +200,7 @@ test("rollout appends whole groups as they finish: a bad --out fails before any 
   }
 });
 
-test("rollout stopped with SIGINT exits 130 and says what it kept and how to go on", async () => {
+test("rollout stopped with SIGINT exits 130 and says what it kept and how to go on", { timeout: 120_000 }, async () => {
   const s = await chatServer({ reply: shopper });
   try {
     const dir = mkdtempSync(join(tmpdir(), "dreamgym-rollout-int-"));
@@ -211,8 +211,8 @@ test("rollout stopped with SIGINT exits 130 and says what it kept and how to go 
     let stderr = "";
     child.stderr.on("data", (d) => (stderr += d));
     const exited = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
-    // Signal once a group is in the file.
-    await new Promise<void>((resolve) => {
+    // Signal once a group is in the file; a child that ends first fails the test, with what it said.
+    await new Promise<void>((resolve, reject) => {
       const check = () => {
         if (existsSync(out) && statSync(out).size > 0) {
           watcher.close();
@@ -220,6 +220,10 @@ test("rollout stopped with SIGINT exits 130 and says what it kept and how to go 
         }
       };
       const watcher = watch(dir, check);
+      void exited.then((code) => {
+        watcher.close();
+        reject(new Error(`rollout ended (${code}) before its first group: ${stderr}`));
+      });
       check();
     });
     child.kill("SIGINT");

@@ -172,7 +172,7 @@ export class RunFolder implements RunSink {
     if (toS2r && stored.mode === "s2r") {
       if (!(Number(defined.realBudget) > Number(stored.realBudget))) {
         throw new InvalidConfigError(
-          `--real-budget extends a resumed s2r run's real phase to more real steps than its real budget: this run's real budget is ${String(stored.realBudget)}`,
+          `--real-budget extends a resumed s2r run's real phase to more real steps than its real budget: this run's real budget is ${String(stored.realBudget)} (to go on as it is: --resume ${dir} alone)`,
         );
       }
       // Once the real phase has begun, its screening and batch term are what its steps were played with.
