@@ -314,7 +314,10 @@ test("s2r trains in the synthetic env, then the real one; configs that cannot ru
   for (const budget of ["100", "600"]) {
     const x = await runInProcess(["train", "--resume", dg, "--mode", "s2r", "--real-budget", budget, "--real-screen", "4", "--real-batch-advantage", "2"]);
     assert.equal(x.status, 2, x.stderr);
-    assert.match(x.stderr, /^error: --real-budget extends a resumed s2r run's real phase .*: this run's real budget is 600 \(to go on as it is: --resume .* alone\)\n$/);
+    assert.match(
+      x.stderr,
+      /^error: --real-budget extends a resumed s2r run's real phase .*: this run's real budget is 600 \(to go on as it is: --resume .* alone\)\n$/,
+    );
   }
   assert.equal(readFileSync(join(dg, "config.json"), "utf8"), dgConfig);
   assert.match(
