@@ -263,7 +263,10 @@ function cases(): Case[] {
   add(["serve", "--env", "webshop", "--port", "0", "--token-file", f("short-token")], /the token has 1 characters; give at least 16/);
   add(["serve", "--env", "webshop", "--mode", "dreamgym", "--port", "0"], /--mode dreamgym needs a run folder \(--run DIR\)/);
   add(["serve", "--env", "webshop", "--port", "0", "--group", "4"], /--group is for a DreamGym session server: add --mode dreamgym/);
-  add(["serve", "--env", "webshop", "--mode", "dreamgym", "--run", f("served"), "--port", "0"], /needs a replay buffer|--buffer/);
+  add(
+    ["serve", "--env", "webshop", "--mode", "dreamgym", "--run", f("served"), "--port", "0"],
+    /mode dreamgym needs a buffer of offline webshop trajectories .* to start from none \(dreamgym serve: --set coldStart=true\)$/,
+  );
   add(
     ["serve", "--env", "webshop", "--mode", "dreamgym", "--run", f("good.jsonl"), "--buffer", f("good.db"), "--port", "0"],
     /good\.jsonl is a file; --run must be a folder$/,

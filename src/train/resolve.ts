@@ -281,7 +281,7 @@ async function checkExperience(config: TrainConfig, env: RunEnv, given: TrainPar
     }
   } else if (!buffer)
     throw new InvalidConfigError(
-      `mode ${config.mode} needs a buffer of offline ${config.env} trajectories (--buffer B.db; dreamgym buffer import F.jsonl --abstract --buffer B.db), or --cold-start with a reasoning experience model to start from none`,
+      `mode ${config.mode} needs a buffer of offline ${config.env} trajectories (--buffer B.db; dreamgym buffer import F.jsonl --abstract --buffer B.db), or --cold-start with a reasoning experience model to start from none (dreamgym serve: --set coldStart=true)`,
     );
   if (given.experienceModel) return undefined;
   experience ??= parseExperienceSpec(config.experience);
