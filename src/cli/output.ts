@@ -84,7 +84,8 @@ export interface TornTail {
  * (which `JsonlOutput` cuts before appending, and the caller says so), else null.
  */
 export function checkAppendFile(file: string, flag = "--out"): TornTail | null {
-  if (!existsSync(file) || !statSync(file).isFile() || statSync(file).size === 0) return null;
+  const st = existsSync(file) ? statSync(file) : undefined;
+  if (!st?.isFile() || st.size === 0) return null;
   const refuse = (why: string) =>
     new DataError(`${why}; --append adds to a trajectory JSONL file: choose another ${flag}, or drop --append to replace the file`, { file });
   if (!isTextFile(file)) throw refuse("not a text file (binary bytes)");

@@ -110,12 +110,8 @@ function envModules(argv: readonly string[]): string[] {
 /** Whether `argv` asks for help or the version only (no command runs). */
 function asksForHelp(argv: readonly string[]): boolean {
   const own = argv.indexOf("--") < 0 ? argv : argv.slice(0, argv.indexOf("--"));
-  return (
-    own.includes("--help") ||
-    own.includes("-h") ||
-    commandName(own) === "help" ||
-    (commandName(own) === undefined && own.some((a) => a === "--version" || a === "-V"))
-  );
+  const command = commandName(own);
+  return own.includes("--help") || own.includes("-h") || command === "help" || (command === undefined && own.some((a) => a === "--version" || a === "-V"));
 }
 
 /**
@@ -142,7 +138,7 @@ async function loadUserEnvModules(argv: readonly string[], console: { error(line
  *
  * Signal handlers a command installs (Ctrl-C in collect, servers waiting to be stopped) are the
  * process's: they are removed when the command ends, and a second signal exits the process (130);
- * `train`'s first one exits it at once (130), after its line (`exitOnSignal`).
+ * `train`'s and `rollout`'s first one exits it at once (130), after their line (`exitOnSignal`).
  */
 export async function runCli(argv: readonly string[], io: CliIo = { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin }): Promise<number> {
   return withCliRun(io, async (run) => {

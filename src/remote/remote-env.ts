@@ -51,9 +51,7 @@ export function httpBase(url: string): string {
  * library) take the token only from `DREAMGYM_TOKEN` or the `token` option: `--token-file` is the server's.
  */
 export function unauthorized(token: string | undefined): string {
-  return !token
-    ? "401 unauthorized: the server wants a token (set DREAMGYM_TOKEN to the server's token)"
-    : "401 unauthorized: the server refused the token (set DREAMGYM_TOKEN to the server's token)";
+  return `401 unauthorized: the server ${token ? "refused the token" : "wants a token"} (set DREAMGYM_TOKEN to the server's token)`;
 }
 
 /** The server's WebSocket endpoint, as OpenEnv's client makes it: http → ws, https → wss, then `/ws`. */
